@@ -1,0 +1,87 @@
+import { z } from 'zod';
+
+/**
+ * The platform's configuration, parsed once from the environment. Every process (all-in-one or a
+ * single piece) reads the same variables; docker-compose sets them the same way.
+ */
+const schema = z.object({
+  NODE_ENV: z.string().default('development'),
+  /** When set, that MongoDB is used as given and no local MongoDB-wire server is started. */
+  MONGODB_URI: z.string().optional(),
+  /** Comma-separated; when set, that Kafka is used as given and no local broker is started. */
+  KAFKA_BROKERS: z.string().optional(),
+  MONGODB_PORT: z.coerce.number().int().default(27017),
+  KAFKA_PORT: z.coerce.number().int().default(9092),
+  KAFKA_CONTROLLER_PORT: z.coerce.number().int().default(9093),
+  /** Where local engine data, logs and download caches live (git-ignored). */
+  DATA_DIR: z.string().default('.data'),
+  HOST: z.string().default('127.0.0.1'),
+  BRIDGE_PORT: z.coerce.number().int().default(8080),
+  ROUTER_PORT: z.coerce.number().int().default(4000),
+  CDN_PORT: z.coerce.number().int().default(8081),
+  /** First port of the subgraphs; each subgraph takes the next one in a fixed order. */
+  SUBGRAPH_BASE_PORT: z.coerce.number().int().default(4101),
+  /** Public addresses used when building URLs that users follow. */
+  BASE_URL: z.string().optional(),
+  CDN_URL: z.string().optional(),
+  /** Domain under which hosted sites get their address: https://<slug>.<SITES_DOMAIN>. */
+  SITES_DOMAIN: z.string().default('sites.localhost'),
+  /** HMAC key that signs the principal header between router and subgraphs. */
+  INTERNAL_SIGNING_KEY: z.string().min(16).default('dev-internal-signing-key-change-me'),
+  /** 32-byte key (hex or base64) for AES-256-GCM secret encryption at rest. */
+  SECRET_ENCRYPTION_KEY: z
+    .string()
+    .default('0000000000000000000000000000000000000000000000000000000000000000'),
+  /** HMAC key for opaque cursors. */
+  CURSOR_SIGNING_KEY: z.string().min(16).default('dev-cursor-signing-key-change-me'),
+  LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
+  /** Step delay of the simulated infrastructure executor, in milliseconds. */
+  SIMULATED_STEP_DELAY_MS: z.coerce.number().int().min(0).default(600),
+  /** Lease of a claimed operation, in milliseconds (heartbeats renew it). */
+  OPERATION_LEASE_MS: z.coerce.number().int().min(100).default(15000),
+  /** Publishing feature flag for this environment; when false the publisher routes answer 404. */
+  PUBLISHER_ENABLED: z
+    .enum(['true', 'false', '1', '0'])
+    .default('true')
+    .transform((v) => v === 'true' || v === '1'),
+  KAFKA_TOPIC_PREFIX: z.string().default('platform'),
+});
+
+export type Config = z.infer<typeof schema> & {
+  mongodbUri: string;
+  kafkaBrokers: string[];
+  /** True when the engines are external (given by env) and must not be started locally. */
+  externalMongo: boolean;
+  externalKafka: boolean;
+  baseUrl: string;
+  cdnUrl: string;
+};
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = schema.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new Error(`invalid configuration: ${problems}`);
+  }
+  const c = parsed.data;
+  return {
+    ...c,
+    mongodbUri: c.MONGODB_URI ?? `mongodb://127.0.0.1:${c.MONGODB_PORT}/platform`,
+    kafkaBrokers: (c.KAFKA_BROKERS ?? `127.0.0.1:${c.KAFKA_PORT}`).split(',').map((s) => s.trim()),
+    externalMongo: Boolean(c.MONGODB_URI),
+    externalKafka: Boolean(c.KAFKA_BROKERS),
+    baseUrl: c.BASE_URL ?? `http://${c.HOST}:${c.BRIDGE_PORT}`,
+    cdnUrl: c.CDN_URL ?? `http://${c.HOST}:${c.CDN_PORT}`,
+  };
+}
+
+let cached: Config | undefined;
+/** The process-wide configuration (parsed on first use). */
+export function config(): Config {
+  cached ??= loadConfig();
+  return cached;
+}
+/** Tests and the CLI can replace the process configuration. */
+export function setConfig(c: Config): void {
+  cached = c;
+}

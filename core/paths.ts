@@ -1,0 +1,16 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+
+let root: string | undefined;
+/** The repository root (the folder holding package.json), whether running from dist/ or from source. */
+export function projectRoot(): string {
+  if (root) return root;
+  let dir = __dirname;
+  while (!existsSync(path.join(dir, 'package.json'))) {
+    const up = path.dirname(dir);
+    if (up === dir) throw new Error('cannot find the project root (package.json)');
+    dir = up;
+  }
+  root = dir;
+  return dir;
+}

@@ -1,0 +1,60 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { config } from './config';
+
+export type Role = 'owner' | 'member' | 'read_only';
+export type Plan = 'free' | 'pro';
+
+/** Who is calling: resolved from the bearer key at the edge, carried to subgraphs signed. */
+export interface Principal {
+  accountId: string;
+  accountSlug: string;
+  plan: Plan;
+  keyId: string;
+  role: Role;
+  scopes: string[];
+}
+
+/** Header that carries the signed principal from the router (or bridge) to subgraphs. */
+export const PRINCIPAL_HEADER = 'x-platform-principal';
+/** Signed principals are accepted for this long after signing (clock skew between processes). */
+const MAX_AGE_MS = 5 * 60 * 1000;
+
+function sign(payload: string, key: string): string {
+  return createHmac('sha256', key).update(payload).digest('base64url');
+}
+
+/** `<base64url(json)>.<hmac>`; `null` principal means an anonymous caller. */
+export function signPrincipal(principal: Principal | null, key = config().INTERNAL_SIGNING_KEY): string {
+  const payload = Buffer.from(JSON.stringify({ p: principal, iat: Date.now() })).toString('base64url');
+  return `${payload}.${sign(payload, key)}`;
+}
+
+export class ForgedPrincipalError extends Error {}
+
+/**
+ * Verifies a principal header. Throws ForgedPrincipalError when it is missing, malformed, expired
+ * or its signature does not match: subgraphs refuse such requests outright.
+ */
+export function verifyPrincipal(header: string | undefined, key = config().INTERNAL_SIGNING_KEY): Principal | null {
+  if (!header) throw new ForgedPrincipalError('missing principal header');
+  const dot = header.indexOf('.');
+  if (dot <= 0) throw new ForgedPrincipalError('malformed principal header');
+  const payload = header.slice(0, dot);
+  const given = Buffer.from(header.slice(dot + 1));
+  const expected = Buffer.from(sign(payload, key));
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+    throw new ForgedPrincipalError('principal signature mismatch');
+  }
+  let decoded: { p: Principal | null; iat: number };
+  try {
+    decoded = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+  } catch {
+    throw new ForgedPrincipalError('malformed principal payload');
+  }
+  if (typeof decoded.iat !== 'number' || Math.abs(Date.now() - decoded.iat) > MAX_AGE_MS) {
+    throw new ForgedPrincipalError('principal header expired');
+  }
+  return decoded.p;
+}
+
+export const canWrite = (p: Principal): boolean => p.role === 'owner' || p.role === 'member';

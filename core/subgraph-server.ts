@@ -1,0 +1,49 @@
+import { ApolloServer } from '@apollo/server';
+import { ApolloServerPluginInlineTraceDisabled } from '@apollo/server/plugin/disabled';
+import fastifyApollo, { fastifyApolloDrainPlugin } from '@as-integrations/fastify';
+import Fastify from 'fastify';
+import { GraphQLError } from 'graphql';
+import { formatPlatformError } from './graphql-errors';
+import type { Logger } from './logger';
+import { ForgedPrincipalError } from './principal';
+import { type BuiltSubgraph, contextFromHeaders, type RequestContext } from './subgraph-kit';
+
+export interface RunningServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Serves one subgraph as its own Apollo Server over HTTP (`POST /graphql`). */
+export async function serveSubgraph(subgraph: BuiltSubgraph, opts: { host: string; port: number; log: Logger }): Promise<RunningServer> {
+  const app = Fastify({ logger: false });
+  const apollo = new ApolloServer<RequestContext>({
+    schema: subgraph.schema,
+    plugins: [ApolloServerPluginInlineTraceDisabled(), fastifyApolloDrainPlugin(app)],
+    formatError: (formatted, error) => formatPlatformError(formatted, error, opts.log),
+    includeStacktraceInErrorResponses: false,
+  });
+  await apollo.start();
+  await app.register(fastifyApollo(apollo), {
+    path: '/graphql',
+    context: async (request) => {
+      try {
+        return contextFromHeaders(request.headers);
+      } catch (e) {
+        if (e instanceof ForgedPrincipalError) {
+          opts.log.warn({ subgraph: subgraph.name, reason: e.message }, 'refused a request without a valid principal');
+          throw new GraphQLError('request refused: missing or invalid principal signature', {
+            extensions: { code: 'forbidden', status: 403, http: { status: 403 } },
+          });
+        }
+        throw e;
+      }
+    },
+  });
+  const address = await app.listen({ host: opts.host, port: opts.port });
+  return {
+    url: `${address}/graphql`,
+    close: async () => {
+      await app.close();
+    },
+  };
+}

@@ -1,0 +1,36 @@
+import type { GraphQLFormattedError } from 'graphql';
+import type { Router } from '../router/server';
+
+export interface ExecutionResult {
+  data?: Record<string, unknown> | null;
+  errors?: readonly GraphQLFormattedError[];
+}
+
+/** Runs one fixed GraphQL operation on the router, as the caller (their Authorization header). */
+export interface GraphQLExecutor {
+  execute(query: string, variables: Record<string, unknown>, auth: { authorization?: string; requestId: string }): Promise<ExecutionResult>;
+}
+
+/** Same process: the operation runs on the router's Apollo Server without an HTTP hop. */
+export function inProcessExecutor(router: Router): GraphQLExecutor {
+  return {
+    async execute(query, variables, auth) {
+      const contextValue = await router.context(auth.authorization, auth.requestId);
+      const response = await router.apollo.executeOperation({ query, variables }, { contextValue });
+      if (response.body.kind !== 'single') throw new Error('incremental delivery is not used by the bridge');
+      return response.body.singleResult as ExecutionResult;
+    },
+  };
+}
+
+/** Another process: POST to the router's /graphql with the caller's Authorization header. */
+export function httpExecutor(routerUrl: string): GraphQLExecutor {
+  return {
+    async execute(query, variables, auth) {
+      const headers: Record<string, string> = { 'content-type': 'application/json', 'x-request-id': auth.requestId };
+      if (auth.authorization) headers.authorization = auth.authorization;
+      const res = await fetch(routerUrl, { method: 'POST', headers, body: JSON.stringify({ query, variables }) });
+      return (await res.json()) as ExecutionResult;
+    },
+  };
+}

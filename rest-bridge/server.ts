@@ -1,0 +1,161 @@
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { GraphQLFormattedError } from 'graphql';
+import { randomUUID } from 'node:crypto';
+import type { ZodError } from 'zod';
+import type { Logger } from '../core/logger';
+import { type BridgeError, errorEnvelope, successEnvelope } from './envelopes';
+import type { GraphQLExecutor } from './executor';
+import { buildOpenApi } from './openapi';
+import { type EnvelopeKind, operationDocument, type RouteDef, toFastifyPath } from './route-table';
+import { ROUTES } from './routes';
+
+/** Largest JSON body any route accepts unless it says less: 1 MiB. */
+export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export interface BridgeOptions {
+  executor: GraphQLExecutor;
+  log: Logger;
+  /** Readiness of the engines behind the platform, for /readyz. */
+  ready: () => Promise<Record<string, 'ok' | string>>;
+  routes?: RouteDef<any, any>[];
+}
+
+/** Which envelope a path answers with when no route matched (404s, parse errors). */
+function envelopeForPath(url: string): EnvelopeKind {
+  return /^\/api\/v1\/projects\/[^/]+\/commerce/.test(url) ? 'commerce' : 'standard';
+}
+
+/** HTTP statuses of GraphQL error codes that carry no status of their own. */
+const CODE_STATUS: Record<string, number> = {
+  invalid_request: 400,
+  UNAUTHENTICATED: 401,
+  FORBIDDEN: 403,
+  GRAPHQL_VALIDATION_FAILED: 400,
+  BAD_USER_INPUT: 400,
+};
+
+export function fromGraphQLErrors(errors: readonly GraphQLFormattedError[]): { status: number; error: BridgeError } {
+  const first = errors[0];
+  const ext = (first.extensions ?? {}) as { code?: unknown; status?: unknown; details?: unknown };
+  const code = typeof ext.code === 'string' ? ext.code : 'internal_error';
+  const status = typeof ext.status === 'number' ? ext.status : (CODE_STATUS[code] ?? 500);
+  const known = typeof ext.status === 'number' || code in CODE_STATUS;
+  return {
+    status,
+    error: {
+      code: known ? code : 'internal_error',
+      message: known ? first.message : 'internal error',
+      details: known && ext.details && typeof ext.details === 'object' ? (ext.details as Record<string, unknown>) : {},
+    },
+  };
+}
+
+function fromZod(where: 'body' | 'query', e: ZodError): BridgeError {
+  return {
+    code: 'invalid_request',
+    message: `request ${where} is invalid`,
+    details: {
+      fields: e.issues.map((i) => ({
+        field: i.path.join('.') || (i.code === 'unrecognized_keys' ? i.keys.join(',') : where),
+        problem: i.message,
+      })),
+    },
+  };
+}
+
+/** The REST bridge: every documented route → one fixed GraphQL operation → the area's envelope. */
+export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance> {
+  const routes = opts.routes ?? ROUTES;
+  const app = Fastify({
+    logger: false,
+    bodyLimit: DEFAULT_BODY_LIMIT,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+  });
+
+  // Strict JSON: exactly one JSON value; an empty body is "no body" (action routes are often sent that way).
+  const defaultJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    if (typeof body === 'string' && body.trim() === '') return done(null, undefined);
+    defaultJson(req, body as string, done);
+  });
+
+  app.addHook('onSend', async (req, reply) => {
+    reply.header('x-request-id', req.id);
+  });
+
+  const send = (reply: FastifyReply, kind: EnvelopeKind, status: number, error: BridgeError) =>
+    reply.status(status).send(errorEnvelope(kind, status, error));
+
+  app.setNotFoundHandler((req, reply) =>
+    send(reply, envelopeForPath(req.url), 404, { code: 'route_not_found', message: `no route for ${req.method} ${req.url.split('?')[0]}`, details: {} }),
+  );
+
+  app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, req, reply) => {
+    const kind = envelopeForPath(req.url);
+    if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      return send(reply, kind, 413, { code: 'payload_too_large', message: 'request body is too large', details: {} });
+    }
+    if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+      return send(reply, kind, 415, { code: 'unsupported_media_type', message: 'send JSON (Content-Type: application/json)', details: {} });
+    }
+    if (err.statusCode === 400 || err instanceof SyntaxError) {
+      return send(reply, kind, 400, { code: 'invalid_json', message: 'request body is not valid JSON', details: {} });
+    }
+    opts.log.error({ err, requestId: req.id }, 'bridge request failed');
+    return send(reply, kind, 500, { code: 'internal_error', message: 'internal error', details: {} });
+  });
+
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (_req, reply) => {
+    const checks = await opts.ready();
+    const ok = Object.values(checks).every((v) => v === 'ok');
+    return reply.status(ok ? 200 : 503).send({ status: ok ? 'ready' : 'not_ready', checks });
+  });
+  const openapi = buildOpenApi(routes);
+  app.get('/api/v1/openapi.json', async () => openapi);
+
+  for (const route of routes) {
+    const document = operationDocument(route.operation);
+    app.route({
+      method: route.method,
+      url: toFastifyPath(route.path),
+      bodyLimit: route.bodyLimit,
+      handler: async (req: FastifyRequest, reply: FastifyReply) => {
+        let body: unknown = undefined;
+        if (route.body) {
+          const parsed = route.body.safeParse(req.body ?? {});
+          if (!parsed.success) return send(reply, route.envelope, 400, fromZod('body', parsed.error));
+          body = parsed.data;
+        } else if (req.body !== undefined && req.body !== null && !(typeof req.body === 'object' && Object.keys(req.body).length === 0)) {
+          return send(reply, route.envelope, 400, { code: 'invalid_request', message: 'this route takes no request body', details: {} });
+        }
+        let query: unknown = req.query;
+        if (route.query) {
+          const parsed = route.query.safeParse(req.query ?? {});
+          if (!parsed.success) return send(reply, route.envelope, 400, fromZod('query', parsed.error));
+          query = parsed.data;
+        }
+        const variables = route.variables({
+          params: req.params as Record<string, string>,
+          query: query as Record<string, unknown>,
+          body,
+          headers: req.headers,
+        });
+        const result = await opts.executor.execute(document, variables, { authorization: req.headers.authorization, requestId: req.id });
+        if (result.errors?.length || !result.data) {
+          const { status, error } = fromGraphQLErrors(result.errors ?? [{ message: 'no data' }]);
+          return send(reply, route.envelope, status, error);
+        }
+        const payload = route.select(result.data);
+        if (route.status === 204) return reply.status(204).send();
+        return reply.status(route.status).send(successEnvelope(route.envelope, route.status, payload));
+      },
+    });
+  }
+  return app;
+}

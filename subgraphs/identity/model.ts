@@ -1,0 +1,82 @@
+import mongoose, { type Connection, type Model } from 'mongoose';
+import type { Plan, Role } from '../../core/principal';
+
+export interface AccountDoc {
+  _id: string;
+  slug: string;
+  plan: Plan;
+  createdAt: Date;
+}
+
+export interface ApiKeyDoc {
+  _id: string;
+  accountId: string;
+  /** Shown to users to recognise a key (`pk_ab12cd34`); the key itself is stored only hashed. */
+  prefix: string;
+  hash: string;
+  role: Role;
+  scopes: string[];
+  createdAt: Date;
+  lastUsedAt: Date | null;
+  revokedAt: Date | null;
+}
+
+export interface ProjectDoc {
+  _id: string;
+  accountId: string;
+  name: string;
+  /** The kind of thing hosted (e.g. `publisher`); null for a bare project. */
+  sourceType: string | null;
+  createdAt: Date;
+}
+
+const accountSchema = new mongoose.Schema<AccountDoc>(
+  {
+    _id: String,
+    slug: { type: String, required: true, unique: true },
+    plan: { type: String, required: true, enum: ['free', 'pro'] },
+    createdAt: { type: Date, required: true },
+  },
+  { collection: 'accounts', versionKey: false },
+);
+
+const apiKeySchema = new mongoose.Schema<ApiKeyDoc>(
+  {
+    _id: String,
+    accountId: { type: String, required: true, index: true },
+    prefix: { type: String, required: true, unique: true },
+    hash: { type: String, required: true },
+    role: { type: String, required: true, enum: ['owner', 'member', 'read_only'] },
+    scopes: { type: [String], default: [] },
+    createdAt: { type: Date, required: true },
+    lastUsedAt: { type: Date, default: null },
+    revokedAt: { type: Date, default: null },
+  },
+  { collection: 'api_keys', versionKey: false },
+);
+
+const projectSchema = new mongoose.Schema<ProjectDoc>(
+  {
+    _id: String,
+    accountId: { type: String, required: true },
+    name: { type: String, required: true },
+    sourceType: { type: String, default: null },
+    createdAt: { type: Date, required: true },
+  },
+  { collection: 'projects', versionKey: false },
+);
+projectSchema.index({ accountId: 1, createdAt: -1 });
+
+export interface IdentityModels {
+  Account: Model<AccountDoc>;
+  ApiKey: Model<ApiKeyDoc>;
+  Project: Model<ProjectDoc>;
+}
+
+export function identityModels(conn: Connection): IdentityModels {
+  return {
+    Account: (conn.models.Account as Model<AccountDoc>) ?? conn.model('Account', accountSchema),
+    ApiKey: (conn.models.ApiKey as Model<ApiKeyDoc>) ?? conn.model('ApiKey', apiKeySchema),
+    Project: (conn.models.Project as Model<ProjectDoc>) ?? conn.model('Project', projectSchema),
+  };
+}

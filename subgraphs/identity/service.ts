@@ -1,0 +1,147 @@
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import type { Connection } from 'mongoose';
+import { badRequest, notFound, unauthenticated } from '../../core/errors';
+import { isDuplicateKey } from '../../core/idempotency';
+import type { Plan, Principal, Role } from '../../core/principal';
+import { type AccountDoc, type IdentityModels, type ProjectDoc, identityModels } from './model';
+
+export const ROLES: readonly Role[] = ['owner', 'member', 'read_only'];
+export const PLANS: readonly Plan[] = ['free', 'pro'];
+const SLUG = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+/** Resolved principals are cached this long; a revoked key stops working within it. */
+const PRINCIPAL_CACHE_MS = 5_000;
+const PRINCIPAL_CACHE_MAX = 10_000;
+
+const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
+
+export interface CreatedKey {
+  key: string;
+  keyId: string;
+  prefix: string;
+  accountId: string;
+  accountSlug: string;
+  plan: Plan;
+  role: Role;
+  scopes: string[];
+}
+
+/** Accounts, API keys and projects: who may call, and what they own. */
+export class IdentityService {
+  readonly models: IdentityModels;
+  private readonly cache = new Map<string, { principal: Principal | null; until: number }>();
+
+  constructor(conn: Connection) {
+    this.models = identityModels(conn);
+  }
+
+  /** Finds the account by slug, creating it on first use; `plan` (when given) is set either way. */
+  async ensureAccount(slug: string, plan?: Plan): Promise<AccountDoc> {
+    if (!SLUG.test(slug)) throw badRequest('invalid_account', 'account slug must be lowercase letters, digits and dashes');
+    if (plan && !PLANS.includes(plan)) throw badRequest('invalid_plan', `plan must be one of ${PLANS.join(', ')}`);
+    const existing = await this.models.Account.findOne({ slug }).lean();
+    if (existing) {
+      if (plan && existing.plan !== plan) {
+        await this.models.Account.updateOne({ _id: existing._id }, { $set: { plan } });
+        this.cache.clear();
+        return { ...existing, plan };
+      }
+      return existing;
+    }
+    try {
+      const created = await this.models.Account.create({ _id: randomUUID(), slug, plan: plan ?? 'free', createdAt: new Date() });
+      return created.toObject();
+    } catch (e) {
+      if (isDuplicateKey(e)) return this.ensureAccount(slug, plan);
+      throw e;
+    }
+  }
+
+  async createApiKey(opts: { accountSlug: string; plan?: Plan; role?: Role; scopes?: string[] }): Promise<CreatedKey> {
+    const role = opts.role ?? 'owner';
+    if (!ROLES.includes(role)) throw badRequest('invalid_role', `role must be one of ${ROLES.join(', ')}`);
+    const account = await this.ensureAccount(opts.accountSlug, opts.plan);
+    const prefix = `pk_${randomBytes(6).toString('hex')}`;
+    const key = `${prefix}_${randomBytes(24).toString('base64url')}`;
+    const keyId = randomUUID();
+    const scopes = [...new Set((opts.scopes ?? []).map((s) => s.trim()).filter(Boolean))];
+    await this.models.ApiKey.create({
+      _id: keyId,
+      accountId: account._id,
+      prefix,
+      hash: sha256(key),
+      role,
+      scopes,
+      createdAt: new Date(),
+    });
+    return { key, keyId, prefix, accountId: account._id, accountSlug: account.slug, plan: account.plan, role, scopes };
+  }
+
+  async revokeApiKey(keyId: string): Promise<void> {
+    await this.models.ApiKey.updateOne({ _id: keyId }, { $set: { revokedAt: new Date() } });
+    this.cache.clear();
+  }
+
+  /** The principal a bearer key stands for, or null when the key is unknown, revoked or malformed. */
+  async authenticate(rawKey: string): Promise<Principal | null> {
+    const hit = this.cache.get(rawKey);
+    if (hit && hit.until > Date.now()) return hit.principal;
+    const principal = await this.lookup(rawKey);
+    if (this.cache.size >= PRINCIPAL_CACHE_MAX) this.cache.clear();
+    this.cache.set(rawKey, { principal, until: Date.now() + PRINCIPAL_CACHE_MS });
+    return principal;
+  }
+
+  private async lookup(rawKey: string): Promise<Principal | null> {
+    const m = /^(pk_[0-9a-f]{12})_[A-Za-z0-9_-]{32}$/.exec(rawKey);
+    if (!m) return null;
+    const record = await this.models.ApiKey.findOne({ prefix: m[1] }).lean();
+    if (!record || record.revokedAt) return null;
+    const given = Buffer.from(sha256(rawKey));
+    if (!timingSafeEqual(given, Buffer.from(record.hash))) return null;
+    const account = await this.models.Account.findById(record.accountId).lean();
+    if (!account) return null;
+    return {
+      accountId: account._id,
+      accountSlug: account.slug,
+      plan: account.plan,
+      keyId: record._id,
+      role: record.role,
+      scopes: record.scopes,
+    };
+  }
+
+  requirePrincipal(principal: Principal | null): Principal {
+    if (!principal) throw unauthenticated();
+    return principal;
+  }
+
+  async createProject(accountId: string, name: string, sourceType: string | null = null): Promise<ProjectDoc> {
+    const trimmed = name.trim();
+    if (!trimmed || trimmed.length > 100) throw badRequest('invalid_name', 'project name must be 1 to 100 characters');
+    const doc = await this.models.Project.create({ _id: randomUUID(), accountId, name: trimmed, sourceType, createdAt: new Date() });
+    return doc.toObject();
+  }
+
+  /** A project the principal may see; any other (missing or another account's) is a 404. */
+  async getProject(principal: Principal | null, projectId: string): Promise<ProjectDoc> {
+    const p = this.requirePrincipal(principal);
+    const project = await this.models.Project.findById(projectId).lean();
+    if (!project || project.accountId !== p.accountId) throw notFound('project_not_found', 'project not found');
+    return project;
+  }
+
+  async findProject(projectId: string): Promise<ProjectDoc | null> {
+    return this.models.Project.findById(projectId).lean();
+  }
+
+  async listProjects(principal: Principal | null): Promise<ProjectDoc[]> {
+    const p = this.requirePrincipal(principal);
+    return this.models.Project.find({ accountId: p.accountId }).sort({ createdAt: -1 }).limit(500).lean();
+  }
+
+  async canAccessProject(principal: Principal | null, projectId: string): Promise<boolean> {
+    if (!principal) return false;
+    const project = await this.models.Project.findById(projectId).lean();
+    return Boolean(project && project.accountId === principal.accountId);
+  }
+}

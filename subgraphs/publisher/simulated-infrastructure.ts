@@ -1,0 +1,54 @@
+import { retriable, PlatformError } from '../../core/errors';
+
+/** A failure a test (or an operator drill) asks the simulated infrastructure to produce. */
+export interface InjectedFault {
+  operationType: string;
+  step: string;
+  /** How many times the step fails before it works again (default 1). */
+  times?: number;
+  /** Retriable faults are retried by the operation engine; others fail the operation. */
+  retriable?: boolean;
+  code?: string;
+}
+
+/**
+ * Stands in for the real infrastructure (containers, databases, volumes): every step takes a
+ * configurable delay and can be made to fail. Behaves like the real thing from the outside.
+ */
+export class SimulatedInfrastructure {
+  private faults: Required<InjectedFault>[] = [];
+  constructor(public stepDelayMs: number) {}
+
+  injectFailure(fault: InjectedFault): void {
+    this.faults.push({ times: 1, retriable: false, code: 'infrastructure_failure', ...fault });
+  }
+
+  clearFaults(): void {
+    this.faults = [];
+  }
+
+  async perform(operationType: string, step: string, signal?: AbortSignal): Promise<void> {
+    await abortableSleep(this.stepDelayMs, signal);
+    const fault = this.faults.find((f) => f.operationType === operationType && f.step === step && f.times > 0);
+    if (fault) {
+      fault.times -= 1;
+      const message = `simulated failure in step ${step}`;
+      throw fault.retriable ? retriable(fault.code, message) : new PlatformError(fault.code, 500, message);
+    }
+  }
+}
+
+function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(new Error('aborted'));
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(t);
+        reject(new Error('aborted'));
+      },
+      { once: true },
+    );
+  });
+}
