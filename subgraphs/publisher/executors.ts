@@ -23,7 +23,7 @@ export function registerSiteExecutors(
       const last = plan.steps[plan.steps.length - 1];
       for (const step of plan.steps) {
         await ctx.step(step, async () => {
-          await deps.infra.perform(operationType, step, ctx.signal);
+          await deps.infra.perform(operationType, step, ctx.signal, ctx.op);
           if (step === last) {
             // Fenced on the lock: only the operation holding the site may set its state.
             await deps.models.Site.updateOne(

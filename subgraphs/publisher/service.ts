@@ -128,7 +128,7 @@ export class PublisherService {
       createdAt: now,
       updatedAt: now,
     });
-    const operation = await this.enqueue(p, project._id, 'provision', operationId, { runtimeVersion: spec.runtime.version });
+    const operation = await this.enqueue(p, project._id, 'provision', operationId, { runtimeVersion: spec.runtime.version, name: spec.name });
     return {
       project: { id: project._id, sourceType: RUNTIME_KIND, runtime: RUNTIME_KIND },
       siteUrl,

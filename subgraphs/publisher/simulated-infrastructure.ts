@@ -9,14 +9,18 @@ export interface InjectedFault {
   /** Retriable faults are retried by the operation engine; others fail the operation. */
   retriable?: boolean;
   code?: string;
+  /** Only operations this accepts fail (e.g. one project's); default: any of the type. */
+  match?: (op: { _id: string; projectId: string; input?: unknown }) => boolean;
 }
+
+type StoredFault = Required<Omit<InjectedFault, 'match'>> & Pick<InjectedFault, 'match'>;
 
 /**
  * Stands in for the real infrastructure (containers, databases, volumes): every step takes a
  * configurable delay and can be made to fail. Behaves like the real thing from the outside.
  */
 export class SimulatedInfrastructure {
-  private faults: Required<InjectedFault>[] = [];
+  private faults: StoredFault[] = [];
   constructor(public stepDelayMs: number) {}
 
   injectFailure(fault: InjectedFault): void {
@@ -27,9 +31,16 @@ export class SimulatedInfrastructure {
     this.faults = [];
   }
 
-  async perform(operationType: string, step: string, signal?: AbortSignal): Promise<void> {
+  async perform(
+    operationType: string,
+    step: string,
+    signal?: AbortSignal,
+    op?: { _id: string; projectId: string; input?: unknown },
+  ): Promise<void> {
     await abortableSleep(this.stepDelayMs, signal);
-    const fault = this.faults.find((f) => f.operationType === operationType && f.step === step && f.times > 0);
+    const fault = this.faults.find(
+      (f) => f.operationType === operationType && f.step === step && f.times > 0 && (!f.match || (op !== undefined && f.match(op))),
+    );
     if (fault) {
       fault.times -= 1;
       const message = `simulated failure in step ${step}`;
