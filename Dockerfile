@@ -1,0 +1,20 @@
+# One image for every piece: `platform start all | router | bridge | subgraph NAME`.
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --ignore-scripts --no-audit --no-fund
+COPY . .
+RUN npx tsc -p tsconfig.build.json
+
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production APOLLO_TELEMETRY_DISABLED=1 HOST=0.0.0.0
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+COPY --from=build /app/dist ./dist
+COPY bin ./bin
+COPY schema ./schema
+COPY rest-bridge/operations ./rest-bridge/operations
+USER node
+ENTRYPOINT ["node", "bin/platform.js"]
+CMD ["start", "all"]
