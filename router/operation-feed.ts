@@ -43,6 +43,7 @@ export class OperationFeed {
       groupId: `router-feed-${randomUUID()}`,
       topics: [topic],
       fromBeginning: false,
+      waitForAssignment: true,
       handler: async (m) => this.dispatch(m.value),
     });
   }

@@ -1,0 +1,288 @@
+import {
+  Kafka,
+  Partitioners,
+  logLevel,
+  type Admin,
+  type Consumer,
+  type IHeaders,
+  type LogEntry,
+  type Producer,
+} from 'kafkajs';
+import { config } from '../config';
+import { isPlatformError } from '../errors';
+import { childLogger, type Logger } from '../logger';
+import { redactMessage } from '../operations/redact';
+import type { BusMessage, EventBus, ReceivedMessage, SubscribeOptions, Subscription } from './event-bus';
+import { dlqTopic } from './topics';
+
+export interface KafkaEventBusOptions {
+  brokers?: string[];
+  clientId?: string;
+  /** Partitions of topics this bus creates: 3 (order is per key, so any count keeps it). */
+  numPartitions?: number;
+}
+
+/** Handler attempts per message before dead-lettering. */
+const DEFAULT_HANDLER_ATTEMPTS = 3;
+/** First pause between handler attempts, doubled each time, in milliseconds. */
+const HANDLER_RETRY_BASE_MS = 100;
+
+const LEVELS: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
+  [logLevel.ERROR]: 'error',
+  [logLevel.WARN]: 'warn',
+  [logLevel.INFO]: 'info',
+  [logLevel.DEBUG]: 'debug',
+};
+
+/** kafkajs's own log lines go to our logger, at warn and above. */
+function kafkaLogCreator(log: Logger) {
+  return () =>
+    ({ namespace, level, log: entry }: LogEntry) => {
+      const { message, timestamp: _ts, logger: _l, ...extra } = entry as LogEntry['log'] & { logger?: string };
+      log[LEVELS[level] ?? 'warn']({ namespace, ...extra }, message);
+    };
+}
+
+function headersToStrings(h: IHeaders | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(h ?? {})) {
+    if (v === undefined) continue;
+    out[k] = Array.isArray(v) ? v.map((x) => x.toString()).join(',') : v.toString();
+  }
+  return out;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+class KafkaEventBus implements EventBus {
+  private readonly kafka: Kafka;
+  private readonly log = childLogger('kafka');
+  private readonly numPartitions: number;
+  private producer: Promise<Producer> | undefined;
+  private admin: Promise<Admin> | undefined;
+  private readonly knownTopics = new Set<string>();
+  private readonly consumers = new Set<Consumer>();
+  private closed = false;
+
+  constructor(opts: KafkaEventBusOptions) {
+    this.numPartitions = opts.numPartitions ?? 3;
+    this.kafka = new Kafka({
+      clientId: opts.clientId ?? 'platform',
+      brokers: opts.brokers ?? config().kafkaBrokers,
+      connectionTimeout: 3000,
+      logLevel: logLevel.WARN,
+      logCreator: kafkaLogCreator(this.log),
+      // A publish that cannot reach the broker fails within a few seconds; the outbox retries it.
+      retry: { initialRetryTime: 100, maxRetryTime: 2000, retries: 4 },
+    });
+  }
+
+  private getProducer(): Promise<Producer> {
+    this.producer ??= (async () => {
+      const p = this.kafka.producer({
+        createPartitioner: Partitioners.DefaultPartitioner,
+        allowAutoTopicCreation: true,
+        idempotent: false,
+        // One request in flight keeps per-partition order across kafkajs's own retries.
+        maxInFlightRequests: 1,
+      });
+      await p.connect();
+      return p;
+    })();
+    return this.producer;
+  }
+
+  private getAdmin(): Promise<Admin> {
+    this.admin ??= (async () => {
+      const a = this.kafka.admin();
+      await a.connect();
+      return a;
+    })();
+    return this.admin;
+  }
+
+  /** After a failure the client is rebuilt on next use, so a broker that comes back is picked up. */
+  private async resetProducer(): Promise<void> {
+    const p = this.producer;
+    this.producer = undefined;
+    if (p) await p.then((x) => x.disconnect()).catch(() => undefined);
+  }
+
+  private async resetAdmin(): Promise<void> {
+    const a = this.admin;
+    this.admin = undefined;
+    if (a) await a.then((x) => x.disconnect()).catch(() => undefined);
+  }
+
+  async ensureTopics(topics: string[]): Promise<void> {
+    const missing = [...new Set(topics)].filter((t) => !this.knownTopics.has(t));
+    if (missing.length === 0) return;
+    try {
+      const admin = await this.getAdmin();
+      const existing = new Set(await admin.listTopics());
+      const toCreate = missing.filter((t) => !existing.has(t));
+      if (toCreate.length > 0) {
+        await admin.createTopics({
+          topics: toCreate.map((topic) => ({ topic, numPartitions: this.numPartitions })),
+          waitForLeaders: true,
+        });
+      }
+    } catch (e) {
+      await this.resetAdmin();
+      throw e;
+    }
+    for (const t of missing) this.knownTopics.add(t);
+  }
+
+  async publish(messages: BusMessage[]): Promise<void> {
+    if (messages.length === 0) return;
+    if (this.closed) throw new Error('event bus is closed');
+    const byTopic = new Map<string, BusMessage[]>();
+    for (const m of messages) {
+      const list = byTopic.get(m.topic) ?? [];
+      list.push(m);
+      byTopic.set(m.topic, list);
+    }
+    await this.ensureTopics([...byTopic.keys()]);
+    try {
+      const producer = await this.getProducer();
+      await producer.sendBatch({
+        acks: -1,
+        topicMessages: [...byTopic].map(([topic, list]) => ({
+          topic,
+          messages: list.map((m) => ({ key: m.key, value: JSON.stringify(m.value), headers: m.headers })),
+        })),
+      });
+    } catch (e) {
+      await this.resetProducer();
+      throw e;
+    }
+  }
+
+  async subscribe<T>(opts: SubscribeOptions<T>): Promise<Subscription> {
+    if (this.closed) throw new Error('event bus is closed');
+    await this.ensureTopics(opts.topics);
+    const maxAttempts = Math.max(1, opts.maxAttempts ?? DEFAULT_HANDLER_ATTEMPTS);
+    const log = this.log.child({ groupId: opts.groupId });
+    const consumer = this.kafka.consumer({
+      groupId: opts.groupId,
+      sessionTimeout: 10_000,
+      heartbeatInterval: 1000,
+      // Idle fetches return after this long, so stop() is quick: 500 ms.
+      maxWaitTimeInMs: 500,
+    });
+    this.consumers.add(consumer);
+    try {
+      await consumer.connect();
+      await consumer.subscribe({ topics: opts.topics, fromBeginning: opts.fromBeginning ?? false });
+      const joined = opts.waitForAssignment ? waitForGroupJoin(consumer) : undefined;
+      await consumer.run({
+        eachMessage: async ({ topic, partition, message, heartbeat }) => {
+          const headers = headersToStrings(message.headers);
+          const raw = message.value?.toString() ?? 'null';
+          const base = {
+            topic,
+            partition,
+            offset: message.offset,
+            key: message.key?.toString() ?? '',
+            headers,
+          };
+          let value: T;
+          try {
+            value = JSON.parse(raw) as T;
+          } catch (e) {
+            await this.deadLetter(log, { ...base, value: raw }, opts.groupId, e);
+            return;
+          }
+          const received: ReceivedMessage<T> = { ...base, value };
+          for (let attempt = 1; ; attempt++) {
+            try {
+              await opts.handler(received);
+              return;
+            } catch (e) {
+              const retriable = !isPlatformError(e) || e.retriable;
+              if (!retriable || attempt >= maxAttempts) {
+                await this.deadLetter(log, received, opts.groupId, e);
+                return;
+              }
+              log.warn({ topic, partition, offset: message.offset, attempt, err: redactMessage(e) }, 'handler failed, retrying');
+              await sleep(HANDLER_RETRY_BASE_MS * 2 ** (attempt - 1));
+              await heartbeat().catch(() => undefined);
+            }
+          }
+        },
+      });
+      await joined;
+    } catch (e) {
+      this.consumers.delete(consumer);
+      await consumer.disconnect().catch(() => undefined);
+      throw e;
+    }
+    let stopped = false;
+    return {
+      stop: async () => {
+        if (stopped) return;
+        stopped = true;
+        this.consumers.delete(consumer);
+        await consumer.disconnect();
+      },
+    };
+  }
+
+  /** A message no handler attempt could process: kept on `<topic>.dlq`, then the consumer moves on. */
+  private async deadLetter(log: Logger, m: ReceivedMessage<unknown>, groupId: string, err: unknown): Promise<void> {
+    const reason = redactMessage(err);
+    log.error({ topic: m.topic, partition: m.partition, offset: m.offset, err: reason }, 'message dead-lettered');
+    try {
+      await this.publish([
+        {
+          topic: dlqTopic(m.topic),
+          key: m.key,
+          value: m.value,
+          headers: {
+            ...m.headers,
+            'x-dlq-reason': reason,
+            'x-dlq-code': isPlatformError(err) ? err.code : 'handler_error',
+            'x-dlq-group': groupId,
+            'x-dlq-partition': String(m.partition),
+            'x-dlq-offset': m.offset,
+          },
+        },
+      ]);
+    } catch (e) {
+      log.error({ topic: m.topic, offset: m.offset, err: redactMessage(e) }, 'dead-letter publish failed; message skipped');
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const consumers = [...this.consumers];
+    this.consumers.clear();
+    await Promise.all(consumers.map((c) => c.disconnect().catch(() => undefined)));
+    await this.resetProducer();
+    await this.resetAdmin();
+  }
+}
+
+/** The Kafka implementation of the event bus (kafkajs stays behind the interface). */
+export function createKafkaEventBus(opts: KafkaEventBusOptions = {}): EventBus {
+  return new KafkaEventBus(opts);
+}
+
+/** Group joins take a few seconds on a fresh group; give up after 30 s. */
+const GROUP_JOIN_TIMEOUT_MS = 30_000;
+
+function waitForGroupJoin(consumer: Consumer): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      remove();
+      reject(new Error('consumer did not join its group in time'));
+    }, GROUP_JOIN_TIMEOUT_MS);
+    const remove = consumer.on(consumer.events.GROUP_JOIN, () => {
+      clearTimeout(timer);
+      remove();
+      resolve();
+    });
+  });
+}

@@ -1,0 +1,234 @@
+import mongoose, { Schema } from 'mongoose';
+import { newId } from '../ids';
+import { childLogger } from '../logger';
+import { redactMessage } from '../operations/redact';
+import type { BusMessage, EventBus } from './event-bus';
+
+/**
+ * The transactional outbox without transactions: an event is embedded in the same document as the
+ * state change that causes it and written by the same single-document update, so a process that
+ * dies between the database write and the Kafka publish loses nothing. `OutboxRelay` publishes the
+ * pending entries later and removes exactly those it published (at-least-once; consumers
+ * deduplicate on `eventId`).
+ */
+export interface OutboxEntry {
+  eventId: string;
+  topic: string;
+  key: string;
+  payload: unknown;
+  createdAt: Date;
+}
+
+export interface OutboxEvent {
+  topic: string;
+  key: string;
+  payload: unknown;
+}
+
+/** A document that carries an outbox. */
+export interface WithOutbox {
+  outbox: OutboxEntry[];
+}
+
+const outboxEntrySchema = new Schema<OutboxEntry>(
+  {
+    eventId: { type: String, required: true },
+    topic: { type: String, required: true },
+    key: { type: String, required: true },
+    payload: { type: Schema.Types.Mixed },
+    createdAt: { type: Date, required: true },
+  },
+  { _id: false, minimize: false },
+);
+
+/** The field definition: `new Schema({ ..., outbox: outboxField })`. */
+export const outboxField = { type: [outboxEntrySchema], default: () => [] };
+
+/**
+ * Finds documents with pending events, oldest first: sparse, so it holds only those documents.
+ * An ascending sort on an array field orders by its smallest element, i.e. the oldest pending event
+ * (mongo-java-server cannot sort on a positional path such as `outbox.0.createdAt`).
+ */
+export const OUTBOX_INDEX = { 'outbox.createdAt': 1 } as const;
+const PENDING_FILTER = { 'outbox.createdAt': { $exists: true } };
+
+/** Mongoose plugin: adds the `outbox` field (unless declared) and its index. */
+export function outboxPlugin(schema: Schema): void {
+  if (!schema.path('outbox')) schema.add({ outbox: outboxField });
+  schema.index(OUTBOX_INDEX, { sparse: true, name: 'outbox_pending' });
+}
+
+/** Entries for `events`, with their ids and times. */
+export function outboxEntries(events: OutboxEvent[], now: Date = new Date()): OutboxEntry[] {
+  return events.map((e) => ({ eventId: newId(), topic: e.topic, key: e.key, payload: e.payload, createdAt: now }));
+}
+
+/** The `$push` fragment to merge into a state-changing update: `{ $push: { ...outboxPush(evts) } }`. */
+export function outboxPush(events: OutboxEvent[], now: Date = new Date()): { outbox: { $each: OutboxEntry[] } } {
+  return { outbox: { $each: outboxEntries(events, now) } };
+}
+
+/** What a consumer receives: the payload with the event's id added for deduplication. */
+export function outboxMessage(e: OutboxEntry): BusMessage {
+  const payload = e.payload !== null && typeof e.payload === 'object' && !Array.isArray(e.payload) ? e.payload : { value: e.payload };
+  return { topic: e.topic, key: e.key, value: { ...payload, eventId: e.eventId }, headers: { 'event-id': e.eventId } };
+}
+
+// Accepts any model whose documents carry an outbox; mongoose models are invariant in their type.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type AnyModel = mongoose.Model<any>;
+
+export interface OutboxRelayOptions {
+  models: AnyModel[];
+  bus: EventBus;
+  /** Pause between idle scans, in milliseconds: 100. */
+  intervalMs?: number;
+  /** Documents read per model and scan: 100. */
+  batchSize?: number;
+  /** Longest pause after repeated publish failures, in milliseconds: 5 s. */
+  maxBackoffMs?: number;
+}
+
+interface PendingDoc {
+  _id: unknown;
+  outbox: OutboxEntry[];
+}
+
+/**
+ * Merges the documents' event lists into one publish order: each document's events stay in push
+ * order, and across documents the oldest pending event goes first.
+ */
+function mergeByTime(docs: PendingDoc[]): OutboxEntry[] {
+  const heads = docs.map(() => 0);
+  const out: OutboxEntry[] = [];
+  for (;;) {
+    let best = -1;
+    for (let i = 0; i < docs.length; i++) {
+      const e = docs[i].outbox[heads[i]];
+      if (!e) continue;
+      if (best < 0 || new Date(e.createdAt).getTime() < new Date(docs[best].outbox[heads[best]].createdAt).getTime()) best = i;
+    }
+    if (best < 0) return out;
+    out.push(docs[best].outbox[heads[best]++]);
+  }
+}
+
+export class OutboxRelay {
+  private readonly models: AnyModel[];
+  private readonly bus: EventBus;
+  private readonly intervalMs: number;
+  private readonly batchSize: number;
+  private readonly maxBackoffMs: number;
+  private readonly log = childLogger('outbox');
+  private timer: NodeJS.Timeout | undefined;
+  private running = false;
+  private flushing: Promise<number> | undefined;
+  private again = false;
+  private failures = 0;
+
+  constructor(opts: OutboxRelayOptions) {
+    this.models = opts.models;
+    this.bus = opts.bus;
+    this.intervalMs = opts.intervalMs ?? 100;
+    this.batchSize = opts.batchSize ?? 100;
+    this.maxBackoffMs = opts.maxBackoffMs ?? 5000;
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.schedule(0);
+  }
+
+  /** Stops scanning and waits for a scan in progress. Pending events stay in their documents. */
+  async stop(): Promise<void> {
+    this.running = false;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.flushing?.catch(() => undefined);
+  }
+
+  /** Flushes now instead of at the next tick (after an in-process write, to keep latency low). */
+  nudge(): void {
+    if (!this.running) return;
+    if (this.flushing) {
+      this.again = true;
+      return;
+    }
+    if (this.failures > 0) return; // backing off: the broker is unwell
+    this.schedule(0);
+  }
+
+  private schedule(ms: number): void {
+    if (!this.running) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.tick(), ms);
+  }
+
+  private async tick(): Promise<void> {
+    this.timer = undefined;
+    try {
+      await this.flushOnce();
+      this.failures = 0;
+    } catch (e) {
+      this.failures++;
+      this.log.warn({ err: redactMessage(e), failures: this.failures }, 'outbox publish failed; will retry');
+    }
+    const again = this.again;
+    this.again = false;
+    const backoff = this.failures > 0 ? Math.min(this.maxBackoffMs, this.intervalMs * 2 ** this.failures) : this.intervalMs;
+    this.schedule(again && this.failures === 0 ? 0 : backoff);
+  }
+
+  /**
+   * One scan: publishes every pending event found (up to a batch per model and round) and removes
+   * exactly the published entries. Returns how many were published; throws if publishing failed,
+   * leaving those entries in place.
+   */
+  flushOnce(): Promise<number> {
+    if (this.flushing) {
+      // A scan is under way: run another right after it, so callers see their writes flushed.
+      return this.flushing.then(
+        () => this.flushOnce(),
+        () => this.flushOnce(),
+      );
+    }
+    const run = (async () => {
+      let total = 0;
+      for (const model of this.models) total += await this.flushModel(model);
+      return total;
+    })();
+    this.flushing = run;
+    const clear = () => {
+      if (this.flushing === run) this.flushing = undefined;
+    };
+    run.then(clear, clear);
+    return run;
+  }
+
+  private async flushModel(model: AnyModel): Promise<number> {
+    let total = 0;
+    // A bounded number of rounds per scan, so one busy model does not starve the others.
+    for (let round = 0; round < 10; round++) {
+      const docs = await model
+        .find(PENDING_FILTER, { outbox: 1 })
+        .sort(OUTBOX_INDEX)
+        .limit(this.batchSize)
+        .lean<PendingDoc[]>()
+        .exec();
+      const pending = docs.filter((d) => Array.isArray(d.outbox) && d.outbox.length > 0);
+      if (pending.length === 0) break;
+      const ordered = mergeByTime(pending);
+      await this.bus.publish(ordered.map(outboxMessage));
+      for (const d of pending) {
+        await model.updateOne(
+          { _id: d._id },
+          { $pull: { outbox: { eventId: { $in: d.outbox.map((e) => e.eventId) } } } },
+        );
+      }
+      total += ordered.length;
+      if (docs.length < this.batchSize) break;
+    }
+    return total;
+  }
+}

@@ -1,0 +1,45 @@
+import mongoose from 'mongoose';
+import { config } from './config';
+import { childLogger } from './logger';
+
+/** Connections per process and server; the MongoDB-wire servers here serialise per collection anyway. */
+const MAX_POOL_SIZE = 20;
+
+export interface MongoOptions {
+  maxPoolSize?: number;
+  /** How long to wait for the server at start, in milliseconds. */
+  serverSelectionTimeoutMS?: number;
+}
+
+/**
+ * Opens a dedicated connection (never the global mongoose one), so every area and every test can
+ * point at its own database. Models are registered on it with `conn.model(...)`.
+ */
+export async function connectMongo(
+  uri: string = config().mongodbUri,
+  opts: MongoOptions = {},
+): Promise<mongoose.Connection> {
+  const conn = mongoose.createConnection(uri, {
+    autoIndex: true,
+    autoCreate: true,
+    maxPoolSize: opts.maxPoolSize ?? MAX_POOL_SIZE,
+    minPoolSize: 0,
+    serverSelectionTimeoutMS: opts.serverSelectionTimeoutMS ?? 10_000,
+  });
+  await conn.asPromise();
+  childLogger('mongo').debug({ db: conn.name }, 'connected');
+  return conn;
+}
+
+/**
+ * Builds the declared indexes of every model registered on `conn`. Uses `createIndexes` rather than
+ * `syncIndexes`, which would drop indexes another process (or a newer version) declared.
+ */
+export async function ensureIndexes(conn: mongoose.Connection): Promise<void> {
+  for (const name of conn.modelNames()) {
+    const model = conn.model(name);
+    // init() waits for the automatic build (racing it with a drop fails on mongo-java-server).
+    await model.init();
+    await model.createIndexes();
+  }
+}
