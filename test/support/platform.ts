@@ -10,6 +10,8 @@ export interface HttpResult<T = any> {
 }
 
 export interface TestPlatform {
+  /** Names this platform's database (`t_<id>`) and topic prefix (`t<id>`); `shareWith` reuses them. */
+  id: string;
   platform: Platform;
   bridgeUrl: string;
   routerUrl: string;
@@ -30,9 +32,10 @@ export const uniqueName = (prefix: string) => `${prefix}-${randomBytes(4).toStri
  */
 export async function startTestPlatform(
   env: Record<string, string> = {},
-  opts: Partial<PlatformOptions> = {},
+  opts: Partial<PlatformOptions> & { shareWith?: TestPlatform } = {},
 ): Promise<TestPlatform> {
-  const id = randomBytes(4).toString('hex');
+  const { shareWith, ...platformOpts } = opts;
+  const id = shareWith?.id ?? randomBytes(4).toString('hex');
   const base = loadConfig(process.env);
   const dbUri = base.mongodbUri.replace(/\/[^/?]*(\?|$)/, `/t_${id}$1`);
   const config = loadConfig({ ...process.env, SIMULATED_STEP_DELAY_MS: '40', ...env, MONGODB_URI: dbUri, KAFKA_BROKERS: base.kafkaBrokers.join(',') });
@@ -43,7 +46,7 @@ export async function startTestPlatform(
     serveSubgraphs: false,
     topicPrefix: `t${id}`,
     leaseMs: 2000,
-    ...opts,
+    ...platformOpts,
   });
   const bridgeUrl = platform.bridgeUrl!;
   const routerUrl = platform.routerUrl!;
@@ -60,6 +63,7 @@ export async function startTestPlatform(
   };
 
   return {
+    id,
     platform,
     bridgeUrl,
     routerUrl,
