@@ -121,6 +121,35 @@ export async function mongoWireNeedsStart(): Promise<boolean> {
   return true;
 }
 
+/** The JVM arguments that run the server on `port` with `backend` (H2 data in `file`). */
+export function mongoWireJavaArgs(port: number, backend: MongoWireBackend, file: string): string[] {
+  return [
+    '-Xmx1g',
+    '-Djava.awt.headless=true',
+    '-Dorg.slf4j.simpleLogger.showDateTime=true',
+    "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSS",
+    // One line per client connection opened/closed is noise: keep warnings only from the handler.
+    '-Dorg.slf4j.simpleLogger.log.de.bwaldvogel.mongo.wire.MongoWireProtocolHandler=warn',
+    '-cp',
+    `${classesDir()}${path.delimiter}${libDir()}${path.sep}*`,
+    'MongoWireServer',
+    '--host',
+    LOCAL_HOST,
+    '--port',
+    String(port),
+    '--backend',
+    backend,
+    '--file',
+    file,
+  ];
+}
+
+/** Downloads (first run only) and compiles (when the source changed) the server. */
+export async function ensureMongoWireBuilt(): Promise<void> {
+  await ensureInstalled();
+  await ensureCompiled();
+}
+
 /** Installs (first run only), compiles (when the source changed) and starts the server, then waits for its port. */
 export async function startMongoWire(): Promise<void> {
   const c = config();
@@ -135,25 +164,7 @@ export async function startMongoWire(): Promise<void> {
   const started = startDetached(
     mongoWireEngine,
     java,
-    [
-      '-Xmx1g',
-      '-Djava.awt.headless=true',
-      '-Dorg.slf4j.simpleLogger.showDateTime=true',
-      "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSS",
-      // One line per client connection opened/closed is noise: keep warnings only from the handler.
-      '-Dorg.slf4j.simpleLogger.log.de.bwaldvogel.mongo.wire.MongoWireProtocolHandler=warn',
-      '-cp',
-      `${classesDir()}${path.delimiter}${libDir()}${path.sep}*`,
-      'MongoWireServer',
-      '--host',
-      LOCAL_HOST,
-      '--port',
-      String(c.MONGODB_PORT),
-      '--backend',
-      backend,
-      '--file',
-      h2File(),
-    ],
+    mongoWireJavaArgs(c.MONGODB_PORT, backend, h2File()),
     { backend, port: c.MONGODB_PORT, file: backend === 'h2' ? h2File() : null, version: MONGO_JAVA_SERVER_VERSION },
     mwDir(),
   );
