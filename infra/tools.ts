@@ -5,6 +5,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { config } from '../core/config';
+import { projectRoot } from '../core/paths';
 
 /**
  * Small helpers shared by the engines: where things live, progress lines, tool checks, Maven runs,
@@ -20,19 +21,6 @@ export class InfraError extends Error {
 
 /** The loopback address the local engines bind to. */
 export const LOCAL_HOST = '127.0.0.1';
-
-let root: string | undefined;
-/** The project root: the nearest folder up from this file (source or dist) holding infra/kafka/pom.xml. */
-export function projectRoot(): string {
-  if (root) return root;
-  let dir = __dirname;
-  for (;;) {
-    if (fs.existsSync(path.join(dir, 'infra', 'kafka', 'pom.xml'))) return (root = dir);
-    const up = path.dirname(dir);
-    if (up === dir) throw new InfraError(`infra: cannot find the project root (infra/kafka/pom.xml) above ${__dirname}`);
-    dir = up;
-  }
-}
 
 /** Where an infra source file of the project lives (poms, the Java main). */
 export function infraSource(...parts: string[]): string {
