@@ -2,21 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { EventBus, Subscription } from '../core/events/event-bus';
 import { TOPICS, topicName } from '../core/events/topics';
 import type { Logger } from '../core/logger';
+import type { OperationEvent as EngineOperationEvent } from '../core/operations/store';
 
-/** The operation event payload, as the operation engine publishes it (key = projectId). */
-export interface OperationEvent {
-  eventId?: string;
-  id: string;
-  accountId: string;
-  projectId: string;
-  resourceType: string;
-  resourceId: string;
-  operationType: string;
-  status: string;
-  step: string;
-  errorCode: string | null;
-  updatedAt: string;
-}
+/** An operation event as the relay delivers it: the engine's payload plus the outbox `eventId`. */
+export type OperationEvent = EngineOperationEvent & { eventId?: string };
 
 /** Events a slow subscriber may have queued before it is dropped. */
 const MAX_QUEUED = 1000;
