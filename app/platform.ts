@@ -1,3 +1,5 @@
+process.env.APOLLO_TELEMETRY_DISABLED ??= '1';
+
 import type { FastifyInstance } from 'fastify';
 import type { Connection } from 'mongoose';
 import { createConnection } from 'node:net';

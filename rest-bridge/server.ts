@@ -78,7 +78,8 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
 
   // Strict JSON: exactly one JSON value; an empty body is "no body" (action routes are often sent that way).
   const defaultJson = app.getDefaultJsonParser('error', 'error');
-  app.removeContentTypeParser('application/json');
+  // JSON only (multipart uploads get their own parser in the Assets area): anything else is a 415.
+  app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
     if (typeof body === 'string' && body.trim() === '') return done(null, undefined);
     defaultJson(req, body as string, done);
