@@ -8,6 +8,7 @@ import { connectMongo, ensureIndexes } from '../core/mongo';
 import type { Plan, Role as KeyRole } from '../core/principal';
 import { IdentityService } from '../subgraphs/identity/service';
 import { ConnectedNodes } from '../subgraphs/publisher/nodes';
+import { AccountSenders } from '../subgraphs/publisher/senders';
 
 process.env.APOLLO_TELEMETRY_DISABLED = '1';
 
@@ -19,6 +20,7 @@ const USAGE = `usage: platform <command>
   keys create --account SLUG [--plan free|pro] [--role owner|member|read_only] [--scopes a,b] [--json]
   projects create --account SLUG --name NAME [--json]
   nodes register --account SLUG --name NAME [--tags k:v,k:v] [--json]
+  senders verify --account SLUG --email E [--json]            mark a sender address verified for the account
 `;
 
 class UsageError extends Error {}
@@ -44,6 +46,8 @@ export async function main(argv: string[]): Promise<void> {
         return await projects(rest);
       case 'nodes':
         return await nodes(rest);
+      case 'senders':
+        return await senders(rest);
       case undefined:
       case 'help':
       case '--help':
@@ -189,4 +193,25 @@ async function nodes(args: string[]): Promise<void> {
     return registry.register(account._id, values.name!, values.tags ? values.tags.split(',') : []);
   });
   print(Boolean(values.json), { id: node._id, name: node.name, tags: node.tags }, `node ${node._id} (${node.name})`);
+}
+
+async function senders(args: string[]): Promise<void> {
+  const [sub, ...rest] = args;
+  if (sub !== 'verify') fail('senders takes verify');
+  const { values } = parseArgs({
+    args: rest,
+    options: { account: { type: 'string' }, email: { type: 'string' }, json: { type: 'boolean' } },
+  });
+  if (!values.account || !values.email) fail('senders verify needs --account SLUG --email E');
+  const sender = await withIdentity(async (identity) => {
+    const account = await identity.ensureAccount(values.account!);
+    const registry = new AccountSenders(identity.models.Account.db);
+    await registry.model.init();
+    return registry.verify(account._id, values.email!);
+  });
+  print(
+    Boolean(values.json),
+    { email: sender.email, verified: sender.verified, verified_at: sender.verifiedAt, account: values.account },
+    `sender ${sender.email} verified for ${values.account}`,
+  );
 }

@@ -19,6 +19,23 @@ const createSiteBody = z
   .strict();
 
 const actionBody = z.object({ action: str }).strict();
+const domainBody = z.object({ domain: str.min(1).max(1024) }).strict();
+const recoveryPointBody = z.object({ reason: str.max(500).optional() }).strict();
+const stagingBody = z.object({ name: str.min(1).max(63).optional() }).strict();
+const upgradeBody = z.object({ target_version: str.min(1).max(64) }).strict();
+const senderBody = z.object({ sender_email: str.min(1).max(512) }).strict();
+const providerBody = z
+  .object({
+    domain: str.min(1).max(1024),
+    region: str.min(1).max(64),
+    // Write-only; omitted on an update keeps the stored key.
+    api_key: str.min(1).max(512).optional(),
+    from_email: str.min(1).max(512),
+    from_name: str.max(200).nullable().optional(),
+  })
+  .strict();
+
+const project = (suffix: string) => `${PREFIX}/projects/{projectID}${suffix}`;
 
 /** Spec 4.1 — every publishing route, each onto one GraphQL operation. */
 export const publisherRoutes: RouteDef<any, any>[] = [
@@ -62,7 +79,7 @@ export const publisherRoutes: RouteDef<any, any>[] = [
   },
   {
     method: 'GET',
-    path: `${PREFIX}/projects/{projectID}/metadata`,
+    path: project('/metadata'),
     summary: 'Installation, project, managed database, active operation and mail flags',
     tag,
     operation: 'publisher/site-metadata',
@@ -73,7 +90,7 @@ export const publisherRoutes: RouteDef<any, any>[] = [
   },
   {
     method: 'GET',
-    path: `${PREFIX}/projects/{projectID}/operations/{operationID}`,
+    path: project('/operations/{operationID}'),
     summary: 'The full durable operation',
     tag,
     operation: 'publisher/site-operation',
@@ -84,7 +101,7 @@ export const publisherRoutes: RouteDef<any, any>[] = [
   },
   {
     method: 'POST',
-    path: `${PREFIX}/projects/{projectID}/actions`,
+    path: project('/actions'),
     summary: 'Lifecycle action: restart, start, stop or retry_provisioning; returns the operation (202)',
     tag,
     operation: 'publisher/site-action',
@@ -92,6 +109,156 @@ export const publisherRoutes: RouteDef<any, any>[] = [
     variables: (r) => ({ ...projectId(r), action: (r.body as z.infer<typeof actionBody>).action }),
     select: (d) => ({ operation: d.siteAction }),
     status: 202,
+    envelope: 'standard',
+  },
+  {
+    method: 'GET',
+    path: project('/history'),
+    summary: 'Latest lifecycle operation (active_operation, latest_operation) and recovery points, newest first',
+    tag,
+    operation: 'publisher/site-history',
+    variables: projectId,
+    select: (d) => d.siteHistory,
+    status: 200,
+    envelope: 'standard',
+  },
+  {
+    method: 'POST',
+    path: project('/domain'),
+    summary: 'Attach a custom domain (a bare name; Unicode is stored as punycode); returns the domain record',
+    tag,
+    operation: 'publisher/set-domain',
+    body: domainBody,
+    variables: (r) => ({ ...projectId(r), domain: (r.body as z.infer<typeof domainBody>).domain }),
+    select: (d) => d.setSiteDomain,
+    status: 200,
+    envelope: 'standard',
+  },
+  {
+    method: 'GET',
+    path: project('/recovery-points'),
+    summary: 'Recovery points, newest first',
+    tag,
+    operation: 'publisher/recovery-points',
+    variables: projectId,
+    select: (d) => d.recoveryPoints,
+    status: 200,
+    envelope: 'standard',
+  },
+  {
+    method: 'POST',
+    path: project('/recovery-points'),
+    summary: 'Take a recovery point; returns the point and its operation (202)',
+    tag,
+    operation: 'publisher/create-recovery-point',
+    body: recoveryPointBody,
+    variables: (r) => ({ ...projectId(r), reason: (r.body as z.infer<typeof recoveryPointBody>).reason ?? null }),
+    select: (d) => d.createRecoveryPoint,
+    status: 202,
+    envelope: 'standard',
+  },
+  {
+    method: 'POST',
+    path: project('/recovery-points/{recoveryPointID}/restore'),
+    summary: 'Restore a completed recovery point; returns the point and the restore operation (202)',
+    tag,
+    operation: 'publisher/restore-recovery-point',
+    variables: (r) => ({ ...projectId(r), recoveryPointId: r.params.recoveryPointID }),
+    select: (d) => d.restoreRecoveryPoint,
+    status: 202,
+    envelope: 'standard',
+  },
+  {
+    method: 'POST',
+    path: project('/staging'),
+    summary: 'Staging copy from a fresh recovery point; returns the source point, the operation and the staging project (202)',
+    tag,
+    operation: 'publisher/create-staging',
+    body: stagingBody,
+    variables: (r) => ({ ...projectId(r), name: (r.body as z.infer<typeof stagingBody>).name ?? null }),
+    select: (d) => d.createStagingSite,
+    status: 202,
+    envelope: 'standard',
+  },
+  {
+    method: 'POST',
+    path: project('/upgrades'),
+    summary: 'Upgrade along a catalog edge; returns the pre-upgrade recovery point and the operation (202)',
+    tag,
+    operation: 'publisher/upgrade-site',
+    body: upgradeBody,
+    variables: (r) => ({ ...projectId(r), targetVersion: (r.body as z.infer<typeof upgradeBody>).target_version }),
+    select: (d) => d.upgradeSite,
+    status: 202,
+    envelope: 'standard',
+  },
+  {
+    method: 'GET',
+    path: project('/mail/sender'),
+    summary: 'Transactional and newsletter-provider status, without secrets',
+    tag,
+    operation: 'publisher/mail-sender',
+    variables: projectId,
+    select: (d) => d.siteMailSettings,
+    status: 200,
+    envelope: 'standard',
+  },
+  {
+    method: 'PUT',
+    path: project('/mail/sender'),
+    summary: 'Set the transactional sender (a verified sender of the account)',
+    tag,
+    operation: 'publisher/set-mail-sender',
+    body: senderBody,
+    variables: (r) => ({ ...projectId(r), senderEmail: (r.body as z.infer<typeof senderBody>).sender_email }),
+    select: (d) => d.setMailSender,
+    status: 200,
+    envelope: 'standard',
+  },
+  {
+    method: 'GET',
+    path: project('/mail/provider'),
+    summary: 'Transactional and newsletter-provider status, without secrets',
+    tag,
+    operation: 'publisher/mail-provider',
+    variables: projectId,
+    select: (d) => d.siteMailSettings,
+    status: 200,
+    envelope: 'standard',
+  },
+  {
+    method: 'PUT',
+    path: project('/mail/provider'),
+    summary: 'Configure the newsletter provider; api_key is write-only and stored encrypted',
+    tag,
+    operation: 'publisher/set-mail-provider',
+    body: providerBody,
+    variables: (r) => {
+      const b = r.body as z.infer<typeof providerBody>;
+      return {
+        ...projectId(r),
+        input: {
+          domain: b.domain,
+          region: b.region,
+          apiKey: b.api_key ?? null,
+          fromEmail: b.from_email,
+          fromName: b.from_name ?? null,
+        },
+      };
+    },
+    select: (d) => d.setNewsletterProvider,
+    status: 200,
+    envelope: 'standard',
+  },
+  {
+    method: 'DELETE',
+    path: project('/mail/provider'),
+    summary: 'Remove the newsletter mapping and the encrypted provider configuration',
+    tag,
+    operation: 'publisher/delete-mail-provider',
+    variables: projectId,
+    select: (d) => d.deleteNewsletterProvider,
+    status: 200,
     envelope: 'standard',
   },
 ];

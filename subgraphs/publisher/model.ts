@@ -2,6 +2,8 @@ import mongoose, { type Connection, type Model } from 'mongoose';
 
 /** Stored lifecycle states; `provision_failed` and friends are derived from the active operation. */
 export type StoredSiteStatus = 'provisioning' | 'running' | 'stopped';
+/** A production site, or a staging copy made from another site's recovery point. */
+export type SiteEnvironment = 'production' | 'staging';
 
 export interface SiteDoc {
   /** The site's id is its project's id: one publishing site per project. */
@@ -18,18 +20,97 @@ export interface SiteDoc {
   status: StoredSiteStatus;
   siteUrl: string;
   adminUrl: string;
+  environment: SiteEnvironment;
+  /** Staging copies: the site and recovery point they were made from. */
+  sourceProjectId: string | null;
+  sourceRecoveryPointId: string | null;
+  /** Custom domain (normalised ASCII) and its verification state. */
   domain: string | null;
+  domainStatus: DomainStatus | null;
+  domainUpdatedAt: Date | null;
+  /** Transactional sender; verified against the account's senders when set. */
+  mailSenderEmail: string | null;
   /** The lifecycle operation holding the site's lock; a terminal or missing one frees it. */
   activeOperationId: string | null;
   createdAt: Date;
   updatedAt: Date;
 }
 
+export type DomainStatus = 'pending_verification' | 'active';
+
 /** Per-account count of hosted sites, incremented conditionally so a plan limit holds under races. */
 export interface SiteQuotaDoc {
   _id: string;
   hostedSites: number;
 }
+
+/** Who holds a custom domain: `_id` is the domain, so two sites can never hold the same one. */
+export interface DomainClaimDoc {
+  _id: string;
+  projectId: string;
+  accountId: string;
+  createdAt: Date;
+}
+
+export const RECOVERY_POINT_KINDS = ['manual', 'pre_upgrade', 'staging_source'] as const;
+export type RecoveryPointKind = (typeof RECOVERY_POINT_KINDS)[number];
+/** `pending` while the capture runs; then `completed`, or `incomplete` when any part failed. */
+export type RecoveryPointStatus = 'pending' | 'completed' | 'incomplete';
+/** State of one part of a capture; `skipped` when an earlier part failed. */
+export type CaptureStatus = 'pending' | 'captured' | 'failed' | 'skipped';
+
+export interface CaptureDoc {
+  status: CaptureStatus;
+  snapshotId: string | null;
+  sizeBytes: number | null;
+  capturedAt: Date | null;
+}
+
+export interface RecoveryPointDoc {
+  _id: string;
+  accountId: string;
+  projectId: string;
+  kind: RecoveryPointKind;
+  reason: string | null;
+  status: RecoveryPointStatus;
+  /** The exact runtime release: pinned when the point is taken (the site's lock keeps it still). */
+  runtimeVersion: string;
+  runtimeDigest: string;
+  runtimeImage: string;
+  database: CaptureDoc;
+  content: CaptureDoc;
+  release: CaptureDoc;
+  /** The operation that captures it (a `recovery_point`, `upgrade` or `staging` operation). */
+  operationId: string;
+  /** Why it is incomplete (the failing step's error code). */
+  errorCode: string | null;
+  createdAt: Date;
+  completedAt: Date | null;
+}
+
+/** A site's newsletter-provider mapping and configuration; `_id` is the project id. */
+export interface NewsletterProviderDoc {
+  _id: string;
+  accountId: string;
+  domain: string;
+  region: string;
+  fromEmail: string;
+  fromName: string | null;
+  /** `encryptSecret` output; the key itself is never stored, returned or logged. */
+  apiKeyCiphertext: string;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+const captureSchema = new mongoose.Schema<CaptureDoc>(
+  {
+    status: { type: String, required: true },
+    snapshotId: { type: String, default: null },
+    sizeBytes: { type: Number, default: null },
+    capturedAt: { type: Date, default: null },
+  },
+  { _id: false },
+);
 
 const siteSchema = new mongoose.Schema<SiteDoc>(
   {
@@ -46,7 +127,13 @@ const siteSchema = new mongoose.Schema<SiteDoc>(
     status: { type: String, required: true },
     siteUrl: { type: String, required: true },
     adminUrl: { type: String, required: true },
+    environment: { type: String, default: 'production' },
+    sourceProjectId: { type: String, default: null },
+    sourceRecoveryPointId: { type: String, default: null },
     domain: { type: String, default: null },
+    domainStatus: { type: String, default: null },
+    domainUpdatedAt: { type: Date, default: null },
+    mailSenderEmail: { type: String, default: null },
     activeOperationId: { type: String, default: null },
     createdAt: { type: Date, required: true },
     updatedAt: { type: Date, required: true },
@@ -59,14 +146,76 @@ const quotaSchema = new mongoose.Schema<SiteQuotaDoc>(
   { collection: 'publisher_site_quota', versionKey: false },
 );
 
+const domainClaimSchema = new mongoose.Schema<DomainClaimDoc>(
+  {
+    _id: String,
+    projectId: { type: String, required: true },
+    accountId: { type: String, required: true },
+    createdAt: { type: Date, required: true },
+  },
+  { collection: 'publisher_domain_claims', versionKey: false },
+);
+
+const recoveryPointSchema = new mongoose.Schema<RecoveryPointDoc>(
+  {
+    _id: String,
+    accountId: { type: String, required: true },
+    projectId: { type: String, required: true },
+    kind: { type: String, required: true, enum: RECOVERY_POINT_KINDS },
+    reason: { type: String, default: null },
+    status: { type: String, required: true },
+    runtimeVersion: { type: String, required: true },
+    runtimeDigest: { type: String, required: true },
+    runtimeImage: { type: String, required: true },
+    database: { type: captureSchema, required: true },
+    content: { type: captureSchema, required: true },
+    release: { type: captureSchema, required: true },
+    operationId: { type: String, required: true },
+    errorCode: { type: String, default: null },
+    createdAt: { type: Date, required: true },
+    completedAt: { type: Date, default: null },
+  },
+  { collection: 'publisher_recovery_points', versionKey: false },
+);
+// A project's points, newest first.
+recoveryPointSchema.index({ projectId: 1, createdAt: -1 });
+
+const newsletterProviderSchema = new mongoose.Schema<NewsletterProviderDoc>(
+  {
+    _id: String,
+    accountId: { type: String, required: true },
+    domain: { type: String, required: true },
+    region: { type: String, required: true },
+    fromEmail: { type: String, required: true },
+    fromName: { type: String, default: null },
+    apiKeyCiphertext: { type: String, required: true },
+    createdAt: { type: Date, required: true },
+    updatedAt: { type: Date, required: true },
+  },
+  { collection: 'publisher_newsletter_providers', versionKey: false },
+);
+
 export interface PublisherModels {
   Site: Model<SiteDoc>;
   SiteQuota: Model<SiteQuotaDoc>;
+  DomainClaim: Model<DomainClaimDoc>;
+  RecoveryPoint: Model<RecoveryPointDoc>;
+  NewsletterProvider: Model<NewsletterProviderDoc>;
+}
+
+function model<T>(conn: Connection, name: string, schema: mongoose.Schema<T>): Model<T> {
+  return (conn.models[name] as Model<T> | undefined) ?? conn.model<T>(name, schema);
 }
 
 export function publisherModels(conn: Connection): PublisherModels {
   return {
-    Site: (conn.models.PublisherSite as Model<SiteDoc>) ?? conn.model('PublisherSite', siteSchema),
-    SiteQuota: (conn.models.PublisherSiteQuota as Model<SiteQuotaDoc>) ?? conn.model('PublisherSiteQuota', quotaSchema),
+    Site: model(conn, 'PublisherSite', siteSchema),
+    SiteQuota: model(conn, 'PublisherSiteQuota', quotaSchema),
+    DomainClaim: model(conn, 'PublisherDomainClaim', domainClaimSchema),
+    RecoveryPoint: model(conn, 'PublisherRecoveryPoint', recoveryPointSchema),
+    NewsletterProvider: model(conn, 'PublisherNewsletterProvider', newsletterProviderSchema),
   };
 }
+
+/** A capture part nobody has taken yet. */
+export const pendingCapture = (): CaptureDoc => ({ status: 'pending', snapshotId: null, sizeBytes: null, capturedAt: null });

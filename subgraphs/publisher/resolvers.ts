@@ -1,15 +1,24 @@
 import { Arg, Ctx, FieldResolver, ID, Mutation, Query, Resolver, Root } from 'type-graphql';
 import type { OperationDoc } from '../../core/operations/model';
 import type { RequestContext } from '../../core/subgraph-kit';
+import type { RecoveryPointView } from './recovery-points';
 import type { PublisherService } from './service';
 import {
   CreateSiteInput,
   CreateSiteResultType,
+  NewsletterProviderInput,
   OperationType,
   ProjectRef,
+  RecoveryPointResultType,
+  RecoveryPointType,
   RuntimeOptionType,
+  SiteDomainType,
+  SiteHistoryType,
+  SiteMailSettingsType,
   SiteMetadataType,
   SiteType,
+  StagingResultType,
+  UpgradeResultType,
 } from './types';
 
 export const toOperation = (op: OperationDoc): OperationType => ({
@@ -38,6 +47,9 @@ export const toOperation = (op: OperationDoc): OperationType => ({
   finishedAt: op.finishedAt ?? null,
 });
 
+const toPoint = (p: RecoveryPointView): RecoveryPointType => p;
+const maybeOperation = (op: OperationDoc | null) => (op ? toOperation(op) : null);
+
 @Resolver()
 export class PublisherResolver {
   constructor(private readonly publisher: PublisherService) {}
@@ -59,7 +71,23 @@ export class PublisherResolver {
   @Query(() => SiteMetadataType)
   async siteMetadata(@Arg('projectId', () => ID) projectId: string, @Ctx() ctx: RequestContext): Promise<SiteMetadataType> {
     const m = await this.publisher.metadata(ctx.principal, projectId);
-    return { ...m, activeOperation: m.activeOperation ? toOperation(m.activeOperation) : null };
+    return { ...m, activeOperation: maybeOperation(m.activeOperation) };
+  }
+
+  @Query(() => SiteHistoryType, { description: 'Latest lifecycle operation and recovery points.' })
+  async siteHistory(@Arg('projectId', () => ID) projectId: string, @Ctx() ctx: RequestContext): Promise<SiteHistoryType> {
+    const h = await this.publisher.history(ctx.principal, projectId);
+    return { ...h, activeOperation: maybeOperation(h.activeOperation), latestOperation: maybeOperation(h.latestOperation) };
+  }
+
+  @Query(() => [RecoveryPointType], { description: 'Newest first.' })
+  async recoveryPoints(@Arg('projectId', () => ID) projectId: string, @Ctx() ctx: RequestContext): Promise<RecoveryPointType[]> {
+    return (await this.publisher.listRecoveryPoints(ctx.principal, projectId)).map(toPoint);
+  }
+
+  @Query(() => SiteMailSettingsType, { description: 'Transactional sender and newsletter provider, without secrets.' })
+  siteMailSettings(@Arg('projectId', () => ID) projectId: string, @Ctx() ctx: RequestContext): Promise<SiteMailSettingsType> {
+    return this.publisher.mailSettings(ctx.principal, projectId);
   }
 
   @Mutation(() => CreateSiteResultType)
@@ -79,6 +107,81 @@ export class PublisherResolver {
     @Ctx() ctx: RequestContext,
   ): Promise<OperationType> {
     return toOperation(await this.publisher.action(ctx.principal, projectId, action));
+  }
+
+  @Mutation(() => SiteDomainType, { description: 'Attaches a custom domain; it waits in `pending_verification`.' })
+  setSiteDomain(
+    @Arg('projectId', () => ID) projectId: string,
+    @Arg('domain', () => String) domain: string,
+    @Ctx() ctx: RequestContext,
+  ): Promise<SiteDomainType> {
+    return this.publisher.setDomain(ctx.principal, projectId, domain);
+  }
+
+  @Mutation(() => RecoveryPointResultType)
+  async createRecoveryPoint(
+    @Arg('projectId', () => ID) projectId: string,
+    @Arg('reason', () => String, { nullable: true }) reason: string | null,
+    @Ctx() ctx: RequestContext,
+  ): Promise<RecoveryPointResultType> {
+    const r = await this.publisher.createRecoveryPoint(ctx.principal, projectId, reason);
+    return { recoveryPoint: toPoint(r.recoveryPoint), operation: toOperation(r.operation) };
+  }
+
+  @Mutation(() => RecoveryPointResultType, { description: 'Restores a completed recovery point.' })
+  async restoreRecoveryPoint(
+    @Arg('projectId', () => ID) projectId: string,
+    @Arg('recoveryPointId', () => ID) recoveryPointId: string,
+    @Ctx() ctx: RequestContext,
+  ): Promise<RecoveryPointResultType> {
+    const r = await this.publisher.restoreRecoveryPoint(ctx.principal, projectId, recoveryPointId);
+    return { recoveryPoint: toPoint(r.recoveryPoint), operation: toOperation(r.operation) };
+  }
+
+  @Mutation(() => StagingResultType, { description: 'A staging copy from a fresh recovery point.' })
+  async createStagingSite(
+    @Arg('projectId', () => ID) projectId: string,
+    @Arg('name', () => String, { nullable: true }) name: string | null,
+    @Ctx() ctx: RequestContext,
+  ): Promise<StagingResultType> {
+    const r = await this.publisher.createStaging(ctx.principal, projectId, name);
+    return { ...r, sourceRecoveryPoint: toPoint(r.sourceRecoveryPoint), operation: toOperation(r.operation) };
+  }
+
+  @Mutation(() => UpgradeResultType, { description: 'Upgrades along a catalog edge, after a pre-upgrade recovery point.' })
+  async upgradeSite(
+    @Arg('projectId', () => ID) projectId: string,
+    @Arg('targetVersion', () => String) targetVersion: string,
+    @Ctx() ctx: RequestContext,
+  ): Promise<UpgradeResultType> {
+    const r = await this.publisher.upgrade(ctx.principal, projectId, targetVersion);
+    return { ...r, recoveryPoint: toPoint(r.recoveryPoint), operation: toOperation(r.operation) };
+  }
+
+  @Mutation(() => SiteMailSettingsType, { description: 'Sets the transactional sender (a verified sender of the account).' })
+  setMailSender(
+    @Arg('projectId', () => ID) projectId: string,
+    @Arg('senderEmail', () => String) senderEmail: string,
+    @Ctx() ctx: RequestContext,
+  ): Promise<SiteMailSettingsType> {
+    return this.publisher.setMailSender(ctx.principal, projectId, senderEmail);
+  }
+
+  @Mutation(() => SiteMailSettingsType, { description: 'Configures the newsletter provider; the API key is stored encrypted.' })
+  setNewsletterProvider(
+    @Arg('projectId', () => ID) projectId: string,
+    @Arg('input', () => NewsletterProviderInput) input: NewsletterProviderInput,
+    @Ctx() ctx: RequestContext,
+  ): Promise<SiteMailSettingsType> {
+    return this.publisher.setNewsletterProvider(ctx.principal, projectId, input);
+  }
+
+  @Mutation(() => SiteMailSettingsType, { description: 'Removes the newsletter mapping and its encrypted configuration.' })
+  deleteNewsletterProvider(
+    @Arg('projectId', () => ID) projectId: string,
+    @Ctx() ctx: RequestContext,
+  ): Promise<SiteMailSettingsType> {
+    return this.publisher.deleteNewsletterProvider(ctx.principal, projectId);
   }
 }
 

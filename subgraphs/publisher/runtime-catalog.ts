@@ -75,3 +75,8 @@ export function defaultRuntime(): RuntimeOption {
 export function isUpgradeEdge(from: string, to: string): boolean {
   return findRuntime(to)?.upgradePredecessors.includes(from) ?? false;
 }
+
+/** Versions a site on `from` may upgrade to in one step. */
+export function upgradeTargets(from: string): string[] {
+  return RUNTIME_CATALOG.filter((r) => r.upgradePredecessors.includes(from)).map((r) => r.version);
+}

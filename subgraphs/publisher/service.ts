@@ -7,22 +7,47 @@ import type { OperationEngine } from '../../core/operations/engine';
 import type { OperationDoc } from '../../core/operations/model';
 import { canWrite, type Plan, type Principal } from '../../core/principal';
 import type { IdentityService } from '../identity/service';
-import { registerSiteExecutors } from './executors';
-import { type PublisherModels, type SiteDoc, publisherModels } from './model';
+import { DomainClaims, type DomainView } from './domain-claims';
+import { registerSiteExecutors, type StagingInput, type UpgradeInput } from './executors';
+import { MailSettings, type MailSettingsView, type NewsletterProviderInput } from './mail-settings';
+import {
+  type PublisherModels,
+  type RecoveryPointDoc,
+  type RecoveryPointKind,
+  type SiteDoc,
+  pendingCapture,
+  publisherModels,
+} from './model';
 import { ConnectedNodes, NODE_TAG } from './nodes';
-import { RUNTIME_CATALOG, defaultRuntime, findRuntime, type RuntimeOption } from './runtime-catalog';
+import {
+  MAX_REASON_LENGTH,
+  RECOVERY_POINT_LIST_LIMIT,
+  type RecoveryPointView,
+  recoveryPointView,
+  recoveryPointViews,
+} from './recovery-points';
+import {
+  RUNTIME_CATALOG,
+  defaultRuntime,
+  findRuntime,
+  isUpgradeEdge,
+  type RuntimeOption,
+  upgradeTargets,
+} from './runtime-catalog';
+import { AccountSenders } from './senders';
+import { SiteLocks, type SiteStatus, isRunning } from './site-locks';
 
-/** Hosted sites an account may run, by plan (the `free` plan allows one). */
+export type { SiteStatus } from './site-locks';
+import type { SimulatedInfrastructure } from './simulated-infrastructure';
+
+/** Hosted sites an account may run, by plan (the `free` plan allows one); staging copies count. */
 export const HOSTED_SITE_LIMIT: Record<Plan, number> = { free: 1, pro: 100 };
 export const SITE_ACTIONS = ['restart', 'start', 'stop', 'retry_provisioning'] as const;
 export type SiteAction = (typeof SITE_ACTIONS)[number];
 /** What the publishing runtime is, as reported in `project.source_type` and `project.runtime`. */
 export const RUNTIME_KIND = 'publisher';
-const TERMINAL = new Set(['completed', 'failed']);
-
-/** What users see of a site's state: the stored state, corrected by a failed active operation. */
-export type SiteStatus = 'provisioning' | 'running' | 'stopped' | 'provision_failed';
-
+/** Longest site name, in characters. */
+export const MAX_SITE_NAME_LENGTH = 63;
 export interface CreateSiteInput {
   name?: string | null;
   runtimeVersion?: string | null;
@@ -33,8 +58,14 @@ export interface CreateSiteInput {
   mailEnabled?: boolean | null;
 }
 
+export interface SiteProjectView {
+  id: string;
+  sourceType: string;
+  runtime: string;
+}
+
 export interface CreatedSite {
-  project: { id: string; sourceType: string; runtime: string };
+  project: SiteProjectView;
   siteUrl: string;
   adminUrl: string;
   operation: OperationDoc;
@@ -47,6 +78,9 @@ export interface SiteMetadata {
     image: string;
     digest: string;
     status: SiteStatus;
+    environment: string;
+    sourceProjectId: string | null;
+    sourceRecoveryPointId: string | null;
     siteUrl: string;
     adminUrl: string;
     domain: string | null;
@@ -58,7 +92,35 @@ export interface SiteMetadata {
   project: { id: string; name: string; sourceType: string; runtime: string; createdAt: Date };
   database: { engine: string; version: string; storageGb: number; status: string };
   activeOperation: OperationDoc | null;
-  mail: { enabled: boolean; transactionalConfigured: boolean; newsletterProviderConfigured: boolean };
+  domain: DomainView | null;
+  mail: { enabled: boolean; transactionalConfigured: boolean; senderVerified: boolean; newsletterProviderConfigured: boolean };
+}
+
+export interface SiteHistory {
+  projectId: string;
+  /** The lifecycle operation running now, if any. */
+  activeOperation: OperationDoc | null;
+  /** The most recent lifecycle operation, running or finished. */
+  latestOperation: OperationDoc | null;
+  recoveryPoints: RecoveryPointView[];
+}
+
+export interface RecoveryPointResult {
+  recoveryPoint: RecoveryPointView;
+  operation: OperationDoc;
+}
+
+export interface UpgradeResult extends RecoveryPointResult {
+  fromVersion: string;
+  targetVersion: string;
+}
+
+export interface StagingResult {
+  sourceRecoveryPoint: RecoveryPointView;
+  operation: OperationDoc;
+  project: SiteProjectView;
+  siteUrl: string;
+  adminUrl: string;
 }
 
 export interface PublisherDeps {
@@ -66,21 +128,31 @@ export interface PublisherDeps {
   identity: IdentityService;
   engine: OperationEngine;
   nodes: ConnectedNodes;
+  /** The account's verified sender addresses (default: on `conn`). */
+  senders?: AccountSenders;
   /** Domain hosted sites live under: https://<slug>.<sitesDomain>. */
   sitesDomain: string;
   /** The publishing feature for this environment; when off every route answers 404. */
   features: { publisherEnabled: boolean };
-  infra: import('./simulated-infrastructure').SimulatedInfrastructure;
+  infra: SimulatedInfrastructure;
 }
 
 /** The publishing area's rules: catalog, sites, lifecycle operations, plan gates, access. */
 export class PublisherService {
   readonly models: PublisherModels;
+  readonly senders: AccountSenders;
   private readonly idempotency: IdempotencyStore;
+  private readonly mail: MailSettings;
+  private readonly locks: SiteLocks;
+  private readonly domains: DomainClaims;
 
   constructor(private readonly deps: PublisherDeps) {
     this.models = publisherModels(deps.conn);
     this.idempotency = new IdempotencyStore(deps.conn);
+    this.senders = deps.senders ?? new AccountSenders(deps.conn);
+    this.mail = new MailSettings(this.models, this.senders);
+    this.locks = new SiteLocks(this.models, deps.engine);
+    this.domains = new DomainClaims(this.models, deps.sitesDomain);
     registerSiteExecutors(deps.engine, { models: this.models, infra: deps.infra });
   }
 
@@ -104,37 +176,64 @@ export class PublisherService {
   private async provisionSite(p: Principal, input: CreateSiteInput): Promise<CreatedSite> {
     const spec = await this.validateCreate(p, input);
     if (spec.deploymentMode === 'hosted') await this.reserveHostedSite(p);
-    const project = await this.deps.identity.createProject(p.accountId, spec.name, RUNTIME_KIND);
-    const slug = `${slugify(spec.name)}-${project._id.slice(0, 6)}`;
-    const siteUrl = `https://${slug}.${this.deps.sitesDomain}`;
     const operationId = randomUUID();
-    const now = new Date();
-    await this.models.Site.create({
-      _id: project._id,
-      accountId: p.accountId,
+    const site = await this.newSite(p, {
       name: spec.name,
-      slug,
       runtimeVersion: spec.runtime.version,
       deploymentMode: spec.deploymentMode,
       targetNodeId: spec.targetNodeId,
       placementMode: spec.placementMode,
-      nodeSelectorTags: spec.nodeSelectorTags,
+      nodeSelectorTags: [...spec.nodeSelectorTags],
       mailEnabled: spec.mailEnabled,
+      activeOperationId: operationId,
+    });
+    const operation = await this.enqueue(p, site._id, 'provision', operationId, {
+      runtimeVersion: spec.runtime.version,
+      name: spec.name,
+    });
+    return { project: projectView(site), siteUrl: site.siteUrl, adminUrl: site.adminUrl, operation };
+  }
+
+  /** A new project and its site record (provisioning, holding `activeOperationId`'s lock). */
+  private async newSite(
+    p: Principal,
+    fields: Pick<
+      SiteDoc,
+      | 'name'
+      | 'runtimeVersion'
+      | 'deploymentMode'
+      | 'targetNodeId'
+      | 'placementMode'
+      | 'nodeSelectorTags'
+      | 'mailEnabled'
+      | 'activeOperationId'
+    > &
+      Partial<Pick<SiteDoc, 'environment' | 'sourceProjectId' | 'sourceRecoveryPointId'>>,
+  ): Promise<SiteDoc> {
+    const project = await this.deps.identity.createProject(p.accountId, fields.name, RUNTIME_KIND);
+    const slug = `${slugify(fields.name)}-${project._id.slice(0, 6)}`;
+    const siteUrl = `https://${slug}.${this.deps.sitesDomain}`;
+    const now = new Date();
+    const doc: SiteDoc = {
+      _id: project._id,
+      accountId: p.accountId,
+      slug,
       status: 'provisioning',
       siteUrl,
       adminUrl: `${siteUrl}/admin/`,
+      environment: 'production',
+      sourceProjectId: null,
+      sourceRecoveryPointId: null,
       domain: null,
-      activeOperationId: operationId,
+      domainStatus: null,
+      domainUpdatedAt: null,
+      mailSenderEmail: null,
       createdAt: now,
       updatedAt: now,
-    });
-    const operation = await this.enqueue(p, project._id, 'provision', operationId, { runtimeVersion: spec.runtime.version, name: spec.name });
-    return {
-      project: { id: project._id, sourceType: RUNTIME_KIND, runtime: RUNTIME_KIND },
-      siteUrl,
-      adminUrl: `${siteUrl}/admin/`,
-      operation,
+      ...fields,
     };
+    await this.models.Site.create(doc);
+    return doc;
   }
 
   private async validateCreate(p: Principal, input: CreateSiteInput) {
@@ -154,9 +253,20 @@ export class PublisherService {
     const tags = input.nodeSelectorTags ?? [];
     if (deploymentMode === 'hosted') {
       if (input.targetNodeId || input.placementMode || tags.length) {
-        throw badRequest('invalid_deployment_mode', 'target_node_id, placement_mode and node_selector_tags are only used with connected_node');
+        throw badRequest(
+          'invalid_deployment_mode',
+          'target_node_id, placement_mode and node_selector_tags are only used with connected_node',
+        );
       }
-      return { name, runtime, deploymentMode, targetNodeId: null, placementMode: null, nodeSelectorTags: [], mailEnabled: Boolean(input.mailEnabled) } as const;
+      return {
+        name,
+        runtime,
+        deploymentMode,
+        targetNodeId: null,
+        placementMode: null,
+        nodeSelectorTags: [],
+        mailEnabled: Boolean(input.mailEnabled),
+      } as const;
     }
     if (!input.targetNodeId || !isUuid(input.targetNodeId)) {
       throw badRequest('invalid_target_node', 'target_node_id must be the UUID of a connected node');
@@ -199,11 +309,18 @@ export class PublisherService {
     });
   }
 
+  /** Gives back a slot taken by `reserveHostedSite` when what it was for could not go ahead. */
+  private async releaseHostedSite(p: Principal): Promise<void> {
+    await this.models.SiteQuota.updateOne({ _id: p.accountId, hostedSites: { $gt: 0 } }, { $inc: { hostedSites: -1 } });
+  }
+
+  /** An operation of the project, or one acting on its site (a staging copy's operation belongs to its source). */
   async getOperation(principal: Principal | null, projectId: string, operationId: string): Promise<OperationDoc> {
     const p = this.reader(principal);
     await this.site(p, projectId);
     const op = isUuid(operationId) ? await this.deps.engine.get(operationId) : null;
-    if (!op || op.projectId !== projectId) throw notFound('operation_not_found', 'operation not found');
+    const visible = op && op.accountId === p.accountId && (op.projectId === projectId || op.resourceId === projectId);
+    if (!op || !visible) throw notFound('operation_not_found', 'operation not found');
     return op;
   }
 
@@ -211,14 +328,17 @@ export class PublisherService {
     if (!principal || !this.deps.features.publisherEnabled) return null;
     const site = await this.models.Site.findById(projectId).lean();
     if (!site || site.accountId !== principal.accountId) return null;
-    return { site, status: (await this.state(site)).status };
+    return { site, status: (await this.locks.state(site)).status };
   }
 
   async metadata(principal: Principal | null, projectId: string): Promise<SiteMetadata> {
     const p = this.reader(principal);
     const site = await this.site(p, projectId);
-    const project = await this.deps.identity.findProject(projectId);
-    const { status, activeOperation } = await this.state(site);
+    const [project, { status, activeOperation }, mail] = await Promise.all([
+      this.deps.identity.findProject(projectId),
+      this.locks.state(site),
+      this.mail.view(site),
+    ]);
     const runtime = findRuntime(site.runtimeVersion) ?? defaultRuntime();
     return {
       installation: {
@@ -227,6 +347,9 @@ export class PublisherService {
         image: runtime.image,
         digest: runtime.digest,
         status,
+        environment: site.environment ?? 'production',
+        sourceProjectId: site.sourceProjectId ?? null,
+        sourceRecoveryPointId: site.sourceRecoveryPointId ?? null,
         siteUrl: site.siteUrl,
         adminUrl: site.adminUrl,
         domain: site.domain,
@@ -248,8 +371,27 @@ export class PublisherService {
         storageGb: runtime.databaseRequirements.minStorageGb,
         status: status === 'provisioning' ? 'provisioning' : status === 'provision_failed' ? 'unavailable' : 'available',
       },
-      activeOperation: activeOperation && !TERMINAL.has(activeOperation.status) ? activeOperation : null,
-      mail: { enabled: site.mailEnabled, transactionalConfigured: false, newsletterProviderConfigured: false },
+      activeOperation: isRunning(activeOperation) ? activeOperation : null,
+      domain: this.domains.view(site),
+      mail: {
+        enabled: mail.enabled,
+        transactionalConfigured: mail.transactional.configured,
+        senderVerified: mail.transactional.verified,
+        newsletterProviderConfigured: mail.newsletterProvider.configured,
+      },
+    };
+  }
+
+  /** The latest lifecycle operation (and whether it still runs) plus the recovery points, newest first. */
+  async history(principal: Principal | null, projectId: string): Promise<SiteHistory> {
+    const p = this.reader(principal);
+    const site = await this.site(p, projectId);
+    const [{ activeOperation }, recoveryPoints] = await Promise.all([this.locks.state(site), this.pointsOf(site)]);
+    return {
+      projectId: site._id,
+      activeOperation: isRunning(activeOperation) ? activeOperation : null,
+      latestOperation: activeOperation,
+      recoveryPoints,
     };
   }
 
@@ -260,46 +402,254 @@ export class PublisherService {
       throw badRequest('invalid_action', `action must be one of ${SITE_ACTIONS.join(', ')}`);
     }
     const site = await this.site(p, projectId);
-    const { status, activeOperation } = await this.state(site);
-    if (activeOperation && !TERMINAL.has(activeOperation.status)) throw this.busy(activeOperation);
-    const allowed: Record<SiteAction, SiteStatus[]> = {
-      restart: ['running'],
-      stop: ['running'],
-      start: ['stopped'],
-      retry_provisioning: ['provision_failed'],
-    };
-    if (!allowed[action as SiteAction].includes(status)) {
-      throw conflict('invalid_site_state', `cannot ${action.replace('_', ' ')} a site that is ${status.replace('_', ' ')}`, {
-        action,
-        site_status: status,
-      });
-    }
-    const operationType = action === 'retry_provisioning' ? 'provision' : action;
+    if (action === 'retry_provisioning' && site.environment === 'staging') return this.retryStaging(p, site);
     const operationId = randomUUID();
-    await this.lock(site, operationId, activeOperation);
+    await this.locks.begin(site, action as SiteAction, operationId);
+    const operationType = action === 'retry_provisioning' ? 'provision' : action;
     return this.enqueue(p, projectId, operationType, operationId, { runtimeVersion: site.runtimeVersion });
   }
 
-  /** Takes the site's lifecycle lock for a new operation, or answers 409 with the one holding it. */
-  private async lock(site: SiteDoc, operationId: string, current: OperationDoc | null): Promise<void> {
-    const taken = await this.models.Site.findOneAndUpdate(
-      { _id: site._id, activeOperationId: current ? current._id : site.activeOperationId },
-      { $set: { activeOperationId: operationId, updatedAt: new Date() } },
-    );
-    if (taken) return;
-    const fresh = await this.models.Site.findById(site._id).lean();
-    const holder = fresh?.activeOperationId ? await this.deps.engine.get(fresh.activeOperationId) : null;
-    throw this.busy(holder);
+  /** Attaches a custom domain (replacing any other); it waits in `pending_verification` for DNS. */
+  async setDomain(principal: Principal | null, projectId: string, domain: string): Promise<DomainView> {
+    const p = this.writer(principal);
+    return this.domains.attach(await this.site(p, projectId), domain);
   }
 
-  private busy(holder: OperationDoc | null) {
-    return conflict('operation_in_progress', 'another lifecycle operation is running on this site', {
-      operation_id: holder?._id ?? null,
-      operation_type: holder?.operationType ?? null,
+  async listRecoveryPoints(principal: Principal | null, projectId: string): Promise<RecoveryPointView[]> {
+    const p = this.reader(principal);
+    return this.pointsOf(await this.site(p, projectId));
+  }
+
+  private async pointsOf(site: SiteDoc): Promise<RecoveryPointView[]> {
+    const docs = await this.models.RecoveryPoint.find({ projectId: site._id })
+      .sort({ createdAt: -1, _id: -1 })
+      .limit(RECOVERY_POINT_LIST_LIMIT)
+      .lean();
+    return recoveryPointViews(
+      (ids) =>
+        this.deps.engine.model
+          .find({ _id: { $in: ids } })
+          .lean<OperationDoc[]>()
+          .exec(),
+      docs,
+    );
+  }
+
+  /** A manual recovery point: a `recovery_point` operation captures it (202). */
+  async createRecoveryPoint(
+    principal: Principal | null,
+    projectId: string,
+    reason?: string | null,
+  ): Promise<RecoveryPointResult> {
+    const p = this.writer(principal);
+    const site = await this.site(p, projectId);
+    const why = reason?.trim() || null;
+    if (why && why.length > MAX_REASON_LENGTH)
+      throw badRequest('invalid_reason', `reason must be at most ${MAX_REASON_LENGTH} characters`);
+    const operationId = randomUUID();
+    const previous = await this.locks.begin(site, 'recovery_point', operationId);
+    return this.locks.withLock(site, operationId, previous, async () => {
+      const point = await this.newPoint(site, 'manual', why, operationId);
+      const operation = await this.enqueue(p, site._id, 'recovery_point', operationId, { recoveryPointId: point._id });
+      return { recoveryPoint: recoveryPointView(point), operation };
     });
   }
 
-  private enqueue(p: Principal, projectId: string, operationType: string, id: string, input: Record<string, unknown>) {
+  /** Restores a completed point of this site (202); incomplete → 400, another project's → 404. */
+  async restoreRecoveryPoint(
+    principal: Principal | null,
+    projectId: string,
+    recoveryPointId: string,
+  ): Promise<RecoveryPointResult> {
+    const p = this.writer(principal);
+    const site = await this.site(p, projectId);
+    const doc = isUuid(recoveryPointId) ? await this.models.RecoveryPoint.findById(recoveryPointId).lean() : null;
+    if (!doc || doc.projectId !== site._id || doc.accountId !== p.accountId)
+      throw notFound('recovery_point_not_found', 'recovery point not found');
+    const point = recoveryPointView(doc, await this.deps.engine.get(doc.operationId));
+    if (point.status !== 'completed') {
+      throw badRequest('recovery_point_incomplete', `recovery point is ${point.status}; only a completed point can be restored`, {
+        recovery_point_id: point.id,
+        status: point.status,
+      });
+    }
+    const operationId = randomUUID();
+    const previous = await this.locks.begin(site, 'restore', operationId);
+    const operation = await this.locks.withLock(site, operationId, previous, () =>
+      this.enqueue(p, site._id, 'restore', operationId, { recoveryPointId: point.id }),
+    );
+    return { recoveryPoint: point, operation };
+  }
+
+  /**
+   * Upgrades along a catalog edge. The pre-upgrade recovery point is recorded before anything
+   * changes (and returned); the `upgrade` operation captures it, upgrades, and rolls back to it
+   * when the upgrade fails.
+   */
+  async upgrade(principal: Principal | null, projectId: string, targetVersion: string): Promise<UpgradeResult> {
+    const p = this.writer(principal);
+    const site = await this.site(p, projectId);
+    if (!findRuntime(targetVersion)) {
+      throw badRequest('unsupported_runtime_version', `runtime_version "${targetVersion}" is not in the runtime catalog`, {
+        supported: RUNTIME_CATALOG.map((r) => r.version),
+      });
+    }
+    if (!isUpgradeEdge(site.runtimeVersion, targetVersion)) {
+      throw badRequest('unsupported_upgrade_path', `the catalog has no upgrade from ${site.runtimeVersion} to ${targetVersion}`, {
+        from_version: site.runtimeVersion,
+        target_version: targetVersion,
+        allowed_targets: upgradeTargets(site.runtimeVersion),
+      });
+    }
+    const operationId = randomUUID();
+    const previous = await this.locks.begin(site, 'upgrade', operationId);
+    return this.locks.withLock(site, operationId, previous, async () => {
+      const point = await this.newPoint(site, 'pre_upgrade', `before upgrade to ${targetVersion}`, operationId);
+      const input: UpgradeInput = { recoveryPointId: point._id, fromVersion: site.runtimeVersion, targetVersion };
+      const operation = await this.enqueue(p, site._id, 'upgrade', operationId, input);
+      return { recoveryPoint: recoveryPointView(point), operation, fromVersion: site.runtimeVersion, targetVersion };
+    });
+  }
+
+  /**
+   * A staging copy: a fresh `staging_source` point of this site and a new hosted staging site built
+   * from it, by one `staging` operation that holds both sites' locks. The copy takes a hosted-site
+   * slot of the plan (402 when none is left).
+   */
+  async createStaging(principal: Principal | null, projectId: string, name?: string | null): Promise<StagingResult> {
+    const p = this.writer(principal);
+    const source = await this.site(p, projectId);
+    const stagingName = (name ?? '').trim() || `${source.name.slice(0, MAX_SITE_NAME_LENGTH - 8)} staging`;
+    if (stagingName.length > MAX_SITE_NAME_LENGTH)
+      throw badRequest('invalid_name', `name must be at most ${MAX_SITE_NAME_LENGTH} characters`);
+    const operationId = randomUUID();
+    const previous = await this.locks.begin(source, 'staging', operationId);
+    return this.locks.withLock(source, operationId, previous, async () => {
+      await this.reserveHostedSite(p);
+      let copy: SiteDoc;
+      try {
+        copy = await this.newSite(p, {
+          name: stagingName,
+          runtimeVersion: source.runtimeVersion,
+          deploymentMode: 'hosted',
+          targetNodeId: null,
+          placementMode: null,
+          nodeSelectorTags: [],
+          // A copy must not mail the production audience.
+          mailEnabled: false,
+          activeOperationId: operationId,
+          environment: 'staging',
+          sourceProjectId: source._id,
+        });
+      } catch (e) {
+        await this.releaseHostedSite(p);
+        throw e;
+      }
+      const { point, operation } = await this.enqueueStaging(p, source, copy, operationId);
+      return {
+        sourceRecoveryPoint: recoveryPointView(point),
+        operation,
+        project: projectView(copy),
+        siteUrl: copy.siteUrl,
+        adminUrl: copy.adminUrl,
+      };
+    });
+  }
+
+  /** retry_provisioning of a failed staging copy: a fresh point of the source and a new copy. */
+  private async retryStaging(p: Principal, copy: SiteDoc): Promise<OperationDoc> {
+    const source = copy.sourceProjectId ? await this.models.Site.findById(copy.sourceProjectId).lean() : null;
+    if (!source) throw conflict('invalid_site_state', 'the source of this staging copy no longer exists');
+    const operationId = randomUUID();
+    const previousCopy = await this.locks.begin(copy, 'retry_provisioning', operationId);
+    return this.locks.withLock(copy, operationId, previousCopy, async () => {
+      const previousSource = await this.locks.begin(source, 'staging', operationId);
+      return this.locks.withLock(
+        source,
+        operationId,
+        previousSource,
+        async () => (await this.enqueueStaging(p, source, copy, operationId)).operation,
+      );
+    });
+  }
+
+  private async enqueueStaging(p: Principal, source: SiteDoc, copy: SiteDoc, operationId: string) {
+    const point = await this.newPoint(source, 'staging_source', `staging copy ${copy._id}`, operationId);
+    await this.models.Site.updateOne({ _id: copy._id }, { $set: { sourceRecoveryPointId: point._id, updatedAt: new Date() } });
+    const input: StagingInput = { recoveryPointId: point._id, sourceProjectId: source._id, stagingProjectId: copy._id };
+    const operation = await this.deps.engine.enqueue({
+      id: operationId,
+      accountId: p.accountId,
+      projectId: source._id,
+      resourceType: 'site',
+      resourceId: copy._id,
+      operationType: 'staging',
+      input,
+      initiator: { type: 'api_key', id: p.keyId },
+    });
+    return { point, operation };
+  }
+
+  /** A new `pending` point pinned to the site's current release, captured by `operationId`. */
+  private async newPoint(
+    site: SiteDoc,
+    kind: RecoveryPointKind,
+    reason: string | null,
+    operationId: string,
+  ): Promise<RecoveryPointDoc> {
+    const runtime = findRuntime(site.runtimeVersion) ?? defaultRuntime();
+    const doc: RecoveryPointDoc = {
+      _id: randomUUID(),
+      accountId: site.accountId,
+      projectId: site._id,
+      kind,
+      reason,
+      status: 'pending',
+      runtimeVersion: runtime.version,
+      runtimeDigest: runtime.digest,
+      runtimeImage: runtime.image,
+      database: pendingCapture(),
+      content: pendingCapture(),
+      release: pendingCapture(),
+      operationId,
+      errorCode: null,
+      createdAt: new Date(),
+      completedAt: null,
+    };
+    await this.models.RecoveryPoint.create(doc);
+    return doc;
+  }
+
+  async mailSettings(principal: Principal | null, projectId: string): Promise<MailSettingsView> {
+    const p = this.reader(principal);
+    return this.mail.view(await this.site(p, projectId));
+  }
+
+  async setMailSender(principal: Principal | null, projectId: string, senderEmail: string): Promise<MailSettingsView> {
+    const p = this.writer(principal);
+    const site = await this.site(p, projectId);
+    return this.mail.view(await this.mail.setSender(site, senderEmail));
+  }
+
+  async setNewsletterProvider(
+    principal: Principal | null,
+    projectId: string,
+    input: NewsletterProviderInput,
+  ): Promise<MailSettingsView> {
+    const p = this.writer(principal);
+    const site = await this.site(p, projectId);
+    await this.mail.setProvider(site, input);
+    return this.mail.view(site);
+  }
+
+  async deleteNewsletterProvider(principal: Principal | null, projectId: string): Promise<MailSettingsView> {
+    const p = this.writer(principal);
+    const site = await this.site(p, projectId);
+    await this.mail.deleteProvider(site);
+    return this.mail.view(site);
+  }
+
+  private enqueue(p: Principal, projectId: string, operationType: string, id: string, input: object) {
     return this.deps.engine.enqueue({
       id,
       accountId: p.accountId,
@@ -312,13 +662,6 @@ export class PublisherService {
     });
   }
 
-  private async state(site: SiteDoc): Promise<{ status: SiteStatus; activeOperation: OperationDoc | null }> {
-    const activeOperation = site.activeOperationId ? await this.deps.engine.get(site.activeOperationId) : null;
-    const failedProvision =
-      site.status === 'provisioning' && (!activeOperation || (activeOperation.operationType === 'provision' && activeOperation.status === 'failed'));
-    return { status: failedProvision ? 'provision_failed' : site.status, activeOperation };
-  }
-
   /** The principal's site for a project; a missing or foreign one is concealed as 404. */
   private async site(p: Principal, projectId: string): Promise<SiteDoc> {
     const site = isUuid(projectId) ? await this.models.Site.findById(projectId).lean() : null;
@@ -328,7 +671,8 @@ export class PublisherService {
 
   private reader(principal: Principal | null): Principal {
     const p = this.deps.identity.requirePrincipal(principal);
-    if (!this.deps.features.publisherEnabled) throw notFound('publisher_disabled', 'publishing is not enabled in this environment');
+    if (!this.deps.features.publisherEnabled)
+      throw notFound('publisher_disabled', 'publishing is not enabled in this environment');
     return p;
   }
 
@@ -338,6 +682,8 @@ export class PublisherService {
     return p;
   }
 }
+
+const projectView = (site: SiteDoc): SiteProjectView => ({ id: site._id, sourceType: RUNTIME_KIND, runtime: RUNTIME_KIND });
 
 function slugify(name: string): string {
   const s = name

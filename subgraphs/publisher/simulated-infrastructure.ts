@@ -39,7 +39,8 @@ export class SimulatedInfrastructure {
   ): Promise<void> {
     await abortableSleep(this.stepDelayMs, signal);
     const fault = this.faults.find(
-      (f) => f.operationType === operationType && f.step === step && f.times > 0 && (!f.match || (op !== undefined && f.match(op))),
+      (f) =>
+        f.operationType === operationType && f.step === step && f.times > 0 && (!f.match || (op !== undefined && f.match(op))),
     );
     if (fault) {
       fault.times -= 1;
@@ -52,14 +53,17 @@ export class SimulatedInfrastructure {
 function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(new Error('aborted'));
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(t);
-        reject(new Error('aborted'));
-      },
-      { once: true },
-    );
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(new Error('aborted'));
+    };
+    // Removed when the sleep ends, so an operation with many steps does not pile listeners on its signal.
+    const t = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    // Unref'd: a frozen step (a simulated dead worker) must not keep the process alive.
+    t.unref();
+    signal?.addEventListener('abort', onAbort, { once: true });
   });
 }

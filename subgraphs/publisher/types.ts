@@ -1,5 +1,5 @@
 import { IsArray, IsBoolean, IsOptional, IsString, MaxLength } from 'class-validator';
-import { Directive, Field, ID, InputType, Int, ObjectType } from 'type-graphql';
+import { Directive, Field, Float, ID, InputType, Int, ObjectType } from 'type-graphql';
 import { GraphQLJSON } from 'graphql-scalars';
 
 @ObjectType('DatabaseRequirements')
@@ -88,7 +88,11 @@ export class SiteInstallationType {
   @Field(() => String) runtimeLabel!: string;
   @Field(() => String) image!: string;
   @Field(() => String) digest!: string;
-  @Field(() => String) status!: string;
+  @Field(() => String, { description: '`provisioning`, `running`, `stopped` or `provision_failed`' }) status!: string;
+  @Field(() => String, { description: '`production` or `staging`' }) environment!: string;
+  @Field(() => ID, { nullable: true, description: 'Staging copies: the site copied.' }) sourceProjectId!: string | null;
+  @Field(() => ID, { nullable: true, description: 'Staging copies: the recovery point copied.' }) sourceRecoveryPointId!:
+    string | null;
   @Field(() => String) siteUrl!: string;
   @Field(() => String) adminUrl!: string;
   @Field(() => String, { nullable: true }) domain!: string | null;
@@ -118,8 +122,25 @@ export class ManagedDatabaseType {
 @ObjectType('SiteMailFlags')
 export class SiteMailFlagsType {
   @Field(() => Boolean) enabled!: boolean;
-  @Field(() => Boolean) transactionalConfigured!: boolean;
+  @Field(() => Boolean, { description: 'A transactional sender is set.' }) transactionalConfigured!: boolean;
+  @Field(() => Boolean, { description: 'The transactional sender is a verified sender of the account.' })
+  senderVerified!: boolean;
   @Field(() => Boolean) newsletterProviderConfigured!: boolean;
+}
+
+@ObjectType('DnsRecord')
+export class DnsRecordType {
+  @Field(() => String) type!: string;
+  @Field(() => String) name!: string;
+  @Field(() => String) value!: string;
+}
+
+@ObjectType('SiteDomain', { description: 'A custom domain attached to a site.' })
+export class SiteDomainType {
+  @Field(() => String, { description: 'Normalised ASCII (punycode) name.' }) name!: string;
+  @Field(() => String, { description: '`pending_verification` until DNS points at the site, then `active`' }) status!: string;
+  @Field(() => DnsRecordType, { description: 'The record to create at the DNS host.' }) dnsRecord!: DnsRecordType;
+  @Field(() => Date) updatedAt!: Date;
 }
 
 @ObjectType('SiteMetadata')
@@ -128,6 +149,7 @@ export class SiteMetadataType {
   @Field(() => SiteMetadataProjectType) project!: SiteMetadataProjectType;
   @Field(() => ManagedDatabaseType) database!: ManagedDatabaseType;
   @Field(() => OperationType, { nullable: true }) activeOperation!: OperationType | null;
+  @Field(() => SiteDomainType, { nullable: true }) domain!: SiteDomainType | null;
   @Field(() => SiteMailFlagsType) mail!: SiteMailFlagsType;
 }
 
@@ -147,4 +169,104 @@ export class CreateSiteInput {
 @Directive('@key(fields: "id")')
 export class ProjectRef {
   @Field(() => ID) id!: string;
+}
+
+@ObjectType('RecoveryPointCapture', { description: 'One captured part of a recovery point.' })
+export class RecoveryPointCaptureType {
+  @Field(() => String, { description: '`pending`, `captured`, `failed` or `skipped`' }) status!: string;
+  @Field(() => String, { nullable: true, description: 'Snapshot identifier (the image digest for the release).' })
+  snapshotId!: string | null;
+  @Field(() => Float, { nullable: true }) sizeBytes!: number | null;
+  @Field(() => Date, { nullable: true }) capturedAt!: Date | null;
+}
+
+@ObjectType('RecoveryPoint', { description: 'A coordinated capture of database, persistent content and exact runtime release.' })
+export class RecoveryPointType {
+  @Field(() => ID) id!: string;
+  @Field(() => ID) projectId!: string;
+  @Field(() => String, { description: '`manual`, `pre_upgrade` or `staging_source`' }) kind!: string;
+  @Field(() => String, { nullable: true }) reason!: string | null;
+  @Field(() => String, { description: '`pending` while capturing, then `completed` or `incomplete`' }) status!: string;
+  @Field(() => String) runtimeVersion!: string;
+  @Field(() => String) runtimeDigest!: string;
+  @Field(() => String) runtimeImage!: string;
+  @Field(() => RecoveryPointCaptureType) database!: RecoveryPointCaptureType;
+  @Field(() => RecoveryPointCaptureType) content!: RecoveryPointCaptureType;
+  @Field(() => RecoveryPointCaptureType) release!: RecoveryPointCaptureType;
+  @Field(() => ID) operationId!: string;
+  @Field(() => String, { nullable: true, description: 'Why an incomplete point is incomplete.' }) errorCode!: string | null;
+  @Field(() => Date) createdAt!: Date;
+  @Field(() => Date, { nullable: true }) completedAt!: Date | null;
+}
+
+@ObjectType('RecoveryPointResult')
+export class RecoveryPointResultType {
+  @Field(() => RecoveryPointType) recoveryPoint!: RecoveryPointType;
+  @Field(() => OperationType) operation!: OperationType;
+}
+
+@ObjectType('UpgradeResult')
+export class UpgradeResultType {
+  @Field(() => RecoveryPointType, { description: 'The pre-upgrade recovery point, recorded before anything changes.' })
+  recoveryPoint!: RecoveryPointType;
+  @Field(() => OperationType) operation!: OperationType;
+  @Field(() => String) fromVersion!: string;
+  @Field(() => String) targetVersion!: string;
+}
+
+@ObjectType('StagingResult')
+export class StagingResultType {
+  @Field(() => RecoveryPointType) sourceRecoveryPoint!: RecoveryPointType;
+  @Field(() => OperationType) operation!: OperationType;
+  @Field(() => SiteProjectType, { description: 'The staging copy’s project.' }) project!: SiteProjectType;
+  @Field(() => String) siteUrl!: string;
+  @Field(() => String) adminUrl!: string;
+}
+
+@ObjectType('SiteHistory')
+export class SiteHistoryType {
+  @Field(() => ID) projectId!: string;
+  @Field(() => OperationType, { nullable: true, description: 'The lifecycle operation running now.' })
+  activeOperation!: OperationType | null;
+  @Field(() => OperationType, { nullable: true, description: 'The most recent lifecycle operation, running or finished.' })
+  latestOperation!: OperationType | null;
+  @Field(() => [RecoveryPointType], { description: 'Newest first.' }) recoveryPoints!: RecoveryPointType[];
+}
+
+@ObjectType('TransactionalMail')
+export class TransactionalMailType {
+  @Field(() => Boolean) configured!: boolean;
+  @Field(() => String, { nullable: true }) senderEmail!: string | null;
+  @Field(() => Boolean) verified!: boolean;
+}
+
+@ObjectType('NewsletterProviderSettings', { description: 'Secret-safe: the API key shows only as hasApiKey.' })
+export class NewsletterProviderSettingsType {
+  @Field(() => Boolean) configured!: boolean;
+  @Field(() => String, { nullable: true }) domain!: string | null;
+  @Field(() => String, { nullable: true }) region!: string | null;
+  @Field(() => String, { nullable: true }) fromEmail!: string | null;
+  @Field(() => String, { nullable: true }) fromName!: string | null;
+  @Field(() => Boolean) hasApiKey!: boolean;
+  @Field(() => Date, { nullable: true }) updatedAt!: Date | null;
+}
+
+@ObjectType('SiteMailSettings')
+export class SiteMailSettingsType {
+  @Field(() => Boolean) enabled!: boolean;
+  @Field(() => TransactionalMailType) transactional!: TransactionalMailType;
+  @Field(() => NewsletterProviderSettingsType) newsletterProvider!: NewsletterProviderSettingsType;
+}
+
+@InputType('NewsletterProviderInput')
+export class NewsletterProviderInput {
+  @Field(() => String) @IsString() @MaxLength(1024) domain!: string;
+  @Field(() => String) @IsString() @MaxLength(64) region!: string;
+  @Field(() => String, { nullable: true, description: 'Write-only; omitted keeps the stored key.' })
+  @IsOptional()
+  @IsString()
+  @MaxLength(512)
+  apiKey?: string | null;
+  @Field(() => String) @IsString() @MaxLength(512) fromEmail!: string;
+  @Field(() => String, { nullable: true }) @IsOptional() @IsString() @MaxLength(200) fromName?: string | null;
 }

@@ -1,0 +1,44 @@
+import type { TestPlatform } from '../support/platform';
+
+export const PREFIX = '/api/v1/publisher';
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+export const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
+
+export const projectPath = (projectId: string, suffix = '') => `${PREFIX}/projects/${projectId}${suffix}`;
+
+/** The error envelope of spec 1.5 with this code. */
+export const errorBody = (code: string) => ({
+  success: false,
+  error: { code, message: expect.any(String), details: expect.any(Object) },
+});
+
+/** Creates a site and waits until its provisioning completed; returns the project id. */
+export async function runningSite(t: TestPlatform, key: string, body: Record<string, unknown> = {}): Promise<string> {
+  const res = await t.rest('POST', `${PREFIX}/sites`, { key, body: { name: 'Site', ...body } });
+  if (res.status !== 202) throw new Error(`create site: ${res.status} ${JSON.stringify(res.body)}`);
+  const op = await t.waitForOperation(key, res.body.data.project.id, res.body.data.operation.id);
+  if (op.status !== 'completed') throw new Error(`provision ${op.status}: ${op.error_code}`);
+  return res.body.data.project.id;
+}
+
+/** Waits for the site's lifecycle lock to be free (its latest operation finished). */
+export async function settled(t: TestPlatform, key: string, projectId: string, timeoutMs = 20_000): Promise<any> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await t.rest('GET', projectPath(projectId, '/history'), { key });
+    if (res.status === 200 && res.body.data.active_operation === null) return res.body.data;
+    if (Date.now() > until) throw new Error(`site ${projectId} still busy`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Fails the first `step` of the next `operationType` operation of this project only. */
+export function failNext(
+  t: TestPlatform,
+  projectId: string,
+  operationType: string,
+  step: string,
+  code = 'infrastructure_failure',
+): void {
+  t.platform.simulated.injectFailure({ operationType, step, retriable: false, code, match: (op) => op.projectId === projectId });
+}
