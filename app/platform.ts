@@ -131,7 +131,11 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
     await feed.start();
     stops.push(() => feed.stop());
     const remoteUrls = Object.fromEntries(
-      SUBGRAPHS.map((s) => [s.name, process.env[`SUBGRAPH_URL_${s.name.toUpperCase()}`] ?? `http://${cfg.HOST}:${subgraphPort(s.name, cfg.SUBGRAPH_BASE_PORT)}/graphql`]),
+      SUBGRAPHS.map((s) => [
+        s.name,
+        process.env[`SUBGRAPH_URL_${s.name.toUpperCase()}`] ??
+          `http://${cfg.HOST}:${subgraphPort(s.name, cfg.SUBGRAPH_BASE_PORT)}/graphql`,
+      ]),
     );
     router = new Router({
       supergraphSdl: await readSupergraph(),
@@ -151,7 +155,9 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
   let bridgeUrl: string | undefined;
   if (role.kind === 'all' || role.kind === 'bridge') {
     const [mongoHost, mongoPort] = mongoAddress(cfg.mongodbUri);
-    const executor = router ? inProcessExecutor(router) : httpExecutor(process.env.ROUTER_URL ?? `http://${cfg.HOST}:${cfg.ROUTER_PORT}/graphql`);
+    const executor = router
+      ? inProcessExecutor(router)
+      : httpExecutor(process.env.ROUTER_URL ?? `http://${cfg.HOST}:${cfg.ROUTER_PORT}/graphql`);
     const bridge: FastifyInstance = await buildBridge({
       executor,
       log,

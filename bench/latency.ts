@@ -76,7 +76,11 @@ function inWorker(t: Target, concurrency: number): Promise<string> {
 async function main(): Promise<void> {
   const id = randomBytes(4).toString('hex');
   const base = loadConfig(process.env);
-  const config = loadConfig({ ...process.env, LOG_LEVEL: 'warn', MONGODB_URI: base.mongodbUri.replace(/\/[^/?]*(\?|$)/, `/bench_${id}$1`) });
+  const config = loadConfig({
+    ...process.env,
+    LOG_LEVEL: 'warn',
+    MONGODB_URI: base.mongodbUri.replace(/\/[^/?]*(\?|$)/, `/bench_${id}$1`),
+  });
   const platform = await startPlatform({ config, bridgePort: 0, routerPort: 0, subgraphBasePort: 0, topicPrefix: `bench${id}` });
   try {
     const created = await platform.services.identity.createApiKey({ accountSlug: `bench-${id}`, plan: 'pro' });
@@ -96,7 +100,9 @@ async function main(): Promise<void> {
         body: query,
       },
     ];
-    console.log(`latency of runtime-options, ${N} requests per line, client in a worker thread (node ${process.version}, ${new Date().toISOString()})`);
+    console.log(
+      `latency of runtime-options, ${N} requests per line, client in a worker thread (node ${process.version}, ${new Date().toISOString()})`,
+    );
     for (const c of [1, CONCURRENCY]) for (const t of targets) console.log(await inWorker(t, c));
   } finally {
     await platform.conn.dropDatabase().catch(() => undefined);

@@ -31,11 +31,7 @@ interface PhaseResult {
 }
 
 /** Runs `op(i)` for i in [0, count) on `concurrency` workers until done or the time limit. */
-async function phase(
-  count: number,
-  concurrency: number,
-  op: (i: number) => Promise<boolean>,
-): Promise<PhaseResult> {
+async function phase(count: number, concurrency: number, op: (i: number) => Promise<boolean>): Promise<PhaseResult> {
   const started = performance.now();
   const deadline = started + PHASE_LIMIT_MS;
   let next = 0;
@@ -57,9 +53,7 @@ function report(name: string, r: PhaseResult): void {
   const rate = r.ms > 0 ? Math.round((r.ops * 1000) / r.ms) : 0;
   const extra = r.failures > 0 ? ` (${r.failures} failed)` : '';
   console.log(`${name}: ${rate} ops/s${extra}`);
-  console.log(
-    `  ${name} detail: ${r.ops} ops in ${Math.round(r.ms)} ms, concurrency ${CONCURRENCY}`,
-  );
+  console.log(`  ${name} detail: ${r.ops} ops in ${Math.round(r.ms)} ms, concurrency ${CONCURRENCY}`);
 }
 
 function redact(uri: string): string {
@@ -136,10 +130,7 @@ async function main(): Promise<void> {
     // Same pattern with a unique index whose keys are exactly the filter's fields; servers that
     // use an index only on an exact key-set match (mongo-java-server) then avoid a collection scan.
     await Doc.collection.createIndex({ _id: 1, revision: 1 }, { unique: true });
-    report(
-      'conditional-findOneAndUpdate-with-{_id,revision}-index',
-      await phase(casCount, CONCURRENCY, casOp(casCount)),
-    );
+    report('conditional-findOneAndUpdate-with-{_id,revision}-index', await phase(casCount, CONCURRENCY, casOp(casCount)));
   } finally {
     await conn.db?.dropCollection(collection).catch(() => undefined);
     await conn.close();

@@ -171,13 +171,20 @@ async function keys(args: string[]): Promise<void> {
 async function projects(args: string[]): Promise<void> {
   const [sub, ...rest] = args;
   if (sub !== 'create') fail('projects takes create');
-  const { values } = parseArgs({ args: rest, options: { account: { type: 'string' }, name: { type: 'string' }, json: { type: 'boolean' } } });
+  const { values } = parseArgs({
+    args: rest,
+    options: { account: { type: 'string' }, name: { type: 'string' }, json: { type: 'boolean' } },
+  });
   if (!values.account || !values.name) fail('projects create needs --account SLUG --name NAME');
   const project = await withIdentity(async (identity) => {
     const account = await identity.ensureAccount(values.account!);
     return identity.createProject(account._id, values.name!);
   });
-  print(Boolean(values.json), { id: project._id, name: project.name, account_id: project.accountId }, `project ${project._id} (${project.name})`);
+  print(
+    Boolean(values.json),
+    { id: project._id, name: project.name, account_id: project.accountId },
+    `project ${project._id} (${project.name})`,
+  );
 }
 
 async function nodes(args: string[]): Promise<void> {

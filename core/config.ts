@@ -29,9 +29,7 @@ const schema = z.object({
   /** HMAC key that signs the principal header between router and subgraphs. */
   INTERNAL_SIGNING_KEY: z.string().min(16).default('dev-internal-signing-key-change-me'),
   /** 32-byte key (hex or base64) for AES-256-GCM secret encryption at rest. */
-  SECRET_ENCRYPTION_KEY: z
-    .string()
-    .default('0000000000000000000000000000000000000000000000000000000000000000'),
+  SECRET_ENCRYPTION_KEY: z.string().default('0000000000000000000000000000000000000000000000000000000000000000'),
   /** HMAC key for opaque cursors. */
   CURSOR_SIGNING_KEY: z.string().min(16).default('dev-cursor-signing-key-change-me'),
   LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),

@@ -12,7 +12,9 @@ describe('opaque cursors', () => {
     const [body, mac] = c.split('.');
     const forged = Buffer.from(JSON.stringify({ b: 'created_at:desc', p: { id: 'y' } })).toString('base64url');
     expect(forged).not.toBe(body);
-    expect(() => decodeCursor(`${forged}.${mac}`, 'created_at:desc')).toThrow(expect.objectContaining({ code: 'invalid_cursor' }));
+    expect(() => decodeCursor(`${forged}.${mac}`, 'created_at:desc')).toThrow(
+      expect.objectContaining({ code: 'invalid_cursor' }),
+    );
     expect(() => decodeCursor('garbage', 'created_at:desc')).toThrow(expect.objectContaining({ code: 'invalid_cursor' }));
   });
 });

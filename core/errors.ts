@@ -10,13 +10,7 @@ export class PlatformError extends Error {
   /** Whether a worker may retry the work that raised it (kafkajs-style). */
   readonly retriable: boolean;
 
-  constructor(
-    code: string,
-    status: number,
-    message: string,
-    details: Record<string, unknown> = {},
-    retriable = false,
-  ) {
+  constructor(code: string, status: number, message: string, details: Record<string, unknown> = {}, retriable = false) {
     super(message);
     this.name = 'PlatformError';
     this.code = code;

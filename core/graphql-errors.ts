@@ -16,11 +16,7 @@ export interface PlatformErrorExtensions {
  * Shapes a resolver error for the wire: typed platform errors keep code, status and details;
  * validation errors become 400s; anything unknown becomes a 500 that leaks no internals.
  */
-export function formatPlatformError(
-  formatted: GraphQLFormattedError,
-  error: unknown,
-  log?: Logger,
-): GraphQLFormattedError {
+export function formatPlatformError(formatted: GraphQLFormattedError, error: unknown, log?: Logger): GraphQLFormattedError {
   const original = error instanceof GraphQLError ? (error.originalError ?? error) : error;
   if (isPlatformError(original)) {
     return {

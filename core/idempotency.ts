@@ -103,7 +103,10 @@ export class IdempotencyStore {
     } catch (e) {
       if (!isDuplicateKey(e)) throw e;
     }
-    const taken = await this.model.findOneAndUpdate({ _id: id, expiresAt: { $lt: now } }, { $set: record, $unset: { response: 1 } });
+    const taken = await this.model.findOneAndUpdate(
+      { _id: id, expiresAt: { $lt: now } },
+      { $set: record, $unset: { response: 1 } },
+    );
     return taken !== null;
   }
 }

@@ -15,10 +15,7 @@ export interface MongoOptions {
  * Opens a dedicated connection (never the global mongoose one), so every area and every test can
  * point at its own database. Models are registered on it with `conn.model(...)`.
  */
-export async function connectMongo(
-  uri: string = config().mongodbUri,
-  opts: MongoOptions = {},
-): Promise<mongoose.Connection> {
+export async function connectMongo(uri: string = config().mongodbUri, opts: MongoOptions = {}): Promise<mongoose.Connection> {
   const conn = mongoose.createConnection(uri, {
     autoIndex: true,
     autoCreate: true,

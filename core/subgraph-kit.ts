@@ -24,7 +24,6 @@ export function contextFromHeaders(headers: Record<string, string | string[] | u
   return { principal, requestId: (Array.isArray(rid) ? rid[0] : rid) ?? randomUUID() };
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type ResolverClass = new (...args: any[]) => object;
 
 export interface SubgraphDefinition {

@@ -14,7 +14,10 @@ export interface RunningServer {
 }
 
 /** Serves one subgraph as its own Apollo Server over HTTP (`POST /graphql`). */
-export async function serveSubgraph(subgraph: BuiltSubgraph, opts: { host: string; port: number; log: Logger }): Promise<RunningServer> {
+export async function serveSubgraph(
+  subgraph: BuiltSubgraph,
+  opts: { host: string; port: number; log: Logger },
+): Promise<RunningServer> {
   const app = Fastify({ logger: false });
   const apollo = new ApolloServer<RequestContext>({
     schema: subgraph.schema,

@@ -8,7 +8,11 @@ export interface ExecutionResult {
 
 /** Runs one fixed GraphQL operation on the router, as the caller (their Authorization header). */
 export interface GraphQLExecutor {
-  execute(query: string, variables: Record<string, unknown>, auth: { authorization?: string; requestId: string }): Promise<ExecutionResult>;
+  execute(
+    query: string,
+    variables: Record<string, unknown>,
+    auth: { authorization?: string; requestId: string },
+  ): Promise<ExecutionResult>;
 }
 
 /** Same process: the operation runs on the router's Apollo Server without an HTTP hop. */

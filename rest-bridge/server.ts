@@ -93,7 +93,11 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
     reply.status(status).send(errorEnvelope(kind, status, error));
 
   app.setNotFoundHandler((req, reply) =>
-    send(reply, envelopeForPath(req.url), 404, { code: 'route_not_found', message: `no route for ${req.method} ${req.url.split('?')[0]}`, details: {} }),
+    send(reply, envelopeForPath(req.url), 404, {
+      code: 'route_not_found',
+      message: `no route for ${req.method} ${req.url.split('?')[0]}`,
+      details: {},
+    }),
   );
 
   app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, req, reply) => {
@@ -102,7 +106,11 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
       return send(reply, kind, 413, { code: 'payload_too_large', message: 'request body is too large', details: {} });
     }
     if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
-      return send(reply, kind, 415, { code: 'unsupported_media_type', message: 'send JSON (Content-Type: application/json)', details: {} });
+      return send(reply, kind, 415, {
+        code: 'unsupported_media_type',
+        message: 'send JSON (Content-Type: application/json)',
+        details: {},
+      });
     }
     if (err.statusCode === 400 || err instanceof SyntaxError) {
       return send(reply, kind, 400, { code: 'invalid_json', message: 'request body is not valid JSON', details: {} });
@@ -132,8 +140,16 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
           const parsed = route.body.safeParse(req.body ?? {});
           if (!parsed.success) return send(reply, route.envelope, 400, fromZod('body', parsed.error));
           body = parsed.data;
-        } else if (req.body !== undefined && req.body !== null && !(typeof req.body === 'object' && Object.keys(req.body).length === 0)) {
-          return send(reply, route.envelope, 400, { code: 'invalid_request', message: 'this route takes no request body', details: {} });
+        } else if (
+          req.body !== undefined &&
+          req.body !== null &&
+          !(typeof req.body === 'object' && Object.keys(req.body).length === 0)
+        ) {
+          return send(reply, route.envelope, 400, {
+            code: 'invalid_request',
+            message: 'this route takes no request body',
+            details: {},
+          });
         }
         let query: unknown = req.query;
         if (route.query) {
@@ -147,7 +163,10 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
           body,
           headers: req.headers,
         });
-        const result = await opts.executor.execute(document, variables, { authorization: req.headers.authorization, requestId: req.id });
+        const result = await opts.executor.execute(document, variables, {
+          authorization: req.headers.authorization,
+          requestId: req.id,
+        });
         if (result.errors?.length || !result.data) {
           const { status, error } = fromGraphQLErrors(result.errors ?? [{ message: 'no data' }]);
           return send(reply, route.envelope, status, error);

@@ -1,13 +1,4 @@
-import {
-  Kafka,
-  Partitioners,
-  logLevel,
-  type Admin,
-  type Consumer,
-  type IHeaders,
-  type LogEntry,
-  type Producer,
-} from 'kafkajs';
+import { Kafka, Partitioners, logLevel, type Admin, type Consumer, type IHeaders, type LogEntry, type Producer } from 'kafkajs';
 import { config } from '../config';
 import { isPlatformError } from '../errors';
 import { childLogger, type Logger } from '../logger';

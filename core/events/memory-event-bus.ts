@@ -49,7 +49,14 @@ export function createMemoryEventBus(): EventBus & { log(topic: string): Receive
             const retriable = !isPlatformError(e) || e.retriable;
             if (!retriable || attempt >= maxAttempts) {
               log.error({ topic: m.topic, offset: m.offset, err: redactMessage(e) }, 'message dead-lettered');
-              await bus.publish([{ topic: dlqTopic(m.topic), key: m.key, value: m.value, headers: { ...m.headers, 'x-dlq-reason': redactMessage(e) } }]);
+              await bus.publish([
+                {
+                  topic: dlqTopic(m.topic),
+                  key: m.key,
+                  value: m.value,
+                  headers: { ...m.headers, 'x-dlq-reason': redactMessage(e) },
+                },
+              ]);
               return;
             }
           }

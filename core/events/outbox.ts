@@ -70,12 +70,13 @@ export function outboxPush(events: OutboxEvent[], now: Date = new Date()): { out
 
 /** What a consumer receives: the payload with the event's id added for deduplication. */
 export function outboxMessage(e: OutboxEntry): BusMessage {
-  const payload = e.payload !== null && typeof e.payload === 'object' && !Array.isArray(e.payload) ? e.payload : { value: e.payload };
+  const payload =
+    e.payload !== null && typeof e.payload === 'object' && !Array.isArray(e.payload) ? e.payload : { value: e.payload };
   return { topic: e.topic, key: e.key, value: { ...payload, eventId: e.eventId }, headers: { 'event-id': e.eventId } };
 }
 
 // Accepts any model whose documents carry an outbox; mongoose models are invariant in their type.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+
 type AnyModel = mongoose.Model<any>;
 
 export interface OutboxRelayOptions {
@@ -221,10 +222,7 @@ export class OutboxRelay {
       const ordered = mergeByTime(pending);
       await this.bus.publish(ordered.map(outboxMessage));
       for (const d of pending) {
-        await model.updateOne(
-          { _id: d._id },
-          { $pull: { outbox: { eventId: { $in: d.outbox.map((e) => e.eventId) } } } },
-        );
+        await model.updateOne({ _id: d._id }, { $pull: { outbox: { eventId: { $in: d.outbox.map((e) => e.eventId) } } } });
       }
       total += ordered.length;
       if (docs.length < this.batchSize) break;

@@ -24,7 +24,8 @@ export async function collect<T = Record<string, unknown>>(bus: EventBus, topics
     async waitFor(pred, timeoutMs = 15_000) {
       const deadline = Date.now() + timeoutMs;
       while (!pred(messages)) {
-        if (Date.now() > deadline) throw new Error(`timed out waiting for messages on ${topics.join(',')} (have ${messages.length})`);
+        if (Date.now() > deadline)
+          throw new Error(`timed out waiting for messages on ${topics.join(',')} (have ${messages.length})`);
         await new Promise((r) => setTimeout(r, 25));
       }
       return messages;

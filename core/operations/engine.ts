@@ -432,18 +432,14 @@ export class OperationEngine {
           if (!signal.aborted) {
             entry.status = 'failed';
             const detail = redactMessage(e);
-            await this.fencedWrite(run, () =>
-              this.store.stepFinished(run.fence, index, 'failed', null, detail, new Date()),
-            );
+            await this.fencedWrite(run, () => this.store.stepFinished(run.fence, index, 'failed', null, detail, new Date()));
           }
           throw e;
         }
         checkSignal();
         entry.status = 'completed';
         entry.result = result === undefined ? null : result;
-        await this.fencedWrite(run, () =>
-          this.store.stepFinished(run.fence, index, 'completed', entry.result, null, new Date()),
-        );
+        await this.fencedWrite(run, () => this.store.stepFinished(run.fence, index, 'completed', entry.result, null, new Date()));
         return result;
       },
     };
@@ -494,12 +490,7 @@ export class OperationEngine {
     }
   }
 
-  private async finishWithError(
-    op: OperationDoc,
-    run: Run,
-    failure: unknown,
-    log: Logger,
-  ): Promise<void> {
+  private async finishWithError(op: OperationDoc, run: Run, failure: unknown, log: Logger): Promise<void> {
     const retriable = !isPlatformError(failure) || failure.retriable;
     const code = isPlatformError(failure) ? failure.code : 'internal_error';
     const message = failure instanceof Error ? failure.message : String(failure);

@@ -134,5 +134,8 @@ export const OPERATION_MODEL_NAME = 'Operation';
 
 /** The operations model on `conn` (registered once per connection). */
 export function operationModel(conn: mongoose.Connection): OperationModel {
-  return (conn.models[OPERATION_MODEL_NAME] as OperationModel | undefined) ?? conn.model<OperationDoc>(OPERATION_MODEL_NAME, operationSchema);
+  return (
+    (conn.models[OPERATION_MODEL_NAME] as OperationModel | undefined) ??
+    conn.model<OperationDoc>(OPERATION_MODEL_NAME, operationSchema)
+  );
 }

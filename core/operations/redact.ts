@@ -13,10 +13,7 @@ const RULES: Array<[RegExp, string]> = [
   // Authorization: Bearer xxx / Basic xxx
   [/\b(bearer|basic)\s+[A-Za-z0-9\-._~+/]+=*/gi, `$1 ${MASK}`],
   // name=value, name: value, "name": "value" (query strings, headers, JSON, env lines)
-  [
-    new RegExp(`(["']?)\\b(${SECRET_NAME})\\1(\\s*[:=]\\s*)(["']?)[^\\s"'&,;}\\]]+\\4`, 'gi'),
-    `$1$2$1$3$4${MASK}$4`,
-  ],
+  [new RegExp(`(["']?)\\b(${SECRET_NAME})\\1(\\s*[:=]\\s*)(["']?)[^\\s"'&,;}\\]]+\\4`, 'gi'), `$1$2$1$3$4${MASK}$4`],
   // Well-known token shapes: Stripe-style sk_live_/pk_test_/rk_, GitHub, Slack, AWS access keys, JWTs
   [/\b(?:sk|pk|rk|whsec)_(?:live|test)_[A-Za-z0-9]+/g, MASK],
   [/\b(?:gh[pousr]_[A-Za-z0-9]{20,}|xox[abpr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})\b/g, MASK],

@@ -1,13 +1,7 @@
 import type { UpdateQuery } from 'mongoose';
 import { outboxEntries, outboxPush, type OutboxEvent } from '../events/outbox';
 import { redactMessage } from './redact';
-import {
-  STEP_COMPLETED,
-  type OperationDoc,
-  type OperationModel,
-  type OperationStatus,
-  type OperationStep,
-} from './model';
+import { STEP_COMPLETED, type OperationDoc, type OperationModel, type OperationStatus, type OperationStep } from './model';
 
 /** What a consumer of the operations topic receives (plus `eventId`, added by the relay). */
 export interface OperationEvent {
@@ -52,8 +46,7 @@ export const CANDIDATE_FIELDS = {
   startedAt: 1,
 } as const;
 
-export type Candidate = OperationRef &
-  Pick<OperationDoc, 'status' | 'step' | 'lease' | 'attempt' | 'maxAttempts' | 'startedAt'>;
+export type Candidate = OperationRef & Pick<OperationDoc, 'status' | 'step' | 'lease' | 'attempt' | 'maxAttempts' | 'startedAt'>;
 
 /**
  * The operation's conditional writes. Each is one single-document update that changes the state
@@ -65,13 +58,7 @@ export class OperationStore {
     readonly topic: string,
   ) {}
 
-  event(
-    op: OperationRef,
-    status: OperationStatus,
-    step: string,
-    errorCode: string | null,
-    updatedAt: Date,
-  ): OutboxEvent {
+  event(op: OperationRef, status: OperationStatus, step: string, errorCode: string | null, updatedAt: Date): OutboxEvent {
     const payload: OperationEvent = {
       id: op._id,
       accountId: op.accountId,
@@ -139,10 +126,7 @@ export class OperationStore {
       $inc: { 'lease.token': 1, attempt: 1 },
     };
     if (c.status !== 'running') update.$push = outboxPush([this.event(c, 'running', c.step, null, now)], now);
-    return this.model
-      .findOneAndUpdate(this.unchanged(c, now), update, { new: true })
-      .lean<OperationDoc>()
-      .exec();
+    return this.model.findOneAndUpdate(this.unchanged(c, now), update, { new: true }).lean<OperationDoc>().exec();
   }
 
   /** Ends an operation whose workers keep dying (every claim expired) as failed. */
@@ -265,14 +249,7 @@ export class OperationStore {
     });
   }
 
-  async fail(
-    f: Fence,
-    op: OperationRef,
-    step: string,
-    code: string,
-    message: string,
-    now: Date = new Date(),
-  ): Promise<boolean> {
+  async fail(f: Fence, op: OperationRef, step: string, code: string, message: string, now: Date = new Date()): Promise<boolean> {
     return this.write(f, {
       $set: {
         status: 'failed',

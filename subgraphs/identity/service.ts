@@ -118,7 +118,13 @@ export class IdentityService {
   async createProject(accountId: string, name: string, sourceType: string | null = null): Promise<ProjectDoc> {
     const trimmed = name.trim();
     if (!trimmed || trimmed.length > 100) throw badRequest('invalid_name', 'project name must be 1 to 100 characters');
-    const doc = await this.models.Project.create({ _id: randomUUID(), accountId, name: trimmed, sourceType, createdAt: new Date() });
+    const doc = await this.models.Project.create({
+      _id: randomUUID(),
+      accountId,
+      name: trimmed,
+      sourceType,
+      createdAt: new Date(),
+    });
     return doc.toObject();
   }
 

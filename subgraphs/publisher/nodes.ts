@@ -32,7 +32,8 @@ export class ConnectedNodes {
   }
 
   async register(accountId: string, name: string, tags: string[] = []): Promise<ConnectedNodeDoc> {
-    for (const t of tags) if (!NODE_TAG.test(t)) throw badRequest('invalid_node_tag', `tag "${t}" is not of the form <key>:<value>`);
+    for (const t of tags)
+      if (!NODE_TAG.test(t)) throw badRequest('invalid_node_tag', `tag "${t}" is not of the form <key>:<value>`);
     const doc = await this.model.create({ _id: randomUUID(), accountId, name, tags, createdAt: new Date() });
     return doc.toObject();
   }

@@ -64,9 +64,7 @@ beforeAll(async () => {
 afterAll(async () => {
   if (!conn) return;
   try {
-    const names = (await conn.db!.listCollections({}, { nameOnly: true }).toArray()).map(
-      (c) => c.name,
-    );
+    const names = (await conn.db!.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name);
     for (const name of names.filter((n) => n.startsWith(`${PREFIX}_`))) {
       await conn.db!.dropCollection(name);
     }
@@ -77,11 +75,7 @@ afterAll(async () => {
 
 describe('MongoDB-wire conformance: single-document atomicity', () => {
   it('of 50 concurrent conditional findOneAndUpdate({_id, revision: 1}) exactly one wins, over 5 rounds', async () => {
-    const Rev = conn.model(
-      'Rev',
-      new Schema({ _id: String, revision: Number, value: String }, schemaOpts),
-      coll('rev'),
-    );
+    const Rev = conn.model('Rev', new Schema({ _id: String, revision: Number, value: String }, schemaOpts), coll('rev'));
     for (let round = 0; round < 5; round++) {
       const _id = `doc-${round}`;
       await Rev.create({ _id, revision: 1, value: 'initial' });
@@ -104,16 +98,10 @@ describe('MongoDB-wire conformance: single-document atomicity', () => {
   });
 
   it('atomic claim: 20 concurrent workers over 5 pending docs make exactly 5 claims, each doc claimed once', async () => {
-    const Job = conn.model(
-      'Job',
-      new Schema({ _id: String, status: String, owner: String }, schemaOpts),
-      coll('jobs'),
-    );
+    const Job = conn.model('Job', new Schema({ _id: String, status: String, owner: String }, schemaOpts), coll('jobs'));
     for (let round = 0; round < 3; round++) {
       await Job.deleteMany({});
-      await Job.insertMany(
-        Array.from({ length: 5 }, (_, i) => ({ _id: `job-${round}-${i}`, status: 'pending' })),
-      );
+      await Job.insertMany(Array.from({ length: 5 }, (_, i) => ({ _id: `job-${round}-${i}`, status: 'pending' })));
       const claims = await Promise.all(
         Array.from({ length: 20 }, (_, w) =>
           Job.findOneAndUpdate(
@@ -135,25 +123,16 @@ describe('MongoDB-wire conformance: single-document atomicity', () => {
   });
 
   it('$inc under 50 concurrent updates adds exactly 50', async () => {
-    const Counter = conn.model(
-      'Counter',
-      new Schema({ _id: String, n: Number }, schemaOpts),
-      coll('counters'),
-    );
+    const Counter = conn.model('Counter', new Schema({ _id: String, n: Number }, schemaOpts), coll('counters'));
     await Counter.create({ _id: 'c', n: 0 });
-    await Promise.all(
-      Array.from({ length: 50 }, () => Counter.updateOne({ _id: 'c' }, { $inc: { n: 1 } })),
-    );
+    await Promise.all(Array.from({ length: 50 }, () => Counter.updateOne({ _id: 'c' }, { $inc: { n: 1 } })));
     expect((await Counter.findById('c').lean())?.n).toBe(50);
   });
 
   it('$push and $pull on arrays (by value and by condition)', async () => {
     const Arr = conn.model(
       'Arr',
-      new Schema(
-        { _id: String, tags: [String], items: [{ _id: false, sku: String, qty: Number }] },
-        schemaOpts,
-      ),
+      new Schema({ _id: String, tags: [String], items: [{ _id: false, sku: String, qty: Number }] }, schemaOpts),
       coll('arrays'),
     );
     await Arr.create({ _id: 'a', tags: [], items: [] });
@@ -181,40 +160,21 @@ describe('MongoDB-wire conformance: single-document atomicity', () => {
   });
 
   it('upsert: true inserts when missing and updates when present (updateOne and findOneAndUpdate)', async () => {
-    const Up = conn.model(
-      'Up',
-      new Schema({ _id: String, n: Number, name: String }, schemaOpts),
-      coll('upserts'),
-    );
-    const r1 = await Up.updateOne(
-      { _id: 'u1' },
-      { $set: { name: 'first' }, $inc: { n: 1 } },
-      { upsert: true },
-    );
+    const Up = conn.model('Up', new Schema({ _id: String, n: Number, name: String }, schemaOpts), coll('upserts'));
+    const r1 = await Up.updateOne({ _id: 'u1' }, { $set: { name: 'first' }, $inc: { n: 1 } }, { upsert: true });
     expect(r1.upsertedCount).toBe(1);
-    const r2 = await Up.updateOne(
-      { _id: 'u1' },
-      { $set: { name: 'second' }, $inc: { n: 1 } },
-      { upsert: true },
-    );
+    const r2 = await Up.updateOne({ _id: 'u1' }, { $set: { name: 'second' }, $inc: { n: 1 } }, { upsert: true });
     expect(r2.upsertedCount).toBe(0);
     expect(r2.matchedCount).toBe(1);
     expect(await Up.findById('u1').lean()).toEqual({ _id: 'u1', n: 2, name: 'second' });
-    const created = await Up.findOneAndUpdate(
-      { _id: 'u2' },
-      { $set: { name: 'new' } },
-      { upsert: true, new: true },
-    ).lean();
+    const created = await Up.findOneAndUpdate({ _id: 'u2' }, { $set: { name: 'new' } }, { upsert: true, new: true }).lean();
     expect(created).toEqual({ _id: 'u2', name: 'new' });
   });
 });
 
 describe('MongoDB-wire conformance: indexes', () => {
   function userModel(name: string) {
-    const schema = new Schema(
-      { email: { type: String, unique: true }, tenant: String, slug: String, note: String },
-      schemaOpts,
-    );
+    const schema = new Schema({ email: { type: String, unique: true }, tenant: String, slug: String, note: String }, schemaOpts);
     schema.index({ tenant: 1, slug: 1 }, { unique: true });
     return conn.model(name, schema, coll(name.toLowerCase()));
   }
@@ -249,9 +209,7 @@ describe('MongoDB-wire conformance: indexes', () => {
     const keys = after.map((i) => JSON.stringify(i.key));
     expect(keys).toContain(JSON.stringify({ email: 1 }));
     expect(keys).toContain(JSON.stringify({ tenant: 1, slug: 1 }));
-    expect(
-      after.find((i) => JSON.stringify(i.key) === JSON.stringify({ tenant: 1, slug: 1 }))?.unique,
-    ).toBe(true);
+    expect(after.find((i) => JSON.stringify(i.key) === JSON.stringify({ tenant: 1, slug: 1 }))?.unique).toBe(true);
   });
 
   it('createIndex with the same spec twice is idempotent', async () => {
@@ -272,11 +230,7 @@ describe('MongoDB-wire conformance: indexes', () => {
 
 describe('MongoDB-wire conformance: cursors', () => {
   it('a cursor with batchSize(100) pages through 5,000 documents with getMore, in sort order', async () => {
-    const Row = conn.model(
-      'Row',
-      new Schema({ seq: Number, pad: String }, schemaOpts),
-      coll('rows'),
-    );
+    const Row = conn.model('Row', new Schema({ seq: Number, pad: String }, schemaOpts), coll('rows'));
     const pad = 'x'.repeat(64);
     for (let start = 0; start < 5000; start += 1000) {
       // Insert in descending chunks so the natural order is not the sort order.
@@ -312,10 +266,7 @@ describe('MongoDB-wire conformance: aggregation stages', () => {
     items: string[];
     createdAt: Date;
   }
-  const customerSchema = new Schema<CustomerDoc>(
-    { _id: String, name: String, region: String },
-    schemaOpts,
-  );
+  const customerSchema = new Schema<CustomerDoc>({ _id: String, name: String, region: String }, schemaOpts);
   const orderSchema = new Schema<OrderDoc>(
     { _id: String, customerId: String, total: Number, items: [String], createdAt: Date },
     schemaOpts,
@@ -382,10 +333,7 @@ describe('MongoDB-wire conformance: aggregation stages', () => {
   });
 
   it('$project (inclusion, _id exclusion, field reference)', async () => {
-    const r = await Order.aggregate([
-      { $match: { _id: 'o1' } },
-      { $project: { _id: 0, total: 1, customer: '$customerId' } },
-    ]);
+    const r = await Order.aggregate([{ $match: { _id: 'o1' } }, { $project: { _id: 0, total: 1, customer: '$customerId' } }]);
     expect(r).toEqual([{ total: 10, customer: 'c1' }]);
   });
 
@@ -396,15 +344,7 @@ describe('MongoDB-wire conformance: aggregation stages', () => {
 
   it('$unwind', async () => {
     const r = await Order.aggregate([{ $unwind: '$items' }, { $sort: { _id: 1, items: 1 } }]);
-    expect(r.map((d) => `${d._id}:${d.items}`)).toEqual([
-      'o1:a',
-      'o1:b',
-      'o2:c',
-      'o3:a',
-      'o3:c',
-      'o3:d',
-      'o5:e',
-    ]);
+    expect(r.map((d) => `${d._id}:${d.items}`)).toEqual(['o1:a', 'o1:b', 'o2:c', 'o3:a', 'o3:c', 'o3:d', 'o5:e']);
   });
 
   it('$lookup (localField/foreignField)', async () => {
@@ -442,11 +382,7 @@ describe('MongoDB-wire conformance: aggregation stages', () => {
 
 describe('MongoDB-wire conformance: queries and update operators', () => {
   it('keyset pagination: sort {createdAt: -1, _id: -1} with an $or range filter visits every doc once, in order', async () => {
-    const Item = conn.model(
-      'Item',
-      new Schema({ createdAt: Date, n: Number }, schemaOpts),
-      coll('keyset'),
-    );
+    const Item = conn.model('Item', new Schema({ createdAt: Date, n: Number }, schemaOpts), coll('keyset'));
     const base = Date.UTC(2024, 0, 1);
     // 40 docs over 10 distinct timestamps so ties on createdAt are common; _ids are shuffled.
     const ids = Array.from({ length: 40 }, () => new Types.ObjectId());
@@ -458,11 +394,7 @@ describe('MongoDB-wire conformance: queries and update operators', () => {
     }));
     await Item.insertMany(docs);
     const expected = [...docs]
-      .sort(
-        (a, b) =>
-          b.createdAt.getTime() - a.createdAt.getTime() ||
-          (b._id.toHexString() < a._id.toHexString() ? -1 : 1),
-      )
+      .sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime() || (b._id.toHexString() < a._id.toHexString() ? -1 : 1))
       .map((d) => d._id.toHexString());
 
     const seen: string[] = [];
@@ -470,10 +402,7 @@ describe('MongoDB-wire conformance: queries and update operators', () => {
     for (let page = 0; page < 20; page++) {
       const filter = after
         ? {
-            $or: [
-              { createdAt: { $lt: after.createdAt } },
-              { createdAt: after.createdAt, _id: { $lt: after._id } },
-            ],
+            $or: [{ createdAt: { $lt: after.createdAt } }, { createdAt: after.createdAt, _id: { $lt: after._id } }],
           }
         : {};
       const rows = await Item.find(filter).sort({ createdAt: -1, _id: -1 }).limit(7).lean();
@@ -545,9 +474,7 @@ describe('MongoDB-wire conformance: queries and update operators', () => {
     });
 
     it('$exists (true and false)', async () => {
-      expect((await Op.find({ optional: { $exists: true } }).lean()).map((d) => d._id)).toEqual([
-        'd1',
-      ]);
+      expect((await Op.find({ optional: { $exists: true } }).lean()).map((d) => d._id)).toEqual(['d1']);
       expect(
         (
           await Op.find({ optional: { $exists: false } })
@@ -573,9 +500,7 @@ describe('MongoDB-wire conformance: queries and update operators', () => {
     });
 
     it('dotted-path queries and updates on sub-documents', async () => {
-      expect(
-        (await Op.find({ 'spec.region': 'eu' }).sort({ _id: 1 }).lean()).map((d) => d._id),
-      ).toEqual(['d1', 'd3']);
+      expect((await Op.find({ 'spec.region': 'eu' }).sort({ _id: 1 }).lean()).map((d) => d._id)).toEqual(['d1', 'd3']);
       await Op.updateOne({ _id: 'd3' }, { $set: { 'spec.size': 'XL' } });
       const d3 = await Op.findById('d3').lean();
       expect(d3?.spec).toEqual({ region: 'eu', size: 'XL' });
@@ -595,11 +520,7 @@ describe('MongoDB-wire conformance: queries and update operators', () => {
         new Schema({ _id: String, createdBy: String, updatedBy: String }, schemaOpts),
         coll('soi'),
       );
-      await Up.updateOne(
-        { _id: 'k' },
-        { $setOnInsert: { createdBy: 'first' }, $set: { updatedBy: 'first' } },
-        { upsert: true },
-      );
+      await Up.updateOne({ _id: 'k' }, { $setOnInsert: { createdBy: 'first' }, $set: { updatedBy: 'first' } }, { upsert: true });
       await Up.updateOne(
         { _id: 'k' },
         { $setOnInsert: { createdBy: 'second' }, $set: { updatedBy: 'second' } },
@@ -619,9 +540,7 @@ describe('MongoDB-wire conformance: bulk and counting', () => {
 
   it('countDocuments and deleteMany', async () => {
     const B = conn.model('Count', bulkSchema, coll('count'));
-    await B.insertMany(
-      Array.from({ length: 30 }, (_, i) => ({ _id: `k${i}`, kind: i % 3 === 0 ? 'x' : 'y', n: i })),
-    );
+    await B.insertMany(Array.from({ length: 30 }, (_, i) => ({ _id: `k${i}`, kind: i % 3 === 0 ? 'x' : 'y', n: i })));
     expect(await B.countDocuments({})).toBe(30);
     expect(await B.countDocuments({ kind: 'x' })).toBe(10);
     expect(await B.countDocuments({ kind: 'y', n: { $gte: 20 } })).toBe(7);
@@ -686,11 +605,7 @@ describe('MongoDB-wire conformance: bulk and counting', () => {
       caught = err;
     }
     expect(errorCodes(caught)).toContain(11000);
-    expect((await B.find({}).sort({ _id: 1 }).lean()).map((d) => d._id)).toEqual([
-      'm1',
-      'm2',
-      'm3',
-    ]);
+    expect((await B.find({}).sort({ _id: 1 }).lean()).map((d) => d._id)).toEqual(['m1', 'm2', 'm3']);
 
     // unordered: everything but the duplicates goes in; each duplicate is reported with its index.
     await B.deleteMany({ kind: 'new' });

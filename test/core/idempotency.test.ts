@@ -30,7 +30,10 @@ describe('idempotency store (real MongoDB-wire server)', () => {
 
   it('refuses the same key with a different input (409 idempotency_conflict)', async () => {
     await store.run('s', 'k2', { a: 1 }, async () => 'ok');
-    await expect(store.run('s', 'k2', { a: 2 }, async () => 'other')).rejects.toMatchObject({ code: 'idempotency_conflict', status: 409 });
+    await expect(store.run('s', 'k2', { a: 2 }, async () => 'other')).rejects.toMatchObject({
+      code: 'idempotency_conflict',
+      status: 409,
+    });
   });
 
   it('lets exactly one of many concurrent first requests run; the others see it in progress', async () => {

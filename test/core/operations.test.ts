@@ -11,7 +11,6 @@ import {
   OperationEngine,
   simulatedDelay,
   type EnqueueInput,
-  type OperationDoc,
   type OperationEngineOptions,
   type OperationEvent,
 } from '../../core/operations';
@@ -60,13 +59,10 @@ describe('durable operations (real MongoDB-wire server and Kafka)', () => {
   /** Events of one operation, deduplicated on eventId (delivery is at-least-once). */
   function eventsOf(id: string): Event[] {
     const seen = new Set<string>();
-    return events.messages
-      .map((m) => m.value)
-      .filter((v) => v.id === id && !seen.has(v.eventId) && seen.add(v.eventId));
+    return events.messages.map((m) => m.value).filter((v) => v.id === id && !seen.has(v.eventId) && seen.add(v.eventId));
   }
   const sequence = (id: string) => eventsOf(id).map((e) => `${e.status}/${e.step}`);
-  const waitForEvent = (id: string, status: string) =>
-    events.waitFor(() => eventsOf(id).some((e) => e.status === status));
+  const waitForEvent = (id: string, status: string) => events.waitFor(() => eventsOf(id).some((e) => e.status === status));
   const finished = (e: OperationEngine, id: string) =>
     until(async () => {
       const d = await e.get(id);
@@ -260,10 +256,12 @@ describe('durable operations (real MongoDB-wire server and Kafka)', () => {
       'running/swap',
       'completed/completed',
     ]);
-    expect(eventsOf(queued._id).filter((ev) => ev.status === 'pending').slice(1).map((ev) => ev.errorCode)).toEqual([
-      'upstream_unavailable',
-      'upstream_unavailable',
-    ]);
+    expect(
+      eventsOf(queued._id)
+        .filter((ev) => ev.status === 'pending')
+        .slice(1)
+        .map((ev) => ev.errorCode),
+    ).toEqual(['upstream_unavailable', 'upstream_unavailable']);
   });
 
   it('fails a non-retriable error at once with its code and a redacted message', async () => {

@@ -261,5 +261,4 @@ describe('kafka event bus (real broker)', () => {
       await dlq.stop();
     }
   });
-
 });

@@ -11,14 +11,21 @@ afterAll(async () => {
 describe('REST bridge transport', () => {
   it('answers an oversized body with 413 in the error envelope', async () => {
     const { key } = await t.createKey();
-    const res = await t.rest('POST', '/api/v1/publisher/sites', { key, rawBody: JSON.stringify({ name: 'x'.repeat(1024 * 1024 + 10) }) });
+    const res = await t.rest('POST', '/api/v1/publisher/sites', {
+      key,
+      rawBody: JSON.stringify({ name: 'x'.repeat(1024 * 1024 + 10) }),
+    });
     expect(res.status).toBe(413);
     expect(res.body).toEqual({ success: false, error: { code: 'payload_too_large', message: expect.any(String), details: {} } });
   });
 
   it('answers a non-JSON content type with 415', async () => {
     const { key } = await t.createKey();
-    const res = await t.rest('POST', '/api/v1/publisher/sites', { key, rawBody: 'name=x', headers: { 'content-type': 'text/plain' } });
+    const res = await t.rest('POST', '/api/v1/publisher/sites', {
+      key,
+      rawBody: 'name=x',
+      headers: { 'content-type': 'text/plain' },
+    });
     expect(res.status).toBe(415);
     expect(res.body.error.code).toBe('unsupported_media_type');
   });

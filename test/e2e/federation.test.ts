@@ -41,7 +41,11 @@ describe('the federated graph', () => {
     const anonymous = await t.gql('{ runtimeOptions { version } }');
     expect(anonymous.errors?.[0].extensions).toMatchObject({ code: 'unauthenticated', status: 401 });
     const { key } = await t.createKey();
-    const missing = await t.gql('query($id: ID!) { project(id: $id) { name } }', { id: '00000000-0000-4000-8000-000000000000' }, key);
+    const missing = await t.gql(
+      'query($id: ID!) { project(id: $id) { name } }',
+      { id: '00000000-0000-4000-8000-000000000000' },
+      key,
+    );
     expect(missing.errors?.[0].extensions).toMatchObject({ code: 'project_not_found', status: 404 });
   });
 
@@ -60,7 +64,9 @@ describe('the federated graph', () => {
     expect(forged.status).toBe(403);
 
     const [payload, mac] = signPrincipal(principal).split('.');
-    const tampered = Buffer.from(JSON.stringify({ p: { ...principal, role: 'owner', accountId: 'someone-else' }, iat: Date.now() })).toString('base64url');
+    const tampered = Buffer.from(
+      JSON.stringify({ p: { ...principal, role: 'owner', accountId: 'someone-else' }, iat: Date.now() }),
+    ).toString('base64url');
     expect(tampered).not.toBe(payload);
     const altered = await post({ [PRINCIPAL_HEADER]: `${tampered}.${mac}` });
     expect(altered.status).toBe(403);
@@ -92,7 +98,8 @@ describe('operationUpdated subscriptions', () => {
     });
     const unsubscribe = client.subscribe(
       {
-        query: 'subscription($p: ID!) { operationUpdated(projectId: $p) { id status step operationType resourceType updatedAt } }',
+        query:
+          'subscription($p: ID!) { operationUpdated(projectId: $p) { id status step operationType resourceType updatedAt } }',
         variables: { p: projectId },
       },
       {
@@ -123,7 +130,10 @@ describe('operationUpdated subscriptions', () => {
     sub.ended.catch(() => undefined);
     // Give the server a moment to register the subscription before the operation starts.
     await new Promise((r) => setTimeout(r, 300));
-    const restart = await t.rest('POST', `/api/v1/publisher/projects/${site.project.id}/actions`, { key, body: { action: 'restart' } });
+    const restart = await t.rest('POST', `/api/v1/publisher/projects/${site.project.id}/actions`, {
+      key,
+      body: { action: 'restart' },
+    });
     expect(restart.status).toBe(202);
     const opId = restart.body.data.operation.id;
     await until(() => sub.events.some((e) => e.id === opId && e.status === 'completed'));

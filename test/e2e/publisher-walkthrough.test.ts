@@ -92,7 +92,10 @@ describe('publishing sites through the REST bridge', () => {
     const none = await t.rest('GET', '/api/v1/publisher/runtime-options');
     expect(none.status).toBe(401);
     expect(none.body).toEqual({ success: false, error: { code: 'unauthenticated', message: expect.any(String), details: {} } });
-    const bad = await t.rest('POST', '/api/v1/publisher/sites', { key: 'pk_000000000000_notarealkeynotarealkeynotarealke', body: { name: 'x' } });
+    const bad = await t.rest('POST', '/api/v1/publisher/sites', {
+      key: 'pk_000000000000_notarealkeynotarealkeynotarealke',
+      body: { name: 'x' },
+    });
     expect(bad.status).toBe(401);
   });
 
@@ -109,7 +112,10 @@ describe('publishing sites through the REST bridge', () => {
     const malformed = await t.rest('POST', '/api/v1/publisher/sites', { key, rawBody: '{"name": ' });
     expect(malformed.status).toBe(400);
     expect(malformed.body.error.code).toBe('invalid_json');
-    const action = await t.rest('POST', `/api/v1/publisher/projects/${'0'.repeat(8)}-0000-4000-8000-${'0'.repeat(12)}/actions`, { key, body: { action: 'dance' } });
+    const action = await t.rest('POST', `/api/v1/publisher/projects/${'0'.repeat(8)}-0000-4000-8000-${'0'.repeat(12)}/actions`, {
+      key,
+      body: { action: 'dance' },
+    });
     expect(action.status).toBe(400);
     expect(action.body.error.code).toBe('invalid_action');
   });
@@ -134,11 +140,17 @@ describe('publishing sites through the REST bridge', () => {
       expect(res.status).toBe(404);
       expect(res.body.error.code).toBe('project_not_found');
     }
-    const action = await t.rest('POST', `/api/v1/publisher/projects/${project.id}/actions`, { key: stranger.key, body: { action: 'restart' } });
+    const action = await t.rest('POST', `/api/v1/publisher/projects/${project.id}/actions`, {
+      key: stranger.key,
+      body: { action: 'restart' },
+    });
     expect(action.status).toBe(404);
     const nowhere = await t.rest('GET', '/api/v1/publisher/nowhere', { key: owner.key });
     expect(nowhere.status).toBe(404);
-    expect(nowhere.body).toEqual({ success: false, error: { code: 'route_not_found', message: expect.any(String), details: {} } });
+    expect(nowhere.body).toEqual({
+      success: false,
+      error: { code: 'route_not_found', message: expect.any(String), details: {} },
+    });
   });
 
   it('answers 404 for runtime options and operations when the feature is disabled', async () => {
@@ -173,7 +185,10 @@ describe('publishing sites through the REST bridge', () => {
     const start = await t.rest('POST', `/api/v1/publisher/projects/${project.id}/actions`, { key, body: { action: 'start' } });
     expect(start.status).toBe(409);
     expect(start.body.error.code).toBe('invalid_site_state');
-    const retry = await t.rest('POST', `/api/v1/publisher/projects/${project.id}/actions`, { key, body: { action: 'retry_provisioning' } });
+    const retry = await t.rest('POST', `/api/v1/publisher/projects/${project.id}/actions`, {
+      key,
+      body: { action: 'retry_provisioning' },
+    });
     expect(retry.status).toBe(202);
     expect(retry.body.data.operation).toMatchObject({ operation_type: 'provision', status: 'pending' });
     const again = await t.rest('POST', `/api/v1/publisher/projects/${project.id}/actions`, { key, body: { action: 'restart' } });

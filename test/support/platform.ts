@@ -16,9 +16,22 @@ export interface TestPlatform {
   bridgeUrl: string;
   routerUrl: string;
   /** A fresh account with a key (each test builds its own tenant). */
-  createKey(opts?: { plan?: Plan; role?: Role; scopes?: string[]; account?: string }): Promise<{ key: string; accountId: string; account: string }>;
-  rest<T = any>(method: string, path: string, opts?: { key?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> }): Promise<HttpResult<T>>;
-  gql<T = any>(query: string, variables?: Record<string, unknown>, key?: string): Promise<{ status: number; data?: T; errors?: any[] }>;
+  createKey(opts?: {
+    plan?: Plan;
+    role?: Role;
+    scopes?: string[];
+    account?: string;
+  }): Promise<{ key: string; accountId: string; account: string }>;
+  rest<T = any>(
+    method: string,
+    path: string,
+    opts?: { key?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> },
+  ): Promise<HttpResult<T>>;
+  gql<T = any>(
+    query: string,
+    variables?: Record<string, unknown>,
+    key?: string,
+  ): Promise<{ status: number; data?: T; errors?: any[] }>;
   /** Polls a site operation through the REST bridge until it is completed or failed. */
   waitForOperation(key: string, projectId: string, operationId: string, timeoutMs?: number): Promise<any>;
   stop(): Promise<void>;
@@ -38,7 +51,13 @@ export async function startTestPlatform(
   const id = shareWith?.id ?? randomBytes(4).toString('hex');
   const base = loadConfig(process.env);
   const dbUri = base.mongodbUri.replace(/\/[^/?]*(\?|$)/, `/t_${id}$1`);
-  const config = loadConfig({ ...process.env, SIMULATED_STEP_DELAY_MS: '40', ...env, MONGODB_URI: dbUri, KAFKA_BROKERS: base.kafkaBrokers.join(',') });
+  const config = loadConfig({
+    ...process.env,
+    SIMULATED_STEP_DELAY_MS: '40',
+    ...env,
+    MONGODB_URI: dbUri,
+    KAFKA_BROKERS: base.kafkaBrokers.join(','),
+  });
   const platform = await startPlatform({
     config,
     bridgePort: 0,
@@ -69,7 +88,12 @@ export async function startTestPlatform(
     routerUrl,
     async createKey(o = {}) {
       const account = o.account ?? uniqueName('acct');
-      const created = await platform.services.identity.createApiKey({ accountSlug: account, plan: o.plan ?? 'pro', role: o.role, scopes: o.scopes });
+      const created = await platform.services.identity.createApiKey({
+        accountSlug: account,
+        plan: o.plan ?? 'pro',
+        role: o.role,
+        scopes: o.scopes,
+      });
       return { key: created.key, accountId: created.accountId, account };
     },
     rest,
