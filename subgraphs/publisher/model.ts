@@ -30,8 +30,10 @@ export interface SiteDoc {
   domainUpdatedAt: Date | null;
   /** Transactional sender; verified against the account's senders when set. */
   mailSenderEmail: string | null;
-  /** The lifecycle operation holding the site's lock; a terminal or missing one frees it. */
+  /** The lifecycle operation holding the site's lock; a terminal one frees it (a missing one after a grace). */
   activeOperationId: string | null;
+  /** When the lock was taken: a holder not enqueued yet is still a holder for LOCK_ENQUEUE_GRACE_MS. */
+  activeOperationAt: Date | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -135,6 +137,7 @@ const siteSchema = new mongoose.Schema<SiteDoc>(
     domainUpdatedAt: { type: Date, default: null },
     mailSenderEmail: { type: String, default: null },
     activeOperationId: { type: String, default: null },
+    activeOperationAt: { type: Date, default: null },
     createdAt: { type: Date, required: true },
     updatedAt: { type: Date, required: true },
   },

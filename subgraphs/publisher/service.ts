@@ -231,6 +231,7 @@ export class PublisherService {
       createdAt: now,
       updatedAt: now,
       ...fields,
+      activeOperationAt: fields.activeOperationId ? now : null,
     };
     await this.models.Site.create(doc);
     return doc;

@@ -23,6 +23,11 @@ export const ALLOWED_IN: Record<LifecycleRequest, SiteStatus[]> = {
 };
 
 const TERMINAL = new Set(['completed', 'failed']);
+/**
+ * A lock is taken before its operation is enqueued. For this long a holder that does not exist yet
+ * still holds the site; after it, a missing holder (the process died in between) frees the lock.
+ */
+export const LOCK_ENQUEUE_GRACE_MS = 30_000;
 export const isRunning = (op: OperationDoc | null): op is OperationDoc => Boolean(op && !TERMINAL.has(op.status));
 
 /**
@@ -37,10 +42,16 @@ export class SiteLocks {
   ) {}
 
   /** The site's state as users see it; a site still provisioning whose operation failed is `provision_failed`. */
-  async state(site: SiteDoc): Promise<{ status: SiteStatus; activeOperation: OperationDoc | null }> {
+  async state(site: SiteDoc): Promise<{ status: SiteStatus; activeOperation: OperationDoc | null; enqueuing: boolean }> {
     const activeOperation = site.activeOperationId ? await this.engine.get(site.activeOperationId) : null;
-    const failedProvision = site.status === 'provisioning' && (!activeOperation || activeOperation.status === 'failed');
-    return { status: failedProvision ? 'provision_failed' : site.status, activeOperation };
+    const enqueuing =
+      !activeOperation &&
+      site.activeOperationId !== null &&
+      site.activeOperationAt !== null &&
+      Date.now() - new Date(site.activeOperationAt).getTime() < LOCK_ENQUEUE_GRACE_MS;
+    const failedProvision =
+      site.status === 'provisioning' && !enqueuing && (!activeOperation || activeOperation.status === 'failed');
+    return { status: failedProvision ? 'provision_failed' : site.status, activeOperation, enqueuing };
   }
 
   /**
@@ -49,8 +60,9 @@ export class SiteLocks {
    * Returns the lock's previous holder (to give the lock back if the request goes no further).
    */
   async begin(site: SiteDoc, what: LifecycleRequest, operationId: string): Promise<string | null> {
-    const { status, activeOperation } = await this.state(site);
+    const { status, activeOperation, enqueuing } = await this.state(site);
     if (isRunning(activeOperation)) throw busy(activeOperation);
+    if (enqueuing) throw busy(null, site.activeOperationId);
     if (!ALLOWED_IN[what].includes(status)) {
       throw conflict('invalid_site_state', `cannot ${what.replace('_', ' ')} a site that is ${status.replace('_', ' ')}`, {
         action: what,
@@ -59,11 +71,12 @@ export class SiteLocks {
     }
     const taken = await this.models.Site.findOneAndUpdate(
       { _id: site._id, activeOperationId: site.activeOperationId },
-      { $set: { activeOperationId: operationId, updatedAt: new Date() } },
+      { $set: { activeOperationId: operationId, activeOperationAt: new Date(), updatedAt: new Date() } },
     );
     if (!taken) {
       const fresh = await this.models.Site.findById(site._id).lean();
-      throw busy(fresh?.activeOperationId ? await this.engine.get(fresh.activeOperationId) : null);
+      const holder = fresh?.activeOperationId ?? null;
+      throw busy(holder ? await this.engine.get(holder) : null, holder);
     }
     return site.activeOperationId;
   }
@@ -76,7 +89,7 @@ export class SiteLocks {
       if (!(await this.engine.get(operationId))) {
         await this.models.Site.updateOne(
           { _id: site._id, activeOperationId: operationId },
-          { $set: { activeOperationId: previous } },
+          { $set: { activeOperationId: previous, activeOperationAt: null } },
         );
       }
       throw e;
@@ -84,9 +97,9 @@ export class SiteLocks {
   }
 }
 
-function busy(holder: OperationDoc | null) {
+function busy(holder: OperationDoc | null, holderId: string | null = null) {
   return conflict('operation_in_progress', 'another lifecycle operation is running on this site', {
-    operation_id: holder?._id ?? null,
+    operation_id: holder?._id ?? holderId,
     operation_type: holder?.operationType ?? null,
   });
 }
