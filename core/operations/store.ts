@@ -132,15 +132,7 @@ export class OperationStore {
   /** Ends an operation whose workers keep dying (every claim expired) as failed. */
   async abandon(c: Candidate, code: string, message: string, now: Date): Promise<boolean> {
     const res = await this.model.updateOne(this.unchanged(c, now), {
-      $set: {
-        status: 'failed',
-        errorCode: code,
-        errorMessage: redactMessage(message),
-        finishedAt: now,
-        updatedAt: now,
-        'lease.owner': null,
-        'lease.until': null,
-      },
+      $set: failedFields(code, message, now),
       $push: outboxPush([this.event(c, 'failed', c.step, code, now)], now),
     });
     return res.modifiedCount === 1;
@@ -251,15 +243,7 @@ export class OperationStore {
 
   async fail(f: Fence, op: OperationRef, step: string, code: string, message: string, now: Date = new Date()): Promise<boolean> {
     return this.write(f, {
-      $set: {
-        status: 'failed',
-        errorCode: code,
-        errorMessage: redactMessage(message),
-        finishedAt: now,
-        updatedAt: now,
-        'lease.owner': null,
-        'lease.until': null,
-      },
+      $set: failedFields(code, message, now),
       $push: outboxPush([this.event(op, 'failed', step, code, now)], now),
     });
   }
@@ -268,4 +252,17 @@ export class OperationStore {
   async release(f: Fence): Promise<boolean> {
     return this.write(f, { $set: { 'lease.owner': null, 'lease.until': null } });
   }
+}
+
+/** What a failed operation records: the code, a redacted message, and no lease. */
+function failedFields(code: string, message: string, now: Date) {
+  return {
+    status: 'failed' as const,
+    errorCode: code,
+    errorMessage: redactMessage(message),
+    finishedAt: now,
+    updatedAt: now,
+    'lease.owner': null,
+    'lease.until': null,
+  };
 }

@@ -1,4 +1,4 @@
-import { startTestPlatform, type TestPlatform } from '../support/platform';
+import { PROVISION_STEPS, startTestPlatform, type TestPlatform } from '../support/platform';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 let t: TestPlatform;
@@ -54,14 +54,7 @@ describe('publishing sites through the REST bridge', () => {
 
     const op = await t.waitForOperation(key, data.project.id, data.operation.id);
     expect(op.status).toBe('completed');
-    expect(op.steps.map((s: any) => s.id)).toEqual([
-      'allocate_database',
-      'create_volume',
-      'pull_image',
-      'start_runtime',
-      'configure_site',
-      'health_check',
-    ]);
+    expect(op.steps.map((s: any) => s.id)).toEqual(PROVISION_STEPS);
     expect(op.steps.every((s: any) => s.status === 'completed')).toBe(true);
     expect(op.error_code).toBeNull();
 

@@ -1,4 +1,4 @@
-import { startTestPlatform, type TestPlatform } from '../support/platform';
+import { PROVISION_STEPS, startTestPlatform, type TestPlatform } from '../support/platform';
 
 /**
  * A platform process dies mid-provisioning (its engine stops heartbeating and claiming without
@@ -40,14 +40,7 @@ describe('a worker killed mid-operation', () => {
     b = await startTestPlatform({ SIMULATED_STEP_DELAY_MS: '40' }, { shareWith: a, leaseMs: 1500 });
     const finished = await b.waitForOperation(key, project.id, operation.id);
     expect(finished.status).toBe('completed');
-    expect(finished.steps.map((s: any) => s.id)).toEqual([
-      'allocate_database',
-      'create_volume',
-      'pull_image',
-      'start_runtime',
-      'configure_site',
-      'health_check',
-    ]);
+    expect(finished.steps.map((s: any) => s.id)).toEqual(PROVISION_STEPS);
     // Steps finished before the crash were not run again.
     for (const id of doneBefore) expect(finished.steps.find((s: any) => s.id === id).attempts).toBe(1);
     expect(finished.attempt).toBe(2);

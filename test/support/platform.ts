@@ -37,6 +37,16 @@ export interface TestPlatform {
   stop(): Promise<void>;
 }
 
+/** The steps a provisioning operation walks through, in order (as users see them). */
+export const PROVISION_STEPS = [
+  'allocate_database',
+  'create_volume',
+  'pull_image',
+  'start_runtime',
+  'configure_site',
+  'health_check',
+];
+
 export const uniqueName = (prefix: string) => `${prefix}-${randomBytes(4).toString('hex')}`;
 
 /**
