@@ -4,7 +4,8 @@
  *   router       POST /graphql { runtimeOptions }       (gateway → in-process subgraph)
  *   subgraph     POST /graphql straight to the publisher subgraph with a signed principal
  * Bounded: BENCH_REQUESTS sequential requests per target (default 2000) after a warm-up, then the
- * same at concurrency 16, from a worker thread (its own event loop). Run: `npm run bench` (brings the engines up first).
+ * same at concurrency 16, from a worker thread (its own event loop). BENCH_QUERY replaces the GraphQL
+ * query of the router and subgraph lines (e.g. `{ __typename }` for the bare transport cost). Run: `npm run bench` (brings the engines up first).
  */
 import 'reflect-metadata';
 import { randomBytes } from 'node:crypto';
@@ -86,7 +87,9 @@ async function main(): Promise<void> {
     const created = await platform.services.identity.createApiKey({ accountSlug: `bench-${id}`, plan: 'pro' });
     const auth = { authorization: `Bearer ${created.key}` };
     const principal = await platform.services.identity.authenticate(created.key);
-    const query = JSON.stringify({ query: '{ runtimeOptions { version label image digest isDefault upgradePredecessors } }' });
+    const query = JSON.stringify({
+      query: process.env.BENCH_QUERY ?? '{ runtimeOptions { version label image digest isDefault upgradePredecessors } }',
+    });
     const json = { 'content-type': 'application/json' };
     const targets: Target[] = [
       { name: 'bridge', url: `${platform.bridgeUrl}/api/v1/publisher/runtime-options`, method: 'GET', headers: auth },
