@@ -14,7 +14,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['bin/**/*.js', 'jest.config.js'],
+    files: ['bin/**/*.js', 'jest.config.js', 'test/**/*.js'],
     languageOptions: {
       sourceType: 'commonjs',
       globals: { require: 'readonly', module: 'writable', __dirname: 'readonly', process: 'readonly', console: 'readonly' },

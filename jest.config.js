@@ -9,4 +9,5 @@ module.exports = {
   },
   setupFiles: ['reflect-metadata'],
   testTimeout: 60000,
+  reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
 };
