@@ -23,6 +23,9 @@ import { PublisherService } from '../subgraphs/publisher/service';
 import { SimulatedInfrastructure } from '../subgraphs/publisher/simulated-infrastructure';
 import { type AreaServices, SUBGRAPHS, subgraphPort } from '../subgraphs/registry';
 
+/** Idle scan interval of the operation engine and the outbox relay: 1 s. */
+const IDLE_SCAN_MS = 1000;
+
 /** Which pieces this process runs: everything, or one piece as docker-compose does. */
 export type Role = { kind: 'all' } | { kind: 'router' } | { kind: 'bridge' } | { kind: 'subgraph'; name: string };
 
@@ -85,7 +88,17 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
 
   const features = { publisherEnabled: cfg.PUBLISHER_ENABLED };
   const simulated = new SimulatedInfrastructure(cfg.SIMULATED_STEP_DELAY_MS);
-  const engine = new OperationEngine({ conn, bus, topic: operationsTopic, leaseMs: opts.leaseMs });
+  // Writes in this process nudge the engine and its relay at once; the idle scans only pick up
+  // expired leases, due retries and other processes' work, and each is a collection scan on the
+  // wire server (it ignores non-unique indexes): once a second keeps an idle platform quiet.
+  const engine = new OperationEngine({
+    conn,
+    bus,
+    topic: operationsTopic,
+    leaseMs: opts.leaseMs,
+    pollMs: IDLE_SCAN_MS,
+    relayIntervalMs: IDLE_SCAN_MS,
+  });
   const identity = new IdentityService(conn);
   const nodes = new ConnectedNodes(conn);
   const publisher = new PublisherService({

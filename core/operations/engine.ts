@@ -71,6 +71,8 @@ export interface OperationEngineOptions {
   bus?: EventBus;
   /** A relay owned by the caller; the engine only nudges it after its writes. */
   relay?: OutboxRelay;
+  /** Idle scan interval of the relay the engine owns (writes nudge it at once): 100 ms. */
+  relayIntervalMs?: number;
   workerId?: string;
   /** Lease of a claim: config().OPERATION_LEASE_MS (15 s). */
   leaseMs?: number;
@@ -150,7 +152,9 @@ export class OperationEngine {
     this.retryBaseMs = opts.retryBaseMs ?? 500;
     this.maxRetryDelayMs = opts.maxRetryDelayMs ?? 60_000;
     this.ownsRelay = !opts.relay && Boolean(opts.bus);
-    this.relay = opts.relay ?? (opts.bus ? new OutboxRelay({ models: [this.model], bus: opts.bus }) : undefined);
+    this.relay =
+      opts.relay ??
+      (opts.bus ? new OutboxRelay({ models: [this.model], bus: opts.bus, intervalMs: opts.relayIntervalMs }) : undefined);
     this.log = childLogger('operations', { worker: this.workerId });
   }
 
