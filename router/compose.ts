@@ -1,9 +1,10 @@
 import { composeServices } from '@apollo/composition';
-import { parse } from 'graphql';
+import { buildSchema, parse, printSchema } from 'graphql';
 import { readFile, writeFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { buildSchemasOnly, subgraphPort } from '../subgraphs/registry';
 import { config } from '../core/config';
+import { SUBSCRIPTION_SDL } from './subscriptions';
 import { projectRoot } from '../core/paths';
 
 export const SCHEMA_DIR = path.join(projectRoot(), 'schema');
@@ -31,6 +32,8 @@ export async function composeSupergraph(): Promise<ComposedFiles> {
   const files: Record<string, string> = {};
   for (const b of built) files[`${b.name}.graphql`] = GENERATED + b.sdl.trimEnd() + '\n';
   files['supergraph.graphql'] = GENERATED + result.supergraphSdl.trimEnd() + '\n';
+  // Served by the router's graphql-ws server beside the gateway (which cannot run subscriptions).
+  files['subscriptions.graphql'] = GENERATED + printSchema(buildSchema(SUBSCRIPTION_SDL)).trimEnd() + '\n';
   return { files, supergraphSdl: result.supergraphSdl };
 }
 
