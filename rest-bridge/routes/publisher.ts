@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MAX_SITE_NAME_LENGTH } from '../../subgraphs/publisher/service';
 import type { RouteDef } from '../route-table';
 
 const PREFIX = '/api/v1/publisher';
@@ -8,7 +9,7 @@ const str = z.string();
 
 const createSiteBody = z
   .object({
-    name: str.min(1).max(63),
+    name: str.min(1).max(MAX_SITE_NAME_LENGTH),
     runtime_version: str.min(1).optional(),
     deployment_mode: z.enum(['hosted', 'connected_node']).optional(),
     target_node_id: str.uuid().optional(),
@@ -21,7 +22,7 @@ const createSiteBody = z
 const actionBody = z.object({ action: str }).strict();
 const domainBody = z.object({ domain: str.min(1).max(1024) }).strict();
 const recoveryPointBody = z.object({ reason: str.max(500).optional() }).strict();
-const stagingBody = z.object({ name: str.min(1).max(63).optional() }).strict();
+const stagingBody = z.object({ name: str.min(1).max(MAX_SITE_NAME_LENGTH).optional() }).strict();
 const upgradeBody = z.object({ target_version: str.min(1).max(64) }).strict();
 const senderBody = z.object({ sender_email: str.min(1).max(512) }).strict();
 const providerBody = z

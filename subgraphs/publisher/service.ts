@@ -175,7 +175,6 @@ export class PublisherService {
 
   private async provisionSite(p: Principal, input: CreateSiteInput): Promise<CreatedSite> {
     const spec = await this.validateCreate(p, input);
-    if (spec.deploymentMode === 'hosted') await this.reserveHostedSite(p);
     const operationId = randomUUID();
     const site = await this.newSite(p, {
       name: spec.name,
@@ -194,22 +193,22 @@ export class PublisherService {
     return { project: projectView(site), siteUrl: site.siteUrl, adminUrl: site.adminUrl, operation };
   }
 
-  /** A new project and its site record (provisioning, holding `activeOperationId`'s lock). */
-  private async newSite(
-    p: Principal,
-    fields: Pick<
-      SiteDoc,
-      | 'name'
-      | 'runtimeVersion'
-      | 'deploymentMode'
-      | 'targetNodeId'
-      | 'placementMode'
-      | 'nodeSelectorTags'
-      | 'mailEnabled'
-      | 'activeOperationId'
-    > &
-      Partial<Pick<SiteDoc, 'environment' | 'sourceProjectId' | 'sourceRecoveryPointId'>>,
-  ): Promise<SiteDoc> {
+  /**
+   * A new project and its site record (provisioning, holding `activeOperationId`'s lock). A hosted
+   * site takes a slot of the plan first (402 when none is left), given back if the site is not created.
+   */
+  private async newSite(p: Principal, fields: NewSiteFields): Promise<SiteDoc> {
+    const hosted = fields.deploymentMode === 'hosted';
+    if (hosted) await this.reserveHostedSite(p);
+    try {
+      return await this.createSiteRecord(p, fields);
+    } catch (e) {
+      if (hosted) await this.releaseHostedSite(p);
+      throw e;
+    }
+  }
+
+  private async createSiteRecord(p: Principal, fields: NewSiteFields): Promise<SiteDoc> {
     const project = await this.deps.identity.createProject(p.accountId, fields.name, RUNTIME_KIND);
     const slug = `${slugify(fields.name)}-${project._id.slice(0, 6)}`;
     const siteUrl = `https://${slug}.${this.deps.sitesDomain}`;
@@ -240,7 +239,9 @@ export class PublisherService {
   private async validateCreate(p: Principal, input: CreateSiteInput) {
     const name = (input.name ?? '').trim();
     if (!name) throw badRequest('invalid_name', 'name is required');
-    if (name.length > 63) throw badRequest('invalid_name', 'name must be at most 63 characters');
+    if (name.length > MAX_SITE_NAME_LENGTH) {
+      throw badRequest('invalid_name', `name must be at most ${MAX_SITE_NAME_LENGTH} characters`);
+    }
     const runtime = input.runtimeVersion ? findRuntime(input.runtimeVersion) : defaultRuntime();
     if (!runtime) {
       throw badRequest('unsupported_runtime_version', `runtime_version "${input.runtimeVersion}" is not in the runtime catalog`, {
@@ -526,26 +527,19 @@ export class PublisherService {
     const operationId = randomUUID();
     const previous = await this.locks.begin(source, 'staging', operationId);
     return this.locks.withLock(source, operationId, previous, async () => {
-      await this.reserveHostedSite(p);
-      let copy: SiteDoc;
-      try {
-        copy = await this.newSite(p, {
-          name: stagingName,
-          runtimeVersion: source.runtimeVersion,
-          deploymentMode: 'hosted',
-          targetNodeId: null,
-          placementMode: null,
-          nodeSelectorTags: [],
-          // A copy must not mail the production audience.
-          mailEnabled: false,
-          activeOperationId: operationId,
-          environment: 'staging',
-          sourceProjectId: source._id,
-        });
-      } catch (e) {
-        await this.releaseHostedSite(p);
-        throw e;
-      }
+      const copy = await this.newSite(p, {
+        name: stagingName,
+        runtimeVersion: source.runtimeVersion,
+        deploymentMode: 'hosted',
+        targetNodeId: null,
+        placementMode: null,
+        nodeSelectorTags: [],
+        // A copy must not mail the production audience.
+        mailEnabled: false,
+        activeOperationId: operationId,
+        environment: 'staging',
+        sourceProjectId: source._id,
+      });
       const { point, operation } = await this.enqueueStaging(p, source, copy, operationId);
       return {
         sourceRecoveryPoint: recoveryPointView(point),
@@ -578,16 +572,7 @@ export class PublisherService {
     const point = await this.newPoint(source, 'staging_source', `staging copy ${copy._id}`, operationId);
     await this.models.Site.updateOne({ _id: copy._id }, { $set: { sourceRecoveryPointId: point._id, updatedAt: new Date() } });
     const input: StagingInput = { recoveryPointId: point._id, sourceProjectId: source._id, stagingProjectId: copy._id };
-    const operation = await this.deps.engine.enqueue({
-      id: operationId,
-      accountId: p.accountId,
-      projectId: source._id,
-      resourceType: 'site',
-      resourceId: copy._id,
-      operationType: 'staging',
-      input,
-      initiator: { type: 'api_key', id: p.keyId },
-    });
+    const operation = await this.enqueue(p, source._id, 'staging', operationId, input, copy._id);
     return { point, operation };
   }
 
@@ -650,13 +635,14 @@ export class PublisherService {
     return this.mail.view(site);
   }
 
-  private enqueue(p: Principal, projectId: string, operationType: string, id: string, input: object) {
+  /** Enqueues a site operation of the project; `siteId` is the site it acts on (a staging copy's differs). */
+  private enqueue(p: Principal, projectId: string, operationType: string, id: string, input: object, siteId = projectId) {
     return this.deps.engine.enqueue({
       id,
       accountId: p.accountId,
       projectId,
       resourceType: 'site',
-      resourceId: projectId,
+      resourceId: siteId,
       operationType,
       input,
       initiator: { type: 'api_key', id: p.keyId },
@@ -683,6 +669,20 @@ export class PublisherService {
     return p;
   }
 }
+
+/** What a caller chooses of a new site; the rest (ids, addresses, state) `newSite` derives. */
+type NewSiteFields = Pick<
+  SiteDoc,
+  | 'name'
+  | 'runtimeVersion'
+  | 'deploymentMode'
+  | 'targetNodeId'
+  | 'placementMode'
+  | 'nodeSelectorTags'
+  | 'mailEnabled'
+  | 'activeOperationId'
+> &
+  Partial<Pick<SiteDoc, 'environment' | 'sourceProjectId' | 'sourceRecoveryPointId'>>;
 
 const projectView = (site: SiteDoc): SiteProjectView => ({ id: site._id, sourceType: RUNTIME_KIND, runtime: RUNTIME_KIND });
 
