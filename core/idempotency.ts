@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import mongoose, { type Connection, type Model } from 'mongoose';
-import { PlatformError, conflict } from './errors';
+import { conflict } from './errors';
+import { isDuplicateKey } from './mongo';
 
 /** How long a stored response replays for one key: 24 hours. Expiry is by query (no TTL indexes). */
 export const IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000;
@@ -110,9 +111,3 @@ export class IdempotencyStore {
     return taken !== null;
   }
 }
-
-export function isDuplicateKey(e: unknown): boolean {
-  return typeof e === 'object' && e !== null && (e as { code?: number }).code === 11000;
-}
-
-export { PlatformError };

@@ -40,3 +40,8 @@ export async function ensureIndexes(conn: mongoose.Connection): Promise<void> {
     await model.createIndexes();
   }
 }
+
+/** The server refused a write because it would duplicate a unique index key (E11000). */
+export function isDuplicateKey(e: unknown): boolean {
+  return typeof e === 'object' && e !== null && (e as { code?: number }).code === 11000;
+}

@@ -6,6 +6,7 @@ import type { EventBus } from '../events/event-bus';
 import { OutboxRelay } from '../events/outbox';
 import { TOPICS, topicName } from '../events/topics';
 import { newId } from '../ids';
+import { isDuplicateKey } from '../mongo';
 import { childLogger, type Logger } from '../logger';
 import {
   DEFAULT_MAX_ATTEMPTS,
@@ -194,7 +195,7 @@ export class OperationEngine {
     try {
       await this.model.create(doc);
     } catch (e) {
-      if ((e as { code?: number }).code !== 11000 || !op.id) throw e;
+      if (!isDuplicateKey(e) || !op.id) throw e;
       const existing = await this.get(op.id);
       const same =
         existing &&

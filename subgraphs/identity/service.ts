@@ -1,7 +1,7 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Connection } from 'mongoose';
 import { badRequest, notFound, unauthenticated } from '../../core/errors';
-import { isDuplicateKey } from '../../core/idempotency';
+import { isDuplicateKey } from '../../core/mongo';
 import type { Plan, Principal, Role } from '../../core/principal';
 import { type AccountDoc, type IdentityModels, type ProjectDoc, identityModels } from './model';
 

@@ -1,5 +1,5 @@
 import { badRequest, conflict } from '../../core/errors';
-import { isDuplicateKey } from '../../core/idempotency';
+import { isDuplicateKey } from '../../core/mongo';
 import { isWithin, normalizeDomain } from './domain';
 import type { DomainStatus, PublisherModels, SiteDoc } from './model';
 

@@ -1,7 +1,8 @@
 import type { Connection } from 'mongoose';
 import { randomUUID } from 'node:crypto';
 import { badRequest, conflict, forbidden, notFound, paymentRequired } from '../../core/errors';
-import { IdempotencyStore, isDuplicateKey } from '../../core/idempotency';
+import { IdempotencyStore } from '../../core/idempotency';
+import { isDuplicateKey } from '../../core/mongo';
 import { isUuid } from '../../core/ids';
 import type { OperationEngine } from '../../core/operations/engine';
 import type { OperationDoc } from '../../core/operations/model';
