@@ -496,11 +496,10 @@ export class OperationEngine {
   }
 
   private async finishWithError(op: OperationDoc, run: Run, failure: unknown, log: Logger): Promise<void> {
-    const retriable = !isPlatformError(failure) || failure.retriable;
-    const code = isPlatformError(failure) ? failure.code : 'internal_error';
+    const code = errorCodeOf(failure);
     const message = failure instanceof Error ? failure.message : String(failure);
     const step = run.current.step;
-    if (retriable && op.attempt < op.maxAttempts) {
+    if (willRetry(op, failure)) {
       const delay = Math.min(this.maxRetryDelayMs, this.retryBaseMs * 2 ** Math.max(0, op.attempt - 1));
       const runAfter = new Date(Date.now() + delay);
       if (await this.store.retry(run.fence, op, step, code, message, runAfter)) {
@@ -520,6 +519,15 @@ export class OperationEngine {
     } else this.stats.fencedWrites++;
   }
 }
+
+/** The retry rule: after `failure`, the operation runs again when it is retriable and attempts remain. */
+export function willRetry(op: Pick<OperationDoc, 'attempt' | 'maxAttempts'>, failure: unknown): boolean {
+  const retriable = !isPlatformError(failure) || failure.retriable;
+  return retriable && op.attempt < op.maxAttempts;
+}
+
+/** The `error_code` a failure is recorded with. */
+export const errorCodeOf = (failure: unknown): string => (isPlatformError(failure) ? failure.code : 'internal_error');
 
 async function within(p: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;

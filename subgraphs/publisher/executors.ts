@@ -1,6 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import { PlatformError, isPlatformError } from '../../core/errors';
-import { LeaseLostError, WorkerShutdownError, type OperationContext, type OperationEngine } from '../../core/operations/engine';
+import { PlatformError } from '../../core/errors';
+import {
+  LeaseLostError,
+  WorkerShutdownError,
+  errorCodeOf,
+  willRetry,
+  type OperationContext,
+  type OperationEngine,
+} from '../../core/operations/engine';
 import type { CaptureDoc, PublisherModels, SiteDoc, StoredSiteStatus } from './model';
 import { findRuntime } from './runtime-catalog';
 import type { SimulatedInfrastructure } from './simulated-infrastructure';
@@ -69,11 +76,8 @@ interface Deps {
  */
 export function isFinalFailure(ctx: Pick<OperationContext, 'op' | 'signal'>, e: unknown): boolean {
   if (ctx.signal.aborted || e instanceof LeaseLostError || e instanceof WorkerShutdownError) return false;
-  const retriable = !isPlatformError(e) || e.retriable;
-  return !(retriable && ctx.op.attempt < ctx.op.maxAttempts);
+  return !willRetry(ctx.op, e);
 }
-
-const errorCode = (e: unknown) => (isPlatformError(e) ? e.code : 'internal_error');
 
 /** Registers the simulated executors of every site lifecycle operation on the engine. */
 export function registerSiteExecutors(engine: OperationEngine, deps: Omit<Deps, 'engine'>): void {
@@ -160,7 +164,7 @@ async function capture(ctx: OperationContext, d: Deps, pointId: string, siteId: 
         return { part };
       });
     } catch (e) {
-      if (isFinalFailure(ctx, e)) await markIncomplete(d, pointId, part, errorCode(e));
+      if (isFinalFailure(ctx, e)) await markIncomplete(d, pointId, part, errorCodeOf(e));
       throw e;
     }
   }
@@ -231,7 +235,7 @@ async function upgrade(ctx: OperationContext, d: Deps): Promise<unknown> {
     } catch (e) {
       if (!isFinalFailure(ctx, e)) throw e;
       failedStep = current;
-      cause = errorCode(e);
+      cause = errorCodeOf(e);
     }
   }
   const writeResult = (result: Record<string, unknown>) =>
@@ -248,7 +252,7 @@ async function upgrade(ctx: OperationContext, d: Deps): Promise<unknown> {
       throw new PlatformError(
         'rollback_failed',
         500,
-        `upgrade failed in step ${failedStep} and the rollback failed too (${errorCode(e)})`,
+        `upgrade failed in step ${failedStep} and the rollback failed too (${errorCodeOf(e)})`,
       );
     }
     throw e;
