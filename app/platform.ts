@@ -2,11 +2,12 @@ process.env.APOLLO_TELEMETRY_DISABLED ??= '1';
 
 import type { FastifyInstance } from 'fastify';
 import type { Connection } from 'mongoose';
-import { createConnection } from 'node:net';
+import { brokerHostPort, mongoHostPort } from '../core/addresses';
 import { type Config, config as processConfig } from '../core/config';
 import type { EventBus } from '../core/events/event-bus';
 import { createKafkaEventBus } from '../core/events/kafka-event-bus';
 import { TOPICS } from '../core/events/topics';
+import { portAnswers } from '../infra/tools';
 import { childLogger } from '../core/logger';
 import { connectMongo, ensureIndexes } from '../core/mongo';
 import { OperationEngine } from '../core/operations/engine';
@@ -25,6 +26,8 @@ import { type AreaServices, SUBGRAPHS, subgraphPort } from '../subgraphs/registr
 
 /** Idle scan interval of the operation engine and the outbox relay: 1 s. */
 const IDLE_SCAN_MS = 1000;
+/** How long /readyz waits for an engine's port: 1.5 s. */
+const READY_PROBE_MS = 1500;
 
 /** Which pieces this process runs: everything, or one piece as docker-compose does. */
 export type Role = { kind: 'all' } | { kind: 'router' } | { kind: 'bridge' } | { kind: 'subgraph'; name: string };
@@ -57,19 +60,6 @@ export interface Platform {
   subgraphUrls: Record<string, string>;
   subgraphs: BuiltSubgraph[];
   stop(): Promise<void>;
-}
-
-function canConnect(host: string, port: number, timeoutMs = 1500): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = createConnection({ host, port });
-    const done = (ok: boolean) => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.setTimeout(timeoutMs, () => done(false));
-    socket.once('connect', () => done(true));
-    socket.once('error', () => done(false));
-  });
 }
 
 /** Starts the platform (or one piece of it) against the configured MongoDB and Kafka. */
@@ -167,7 +157,6 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
 
   let bridgeUrl: string | undefined;
   if (role.kind === 'all' || role.kind === 'bridge') {
-    const [mongoHost, mongoPort] = mongoAddress(cfg.mongodbUri);
     const executor = router
       ? inProcessExecutor(router)
       : httpExecutor(process.env.ROUTER_URL ?? `http://${cfg.HOST}:${cfg.ROUTER_PORT}/graphql`);
@@ -175,8 +164,13 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
       executor,
       log,
       ready: async () => {
-        const [host, port] = cfg.kafkaBrokers[0].split(':');
-        const [mongoOk, kafkaOk] = await Promise.all([canConnect(mongoHost, mongoPort), canConnect(host, Number(port))]);
+        const mongo = mongoHostPort(cfg.mongodbUri);
+        const kafka = brokerHostPort(cfg.kafkaBrokers[0]);
+        const [mongoOk, kafkaOk] = await Promise.all([
+          // A mongodb+srv URI cannot be probed by TCP: the driver's own connection stands for it.
+          mongo ? portAnswers(mongo.port, mongo.host, READY_PROBE_MS) : conn.readyState === 1,
+          portAnswers(kafka.port, kafka.host, READY_PROBE_MS),
+        ]);
         return { mongodb: mongoOk ? 'ok' : 'unreachable', kafka: kafkaOk ? 'ok' : 'unreachable' };
       },
     });
@@ -202,9 +196,4 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
       }
     },
   };
-}
-
-function mongoAddress(uri: string): [string, number] {
-  const m = /^mongodb(?:\+srv)?:\/\/(?:[^@/]*@)?([^/:,?]+)(?::(\d+))?/.exec(uri);
-  return [m?.[1] ?? '127.0.0.1', Number(m?.[2] ?? 27017)];
 }
