@@ -1,5 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { config } from './config';
+import { forbidden, unauthenticated } from './errors';
 
 export type Role = 'owner' | 'member' | 'read_only';
 export type Plan = 'free' | 'pro';
@@ -58,3 +59,29 @@ export function verifyPrincipal(header: string | undefined, key = config().INTER
 }
 
 export const canWrite = (p: Principal): boolean => p.role === 'owner' || p.role === 'member';
+
+/** The caller, or a 401 when the request carried no valid key. */
+export function requirePrincipal(principal: Principal | null | undefined): Principal {
+  if (!principal) throw unauthenticated();
+  return principal;
+}
+
+/** The caller, who must be allowed to change things (owner or member), else 403 `read_only_key`. */
+export function requireWriter(principal: Principal | null | undefined): Principal {
+  const p = requirePrincipal(principal);
+  if (!canWrite(p)) throw forbidden('read_only_key', 'this key is read-only and cannot change anything');
+  return p;
+}
+
+/**
+ * The caller, whose key must carry `scope` (e.g. `assets:write`), else 403 `insufficient_scope`.
+ * A key created without `--scopes` carries every scope its role allows.
+ */
+export function requireScope(principal: Principal | null | undefined, scope: string): Principal {
+  const p = requirePrincipal(principal);
+  // Keys stored before scopes were recorded carry none: they keep every scope of their role.
+  if (p.scopes.length > 0 && !p.scopes.includes(scope)) {
+    throw forbidden('insufficient_scope', `this key lacks the ${scope} scope`, { required_scope: scope });
+  }
+  return p;
+}

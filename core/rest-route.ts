@@ -1,0 +1,69 @@
+import type { z } from 'zod';
+
+/**
+ * One documented REST route, as an area declares it: parse and validate the HTTP request, run one
+ * fixed GraphQL operation, wrap what it selects in the area's envelope. The bridge serves the rows
+ * the composition root hands it; it never imports an area.
+ */
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+/** Which envelope an area answers with (spec 1.4–1.5). */
+export type EnvelopeKind = 'standard' | 'commerce';
+
+export interface RouteRequest<B = unknown, Q = Record<string, unknown>> {
+  params: Record<string, string>;
+  query: Q;
+  body: B;
+  headers: Record<string, string | string[] | undefined>;
+}
+
+export interface RouteDef<B = unknown, Q = Record<string, unknown>> {
+  method: HttpMethod;
+  /** OpenAPI-style path, e.g. `/api/v1/publisher/projects/{projectID}/metadata`. */
+  path: string;
+  summary: string;
+  tag: string;
+  /** Name of the `.graphql` document in the area's `operations/` folder, e.g. `create-site`. */
+  operation: string;
+  /** Strict schema of the JSON body (unknown fields are errors); absent = no body expected. */
+  body?: z.ZodType<B>;
+  /** Schema of the query string. */
+  query?: z.ZodType<Q>;
+  variables: (req: RouteRequest<B, Q>) => Record<string, unknown>;
+  /** Picks the payload out of the operation's `data`. */
+  select: (data: Record<string, unknown>) => unknown;
+  /** HTTP status of a success. */
+  status: 200 | 201 | 202 | 204;
+  envelope: EnvelopeKind;
+  /** The key scope this route needs (e.g. `assets:write`); documented in OpenAPI, checked by the service. */
+  scope?: string;
+  /** Largest accepted JSON body in bytes (default 1 MiB). */
+  bodyLimit?: number;
+  /** Response headers from the selected payload (e.g. `ETag` from a revision). */
+  headers?: (payload: unknown) => Record<string, string>;
+}
+
+/** A route row with its body and query types erased: what tables and the bridge hold. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyRoute = RouteDef<any, any>;
+
+/**
+ * The typed route helper: the body and query types are inferred from their zod schemas, so
+ * `variables` sees `req.body` typed without casts.
+ */
+export function route<BS extends z.ZodTypeAny | undefined = undefined, QS extends z.ZodTypeAny | undefined = undefined>(
+  def: Omit<RouteDef<InferOr<BS, undefined>, InferOr<QS, Record<string, unknown>>>, 'body' | 'query'> & {
+    body?: BS;
+    query?: QS;
+  },
+): AnyRoute {
+  return def as AnyRoute;
+}
+
+type InferOr<S, D> = S extends z.ZodTypeAny ? z.infer<S> : D;
+
+/** A route row bound to its area: what the composition root hands the bridge. */
+export interface AreaRoute extends AnyRoute {
+  area: string;
+  /** The operation's document with the fragments it spreads appended. */
+  document: string;
+}
