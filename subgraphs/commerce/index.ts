@@ -6,7 +6,7 @@ import { COMMERCE_BODY_LIMIT } from './limits';
 import { COMMERCE_OPERATION_TYPES } from './operation-view';
 import { CommerceResolver } from './resolvers';
 import { commerceRoutes } from './routes';
-import { type CommerceService, CommerceService as Service, DEFAULT_STANDIN_PORT, WEBHOOK_RECEIVER_PATH, webhookSecretOf } from './service';
+import { type CommerceService, CommerceService as Service, WEBHOOK_RECEIVER_PATH, webhookSecretOf } from './service';
 import { startCommerceStandIn } from './stand-in';
 
 export { CommerceService } from './service';
@@ -19,8 +19,10 @@ export const commerceConfig = z.object({
   COMMERCE_PLATFORM_URL: z.string().url().optional(),
   /** The platform app's webhook key (Standard Webhooks, `whsec_…` or any string ≥ 16). */
   COMMERCE_WEBHOOK_SECRET: z.string().min(16).optional(),
-  /** Port of the local stand-in (default 8085; tests take a free port). */
+  /** Port of the local stand-in (default: a free one; `platform start` records it for the CLI). */
   COMMERCE_STANDIN_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  /** Simulated infrastructure delay of a release step and between health probes, in milliseconds. */
+  SIMULATED_STEP_DELAY_MS: z.coerce.number().int().min(0).default(600),
 });
 
 /** The inbound webhook receiver: raw bytes, verified before anything is parsed. */
@@ -80,8 +82,8 @@ export default defineArea<CommerceService, z.infer<typeof commerceConfig>>({
       name: 'commerce platform',
       env: 'COMMERCE_PLATFORM_URL',
       async start({ config, host }) {
-        const settings = commerceConfig.parse(process.env);
-        const port = settings.COMMERCE_STANDIN_PORT ?? (config.NODE_ENV === 'test' ? 0 : DEFAULT_STANDIN_PORT);
+        const settings = commerceConfig.parse(config.env);
+        const port = settings.COMMERCE_STANDIN_PORT ?? 0;
         const s = await startCommerceStandIn({
           mongodbUri: config.mongodbUri,
           webhookSecret: webhookSecretOf(settings, config),

@@ -170,7 +170,8 @@ webhookSchema.index({ projectId: 1, receivedAt: -1 });
 
 const trafficSchema = new mongoose.Schema<TrafficDoc>(
   { _id: String, projectId: { type: String, required: true }, at: Date, requests: Number, errors: Number },
-  { ...base, collection: 'commerce_traffic' },
+  // `errors` is the spec's word (analytics buckets); documents here are never hydrated, only read lean.
+  { ...base, collection: 'commerce_traffic', suppressReservedKeysWarning: true },
 );
 trafficSchema.index({ projectId: 1, at: 1 });
 

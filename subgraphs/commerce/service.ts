@@ -8,7 +8,7 @@ import type { Principal } from '../../core/principal';
 import { CommerceAccess } from './access';
 import { type ConnectInput, Connections } from './connections';
 import type { EnvironmentBody } from './environment-fields';
-import { commerceNotFound, invalidConfiguration } from './errors';
+import { commerceError, commerceNotFound, invalidConfiguration } from './errors';
 import { commerceModels, type CommerceModels } from './model';
 import { isCommerceOperation, operationView } from './operation-view';
 import { Observations } from './observations';
@@ -19,8 +19,6 @@ import { StandInControl } from './standin-control';
 
 /** The inbound webhook receiver's path on the bridge's listener. */
 export const WEBHOOK_RECEIVER_PATH = '/api/v1/commerce/webhooks';
-/** Where `npm start` runs the stand-in when `COMMERCE_PLATFORM_URL` is unset (tests take a free port). */
-export const DEFAULT_STANDIN_PORT = 8085;
 
 export interface CommerceSettings {
   /** `false` or `0` switches the feature off; anything else (or unset) leaves it on. */
@@ -28,6 +26,8 @@ export interface CommerceSettings {
   COMMERCE_PLATFORM_URL?: string;
   COMMERCE_WEBHOOK_SECRET?: string;
   COMMERCE_STANDIN_PORT?: number;
+  /** Simulated infrastructure delay of a step (deploy, between health probes), ms. */
+  SIMULATED_STEP_DELAY_MS: number;
 }
 
 export interface CommerceDeps {
@@ -69,7 +69,7 @@ export class CommerceService {
     this.webhookSecret = webhookSecretOf(d.settings, d.config);
     const platform = d.platform ?? new HttpCommercePlatform(() => this.platformUrl(), this.webhookSecret);
     this.control = new StandInControl(() => this.platformUrl());
-    const stepDelayMs = () => d.config.SIMULATED_STEP_DELAY_MS;
+    const stepDelayMs = () => d.settings.SIMULATED_STEP_DELAY_MS;
     this.access = new CommerceAccess(d.ports, () => !['false', '0'].includes(d.settings.COMMERCE_ENABLED ?? 'true'));
     this.connections = new Connections({
       models: this.models,
@@ -91,13 +91,11 @@ export class CommerceService {
     return this.d.config.BASE_URL ?? this.bridgeAddress() ?? this.d.config.baseUrl;
   }
 
-  /** The commerce platform's address, read at call time (the stand-in sets it once it listens). */
+  /** The commerce platform's address (the local stand-in's when the platform started one). */
   platformUrl(): string {
-    return (
-      this.d.settings.COMMERCE_PLATFORM_URL ??
-      process.env.COMMERCE_PLATFORM_URL ??
-      `http://127.0.0.1:${this.d.settings.COMMERCE_STANDIN_PORT ?? DEFAULT_STANDIN_PORT}`
-    );
+    const url = this.d.settings.COMMERCE_PLATFORM_URL;
+    if (!url) throw commerceError('COMMERCE_OPERATION_FAILED', 'COMMERCE_PLATFORM_URL is not set and no local stand-in runs');
+    return url;
   }
 
   async connection(p: Principal | null, projectId: string) {

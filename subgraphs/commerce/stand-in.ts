@@ -15,7 +15,8 @@ import { WEBHOOK_HEADERS, signWebhook } from './webhook-signature';
  * - `GET  /stores/{domain}/admin/api/shop.json` with `X-Commerce-Access-Token` → 200 | 401
  * - `POST /stores/{domain}/api/graphql` with `X-Commerce-Storefront-Access-Token` → 200 | 401
  * - `POST /stores/{domain}/admin/api/webhooks.json` with `X-Commerce-App-Key` → 201
- * - a store whose domain starts with `rate-limited` answers every store call 429 (`Retry-After: 1`)
+ * - a store whose domain starts with `rate-limited` answers every store call 429 (`Retry-After: 1`),
+ *   one starting with `unavailable` answers 503
  * Control routes (what the CLI drives; a real platform has its own consoles for these):
  * - `POST /_standin/stores {domain}` → `{store_domain, admin_token, storefront_token}` (shown once)
  * - `POST /_standin/stores/{domain}/webhooks {topic}` → `{webhook_id, deliveries}` (signed, sent now)
@@ -25,6 +26,8 @@ import { WEBHOOK_HEADERS, signWebhook } from './webhook-signature';
 
 export const STANDIN_DATABASE = 'standin_commerce';
 export const RATE_LIMITED_PREFIX = 'rate-limited';
+/** A store whose domain starts with this answers every store call 503 (an outage). */
+export const UNAVAILABLE_PREFIX = 'unavailable';
 export const DEPLOYMENT_HEALTH = ['healthy', 'failing', 'degraded'] as const;
 export type DeploymentHealth = (typeof DEPLOYMENT_HEALTH)[number];
 /** A webhook delivery to one subscriber waits this long: 5 s. */
@@ -137,6 +140,10 @@ export async function startCommerceStandIn(opts: StandInOptions): Promise<Runnin
     if (domain.startsWith(RATE_LIMITED_PREFIX)) {
       reply.header('retry-after', '1');
       await fail(reply, 429, 'Exceeded request limit; retry later');
+      return null;
+    }
+    if (domain.startsWith(UNAVAILABLE_PREFIX)) {
+      await fail(reply, 503, 'Service Unavailable');
       return null;
     }
     const store = await db.Store.findById(domain).lean();
