@@ -24,11 +24,16 @@ export class CommerceAccess {
     const standing: AccountStanding = this.ports.get('accountStanding');
     const state = await standing.subscriptionOf(principal.accountId);
     if (state !== 'active') {
-      throw commerceError('COMMERCE_SUBSCRIPTION_INACTIVE', `commerce hosting needs an active subscription (this one is ${state})`, {
-        subscription: state,
-      });
+      throw commerceError(
+        'COMMERCE_SUBSCRIPTION_INACTIVE',
+        `commerce hosting needs an active subscription (this one is ${state})`,
+        {
+          subscription: state,
+        },
+      );
     }
-    if (write && !canWrite(principal)) throw commerceError('COMMERCE_FORBIDDEN', 'this key is read-only and cannot change anything');
+    if (write && !canWrite(principal))
+      throw commerceError('COMMERCE_FORBIDDEN', 'this key is read-only and cannot change anything');
     return principal;
   }
 }

@@ -14,10 +14,14 @@ interface Shape {
   unit: number;
   count: number;
 }
-const SHAPES: Record<AnalyticsRange, { buckets: Shape; timeseries?: Shape }> = {
+/**
+ * `7d`'s timeseries spans the same window as its day buckets (from the first day's midnight to
+ * the hour in progress: 145–168 hours), so the two always add up to the same totals.
+ */
+const SHAPES: Record<AnalyticsRange, { buckets: Shape; timeseriesUnit?: number }> = {
   '1h': { buckets: { unit: MINUTE, count: 60 } },
   '24h': { buckets: { unit: HOUR, count: 24 } },
-  '7d': { buckets: { unit: DAY, count: 7 }, timeseries: { unit: HOUR, count: 7 * 24 } },
+  '7d': { buckets: { unit: DAY, count: 7 }, timeseriesUnit: HOUR },
   '30d': { buckets: { unit: DAY, count: 30 } },
 };
 
@@ -64,12 +68,9 @@ function fill(buckets: Bucket[], unit: number, samples: Array<{ at: Date; reques
   }
 }
 
-/** The earliest instant a range reads (its first bucket or timeseries point). */
+/** The earliest instant a range reads (its first bucket). */
 export function rangeStart(range: AnalyticsRange, now: number): Date {
-  const { buckets, timeseries } = SHAPES[range];
-  const starts = [empty(buckets, now)[0].start.getTime()];
-  if (timeseries) starts.push(empty(timeseries, now)[0].start.getTime());
-  return new Date(Math.min(...starts));
+  return empty(SHAPES[range].buckets, now)[0].start;
 }
 
 export function buildAnalytics(
@@ -82,9 +83,11 @@ export function buildAnalytics(
   const buckets = empty(shape.buckets, now);
   fill(buckets, shape.buckets.unit, samples);
   let timeseries: Bucket[] | null = null;
-  if (shape.timeseries) {
-    timeseries = empty(shape.timeseries, now);
-    fill(timeseries, shape.timeseries.unit, samples);
+  if (shape.timeseriesUnit) {
+    const unit = shape.timeseriesUnit;
+    const count = Math.floor((now - buckets[0].start.getTime()) / unit) + 1;
+    timeseries = empty({ unit, count }, now);
+    fill(timeseries, unit, samples);
   }
   const totals = buckets.reduce((t, b) => ({ requests: t.requests + b.requests, errors: t.errors + b.errors }), {
     requests: 0,
@@ -98,6 +101,6 @@ export function buildAnalytics(
     totals,
     buckets,
     timeseries,
-    timeseriesGranularity: shape.timeseries ? GRANULARITY[shape.timeseries.unit] : null,
+    timeseriesGranularity: shape.timeseriesUnit ? GRANULARITY[shape.timeseriesUnit] : null,
   };
 }

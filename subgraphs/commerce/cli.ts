@@ -20,15 +20,19 @@ export const commerceCli: CliCommand<CommerceService>[] = [
     words: ['commerce', 'stores', 'create'],
     usage: '--domain DOMAIN',
     options: { domain: { type: 'string' } },
-    run: ({ values, services }) => services.control.createStore(str(values, 'domain', '--domain DOMAIN')),
+    run: async ({ values, services }) => {
+      const domain = str(values, 'domain', '--domain DOMAIN');
+      return services.control.createStore(domain);
+    },
   },
   {
     words: ['commerce', 'stores', 'emit'],
     usage: '--domain DOMAIN --topic TOPIC',
     options: { domain: { type: 'string' }, topic: { type: 'string' } },
-    run: ({ values, services }) => {
+    run: async ({ values, services }) => {
       const usage = '--domain DOMAIN --topic TOPIC';
-      return services.control.emitWebhook(str(values, 'domain', usage), str(values, 'topic', usage));
+      const [domain, topic] = [str(values, 'domain', usage), str(values, 'topic', usage)];
+      return services.control.emitWebhook(domain, topic);
     },
   },
   {

@@ -4,13 +4,7 @@ import type { OperationContext, OperationEngine } from '../../core/operations/en
 import { simulatedDelay } from '../../core/operations/simulated-delay';
 import { decryptSecret, encryptSecret } from '../../core/secrets';
 import { commerceError, commerceNotFound, invalidConfiguration } from './errors';
-import {
-  ALL_SECRETS,
-  checkEnvironment,
-  credentialIdsChanged,
-  type EnvironmentBody,
-  type SecretName,
-} from './environment-fields';
+import { ALL_SECRETS, checkEnvironment, credentialIdsChanged, type EnvironmentBody, type SecretName } from './environment-fields';
 import {
   CONNECTION_KINDS,
   type ConnectionKind,
@@ -91,21 +85,26 @@ export class Connections {
       throw invalidConfiguration(`kind must be one of ${CONNECTION_KINDS.join(', ')}`, { field: 'kind' });
     }
     const kind = input.kind as ConnectionKind;
-    const storeDomain = String(input.storeDomain ?? '').trim().toLowerCase();
+    const storeDomain = String(input.storeDomain ?? '')
+      .trim()
+      .toLowerCase();
     if (storeDomain.length > MAX_DOMAIN_LENGTH || !DOMAIN.test(storeDomain)) {
       throw invalidConfiguration('store_domain must be a domain name such as example-shop.example', { field: 'store_domain' });
     }
     const branch = input.developmentBranch ?? null;
     const confirm = input.confirmGenericStorefront ?? null;
     if (kind === 'app') {
-      if (confirm !== null) throw invalidConfiguration('confirm_generic_storefront is for storefronts only', { field: 'confirm_generic_storefront' });
+      if (confirm !== null)
+        throw invalidConfiguration('confirm_generic_storefront is for storefronts only', { field: 'confirm_generic_storefront' });
       if (!branch || branch.length > MAX_BRANCH_LENGTH || !BRANCH.test(branch)) {
         throw invalidConfiguration('an app needs development_branch, a git branch name', { field: 'development_branch' });
       }
     } else {
       if (branch !== null) throw invalidConfiguration('development_branch is for apps only', { field: 'development_branch' });
       if (confirm !== true) {
-        throw invalidConfiguration('a storefront needs confirm_generic_storefront: true', { field: 'confirm_generic_storefront' });
+        throw invalidConfiguration('a storefront needs confirm_generic_storefront: true', {
+          field: 'confirm_generic_storefront',
+        });
       }
     }
     const settings = checkSettings(input.settings);
@@ -269,7 +268,12 @@ export class Connections {
   }
 
   /** 202: a verification bound to the environment's current revision. */
-  async verify(accountId: string, projectId: string, name: string, idempotencyKey: string | null): Promise<CommerceOperationView> {
+  async verify(
+    accountId: string,
+    projectId: string,
+    name: string,
+    idempotencyKey: string | null,
+  ): Promise<CommerceOperationView> {
     const connection = await this.get(projectId);
     const env = this.environmentName(connection, name);
     const run = async () => ({ operationId: await this.startVerify(accountId, projectId, env) });

@@ -9,12 +9,7 @@ import { APP_ENVIRONMENTS, type ConnectionKind, type EnvironmentName, MAX_FIELD_
  */
 export const APP_FIELDS = ['config_path', 'config_name', 'app_url', 'client_id', 'scopes'] as const;
 export const APP_SECRETS = ['client_secret', 'automation_token'] as const;
-export const STOREFRONT_FIELDS = [
-  'app_url',
-  'storefront_id',
-  'customer_account_client_id',
-  'customer_account_url',
-] as const;
+export const STOREFRONT_FIELDS = ['app_url', 'storefront_id', 'customer_account_client_id', 'customer_account_url'] as const;
 /** `session_secret` is not in the body table of 2.2 but its `has_session_secret` is, so it is accepted. */
 export const STOREFRONT_SECRETS = [
   'public_storefront_token',
@@ -76,13 +71,19 @@ function checkField(name: string, v: string): string {
     case 'customer_account_client_id':
       if (!isUuid(v)) throw invalidConfiguration(`${name} must be a UUID`, { field: name });
       return v.toLowerCase();
-    case 'scopes':
-      if (!SCOPES.test(v.replace(/\s+/g, ''))) {
+    case 'scopes': {
+      const list = v
+        .split(',')
+        .map((s) => s.trim())
+        .join(',');
+      if (!SCOPES.test(list)) {
         throw invalidConfiguration('scopes must be a comma-separated list such as read_products,write_orders', { field: name });
       }
-      return v.replace(/\s+/g, '');
+      return list;
+    }
     case 'config_path':
-      if (!CONFIG_PATH.test(v)) throw invalidConfiguration('config_path must be a relative path to a .toml file', { field: name });
+      if (!CONFIG_PATH.test(v))
+        throw invalidConfiguration('config_path must be a relative path to a .toml file', { field: name });
       return v;
     default:
       if (!v.trim()) throw invalidConfiguration(`${name} must not be empty`, { field: name });

@@ -30,11 +30,15 @@ function webhookReceiver(app: FastifyInstance, services: CommerceService): void 
   const host = (address: string) => (address === '0.0.0.0' || address === '::' ? '127.0.0.1' : address);
   services.bridgeAddress = () => {
     const a = app.server.address();
-    return a && typeof a === 'object' && a.port ? `http://${host(a.address).includes(':') ? `[${a.address}]` : host(a.address)}:${a.port}` : null;
+    return a && typeof a === 'object' && a.port
+      ? `http://${host(a.address).includes(':') ? `[${a.address}]` : host(a.address)}:${a.port}`
+      : null;
   };
   void app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
-    scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: COMMERCE_BODY_LIMIT }, (_req, body, done) => done(null, body));
+    scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: COMMERCE_BODY_LIMIT }, (_req, body, done) =>
+      done(null, body),
+    );
     scope.post(WEBHOOK_RECEIVER_PATH, async (req, reply) => {
       const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
       const result = await services.observations.receive(req.headers, raw);

@@ -13,9 +13,7 @@ export const MAX_KEPT_PAYLOAD_BYTES = 16 * 1024;
 /** `platform commerce traffic` records at most this many requests at once. */
 export const MAX_TRAFFIC_RECORD = 1_000_000;
 
-export type ReceiveResult =
-  | { status: 200; recorded: number; duplicate: number }
-  | { status: 400 | 401; reason: string };
+export type ReceiveResult = { status: 200; recorded: number; duplicate: number } | { status: 400 | 401; reason: string };
 
 export interface WebhookView {
   id: string;
@@ -90,11 +88,16 @@ export class Observations {
       const p = readCursor<{ t: string; id: string }>(cursor, `webhooks:${projectId}`);
       filter.$or = [{ receivedAt: { $lt: new Date(p.t) } }, { receivedAt: new Date(p.t), _id: { $lt: p.id } }];
     }
-    const rows = await this.models.Webhook.find(filter).sort({ receivedAt: -1, _id: -1 }).limit(size + 1).lean();
+    const rows = await this.models.Webhook.find(filter)
+      .sort({ receivedAt: -1, _id: -1 })
+      .limit(size + 1)
+      .lean();
     const page = rows.slice(0, size);
     const last = page[page.length - 1];
     const nextCursor =
-      rows.length > size && last ? encodeCursor({ t: last.receivedAt.toISOString(), id: last._id }, `webhooks:${projectId}`) : null;
+      rows.length > size && last
+        ? encodeCursor({ t: last.receivedAt.toISOString(), id: last._id }, `webhooks:${projectId}`)
+        : null;
     return { items: page.map(view), nextCursor };
   }
 

@@ -106,7 +106,8 @@ export class HttpCommercePlatform implements CommercePlatform {
       body: JSON.stringify({ webhook: { address, topic: '*' } }),
     });
     await res.body?.cancel();
-    if (res.status === 404) throw commerceError('COMMERCE_INVALID_CONFIGURATION', 'the store does not exist on the commerce platform');
+    if (res.status === 404)
+      throw commerceError('COMMERCE_INVALID_CONFIGURATION', 'the store does not exist on the commerce platform');
     if (!res.ok) throw commerceError('COMMERCE_OPERATION_FAILED', `webhook subscription answered ${res.status}`);
   }
 }

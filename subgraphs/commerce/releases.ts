@@ -188,10 +188,14 @@ export class Releases {
     const preview = await this.d.models.Release.findById(previewId).lean();
     if (!preview || preview.projectId !== connection._id || preview.previewId !== previewId) throw commerceNotFound('preview');
     if (preview.status !== 'healthy') {
-      throw commerceError('COMMERCE_FAILED_HEALTH_GATE', `only a healthy preview can be promoted (this one is ${preview.status})`, {
-        preview_id: previewId,
-        status: preview.status,
-      });
+      throw commerceError(
+        'COMMERCE_FAILED_HEALTH_GATE',
+        `only a healthy preview can be promoted (this one is ${preview.status})`,
+        {
+          preview_id: previewId,
+          status: preview.status,
+        },
+      );
     }
     return this.create(connection, {
       id: newId(),
@@ -210,11 +214,16 @@ export class Releases {
       const p = readCursor<{ t: string; id: string }>(cursor, `releases:${projectId}`);
       filter.$or = [{ createdAt: { $lt: new Date(p.t) } }, { createdAt: new Date(p.t), _id: { $lt: p.id } }];
     }
-    const rows = await this.d.models.Release.find(filter).sort({ createdAt: -1, _id: -1 }).limit(size + 1).lean();
+    const rows = await this.d.models.Release.find(filter)
+      .sort({ createdAt: -1, _id: -1 })
+      .limit(size + 1)
+      .lean();
     const page = rows.slice(0, size);
     const last = page[page.length - 1];
     const nextCursor =
-      rows.length > size && last ? encodeCursor({ t: last.createdAt.toISOString(), id: last._id }, `releases:${projectId}`) : null;
+      rows.length > size && last
+        ? encodeCursor({ t: last.createdAt.toISOString(), id: last._id }, `releases:${projectId}`)
+        : null;
     return { items: await Promise.all(page.map((r) => this.view(r))), nextCursor };
   }
 
@@ -269,7 +278,10 @@ export class Releases {
         );
         return { cancelled: true };
       }
-      await this.d.models.Release.updateOne({ ...mine, status: 'queued' }, { $set: { status: 'running', updatedAt: new Date() } });
+      await this.d.models.Release.updateOne(
+        { ...mine, status: 'queued' },
+        { $set: { status: 'running', updatedAt: new Date() } },
+      );
       return { cancelled: false, healthUrl: r.healthUrl };
     });
     if (started.cancelled) return { release_id: releaseId, status: 'cancelled' };

@@ -133,8 +133,7 @@ export async function startCommerceStandIn(opts: StandInOptions): Promise<Runnin
   const app = Fastify({ logger: false, bodyLimit: 64 * 1024 });
   let baseUrl = '';
 
-  const fail = (reply: FastifyReply, status: number, message: string) =>
-    reply.status(status).send({ errors: message });
+  const fail = (reply: FastifyReply, status: number, message: string) => reply.status(status).send({ errors: message });
 
   const storeOf = async (domain: string, reply: FastifyReply): Promise<StoreDoc | null> => {
     if (domain.startsWith(RATE_LIMITED_PREFIX)) {
@@ -159,7 +158,8 @@ export async function startCommerceStandIn(opts: StandInOptions): Promise<Runnin
   app.get<{ Params: { domain: string } }>('/stores/:domain/admin/api/shop.json', async (req, reply) => {
     const store = await storeOf(req.params.domain, reply);
     if (!store) return;
-    if (!sameHash(req.headers[ADMIN_TOKEN_HEADER], store.adminTokenHash)) return fail(reply, 401, 'Invalid API key or access token');
+    if (!sameHash(req.headers[ADMIN_TOKEN_HEADER], store.adminTokenHash))
+      return fail(reply, 401, 'Invalid API key or access token');
     return { shop: { domain: store._id, name: store.name } };
   });
 

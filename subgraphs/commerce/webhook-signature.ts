@@ -23,10 +23,7 @@ function secretBytes(secret: string): Buffer {
 }
 
 export function signWebhook(secret: string, id: string, timestamp: number, rawBody: Buffer | string): string {
-  const mac = createHmac('sha256', secretBytes(secret))
-    .update(`${id}.${timestamp}.`)
-    .update(rawBody)
-    .digest('base64');
+  const mac = createHmac('sha256', secretBytes(secret)).update(`${id}.${timestamp}.`).update(rawBody).digest('base64');
   return `v1,${mac}`;
 }
 

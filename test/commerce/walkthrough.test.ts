@@ -1,5 +1,13 @@
+import { readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 import { UUID, base, cli, commerce, connectApp, connectStorefront, tenant, waitOperation, waitRelease } from './support';
+
+// Every log line of this file's platform lands here, to prove no credential is ever logged.
+const LOG_FILE = path.join(tmpdir(), `commerce-walkthrough-${process.pid}.log`);
+process.env.LOG_FILE = LOG_FILE;
+const seenSecrets: string[] = [];
 
 let t: TestPlatform;
 beforeAll(async () => {
@@ -9,9 +17,16 @@ afterAll(async () => {
   await t.stop();
 });
 
+afterAll(() => {
+  const log = readFileSync(LOG_FILE, 'utf8');
+  expect(log).toContain('commerce.verify');
+  for (const s of seenSecrets) expect(log).not.toContain(s);
+});
+
 describe('commerce: connect → environment → verify → deploy → promote, through the bridge', () => {
   it('walks a storefront from connect to a promoted, healthy production release; no credential ever shows', async () => {
     const tn = await tenant(t);
+    seenSecrets.push(tn.store.storefront_token, tn.store.admin_token, 'a-session-secret-of-some-length');
     const B = base(tn.projectId);
     const connect = await t.rest('POST', `${B}/connect`, {
       key: tn.key,
@@ -79,16 +94,27 @@ describe('commerce: connect → environment → verify → deploy → promote, t
 
     // A pipeline deploys a preview; the health gate probes it on the stand-in.
     const deployed = await cli(t, 'commerce deploy', { project: tn.projectId, environment: 'preview', health: 'healthy' });
-    expect(deployed).toMatchObject({ release_id: expect.stringMatching(UUID), preview_id: deployed.release_id, status: 'queued' });
+    expect(deployed).toMatchObject({
+      release_id: expect.stringMatching(UUID),
+      preview_id: deployed.release_id,
+      status: 'queued',
+    });
     expect(await waitRelease(t, tn.key, tn.projectId, deployed.release_id)).toMatchObject({
       status: 'healthy',
       environment: 'preview',
       preview_id: deployed.preview_id,
     });
 
-    const promoted = await t.rest('POST', `${B}/storefront/promotions`, { key: tn.key, body: { preview_id: deployed.preview_id } });
+    const promoted = await t.rest('POST', `${B}/storefront/promotions`, {
+      key: tn.key,
+      body: { preview_id: deployed.preview_id },
+    });
     expect(promoted.status).toBe(202);
-    expect(promoted.body.data).toMatchObject({ environment: 'production', status: 'queued', source_preview_id: deployed.preview_id });
+    expect(promoted.body.data).toMatchObject({
+      environment: 'production',
+      status: 'queued',
+      source_preview_id: deployed.preview_id,
+    });
     expect((await waitRelease(t, tn.key, tn.projectId, promoted.body.data.id)).status).toBe('healthy');
 
     const releases = await t.rest('GET', `${B}/releases`, { key: tn.key });
@@ -105,23 +131,39 @@ describe('commerce: connect → environment → verify → deploy → promote, t
 
   it('an app: bad automation token → verification fails COMMERCE_INVALID_CREDENTIALS; a new token resets it to pending, then ready', async () => {
     const tn = await tenant(t);
+    seenSecrets.push(tn.store.admin_token);
     const B = base(tn.projectId);
     await connectApp(t, tn);
     const put = await t.rest('PUT', `${B}/environments/development`, {
       key: tn.key,
-      body: { app_url: 'https://app.example.com', client_id: 'abc123', automation_token: 'cat_wrong', scopes: 'read_products,write_orders' },
+      body: {
+        app_url: 'https://app.example.com',
+        client_id: 'abc123',
+        automation_token: 'cat_wrong',
+        scopes: 'read_products,write_orders',
+      },
     });
     expect(put.status).toBe(200);
-    expect(put.body.data).toMatchObject({ has_automation_token: true, scopes: 'read_products,write_orders', client_id: 'abc123' });
+    expect(put.body.data).toMatchObject({
+      has_automation_token: true,
+      scopes: 'read_products,write_orders',
+      client_id: 'abc123',
+    });
     const v1 = await t.rest('POST', `${B}/environments/development/verify`, { key: tn.key });
     const failed = await waitOperation(t, tn.key, tn.projectId, v1.body.data.id);
     expect(failed).toMatchObject({ status: 'failed', error_code: 'COMMERCE_INVALID_CREDENTIALS' });
     let conn = await t.rest('GET', B, { key: tn.key });
     expect(conn.body.data.state).toBe('invalid');
-    expect(conn.body.data.environments[0].verification).toMatchObject({ state: 'invalid', error_code: 'COMMERCE_INVALID_CREDENTIALS' });
+    expect(conn.body.data.environments[0].verification).toMatchObject({
+      state: 'invalid',
+      error_code: 'COMMERCE_INVALID_CREDENTIALS',
+    });
 
     // Omitting the secret keeps it; sending the right one changes the credentials.
-    const kept = await t.rest('PUT', `${B}/environments/development`, { key: tn.key, body: { app_url: 'https://app.example.com', client_id: 'abc123' } });
+    const kept = await t.rest('PUT', `${B}/environments/development`, {
+      key: tn.key,
+      body: { app_url: 'https://app.example.com', client_id: 'abc123' },
+    });
     expect(kept.body.data).toMatchObject({ has_automation_token: true, verification: { state: 'invalid' } });
     const fixed = await t.rest('PUT', `${B}/environments/development`, {
       key: tn.key,
@@ -144,7 +186,11 @@ describe('commerce: connect → environment → verify → deploy → promote, t
     expect(failed).toMatchObject({ status: 'failed', error_code: 'COMMERCE_FAILED_HEALTH_GATE' });
     expect((await waitOperation(t, tn.key, tn.projectId, failed.operation_id)).error_code).toBe('COMMERCE_FAILED_HEALTH_GATE');
 
-    const degradedDeploy = await cli(t, 'commerce deploy', { project: tn.projectId, environment: 'development', health: 'degraded' });
+    const degradedDeploy = await cli(t, 'commerce deploy', {
+      project: tn.projectId,
+      environment: 'development',
+      health: 'degraded',
+    });
     expect((await waitRelease(t, tn.key, tn.projectId, degradedDeploy.release_id)).status).toBe('degraded');
 
     const good = await cli(t, 'commerce deploy', { project: tn.projectId, environment: 'preview' });
@@ -162,12 +208,18 @@ describe('commerce: connect → environment → verify → deploy → promote, t
     expect((await waitRelease(t, tn.key, tn.projectId, bad.release_id)).status).toBe('healthy');
 
     // Promoting something that is not a healthy preview.
-    const notPreview = await t.rest('POST', `${B}/storefront/promotions`, { key: tn.key, body: { preview_id: degradedDeploy.release_id } });
+    const notPreview = await t.rest('POST', `${B}/storefront/promotions`, {
+      key: tn.key,
+      body: { preview_id: degradedDeploy.release_id },
+    });
     expect(notPreview.status).toBe(404);
     expect(notPreview.body.error.code).toBe('COMMERCE_NOT_FOUND');
     const badPreview = await cli(t, 'commerce deploy', { project: tn.projectId, environment: 'preview', health: 'failing' });
     await waitRelease(t, tn.key, tn.projectId, badPreview.release_id);
-    const unhealthy = await t.rest('POST', `${B}/storefront/promotions`, { key: tn.key, body: { preview_id: badPreview.preview_id } });
+    const unhealthy = await t.rest('POST', `${B}/storefront/promotions`, {
+      key: tn.key,
+      body: { preview_id: badPreview.preview_id },
+    });
     expect(unhealthy.status).toBe(409);
     expect(unhealthy.body.error.code).toBe('COMMERCE_FAILED_HEALTH_GATE');
   });
