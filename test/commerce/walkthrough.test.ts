@@ -202,8 +202,13 @@ describe('commerce: connect → environment → verify → deploy → promote, t
     // The deployment recovers; the retry runs the gate again and passes.
     const doc = await commerce(t).models.Release.findById(bad.release_id).lean();
     await commerce(t).control.setDeploymentHealth(doc!.deploymentId, 'healthy');
-    const retried = await t.rest('POST', `${B}/releases/${bad.release_id}/retry`, { key: tn.key });
-    expect(retried.status).toBe(202);
+    // Eight concurrent retries: exactly one wins (conditional update); the others see it queued.
+    const racers = await Promise.all(
+      Array.from({ length: 8 }, () => t.rest('POST', `${B}/releases/${bad.release_id}/retry`, { key: tn.key })),
+    );
+    expect(racers.filter((r) => r.status === 202)).toHaveLength(1);
+    expect(racers.filter((r) => r.status === 409).every((r) => r.body.error.code === 'COMMERCE_FAILED_HEALTH_GATE')).toBe(true);
+    const retried = racers.find((r) => r.status === 202)!;
     expect(retried.body.data).toMatchObject({ id: bad.release_id, status: 'queued', attempts: 2 });
     expect((await waitRelease(t, tn.key, tn.projectId, bad.release_id)).status).toBe('healthy');
 
