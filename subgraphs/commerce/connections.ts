@@ -13,6 +13,7 @@ import {
   type EnvironmentName,
   MAX_BRANCH_LENGTH,
   MAX_DOMAIN_LENGTH,
+  MIN_STOREFRONT_API_VERSION,
 } from './limits';
 import type { CommerceModels, ConnectionDoc, EnvironmentDoc } from './model';
 import { COMMERCE_OPERATION_TYPES, operationView, type CommerceOperationView } from './operation-view';
@@ -132,6 +133,7 @@ export class Connections {
   ): Promise<string> {
     const store = await this.d.platform.lookupStore(c.storeDomain);
     if (!store) throw invalidConfiguration('the store does not exist on the commerce platform', { field: 'store_domain' });
+    if (c.kind === 'storefront') checkStorefrontRuntime(store.storefrontApiVersion);
     const operationId = newId();
     const now = new Date();
     const before = await this.d.models.Connection.findOneAndUpdate(
@@ -386,6 +388,20 @@ export class Connections {
     const now = new Date();
     await this.d.models.Connection.updateOne({ _id: projectId }, { $set: { storefrontSettings: checked, updatedAt: now } });
     return { settings: checked, updatedAt: now };
+  }
+}
+
+/**
+ * The hosted storefront runtime speaks storefront API versions from `MIN_STOREFRONT_API_VERSION`
+ * on; a store on an older one cannot be served (422 `COMMERCE_UNSUPPORTED_HYDROGEN_RUNTIME`).
+ */
+export function checkStorefrontRuntime(version: string): void {
+  if (!/^\d{4}-\d{2}$/.test(version) || version < MIN_STOREFRONT_API_VERSION) {
+    throw commerceError(
+      'COMMERCE_UNSUPPORTED_HYDROGEN_RUNTIME',
+      `the store's storefront API version ${version || '(unknown)'} is older than the hosted runtime supports`,
+      { storefront_api_version: version || null, minimum_version: MIN_STOREFRONT_API_VERSION },
+    );
   }
 }
 

@@ -37,6 +37,9 @@ export const MAX_SECRET_LENGTH = 4096;
 export const MAX_DOMAIN_LENGTH = 253;
 export const MAX_BRANCH_LENGTH = 255;
 
+/** Oldest storefront API version (`YYYY-MM`) the hosted storefront runtime supports. */
+export const MIN_STOREFRONT_API_VERSION = '2024-01';
+
 /** Lists: default and largest page. */
 export const DEFAULT_PAGE = 25;
 export const MAX_PAGE = 100;

@@ -8,6 +8,8 @@ import { commerceError } from './errors';
 export interface StoreInfo {
   domain: string;
   name: string;
+  /** The store's storefront API version (`YYYY-MM`), which the hosted storefront runtime must support. */
+  storefrontApiVersion: string;
 }
 
 export interface CommercePlatform {
@@ -75,8 +77,8 @@ export class HttpCommercePlatform implements CommercePlatform {
       return null;
     }
     if (!res.ok) throw commerceError('COMMERCE_OPERATION_FAILED', `store lookup answered ${res.status}`);
-    const body = (await res.json()) as { domain: string; name: string };
-    return { domain: body.domain, name: body.name };
+    const body = (await res.json()) as { domain: string; name: string; storefront_api_version?: string };
+    return { domain: body.domain, name: body.name, storefrontApiVersion: body.storefront_api_version ?? '' };
   }
 
   async checkAdminToken(domain: string, token: string): Promise<boolean> {

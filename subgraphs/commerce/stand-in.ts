@@ -11,7 +11,7 @@ import { WEBHOOK_HEADERS, signWebhook } from './webhook-signature';
  * (`standin_commerce`), never in the platform's collections; tokens are kept only hashed.
  *
  * Protocol (the platform's side is `platform-client.ts`):
- * - `GET  /stores/{domain}/meta.json` → 200 `{domain, name}` | 404
+ * - `GET  /stores/{domain}/meta.json` → 200 `{domain, name, storefront_api_version}` | 404
  * - `GET  /stores/{domain}/admin/api/shop.json` with `X-Commerce-Access-Token` → 200 | 401
  * - `POST /stores/{domain}/api/graphql` with `X-Commerce-Storefront-Access-Token` → 200 | 401
  * - `POST /stores/{domain}/admin/api/webhooks.json` with `X-Commerce-App-Key` → 201
@@ -26,6 +26,10 @@ import { WEBHOOK_HEADERS, signWebhook } from './webhook-signature';
 
 export const STANDIN_DATABASE = 'standin_commerce';
 export const RATE_LIMITED_PREFIX = 'rate-limited';
+/** The storefront API version stores answer with; a store created as `legacy-…` answers an old one. */
+export const CURRENT_STOREFRONT_API_VERSION = '2025-07';
+export const LEGACY_PREFIX = 'legacy-';
+export const LEGACY_STOREFRONT_API_VERSION = '2023-01';
 /** A store whose domain starts with this answers every store call 503 (an outage). */
 export const UNAVAILABLE_PREFIX = 'unavailable';
 export const DEPLOYMENT_HEALTH = ['healthy', 'failing', 'degraded'] as const;
@@ -152,7 +156,10 @@ export async function startCommerceStandIn(opts: StandInOptions): Promise<Runnin
 
   app.get<{ Params: { domain: string } }>('/stores/:domain/meta.json', async (req, reply) => {
     const store = await storeOf(req.params.domain, reply);
-    if (store) return { domain: store._id, name: store.name };
+    if (store) {
+      const version = store._id.startsWith(LEGACY_PREFIX) ? LEGACY_STOREFRONT_API_VERSION : CURRENT_STOREFRONT_API_VERSION;
+      return { domain: store._id, name: store.name, storefront_api_version: version };
+    }
   });
 
   app.get<{ Params: { domain: string } }>('/stores/:domain/admin/api/shop.json', async (req, reply) => {

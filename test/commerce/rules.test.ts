@@ -160,6 +160,23 @@ describe('commerce rules (spec 5.4, 7.2, 8)', () => {
     expect(errorOf(down)).toEqual({ status: 500, code: 'COMMERCE_OPERATION_FAILED' });
   });
 
+  it('a storefront on a store whose storefront API is older than the runtime supports → 422 COMMERCE_UNSUPPORTED_HYDROGEN_RUNTIME', async () => {
+    const tn = await tenant(t);
+    const legacy = await cli(t, 'commerce stores create', { domain: `legacy-${uniqueName('s')}.example` });
+    const res = await t.rest('POST', `${base(tn.projectId)}/connect`, {
+      key: tn.key,
+      body: { kind: 'storefront', store_domain: legacy.store_domain, confirm_generic_storefront: true },
+    });
+    expect(errorOf(res)).toEqual({ status: 422, code: 'COMMERCE_UNSUPPORTED_HYDROGEN_RUNTIME' });
+    expect(res.body.error.details).toEqual({ storefront_api_version: '2023-01', minimum_version: '2024-01' });
+    // An app does not run the storefront runtime: the same store is fine for it.
+    const app = await t.rest('POST', `${base(tn.projectId)}/connect`, {
+      key: tn.key,
+      body: { kind: 'app', store_domain: legacy.store_domain, development_branch: 'main' },
+    });
+    expect(app.status).toBe(202);
+  });
+
   it('bodies: strict JSON, no unknown fields, at most 64 KiB', async () => {
     const tn = await tenant(t);
     await connectStorefront(t, tn);
