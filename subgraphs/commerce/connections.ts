@@ -1,6 +1,7 @@
 import { newId } from '../../core/ids';
 import type { IdempotencyStore } from '../../core/idempotency';
 import type { OperationContext, OperationEngine } from '../../core/operations/engine';
+import type { OperationDoc } from '../../core/operations/model';
 import { simulatedDelay } from '../../core/operations/simulated-delay';
 import { decryptSecret, encryptSecret } from '../../core/secrets';
 import { commerceError, commerceNotFound, invalidConfiguration } from './errors';
@@ -119,18 +120,24 @@ export class Connections {
     idempotencyKey: string | null,
   ): Promise<CommerceOperationView> {
     const checked = await this.checkConnect(input);
-    const run = async () => ({ operationId: await this.startConnect(accountId, projectId, checked) });
+    // The first answer is the operation as enqueued (`queued`), even if a worker has already
+    // claimed it; a replay answers the operation as it is now.
+    let enqueued: OperationDoc | null = null;
+    const run = async () => {
+      enqueued = await this.startConnect(accountId, projectId, checked);
+      return { operationId: enqueued._id };
+    };
     const { operationId } = idempotencyKey
       ? (await this.d.idempotency.run(`commerce:${projectId}:connect`, idempotencyKey, checked, run)).value
       : await run();
-    return this.operation(operationId);
+    return enqueued ? operationView(enqueued) : this.operation(operationId);
   }
 
   private async startConnect(
     accountId: string,
     projectId: string,
     c: Awaited<ReturnType<Connections['checkConnect']>>,
-  ): Promise<string> {
+  ): Promise<OperationDoc> {
     const store = await this.d.platform.lookupStore(c.storeDomain);
     if (!store) throw invalidConfiguration('the store does not exist on the commerce platform', { field: 'store_domain' });
     if (c.kind === 'storefront') checkStorefrontRuntime(store.storefrontApiVersion);
@@ -146,7 +153,7 @@ export class Connections {
     ).lean();
     // A connection that changes kind starts over: the other kind's environments mean nothing now.
     if (before && before.kind !== c.kind) await this.d.models.Environment.deleteMany({ projectId });
-    await this.d.engine.enqueue({
+    return this.d.engine.enqueue({
       id: operationId,
       accountId,
       projectId,
@@ -155,7 +162,6 @@ export class Connections {
       operationType: COMMERCE_OPERATION_TYPES.connect,
       input: { storeDomain: c.storeDomain },
     });
-    return operationId;
   }
 
   /** The connect operation: confirm the store, then subscribe the platform's receiver to its webhooks. */
@@ -278,14 +284,18 @@ export class Connections {
   ): Promise<CommerceOperationView> {
     const connection = await this.get(projectId);
     const env = this.environmentName(connection, name);
-    const run = async () => ({ operationId: await this.startVerify(accountId, projectId, env) });
+    let enqueued: OperationDoc | null = null;
+    const run = async () => {
+      enqueued = await this.startVerify(accountId, projectId, env);
+      return { operationId: enqueued._id };
+    };
     const { operationId } = idempotencyKey
       ? (await this.d.idempotency.run(`commerce:${projectId}:verify`, idempotencyKey, { environment: env }, run)).value
       : await run();
-    return this.operation(operationId);
+    return enqueued ? operationView(enqueued) : this.operation(operationId);
   }
 
-  private async startVerify(accountId: string, projectId: string, env: EnvironmentName): Promise<string> {
+  private async startVerify(accountId: string, projectId: string, env: EnvironmentName): Promise<OperationDoc> {
     const doc = await this.d.models.Environment.findById(`${projectId}:${env}`).lean();
     if (!doc) throw commerceNotFound(`${env} environment`);
     const operationId = newId();
@@ -293,7 +303,7 @@ export class Connections {
       { _id: doc._id, revision: doc.revision },
       { $set: { 'verification.status': 'pending', 'verification.operationId': operationId, 'verification.errorCode': null } },
     );
-    await this.d.engine.enqueue({
+    return this.d.engine.enqueue({
       id: operationId,
       accountId,
       projectId,
@@ -302,7 +312,6 @@ export class Connections {
       operationType: COMMERCE_OPERATION_TYPES.verify,
       input: { environment: env, revision: doc.revision },
     });
-    return operationId;
   }
 
   /**

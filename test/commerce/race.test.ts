@@ -2,6 +2,9 @@ import { startTestPlatform, type TestPlatform } from '../support/platform';
 import { base, connectStorefront, tenant, waitOperation } from './support';
 
 /** A platform whose operations wait 1.5 s before starting work, so a change can land in between. */
+// A busy shared machine can stretch the operations here well past jest's default.
+jest.setTimeout(180_000);
+
 let slow: TestPlatform;
 let off: TestPlatform;
 beforeAll(async () => {

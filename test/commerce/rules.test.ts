@@ -3,6 +3,9 @@ import { signWebhook } from '../../subgraphs/commerce/webhook-signature';
 import { startTestPlatform, type TestPlatform, uniqueName } from '../support/platform';
 import { base, cli, commerce, connectApp, connectStorefront, tenant, waitOperation } from './support';
 
+// A busy shared machine can stretch the operations here well past jest's default.
+jest.setTimeout(180_000);
+
 let t: TestPlatform;
 beforeAll(async () => {
   t = await startTestPlatform();

@@ -23,7 +23,7 @@ export async function tenant(t: TestPlatform, opts: { role?: 'owner' | 'member' 
   return { key, accountId, account, projectId: project._id, store };
 }
 
-export async function waitOperation(t: TestPlatform, key: string, projectId: string, id: string, timeoutMs = 20_000) {
+export async function waitOperation(t: TestPlatform, key: string, projectId: string, id: string, timeoutMs = 90_000) {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const res = await t.rest('GET', `${base(projectId)}/operations/${id}`, { key });
@@ -34,7 +34,7 @@ export async function waitOperation(t: TestPlatform, key: string, projectId: str
   }
 }
 
-export async function waitRelease(t: TestPlatform, key: string, projectId: string, id: string, timeoutMs = 20_000) {
+export async function waitRelease(t: TestPlatform, key: string, projectId: string, id: string, timeoutMs = 90_000) {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const res = await t.rest('GET', `${base(projectId)}/releases`, { key });

@@ -9,6 +9,9 @@ const LOG_FILE = path.join(tmpdir(), `commerce-walkthrough-${process.pid}.log`);
 process.env.LOG_FILE = LOG_FILE;
 const seenSecrets: string[] = [];
 
+// A busy shared machine can stretch the operations here well past jest's default.
+jest.setTimeout(180_000);
+
 let t: TestPlatform;
 beforeAll(async () => {
   t = await startTestPlatform();
