@@ -20,6 +20,7 @@ export const commerceCli: CliCommand<CommerceService>[] = [
     words: ['commerce', 'stores', 'create'],
     usage: '--domain DOMAIN',
     options: { domain: { type: 'string' } },
+    required: ['domain'],
     run: async ({ values, services }) => {
       const domain = str(values, 'domain', '--domain DOMAIN');
       return services.control.createStore(domain);
@@ -29,6 +30,7 @@ export const commerceCli: CliCommand<CommerceService>[] = [
     words: ['commerce', 'stores', 'emit'],
     usage: '--domain DOMAIN --topic TOPIC',
     options: { domain: { type: 'string' }, topic: { type: 'string' } },
+    required: ['domain', 'topic'],
     run: async ({ values, services }) => {
       const usage = '--domain DOMAIN --topic TOPIC';
       const [domain, topic] = [str(values, 'domain', usage), str(values, 'topic', usage)];
@@ -39,6 +41,7 @@ export const commerceCli: CliCommand<CommerceService>[] = [
     words: ['commerce', 'deploy'],
     usage: '--project ID --environment development|production|preview [--health healthy|failing|degraded]',
     options: { project: { type: 'string' }, environment: { type: 'string' }, health: { type: 'string' } },
+    required: ['project', 'environment'],
     run: async ({ values, services }) => {
       const usage = '--project ID --environment development|production|preview';
       const health = (values.health as string | undefined) ?? 'healthy';
@@ -64,6 +67,7 @@ export const commerceCli: CliCommand<CommerceService>[] = [
       errors: { type: 'string' },
       'minutes-ago': { type: 'string' },
     },
+    required: ['project', 'requests'],
     run: async ({ values, services }) => {
       const project = str(values, 'project', '--project ID --requests N');
       const requests = count(values, 'requests', null);

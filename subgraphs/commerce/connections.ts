@@ -2,7 +2,7 @@ import { newId } from '../../core/ids';
 import type { IdempotencyStore } from '../../core/idempotency';
 import type { OperationContext, OperationEngine } from '../../core/operations/engine';
 import type { OperationDoc } from '../../core/operations/model';
-import { simulatedDelay } from '../../core/operations/simulated-delay';
+import { sleep } from '../../core/sleep';
 import { decryptSecret, encryptSecret } from '../../core/secrets';
 import { commerceError, commerceNotFound, invalidConfiguration } from './errors';
 import { ALL_SECRETS, checkEnvironment, credentialIdsChanged, type EnvironmentBody, type SecretName } from './environment-fields';
@@ -328,7 +328,7 @@ export class Connections {
         environment,
       });
     try {
-      await simulatedDelay(this.d.stepDelayMs(), ctx.signal);
+      await sleep(this.d.stepDelayMs(), ctx.signal);
       await ctx.step('check_binding', async () => {
         const doc = await this.d.models.Environment.findById(id).lean();
         if (!doc || doc.revision !== revision) throw changed();

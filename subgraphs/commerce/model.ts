@@ -1,4 +1,5 @@
 import mongoose, { type Connection, type Model } from 'mongoose';
+import { model } from '../../core/mongo';
 import type { ConnectionKind, EnvironmentName, ReleaseStatus } from './limits';
 
 /** One connection per project: `_id` is the project id, so every read is an exact key lookup. */
@@ -184,13 +185,11 @@ export interface CommerceModels {
 }
 
 export function commerceModels(conn: Connection): CommerceModels {
-  const m = <T>(name: string, schema: mongoose.Schema<T>) =>
-    (conn.models[name] as Model<T> | undefined) ?? conn.model<T>(name, schema);
   return {
-    Connection: m('CommerceConnection', connectionSchema),
-    Environment: m('CommerceEnvironment', environmentSchema),
-    Release: m('CommerceRelease', releaseSchema),
-    Webhook: m('CommerceWebhookObservation', webhookSchema),
-    Traffic: m('CommerceTraffic', trafficSchema),
+    Connection: model(conn, 'commerce', 'Connection', connectionSchema),
+    Environment: model(conn, 'commerce', 'Environment', environmentSchema),
+    Release: model(conn, 'commerce', 'Release', releaseSchema),
+    Webhook: model(conn, 'commerce', 'WebhookObservation', webhookSchema),
+    Traffic: model(conn, 'commerce', 'Traffic', trafficSchema),
   };
 }

@@ -1,7 +1,7 @@
 import { decodeCursor, encodeCursor } from '../../core/cursors';
 import { isUuid, newId } from '../../core/ids';
 import type { OperationContext, OperationEngine } from '../../core/operations/engine';
-import { simulatedDelay } from '../../core/operations/simulated-delay';
+import { sleep } from '../../core/sleep';
 import { commerceError, commerceNotFound, invalidConfiguration } from './errors';
 
 /** A cursor this listing did not issue is a 422, like any other malformed input here. */
@@ -285,11 +285,11 @@ export class Releases {
       return { cancelled: false, healthUrl: r.healthUrl };
     });
     if (started.cancelled) return { release_id: releaseId, status: 'cancelled' };
-    await ctx.step('deploy', () => simulatedDelay(this.d.stepDelayMs(), ctx.signal).then(() => ({ deployed: true })));
+    await ctx.step('deploy', () => sleep(this.d.stepDelayMs(), ctx.signal).then(() => ({ deployed: true })));
     const outcome = await ctx.step('health_gate', async () => {
       const probes: ProbeResult[] = [];
       for (let i = 0; i < HEALTH_PROBES; i++) {
-        if (i > 0) await simulatedDelay(this.d.stepDelayMs(), ctx.signal);
+        if (i > 0) await sleep(this.d.stepDelayMs(), ctx.signal);
         probes.push(await probeHealth(started.healthUrl!));
       }
       return { outcome: gateOutcome(probes), probes };
