@@ -14,8 +14,8 @@ export interface ActivityItemDoc {
   projectId: string | null;
   resourceType: string;
   resourceId: string;
-  /** Scope keys the item is listed under: `project:<id>`, `<resourceType>:<id>`. */
-  scopes: string[];
+  /** `<resourceType>:<resourceId>`: the key of the application and database scopes. */
+  resourceKey: string;
   title: string;
   type: string;
   status: string;
@@ -44,7 +44,7 @@ const itemSchema = new Schema<ActivityItemDoc>(
     projectId: { type: String, default: null },
     resourceType: { type: String, required: true },
     resourceId: { type: String, required: true },
-    scopes: { type: [String], default: () => [] },
+    resourceKey: { type: String, required: true },
     title: { type: String, required: true },
     type: { type: String, required: true },
     status: { type: String, required: true },
@@ -63,8 +63,10 @@ const itemSchema = new Schema<ActivityItemDoc>(
   },
   { collection: 'activity_items', versionKey: false, minimize: false, timestamps: false },
 );
-// Collection reads: one scope of one account, current or history, newest first then id.
-itemSchema.index({ accountId: 1, scopes: 1, current: 1, sortAt: -1, _id: -1 });
+// Collection reads: one scope of one account, current or history, newest first then id. Scalar
+// keys only: the wire server does not index array fields (decision 0001).
+itemSchema.index({ accountId: 1, projectId: 1, current: 1, sortAt: -1, _id: -1 });
+itemSchema.index({ accountId: 1, resourceKey: 1, current: 1, sortAt: -1, _id: -1 });
 
 export const ACTION_STATES = [
   'proposed',

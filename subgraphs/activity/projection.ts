@@ -14,13 +14,6 @@ const date = (s: string | null | undefined): Date | null => (s ? new Date(s) : n
  */
 export function merged(prev: ActivityItemDoc | null, r: ActivityRecord): ActivityItemDoc {
   const createdAt = prev?.createdAt ?? date(r.createdAt);
-  const scopes = [
-    ...new Set([
-      ...(prev?.scopes ?? []),
-      ...(r.projectId ? [`project:${r.projectId}`] : []),
-      `${r.resource.type}:${r.resource.id}`,
-    ]),
-  ];
   return {
     _id: r.id,
     sourceKind: r.sourceKind,
@@ -29,7 +22,7 @@ export function merged(prev: ActivityItemDoc | null, r: ActivityRecord): Activit
     projectId: r.projectId,
     resourceType: r.resource.type,
     resourceId: r.resource.id,
-    scopes,
+    resourceKey: `${r.resource.type}:${r.resource.id}`,
     title: r.title,
     type: r.type,
     status: r.status,

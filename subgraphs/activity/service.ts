@@ -104,7 +104,7 @@ export class ActivityService {
     if (s.projectId) checkId(s.projectId, 'project id');
     if (s.type === 'project') {
       if (!(await this.canAccessProject(p, s.id))) throw notFoundActivity('project');
-      return { accountId: p.accountId, scopes: `project:${s.id}` };
+      return { accountId: p.accountId, projectId: s.id };
     }
     if (s.type === 'objective') {
       const actions = await this.models.Action.find(
@@ -119,7 +119,7 @@ export class ActivityService {
       return { accountId: p.accountId, _id: { $in: visible.flatMap((a) => a.operations.map((o) => o.activityId)) } };
     }
     // Applications and databases are known here by the activity recorded about them.
-    const filter: Record<string, unknown> = { accountId: p.accountId, scopes: `${s.type}:${s.id}` };
+    const filter: Record<string, unknown> = { accountId: p.accountId, resourceKey: `${s.type}:${s.id}` };
     if (s.projectId) {
       if (!(await this.canAccessProject(p, s.projectId))) throw notFoundActivity('project');
       filter.projectId = s.projectId;
