@@ -19,6 +19,7 @@ function feed(field: string, topic: string, description: string): FeedDefinition
     topic,
     keyOfEvent: (e) => (e.projectId ? `project:${e.projectId}` : null),
     keyOfArgs: (a) => `project:${a.projectId}`,
+    notFound: { code: 'activity_not_found', message: 'project not found' },
     authorize: async (p: Principal, a: Args, ports: Ports) =>
       typeof a.projectId === 'string' && ports.get('projects').canAccessProject(p, a.projectId),
     toPayload: (e) => e.item,
