@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { createClient } from 'graphql-ws';
+import WebSocket from 'ws';
 import { agentsAct } from '../../subgraphs/activity/cli';
 import type { ActivityService } from '../../subgraphs/activity/service';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
