@@ -64,7 +64,9 @@ export async function applyRecord(models: ActivityModels, r: ActivityRecord): Pr
     }
     const { _id, ...fields } = doc;
     const res = await models.Item.updateOne({ _id, version: prev.version }, { $set: fields }).exec();
-    if (res.matchedCount === 1) return { doc, changed: prev.version !== r.version || prev.status !== doc.status };
+    // A re-applied record counts as a change too: its update is sent again (same event id), so a
+    // delivery retried after a failed publish still reaches the feeds.
+    if (res.matchedCount === 1) return { doc, changed: true };
   }
   throw new Error(`activity item ${r.id} kept changing under the projection`);
 }

@@ -196,6 +196,52 @@ describe('agent activity and decisions through the bridge', () => {
     expect(objective.body.data.history.items[0].id).toBe(link.activity_id);
   });
 
+  it('streams agent actions of a project live: pending, then succeeded once approved', async () => {
+    const { key, account } = await t.createKey();
+    const site = await createSite(key);
+    const client = createClient({
+      url: t.routerUrl.replace(/^http/, 'ws'),
+      webSocketImpl: WebSocket,
+      connectionParams: { authorization: `Bearer ${key}` },
+      retryAttempts: 0,
+    });
+    const seen: any[] = [];
+    const stop = client.subscribe(
+      { query: 'subscription($p: ID!) { agentActivity(projectId: $p) }', variables: { p: site.projectId } },
+      { next: (v) => seen.push(v.data?.agentActivity), error: () => undefined, complete: () => undefined },
+    );
+    try {
+      await new Promise((r) => setTimeout(r, 500));
+      const acted = await act(account, site.projectId, 'application.config.update');
+      await until(async () => seen.some((i) => i?.id === acted.action_id && i.status === 'pending_approval'));
+      const ok = await t.rest('POST', `/api/v1/agents/approvals/${acted.approval_id}/decision`, {
+        key,
+        body: { decision: 'approved', action_hash: acted.action_hash },
+      });
+      expect(ok.status).toBe(200);
+      await until(async () => seen.some((i) => i?.id === acted.action_id && i.status === 'succeeded'));
+    } finally {
+      stop();
+      await client.dispose();
+    }
+    // Another account cannot watch this project.
+    const other = await t.createKey();
+    const intruder = createClient({
+      url: t.routerUrl.replace(/^http/, 'ws'),
+      webSocketImpl: WebSocket,
+      connectionParams: { authorization: `Bearer ${other.key}` },
+      retryAttempts: 0,
+    });
+    const refusal = await new Promise<unknown>((resolve) => {
+      intruder.subscribe(
+        { query: 'subscription($p: ID!) { agentActivity(projectId: $p) }', variables: { p: site.projectId } },
+        { next: (v) => resolve(v.errors ?? v), error: (e) => resolve(e), complete: () => resolve('complete') },
+      );
+    });
+    await intruder.dispose();
+    expect(JSON.stringify(refusal)).toContain('activity_not_found');
+  });
+
   it('expired approvals answer 410; withheld actions offer no decision', async () => {
     const { key, account } = await t.createKey();
     const site = await createSite(key);
