@@ -273,6 +273,78 @@ describe('activity service (real MongoDB-wire server and Kafka)', () => {
     });
   });
 
+  it('answers 503 activity_sources_unavailable with shaped data when the read model fails, and 503 activity_access_unavailable when access cannot be checked', async () => {
+    const t = await tenant();
+    const find = svc.models.Item.find;
+    svc.models.Item.find = (() => {
+      throw new Error('read model down');
+    }) as never;
+    let e;
+    try {
+      e = await rejects(svc.operationActivity(t.p, { type: 'project', id: t.projectId }, {}));
+    } finally {
+      svc.models.Item.find = find;
+    }
+    expect(e).toMatchObject({ status: 503, code: 'activity_sources_unavailable' });
+    expect(e.details.data).toMatchObject({
+      contract_version: 1,
+      current: [],
+      history: { items: [], has_more: false },
+      availability: { complete: false, sources: [{ source_kind: 'operation', state: 'unavailable' }] },
+    });
+    const check = directory.canAccessProject;
+    directory.canAccessProject = async () => {
+      throw new Error('directory down');
+    };
+    try {
+      e = await rejects(svc.operationActivity(t.p, { type: 'project', id: t.projectId }, {}));
+    } finally {
+      directory.canAccessProject = check;
+    }
+    expect(e).toMatchObject({ status: 503, code: 'activity_access_unavailable' });
+  });
+
+  it('caps pending agent actions at 1,000 and says the list is incomplete', async () => {
+    const t = await tenant();
+    const now = Date.now();
+    const docs = Array.from({ length: 1001 }, (_, i) => {
+      const id = randomUUID();
+      return {
+        _id: id,
+        accountId: t.p.accountId,
+        projectId: t.projectId,
+        objectiveId: randomUUID(),
+        actionKey: 'x.y.update',
+        actionHash: 'h',
+        status: 'pending_approval',
+        continuation: 'waiting_approvals',
+        authorization: null,
+        approvalId: randomUUID(),
+        approval: {
+          id: randomUUID(),
+          status: 'pending',
+          expiresAt: new Date(now + 3_600_000),
+          decision: null,
+          decidedAt: null,
+          decidedBy: null,
+        },
+        principal: { type: 'cli', id: null },
+        operations: [],
+        errorCode: null,
+        current: true,
+        createdAt: new Date(now - i),
+        updatedAt: new Date(now - i),
+        finishedAt: null,
+      };
+    });
+    for (let i = 0; i < docs.length; i += 500) await svc.models.Action.insertMany(docs.slice(i, i + 500));
+    const list = await svc.agentActivity(t.p, { type: 'project', id: t.projectId }, {});
+    expect(list.pending).toHaveLength(1000);
+    expect(list.pending_complete).toBe(false);
+    expect(list.current_complete).toBe(true);
+    expect(list.pending[0].id).toBe(`agent_tool_execution:${docs[0]._id}`);
+  });
+
   describe('agent actions and decisions', () => {
     it('an approved publisher.site.restart originates a real restart operation, once', async () => {
       const t = await tenant();
