@@ -7,6 +7,8 @@ import { agentsAct } from '../../subgraphs/activity/cli';
 import type { ActivityService } from '../../subgraphs/activity/service';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 
+// The machine is shared: projections and feeds get minutes, not seconds, under heavy load.
+jest.setTimeout(180_000);
 /**
  * Operation and agent activity end to end: REST through the bridge and router, the CLI, and the
  * graphql-ws feed, on the whole platform in-process against real Kafka and MongoDB-wire.
@@ -25,7 +27,7 @@ afterAll(async () => {
 const feed = (projectId: string, suffix = '') => `/api/v1/projects/${projectId}/operation-activity${suffix}`;
 const agentFeed = (projectId: string, suffix = '') => `/api/v1/projects/${projectId}/agent-activity${suffix}`;
 
-async function until<T>(fn: () => Promise<T | undefined | null | false>, timeoutMs = 30_000): Promise<T> {
+async function until<T>(fn: () => Promise<T | undefined | null | false>, timeoutMs = 90_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();

@@ -10,13 +10,15 @@ import { Ports, type ProjectDirectory, type ProjectRecord } from '../../core/por
 import type { Principal } from '../../core/principal';
 import { ActivityService } from '../../subgraphs/activity/service';
 
+// The machine is shared: projections and feeds get minutes, not seconds, under heavy load.
+jest.setTimeout(180_000);
 /**
  * The activity service against the real MongoDB-wire server and Kafka broker: operations run by a
  * real engine reach the read model through the topic, replaying the topic rebuilds the same
  * projection, and every read and decision rule answers as spec 4.6/4.7/7.5 say.
  */
 
-async function until<T>(fn: () => Promise<T | undefined | null | false>, timeoutMs = 30_000): Promise<T> {
+async function until<T>(fn: () => Promise<T | undefined | null | false>, timeoutMs = 90_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();
