@@ -72,10 +72,15 @@ export async function applyRecord(models: ActivityModels, r: ActivityRecord): Pr
 }
 
 /** Maps and applies one event of `source`; null when the event is not activity. */
-export async function project(models: ActivityModels, source: ActivitySource, event: unknown): Promise<Applied | null> {
+export async function project(
+  models: ActivityModels,
+  source: ActivitySource,
+  event: unknown,
+  enrich?: (r: ActivityRecord) => Promise<ActivityRecord>,
+): Promise<Applied | null> {
   const record = source.map(event);
   if (!record) return null;
   if (!record.id.startsWith(`${source.sourceKind}:`))
     throw new Error(`source ${source.sourceKind} mapped an item id ${record.id}`);
-  return applyRecord(models, record);
+  return applyRecord(models, enrich ? await enrich(record) : record);
 }

@@ -1,8 +1,8 @@
-import type { ActivitySource } from '../../core/activity-source';
+import type { ActivityRecord, ActivitySource } from '../../core/activity-source';
 import type { EventBus } from '../../core/events/event-bus';
 import { PlatformError, badRequest } from '../../core/errors';
 import type { Logger } from '../../core/logger';
-import { operationActivitySource } from '../../core/operations/activity-source';
+import { OPERATION_SOURCE_KIND, operationActivitySource } from '../../core/operations/activity-source';
 import type { OperationEngine } from '../../core/operations/engine';
 import type { Ports } from '../../core/ports';
 import { type Principal, requirePrincipal } from '../../core/principal';
@@ -64,7 +64,7 @@ export class ActivityService {
 
   /** Consumer handler: projects one event of `source` and streams the item when it changed. */
   async consume(source: ActivitySource, event: unknown): Promise<void> {
-    const applied = await project(this.models, source, event);
+    const applied = await project(this.models, source, event, (r) => this.withInitiator(r));
     if (!applied?.changed) return;
     const doc = applied.doc;
     const update: ActivityUpdateEvent = {
@@ -76,6 +76,18 @@ export class ActivityService {
     await this.d.bus.publish([
       { topic: this.d.topicOf(ACTIVITY_TOPICS.operationUpdates), key: doc.projectId ?? doc._id, value: update },
     ]);
+  }
+
+  /**
+   * Operation events do not carry who started the operation; its document does, and it never
+   * changes, so reading it once per item keeps a replay equal to the live projection.
+   */
+  private async withInitiator(r: ActivityRecord): Promise<ActivityRecord> {
+    if (r.sourceKind !== OPERATION_SOURCE_KIND || r.initiator != null) return r;
+    const known = await this.models.Item.findById(r.id, { initiator: 1 }).lean<{ initiator: unknown }>().exec();
+    if (known?.initiator != null) return { ...r, initiator: known.initiator };
+    const op = await this.d.engine.model.findById(r.sourceId, { initiator: 1 }).lean<{ initiator: unknown }>().exec();
+    return { ...r, initiator: op?.initiator ?? null };
   }
 
   private async publishAgent(a: AgentActionDoc): Promise<void> {

@@ -30,8 +30,26 @@ function operationLinks(d: ActivityItemDoc): { rel: string; href: string }[] {
   return [];
 }
 
+/** Who started it, as the operation recorded it (`{type, id}`), and the channel that implies. */
+function initiatorOf(d: ActivityItemDoc) {
+  const i = d.initiator as { type?: unknown; id?: unknown; objective_id?: unknown } | null;
+  if (!i || typeof i.type !== 'string') return { initiator: null, channel: null, parents: [] };
+  const initiator = { type: i.type, id: typeof i.id === 'string' ? i.id : null };
+  if (i.type === AGENT_SOURCE_KIND && initiator.id) {
+    return {
+      initiator,
+      channel: 'agent',
+      parents: [
+        { type: AGENT_SOURCE_KIND, activity_id: `${AGENT_SOURCE_KIND}:${initiator.id}`, objective_id: i.objective_id ?? null },
+      ],
+    };
+  }
+  return { initiator, channel: i.type === 'api_key' ? 'api' : null, parents: [] };
+}
+
 export function operationItem(d: ActivityItemDoc) {
   const extra = d.extra ?? {};
+  const who = initiatorOf(d);
   return {
     id: d._id,
     source: { kind: d.sourceKind, record_id: d.sourceId, status: d.sourceStatus },
@@ -43,14 +61,14 @@ export function operationItem(d: ActivityItemDoc) {
     status: d.status,
     terminal: d.terminal ? { outcome: d.terminal.outcome, at: d.terminal.at, error_code: extra.errorCode ?? null } : null,
     current_step: d.current ? d.step : null,
-    initiator: d.initiator ?? null,
-    channel: (extra.channel as string | undefined) ?? null,
+    initiator: who.initiator,
+    channel: who.channel,
     executor: (extra.executor as string | undefined) ?? null,
     created_at: iso(d.createdAt),
     started_at: iso(d.startedAt),
     updated_at: iso(d.updatedAt),
     finished_at: iso(d.finishedAt),
-    parents: [],
+    parents: who.parents,
     related_resources: [],
     tasks: [],
     links: operationLinks(d),

@@ -407,7 +407,12 @@ describe('activity service (real MongoDB-wire server and Kafka)', () => {
       expect(opposite).toMatchObject({ status: 409, code: 'decision_conflict' });
 
       const opId = decided.continuation.operations[0].activity_id.slice('operation:'.length);
-      await completed(t, opId);
+      const originated = await completed(t, opId);
+      expect(originated).toMatchObject({
+        initiator: { type: 'agent_tool_execution', id: acted.action_id.split(':')[1] },
+        channel: 'agent',
+        parents: [{ type: 'agent_tool_execution', activity_id: acted.action_id, objective_id: acted.objective_id }],
+      });
       const item = await svc.agentActivityItem(t.p, { type: 'project', id: t.projectId }, acted.action_id);
       expect(item.item).toMatchObject({
         status: 'succeeded',
