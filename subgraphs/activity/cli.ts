@@ -7,6 +7,7 @@ export const agentsAct: CliCommand<ActivityService> = {
   words: ['agents', 'act'],
   usage:
     '--account SLUG --project ID --action-key KEY [--approval required|none|standing_policy] [--expires-in SECONDS] [--objective ID]',
+  required: ['account', 'project', 'action-key'],
   options: {
     account: { type: 'string' },
     project: { type: 'string' },

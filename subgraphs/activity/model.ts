@@ -1,4 +1,5 @@
 import mongoose, { Schema } from 'mongoose';
+import { model } from '../../core/mongo';
 
 /**
  * Read models of the activity area. Both are rebuilt from what they record: items from the source
@@ -171,7 +172,7 @@ export interface ActivityModels {
 
 export function activityModels(conn: mongoose.Connection): ActivityModels {
   return {
-    Item: (conn.models.ActivityItem as mongoose.Model<ActivityItemDoc>) ?? conn.model('ActivityItem', itemSchema),
-    Action: (conn.models.AgentAction as mongoose.Model<AgentActionDoc>) ?? conn.model('AgentAction', actionSchema),
+    Item: model(conn, 'activity', 'Item', itemSchema),
+    Action: model(conn, 'activity', 'AgentAction', actionSchema),
   };
 }

@@ -5,6 +5,7 @@ import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { agentsAct } from '../../subgraphs/activity/cli';
 import type { ActivityService } from '../../subgraphs/activity/service';
+import { waitForOperation } from '../publisher/helpers';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 
 // The machine is shared: projections and feeds get minutes, not seconds, under heavy load.
@@ -137,7 +138,7 @@ describe('agent activity and decisions through the bridge', () => {
   it('an approved publisher.site.restart originates the restart operation, linked as originated', async () => {
     const { key, account } = await t.createKey({ role: 'owner' });
     const site = await createSite(key);
-    await t.waitForOperation(key, site.projectId, site.operationId);
+    await waitForOperation(t, key, site.projectId, site.operationId);
     const acted = await act(account, site.projectId, 'publisher.site.restart');
 
     const list = await t.rest('GET', agentFeed(site.projectId), { key });
@@ -183,7 +184,7 @@ describe('agent activity and decisions through the bridge', () => {
     expect(opposite.status).toBe(409);
 
     const opId = link.activity_id.slice('operation:'.length);
-    const op = await t.waitForOperation(key, site.projectId, opId);
+    const op = await waitForOperation(t, key, site.projectId, opId);
     expect(op).toMatchObject({ status: 'completed' });
     const exact = await t.rest('GET', agentFeed(site.projectId, `/${encodeURIComponent(acted.action_id)}`), { key });
     expect(exact.body.data.item).toMatchObject({
