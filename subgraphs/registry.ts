@@ -7,9 +7,4 @@ import activity from './activity';
  * Every area of the platform, in port order. The composition root, the CLI, the bridge's routes
  * and the router's feeds loop over this list; adding an area is its folder plus one line here.
  */
-export const AREAS = [
-  identity,
-  publisher,
-  commerce,
-  activity,
-] as const;
+export const AREAS = [identity, publisher, commerce, activity] as const;
