@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineArea } from '../../core/area';
-import { parseDnsServers, SystemDnsResolver, type DnsResolver } from '../../core/dns/resolver';
+import { parseDnsServers, SystemDnsResolver } from '../../core/dns/resolver';
 import { startDnsStandIn } from '../../core/dns/stand-in-server';
 import { MailPublicResolver } from './resolvers';
 import { mailRoutes } from './routes';
@@ -19,20 +19,6 @@ const settings = z.object({
 });
 export type MailSettings = z.infer<typeof settings>;
 
-/**
- * The resolver is built on first use, reading `MAIL_DNS_SERVERS` then: a stand-in started after the
- * settings were parsed still puts its address in the environment before any audit runs.
- */
-function lazyResolver(configured: string | undefined): DnsResolver {
-  let real: DnsResolver | null = null;
-  const get = () => (real ??= new SystemDnsResolver(parseDnsServers(process.env.MAIL_DNS_SERVERS ?? configured)));
-  return {
-    txt: (n, o) => get().txt(n, o),
-    mx: (n, o) => get().mx(n, o),
-    address: (n, t, o) => get().address(n, t, o),
-  };
-}
-
 export default defineArea<MailServices, MailSettings>({
   name: 'mail',
   portOffset: 4,
@@ -40,7 +26,8 @@ export default defineArea<MailServices, MailSettings>({
   services: (ctx) =>
     new MailServices({
       conn: ctx.conn,
-      resolver: lazyResolver(ctx.settings.MAIL_DNS_SERVERS),
+      // Stand-ins start before the settings are parsed, so an unset variable already holds the stand-in's address.
+      resolver: new SystemDnsResolver(parseDnsServers(ctx.settings.MAIL_DNS_SERVERS)),
       platformSpfDomain: ctx.settings.MAIL_PLATFORM_SPF_DOMAIN ?? PLATFORM_SPF_DOMAIN,
     }),
   subgraph: (services) => ({
