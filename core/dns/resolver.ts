@@ -98,7 +98,9 @@ export class SystemDnsResolver implements DnsResolver {
   }
 
   txt(name: string, opts: LookupOptions = {}): Promise<DnsAnswer<string>> {
-    return this.run(opts.timeoutMs ?? DEFAULT_LOOKUP_TIMEOUT_MS, async (r) => (await r.resolveTxt(name)).map((chunks) => chunks.join('')));
+    return this.run(opts.timeoutMs ?? DEFAULT_LOOKUP_TIMEOUT_MS, async (r) =>
+      (await r.resolveTxt(name)).map((chunks) => chunks.join('')),
+    );
   }
 
   mx(name: string, opts: LookupOptions = {}): Promise<DnsAnswer<MxRecord>> {

@@ -50,7 +50,11 @@ function answersFor(name: string, type: string, entry: ZoneEntry): packet.Answer
     case 'TXT':
       return (entry.TXT ?? []).map((t) => ({ ...base, type: 'TXT' as const, data: txtChunks(t) }));
     case 'MX':
-      return (entry.MX ?? []).map((m) => ({ ...base, type: 'MX' as const, data: { preference: m.priority, exchange: m.exchange } }));
+      return (entry.MX ?? []).map((m) => ({
+        ...base,
+        type: 'MX' as const,
+        data: { preference: m.priority, exchange: m.exchange },
+      }));
     case 'A':
       return (entry.A ?? []).map((a) => ({ ...base, type: 'A' as const, data: a }));
     case 'AAAA':

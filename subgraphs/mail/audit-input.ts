@@ -50,7 +50,8 @@ export function parseSelectors(input: unknown): string[] {
   const list = [...new Set(input.split(',').map((s) => s.trim().toLowerCase()))];
   if (list.some((s) => s.length === 0)) throw badRequest('invalid_selectors', 'selectors must not be empty');
   const bad = list.find((s) => s.length > 63 || !SELECTOR.test(s));
-  if (bad !== undefined) throw badRequest('invalid_selectors', `"${bad.slice(0, 70)}" is not a DKIM selector`, { selector: bad.slice(0, 70) });
+  if (bad !== undefined)
+    throw badRequest('invalid_selectors', `"${bad.slice(0, 70)}" is not a DKIM selector`, { selector: bad.slice(0, 70) });
   if (list.length > MAX_SELECTORS) {
     throw badRequest('invalid_selectors', `at most ${MAX_SELECTORS} selectors may be checked at once`, { max: MAX_SELECTORS });
   }

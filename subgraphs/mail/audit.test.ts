@@ -8,7 +8,9 @@ import { AUDIT_ZONES, PLATFORM_SPF_DOMAIN } from './testing/audit-zones';
 
 const SLOW = {
   'slow.test': { behavior: 'timeout' as const },
-  'slow-chain.test': { TXT: ['v=spf1 include:t1.slow.test include:t2.slow.test include:t3.slow.test include:t4.slow.test include:t5.slow.test -all'] },
+  'slow-chain.test': {
+    TXT: ['v=spf1 include:t1.slow.test include:t2.slow.test include:t3.slow.test include:t4.slow.test include:t5.slow.test -all'],
+  },
   ...Object.fromEntries([1, 2, 3, 4, 5].map((i) => [`t${i}.slow.test`, { behavior: 'timeout' as const }])),
   'xn--bcher-kva.test': { TXT: ['v=spf1 -all'] },
 };
@@ -24,7 +26,12 @@ const codeOf = async (p: Promise<unknown>) => {
   }
 };
 const service = (extra: Partial<ConstructorParameters<typeof AuditService>[0]> = {}) =>
-  new AuditService({ resolver, platformSpfDomain: PLATFORM_SPF_DOMAIN, limits: { maxLookups: 32, totalMs: 8_000, lookupMs: 300 }, ...extra });
+  new AuditService({
+    resolver,
+    platformSpfDomain: PLATFORM_SPF_DOMAIN,
+    limits: { maxLookups: 32, totalMs: 8_000, lookupMs: 300 },
+    ...extra,
+  });
 
 beforeAll(async () => {
   dns = await startDnsStandIn({ zones: { ...AUDIT_ZONES, ...SLOW } });
@@ -40,9 +47,22 @@ describe('audit input', () => {
     ['ＥＸＡＭＰＬＥ.com', 'example.com'],
   ])('accepts %s as %s', (input, out) => expect(normalizeAuditDomain(input)).toBe(out));
 
-  it.each(['https://a.com', 'a.com/x', 'a.com:25', 'user@a.com', 'u:p@a.com', '1.2.3.4', '[::1]', 'localhost', '-a.com', 'a..com', '', 'a.123', 'a.com?x=1'])(
-    'refuses %s',
-    async (input) => expect(await codeOf(Promise.resolve().then(() => normalizeAuditDomain(input)))).toBe('400 invalid_domain'),
+  it.each([
+    'https://a.com',
+    'a.com/x',
+    'a.com:25',
+    'user@a.com',
+    'u:p@a.com',
+    '1.2.3.4',
+    '[::1]',
+    'localhost',
+    '-a.com',
+    'a..com',
+    '',
+    'a.123',
+    'a.com?x=1',
+  ])('refuses %s', async (input) =>
+    expect(await codeOf(Promise.resolve().then(() => normalizeAuditDomain(input)))).toBe('400 invalid_domain'),
   );
 
   it('takes at most five distinct selectors', async () => {

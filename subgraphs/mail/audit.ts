@@ -99,7 +99,11 @@ export class AuditService {
       Promise.all(selectors.map(async (s) => [s, await dns.txt(`${s}._domainkey.${domain}`)] as const)),
     ]);
     const top = await dns.txt(domain); // answered from this audit's memo
-    const records: AuditRecord[] = [spfRecord(domain, top, spf.observed, platform), dmarcRecord(domain, dmarc), mxRecord(domain, mx)];
+    const records: AuditRecord[] = [
+      spfRecord(domain, top, spf.observed, platform),
+      dmarcRecord(domain, dmarc),
+      mxRecord(domain, mx),
+    ];
     for (const [selector, answer] of dkim) records.push(dkimRecord(domain, selector, answer));
     records.push({
       kind: 'dkim',
@@ -115,7 +119,8 @@ export class AuditService {
       name: domain,
       status: 'pending',
       observed: [],
-      explanation: 'The platform gives the exact return-path (bounce) CNAME and DKIM records when you add this sending domain; the public audit generates no keys.',
+      explanation:
+        'The platform gives the exact return-path (bounce) CNAME and DKIM records when you add this sending domain; the public audit generates no keys.',
     });
     return {
       domain,
@@ -131,8 +136,14 @@ function spfRecord(domain: string, top: AuditAnswer<string>, observed: string[],
   const base = { kind: 'spf' as const, name: domain, observed };
   const err = failed(top);
   if (err) return { ...base, status: 'unknown', explanation: `The TXT lookup failed (${err}); the SPF policy is unknown.` };
-  if (observed.length === 0) return { ...base, status: 'missing', explanation: `No SPF record. Publish one that includes ${platform}.` };
-  if (observed.length > 1) return { ...base, status: 'multiple', explanation: 'More than one SPF record: receivers treat that as a permanent error. Combine them into one.' };
+  if (observed.length === 0)
+    return { ...base, status: 'missing', explanation: `No SPF record. Publish one that includes ${platform}.` };
+  if (observed.length > 1)
+    return {
+      ...base,
+      status: 'multiple',
+      explanation: 'More than one SPF record: receivers treat that as a permanent error. Combine them into one.',
+    };
   return { ...base, status: 'found', explanation: 'One SPF record. See spf for the lookup count and the merged record.' };
 }
 
@@ -142,19 +153,51 @@ function dmarcRecord(domain: string, answer: AuditAnswer<string>): AuditRecord {
   if (err) return { kind: 'dmarc', name, status: 'unknown', observed: [], explanation: `The TXT lookup failed (${err}).` };
   const observed = answer.records.filter((t) => /^v=DMARC1\s*(;|$)/i.test(t.trim()));
   if (observed.length === 0) {
-    return { kind: 'dmarc', name, status: 'missing', observed, explanation: 'No DMARC policy. Start with "v=DMARC1; p=none; rua=mailto:…" to watch reports before enforcing.' };
+    return {
+      kind: 'dmarc',
+      name,
+      status: 'missing',
+      observed,
+      explanation: 'No DMARC policy. Start with "v=DMARC1; p=none; rua=mailto:…" to watch reports before enforcing.',
+    };
   }
-  if (observed.length > 1) return { kind: 'dmarc', name, status: 'multiple', observed, explanation: 'More than one DMARC record: receivers ignore them all. Keep one.' };
+  if (observed.length > 1)
+    return {
+      kind: 'dmarc',
+      name,
+      status: 'multiple',
+      observed,
+      explanation: 'More than one DMARC record: receivers ignore them all. Keep one.',
+    };
   const policy = /(?:^|;)\s*p\s*=\s*([a-z]+)/i.exec(observed[0])?.[1]?.toLowerCase() ?? 'none';
-  return { kind: 'dmarc', name, status: 'found', observed, explanation: `DMARC policy p=${policy}. Keep it; mail from the platform aligns once SPF and DKIM are set.` };
+  return {
+    kind: 'dmarc',
+    name,
+    status: 'found',
+    observed,
+    explanation: `DMARC policy p=${policy}. Keep it; mail from the platform aligns once SPF and DKIM are set.`,
+  };
 }
 
 function mxRecord(domain: string, answer: AuditAnswer<{ exchange: string; priority: number }>): AuditRecord {
   const err = failed(answer);
   if (err) return { kind: 'mx', name: domain, status: 'unknown', observed: [], explanation: `The MX lookup failed (${err}).` };
   const observed = [...answer.records].sort((a, b) => a.priority - b.priority).map((m) => `${m.priority} ${m.exchange}`);
-  if (!observed.length) return { kind: 'mx', name: domain, status: 'missing', observed, explanation: 'No MX records: the domain receives no mail. Sending does not need any.' };
-  return { kind: 'mx', name: domain, status: 'found', observed, explanation: 'Existing mailbox MX records stay in place: sending through the platform does not touch them.' };
+  if (!observed.length)
+    return {
+      kind: 'mx',
+      name: domain,
+      status: 'missing',
+      observed,
+      explanation: 'No MX records: the domain receives no mail. Sending does not need any.',
+    };
+  return {
+    kind: 'mx',
+    name: domain,
+    status: 'found',
+    observed,
+    explanation: 'Existing mailbox MX records stay in place: sending through the platform does not touch them.',
+  };
 }
 
 function dkimRecord(domain: string, selector: string, answer: AuditAnswer<string>): AuditRecord {
@@ -162,6 +205,13 @@ function dkimRecord(domain: string, selector: string, answer: AuditAnswer<string
   const err = failed(answer);
   if (err) return { kind: 'dkim', name, status: 'unknown', observed: [], explanation: `The TXT lookup failed (${err}).` };
   const observed = answer.records.filter((t) => /(^|;)\s*(v=DKIM1|p=)/i.test(t));
-  if (!observed.length) return { kind: 'dkim', name, status: 'missing', observed, explanation: `No DKIM key at selector ${selector}.` };
-  return { kind: 'dkim', name, status: 'found', observed, explanation: `A DKIM key at selector ${selector}; keep it while the old provider still sends.` };
+  if (!observed.length)
+    return { kind: 'dkim', name, status: 'missing', observed, explanation: `No DKIM key at selector ${selector}.` };
+  return {
+    kind: 'dkim',
+    name,
+    status: 'found',
+    observed,
+    explanation: `A DKIM key at selector ${selector}; keep it while the old provider still sends.`,
+  };
 }

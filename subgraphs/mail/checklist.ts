@@ -54,7 +54,9 @@ export function requireLiveKey(principal: Principal | null | undefined): Princip
   return p;
 }
 
-const view = (d: Pick<ChecklistDoc, 'domain' | 'provider' | 'completed' | 'revision'> & { updatedAt: Date | null }): ChecklistView => ({
+const view = (
+  d: Pick<ChecklistDoc, 'domain' | 'provider' | 'completed' | 'revision'> & { updatedAt: Date | null },
+): ChecklistView => ({
   domain: d.domain,
   provider: d.provider,
   completed: d.completed,
@@ -63,7 +65,9 @@ const view = (d: Pick<ChecklistDoc, 'domain' | 'provider' | 'completed' | 'revis
 });
 
 const stale = (current: number) =>
-  conflict('revision_conflict', 'the checklist changed since it was read; reload it and apply the change again', { currentRevision: current });
+  conflict('revision_conflict', 'the checklist changed since it was read; reload it and apply the change again', {
+    currentRevision: current,
+  });
 
 export class ChecklistService {
   constructor(private readonly model: Model<ChecklistDoc>) {}
@@ -87,7 +91,10 @@ export class ChecklistService {
     const provider = parseProvider(input.provider);
     const unknown = input.completed.filter((s) => !(STEP_IDS as readonly string[]).includes(s));
     if (unknown.length) {
-      throw badRequest('invalid_step', `unknown checklist step: ${unknown.join(', ')}`, { unknownSteps: unknown, allowed: [...STEP_IDS] });
+      throw badRequest('invalid_step', `unknown checklist step: ${unknown.join(', ')}`, {
+        unknownSteps: unknown,
+        allowed: [...STEP_IDS],
+      });
     }
     // Stored in the spec's step order, each once.
     const completed = STEP_IDS.filter((s) => input.completed.includes(s));
@@ -95,7 +102,15 @@ export class ChecklistService {
     const updatedAt = new Date();
     if (input.revision === 0) {
       try {
-        const created = await this.model.create({ _id, accountId: p.accountId, domain, provider, completed, revision: 1, updatedAt });
+        const created = await this.model.create({
+          _id,
+          accountId: p.accountId,
+          domain,
+          provider,
+          completed,
+          revision: 1,
+          updatedAt,
+        });
         return view(created.toObject());
       } catch (e) {
         if (!isDuplicateKey(e)) throw e;
@@ -104,7 +119,11 @@ export class ChecklistService {
       }
     }
     const updated = await this.model
-      .findOneAndUpdate({ _id, revision: input.revision }, { $set: { completed, updatedAt }, $inc: { revision: 1 } }, { new: true })
+      .findOneAndUpdate(
+        { _id, revision: input.revision },
+        { $set: { completed, updatedAt }, $inc: { revision: 1 } },
+        { new: true },
+      )
       .lean();
     if (!updated) {
       const current = await this.model.findById(_id).lean();

@@ -53,7 +53,8 @@ export class LookupBudget {
     const remaining = this.deadline - this.now();
     let answer: Promise<AuditAnswer<T>>;
     if (remaining <= 0) answer = Promise.resolve({ outcome: 'error', records: [], error: 'time_budget' });
-    else if (this.sent >= this.limits.maxLookups) answer = Promise.resolve({ outcome: 'error', records: [], error: 'lookup_budget' });
+    else if (this.sent >= this.limits.maxLookups)
+      answer = Promise.resolve({ outcome: 'error', records: [], error: 'lookup_budget' });
     else {
       this.sent++;
       const timeoutMs = Math.min(this.limits.lookupMs, remaining);

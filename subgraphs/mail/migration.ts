@@ -9,7 +9,17 @@ export const PROVIDERS = ['provider_a', 'provider_b', 'provider_c', 'provider_d'
 export type Provider = (typeof PROVIDERS)[number];
 
 /** Spec 3.7: the checklist's step ids, in order. */
-export const STEP_IDS = ['audit', 'add_domain', 'coexist', 'verify', 'test', 'controlled_send', 'switch', 'monitor', 'retire'] as const;
+export const STEP_IDS = [
+  'audit',
+  'add_domain',
+  'coexist',
+  'verify',
+  'test',
+  'controlled_send',
+  'switch',
+  'monitor',
+  'retire',
+] as const;
 export type StepId = (typeof STEP_IDS)[number];
 
 /** The guide release these texts belong to. */
@@ -91,14 +101,46 @@ function steps(provider: Provider, domain: string, spfProposal: string | null): 
     : 'resolve the SPF review items from the audit by hand before adding the platform include';
   return [
     { id: 'audit', title: 'Audit the domain', action: `Review the records below for ${domain}; ${spf}.` },
-    { id: 'add_domain', title: 'Add the sending domain', action: `Add ${domain} in an authenticated workspace to get its exact DKIM and return-path records.` },
-    { id: 'coexist', title: 'Run both side by side', action: `Publish the DKIM and return-path records next to ${g.name}'s; keep MX records and the old integration running.` },
-    { id: 'verify', title: 'Verify DNS and senders', action: 'Wait until the domain verifies and each sender address is verified on the platform.' },
-    { id: 'test', title: 'Send with a test key', action: 'Call POST /v1/mail/send with a test-mode key: messages are recorded, never delivered.' },
-    { id: 'controlled_send', title: 'Send a small share', action: 'Move one stream or a small share of traffic to a live key and watch events and webhook deliveries.' },
-    { id: 'switch', title: 'Switch traffic', action: `Send everything through the platform; keep the ${g.name} webhook for in-flight messages.` },
-    { id: 'monitor', title: 'Monitor', action: 'Watch bounces, complaints, suppressions and webhook delivery failures for at least a week.' },
-    { id: 'retire', title: 'Retire the old provider', action: `Remove ${g.name} credentials, its DNS records and its webhook once nothing is in flight.` },
+    {
+      id: 'add_domain',
+      title: 'Add the sending domain',
+      action: `Add ${domain} in an authenticated workspace to get its exact DKIM and return-path records.`,
+    },
+    {
+      id: 'coexist',
+      title: 'Run both side by side',
+      action: `Publish the DKIM and return-path records next to ${g.name}'s; keep MX records and the old integration running.`,
+    },
+    {
+      id: 'verify',
+      title: 'Verify DNS and senders',
+      action: 'Wait until the domain verifies and each sender address is verified on the platform.',
+    },
+    {
+      id: 'test',
+      title: 'Send with a test key',
+      action: 'Call POST /v1/mail/send with a test-mode key: messages are recorded, never delivered.',
+    },
+    {
+      id: 'controlled_send',
+      title: 'Send a small share',
+      action: 'Move one stream or a small share of traffic to a live key and watch events and webhook deliveries.',
+    },
+    {
+      id: 'switch',
+      title: 'Switch traffic',
+      action: `Send everything through the platform; keep the ${g.name} webhook for in-flight messages.`,
+    },
+    {
+      id: 'monitor',
+      title: 'Monitor',
+      action: 'Watch bounces, complaints, suppressions and webhook delivery failures for at least a week.',
+    },
+    {
+      id: 'retire',
+      title: 'Retire the old provider',
+      action: `Remove ${g.name} credentials, its DNS records and its webhook once nothing is in flight.`,
+    },
   ];
 }
 

@@ -20,7 +20,8 @@ export class MailPublicResolver {
     @Arg('domain', () => String) domain: string,
     @Arg('selectors', () => String, { nullable: true }) selectors: string | null,
     @Arg('download', () => String, { nullable: true, description: '`1` for an attachment' }) download: string | null,
-    @Arg('clientIp', () => String, { nullable: true, description: 'The caller address the REST bridge saw' }) clientIp: string | null,
+    @Arg('clientIp', () => String, { nullable: true, description: 'The caller address the REST bridge saw' })
+    clientIp: string | null,
   ): Promise<MailAuditType> {
     const asFile = wantsDownload(download);
     const report = await this.mail.audit.audit({ domain, selectors: selectors ?? undefined, clientIp: clientIp ?? 'unknown' });
@@ -36,7 +37,12 @@ export class MailPublicResolver {
     @Arg('clientIp', () => String, { nullable: true }) clientIp: string | null,
   ): Promise<MailMigrationPlanType> {
     const asFile = wantsDownload(download);
-    const plan = await this.mail.migrationPlan({ domain, provider, selectors: selectors ?? undefined, clientIp: clientIp ?? 'unknown' });
+    const plan = await this.mail.migrationPlan({
+      domain,
+      provider,
+      selectors: selectors ?? undefined,
+      clientIp: clientIp ?? 'unknown',
+    });
     return { ...plan, downloadName: asFile ? 'mail-migration-plan.json' : null };
   }
 

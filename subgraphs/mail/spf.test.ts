@@ -35,7 +35,9 @@ describe('SPF analysis against a real DNS server on loopback (RFC 7208)', () => 
       const proposed = result.proposed as string;
       expect(isSpfRecord(proposed)).toBe(true);
       expect(parseSpf(proposed).errors).toEqual([]);
-      expect(proposed.split(/\s+/).filter((t) => t.toLowerCase() === `include:${PLATFORM_SPF_DOMAIN}`).length).toBeLessThanOrEqual(1);
+      expect(
+        proposed.split(/\s+/).filter((t) => t.toLowerCase() === `include:${PLATFORM_SPF_DOMAIN}`).length,
+      ).toBeLessThanOrEqual(1);
       const current = result.observed[0];
       if (current) for (const term of current.trim().split(/\s+/)) expect(proposed.split(/\s+/)).toContain(term);
     }

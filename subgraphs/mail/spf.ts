@@ -299,7 +299,10 @@ export async function analyzeSpf(dns: LookupBudget, domain: string, platformDoma
   const state: WalkState = { count: 0, voids: 0, reasons: [], review: false, nestedFailure: false, visited: new Set() };
 
   if (observed.length > 1) {
-    note(state, `${domain} publishes ${observed.length} SPF records; RFC 7208 §4.5 makes that a permerror, so they must be combined by hand`);
+    note(
+      state,
+      `${domain} publishes ${observed.length} SPF records; RFC 7208 §4.5 makes that a permerror, so they must be combined by hand`,
+    );
     return { status: 'manual_review', lookupCount: 0, voidLookups: 0, reasons: state.reasons, proposed: null, observed };
   }
 
@@ -333,7 +336,14 @@ export async function analyzeSpf(dns: LookupBudget, domain: string, platformDoma
   }
   if (state.visited.has(platform)) {
     note(state, `the policy already includes ${platform}; it needs no change`, false);
-    return { status: 'safe_merge', lookupCount, voidLookups: state.voids, reasons: state.reasons, proposed: observed[0].trim(), observed };
+    return {
+      status: 'safe_merge',
+      lookupCount,
+      voidLookups: state.voids,
+      reasons: state.reasons,
+      proposed: observed[0].trim(),
+      observed,
+    };
   }
   const merged = lookupCount + platformState.count;
   if (merged > SPF_MAX_LOOKUPS) {

@@ -16,7 +16,8 @@ export class MailSpfAnalysisType {
   @Field(() => String, { description: '`safe_merge`, `manual_review` or `unknown`' }) status!: string;
   @Field(() => Int, { description: 'DNS-querying terms counted as RFC 7208 §4.6.4 does' }) lookupCount!: number;
   @Field(() => [String]) reasons!: string[];
-  @Field(() => String, { nullable: true, description: 'The one SPF record to publish; only when safe_merge' }) proposed!: string | null;
+  @Field(() => String, { nullable: true, description: 'The one SPF record to publish; only when safe_merge' }) proposed!:
+    string | null;
 }
 
 @ObjectType('MailAudit', { description: 'The public domain audit.' })
@@ -26,7 +27,8 @@ export class MailAuditType {
   @Field(() => [MailDnsRecordType]) records!: MailDnsRecordType[];
   @Field(() => MailSpfAnalysisType) spf!: MailSpfAnalysisType;
   @Field(() => String) disclaimer!: string;
-  @Field(() => String, { nullable: true, description: 'File name when the caller asked for a download' }) downloadName!: string | null;
+  @Field(() => String, { nullable: true, description: 'File name when the caller asked for a download' }) downloadName!:
+    string | null;
 }
 
 @ObjectType('MailMigrationGuide')

@@ -91,7 +91,17 @@ describe('migration plan and guides', () => {
     ]);
     for (const g of res.body.data) {
       expect(Object.keys(g).sort()).toEqual(
-        ['apiChange', 'authentication', 'dnsChange', 'name', 'provider', 'sender', 'source', 'verifiedAt', 'webhookChange'].sort(),
+        [
+          'apiChange',
+          'authentication',
+          'dnsChange',
+          'name',
+          'provider',
+          'sender',
+          'source',
+          'verifiedAt',
+          'webhookChange',
+        ].sort(),
       );
     }
     expect(res.body.data[6].authentication).toMatch(/certificate verification on/);
@@ -151,10 +161,16 @@ describe('/v1/mail/migration/checklist', () => {
     expect(stale.status).toBe(409);
     expect(stale.body.error.code).toBe('revision_conflict');
 
-    const next = await t.rest('PUT', '/v1/mail/migration/checklist', { key, body: { ...body, completed: ['audit', 'add_domain', 'coexist'], revision: 1 } });
+    const next = await t.rest('PUT', '/v1/mail/migration/checklist', {
+      key,
+      body: { ...body, completed: ['audit', 'add_domain', 'coexist'], revision: 1 },
+    });
     expect(next.body.data.revision).toBe(2);
 
-    const bad = await t.rest('PUT', '/v1/mail/migration/checklist', { key, body: { ...body, completed: ['launch'], revision: 2 } });
+    const bad = await t.rest('PUT', '/v1/mail/migration/checklist', {
+      key,
+      body: { ...body, completed: ['launch'], revision: 2 },
+    });
     expect(bad.status).toBe(400);
     expect(bad.body.error.code).toBe('invalid_step');
 
@@ -173,7 +189,9 @@ describe('/v1/mail/migration/checklist', () => {
   it('exactly one of many concurrent writers of the same revision wins', async () => {
     const { key } = await t.createKey();
     const body = { domain: 'race.test', provider: 'provider_a', completed: ['audit'], revision: 0 };
-    const results = await Promise.all(Array.from({ length: 6 }, () => t.rest('PUT', '/v1/mail/migration/checklist', { key, body })));
+    const results = await Promise.all(
+      Array.from({ length: 6 }, () => t.rest('PUT', '/v1/mail/migration/checklist', { key, body })),
+    );
     expect(results.filter((r) => r.status === 200)).toHaveLength(1);
     expect(results.filter((r) => r.status === 409)).toHaveLength(5);
   });
