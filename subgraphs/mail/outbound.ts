@@ -17,7 +17,12 @@ export const OUTBOUND_TIMEOUT_MS = 10_000;
 export const RESPONSE_EXCERPT_BYTES = 2048;
 
 export function allowHosts(value: string | undefined): Set<string> {
-  return new Set((value ?? '').split(',').map((h) => h.trim().toLowerCase()).filter(Boolean));
+  return new Set(
+    (value ?? '')
+      .split(',')
+      .map((h) => h.trim().toLowerCase())
+      .filter(Boolean),
+  );
 }
 
 function publicAddress(address: string): boolean {
@@ -55,7 +60,12 @@ export interface PostResult {
 }
 
 /** POSTs `body` with `headers` to `url`, resolving and checking the address first. Never throws. */
-export async function safePost(url: string, body: string, headers: Record<string, string>, allowed: Set<string>): Promise<PostResult> {
+export async function safePost(
+  url: string,
+  body: string,
+  headers: Record<string, string>,
+  allowed: Set<string>,
+): Promise<PostResult> {
   const started = performance.now();
   const done = (r: Omit<PostResult, 'durationMs'>): PostResult => ({ ...r, durationMs: Math.round(performance.now() - started) });
   let u: URL;
@@ -95,7 +105,11 @@ export async function safePost(url: string, body: string, headers: Record<string
             kept += Math.min(c.length, RESPONSE_EXCERPT_BYTES - kept);
           }
         });
-        res.on('end', () => resolve(done({ statusCode: res.statusCode ?? null, responseExcerpt: Buffer.concat(chunks).toString('utf8'), error: null })));
+        res.on('end', () =>
+          resolve(
+            done({ statusCode: res.statusCode ?? null, responseExcerpt: Buffer.concat(chunks).toString('utf8'), error: null }),
+          ),
+        );
         res.on('error', (e) => resolve(done({ statusCode: res.statusCode ?? null, responseExcerpt: null, error: e.message })));
       },
     );

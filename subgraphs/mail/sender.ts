@@ -48,11 +48,17 @@ const ADDRESS = /^[^\s@<>(),;:"[\]]+@[^\s@<>(),;:"[\]]+\.[^\s@<>(),;:"[\]]+$/;
 export function bareAddress(input: string): string {
   const m = /<([^<>]+)>\s*$/.exec(input);
   const addr = (m ? m[1] : input).trim().toLowerCase();
-  if (!ADDRESS.test(addr) || addr.length > 320) throw badRequest('invalid_address', `"${input.slice(0, 100)}" is not an email address`);
+  if (!ADDRESS.test(addr) || addr.length > 320)
+    throw badRequest('invalid_address', `"${input.slice(0, 100)}" is not an email address`);
   return addr;
 }
 
-const item = (type: MailEventType, label: string, metadata: Record<string, unknown> | null = null, at = new Date()): TimelineItem => ({
+const item = (
+  type: MailEventType,
+  label: string,
+  metadata: Record<string, unknown> | null = null,
+  at = new Date(),
+): TimelineItem => ({
   type,
   label,
   createdAt: at,
@@ -78,11 +84,22 @@ export class SendService {
     private readonly log: Logger,
   ) {}
 
-  private events(doc: Pick<MessageDoc, '_id' | 'accountId'>, entries: { type: MailEventType; data?: Record<string, unknown> }[], at: Date): OutboxEvent[] {
+  private events(
+    doc: Pick<MessageDoc, '_id' | 'accountId'>,
+    entries: { type: MailEventType; data?: Record<string, unknown> }[],
+    at: Date,
+  ): OutboxEvent[] {
     return entries.map((e) =>
       mailEvent(
         this.topic,
-        { type: e.type, accountId: doc.accountId, resourceType: 'message', resourceId: doc._id, messageId: doc._id, data: e.data ?? {} },
+        {
+          type: e.type,
+          accountId: doc.accountId,
+          resourceType: 'message',
+          resourceId: doc._id,
+          messageId: doc._id,
+          data: e.data ?? {},
+        },
         at,
       ),
     );
@@ -106,7 +123,9 @@ export class SendService {
     const id = newId();
     const base = { _id: id, accountId: p.accountId };
     const timeline = [item('mail.message.accepted', 'Accepted', { recipients: all.length }, now)];
-    const evts: { type: MailEventType; data?: Record<string, unknown> }[] = [{ type: 'mail.message.accepted', data: { from, recipients: all.length } }];
+    const evts: { type: MailEventType; data?: Record<string, unknown> }[] = [
+      { type: 'mail.message.accepted', data: { from, recipients: all.length } },
+    ];
     if (!test) {
       timeline.push(item('mail.message.queued', 'Queued for delivery', null, now));
       evts.push({ type: 'mail.message.queued' });
@@ -238,13 +257,18 @@ export class SendService {
   private async deliver(msg: MessageDoc): Promise<void> {
     const now = new Date();
     const fence = { _id: msg._id, status: 'sending', leaseUntil: msg.leaseUntil };
-    const events: { type: MailEventType; data?: Record<string, unknown> }[] = [{ type: 'mail.message.sending', data: { attempt: msg.attempts } }];
+    const events: { type: MailEventType; data?: Record<string, unknown> }[] = [
+      { type: 'mail.message.sending', data: { attempt: msg.attempts } },
+    ];
     const timeline: TimelineItem[] = [];
     const recipients = msg.recipients.map((r) => ({ ...r }));
 
     // Suppressed addresses are never handed to SMTP.
     const open = recipients.filter((r) => r.status === 'pending' || r.status === 'deferred');
-    const suppressed = await this.models.Suppression.find({ _id: { $in: open.map((r) => `${msg.accountId}:${r.address}`) } }, { address: 1 }).lean();
+    const suppressed = await this.models.Suppression.find(
+      { _id: { $in: open.map((r) => `${msg.accountId}:${r.address}`) } },
+      { address: 1 },
+    ).lean();
     const blocked = new Set(suppressed.map((s) => s.address));
     for (const r of open) if (blocked.has(r.address)) r.status = 'suppressed';
     if (blocked.size) {
@@ -270,14 +294,23 @@ export class SendService {
           messageId: `<${msg._id}@platform.mail>`,
           headers: msg.tags.length ? { 'X-Platform-Tags': msg.tags.join(',') } : undefined,
         });
-        accepted = (info.accepted as (string | { address: string })[]).map((a) => (typeof a === 'string' ? a : a.address).toLowerCase());
-        for (const e of (info as { rejectedErrors?: { recipient?: string; responseCode?: number; response?: string }[] }).rejectedErrors ?? []) {
+        accepted = (info.accepted as (string | { address: string })[]).map((a) =>
+          (typeof a === 'string' ? a : a.address).toLowerCase(),
+        );
+        for (const e of (info as { rejectedErrors?: { recipient?: string; responseCode?: number; response?: string }[] })
+          .rejectedErrors ?? []) {
           if (e.recipient) rejected.set(e.recipient.toLowerCase(), { code: e.responseCode ?? 450, response: e.response ?? '' });
         }
       } catch (e) {
-        const err = e as { responseCode?: number; response?: string; rejectedErrors?: { recipient?: string; responseCode?: number; response?: string }[]; message: string };
+        const err = e as {
+          responseCode?: number;
+          response?: string;
+          rejectedErrors?: { recipient?: string; responseCode?: number; response?: string }[];
+          message: string;
+        };
         if (err.rejectedErrors?.length) {
-          for (const r of err.rejectedErrors) if (r.recipient) rejected.set(r.recipient.toLowerCase(), { code: r.responseCode ?? 450, response: r.response ?? '' });
+          for (const r of err.rejectedErrors)
+            if (r.recipient) rejected.set(r.recipient.toLowerCase(), { code: r.responseCode ?? 450, response: r.response ?? '' });
         } else if (err.responseCode && err.responseCode >= 500) {
           for (const a of addresses) rejected.set(a, { code: err.responseCode, response: err.response ?? err.message });
         } else transportError = err.response ?? err.message;
@@ -315,7 +348,12 @@ export class SendService {
       status = 'deferred';
       const wait = Math.min(this.opts.retryMaxMs, this.opts.retryBaseMs * 2 ** (msg.attempts - 1));
       nextAttemptAt = new Date(now.getTime() + wait);
-      const data = { recipients: deferred.map((r) => r.address), attempt: msg.attempts, nextAttemptAt: nextAttemptAt.toISOString(), response: deferred[0].detail };
+      const data = {
+        recipients: deferred.map((r) => r.address),
+        attempt: msg.attempts,
+        nextAttemptAt: nextAttemptAt.toISOString(),
+        response: deferred[0].detail,
+      };
       events.push({ type: 'mail.delivery.delayed', data });
       timeline.push(item('mail.delivery.delayed', 'Delayed; will retry', data, now));
     } else if (deferred.length) {
@@ -340,11 +378,26 @@ export class SendService {
     const _id = `${accountId}:${address}`;
     const event = mailEvent(
       this.topic,
-      { type: 'mail.suppression.created', accountId, resourceType: 'suppression', resourceId: _id, messageId, data: { address, reason } },
+      {
+        type: 'mail.suppression.created',
+        accountId,
+        resourceType: 'suppression',
+        resourceId: _id,
+        messageId,
+        data: { address, reason },
+      },
       now,
     );
     try {
-      await this.models.Suppression.create({ _id, accountId, address, reason, messageId, createdAt: now, outbox: outboxPush([event], now).outbox.$each });
+      await this.models.Suppression.create({
+        _id,
+        accountId,
+        address,
+        reason,
+        messageId,
+        createdAt: now,
+        outbox: outboxPush([event], now).outbox.$each,
+      });
     } catch (e) {
       if ((e as { code?: number }).code !== 11000) throw e;
     }

@@ -118,7 +118,10 @@ const messageSchema = new mongoose.Schema<MessageDoc>(
     attempts: { type: Number, default: 0 },
     nextAttemptAt: { type: Date, default: null },
     leaseUntil: { type: Date, default: null },
-    timeline: { type: [{ _id: false, type: { type: String }, label: String, createdAt: Date, metadata: { type: mixed, default: null } }], default: [] },
+    timeline: {
+      type: [{ _id: false, type: { type: String }, label: String, createdAt: Date, metadata: { type: mixed, default: null } }],
+      default: [],
+    },
     createdAt: Date,
     updatedAt: Date,
   },
@@ -128,7 +131,14 @@ messageSchema.index({ status: 1, nextAttemptAt: 1 });
 messageSchema.plugin(outboxPlugin);
 
 const suppressionSchema = new mongoose.Schema<SuppressionDoc>(
-  { _id: String, accountId: String, address: String, reason: String, messageId: { type: String, default: null }, createdAt: Date },
+  {
+    _id: String,
+    accountId: String,
+    address: String,
+    reason: String,
+    messageId: { type: String, default: null },
+    createdAt: Date,
+  },
   { collection: 'mail_suppressions', versionKey: false },
 );
 suppressionSchema.plugin(outboxPlugin);
@@ -175,7 +185,16 @@ const deliverySchema = new mongoose.Schema<DeliveryDoc>(
     body: String,
     status: String,
     attempts: {
-      type: [{ _id: false, statusCode: { type: Number, default: null }, durationMs: Number, at: Date, responseExcerpt: { type: String, default: null }, error: { type: String, default: null } }],
+      type: [
+        {
+          _id: false,
+          statusCode: { type: Number, default: null },
+          durationMs: Number,
+          at: Date,
+          responseExcerpt: { type: String, default: null },
+          error: { type: String, default: null },
+        },
+      ],
       default: [],
     },
     nextAttemptAt: { type: Date, default: null },

@@ -1,17 +1,42 @@
 import type { Connection } from 'mongoose';
 import type { DnsResolver } from '../../core/dns/resolver';
+import type { Logger } from '../../core/logger';
+import type { Ports } from '../../core/ports';
 import { AuditService } from './audit';
 import { ChecklistService, checklistModel } from './checklist';
 import { GUIDES, type Guide, parseProvider, planFor, PROVIDERS } from './migration';
+import { type SenderOptions, SendService } from './sender';
+import { type SendingModels, sendingModels } from './sending-model';
+import { type DeliveryOptions, WebhookService } from './webhooks';
 
-/** Everything the mail area's resolvers call. */
+export interface MailDeps {
+  conn: Connection;
+  resolver: DnsResolver;
+  platformSpfDomain: string;
+  ports: Ports;
+  /** Physical name of `${prefix}.mail.events`. */
+  eventsTopic: string;
+  sender: SenderOptions;
+  delivery: DeliveryOptions;
+  log: Logger;
+}
+
+/** Everything the mail area's resolvers and workers call. */
 export class MailServices {
   readonly audit: AuditService;
   readonly checklist: ChecklistService;
+  readonly models: SendingModels;
+  readonly sender: SendService;
+  readonly webhooks: WebhookService;
+  readonly eventsTopic: string;
 
-  constructor(deps: { conn: Connection; resolver: DnsResolver; platformSpfDomain: string }) {
+  constructor(deps: MailDeps) {
     this.audit = new AuditService({ resolver: deps.resolver, platformSpfDomain: deps.platformSpfDomain });
     this.checklist = new ChecklistService(checklistModel(deps.conn));
+    this.models = sendingModels(deps.conn);
+    this.eventsTopic = deps.eventsTopic;
+    this.sender = new SendService(this.models, deps.ports, deps.eventsTopic, deps.sender, deps.log);
+    this.webhooks = new WebhookService(this.models, deps.eventsTopic, deps.delivery, deps.log);
   }
 
   guides(): Guide[] {

@@ -77,14 +77,16 @@ const deliveryView = (d: DeliveryDoc): DeliveryView => ({
 
 function checkEventTypes(types: string[]): string[] {
   const unknown = types.filter((t) => !(MAIL_EVENT_TYPES as readonly string[]).includes(t));
-  if (unknown.length) throw badRequest('invalid_event_types', `unknown event types: ${unknown.join(', ')}`, { unknownEventTypes: unknown });
+  if (unknown.length)
+    throw badRequest('invalid_event_types', `unknown event types: ${unknown.join(', ')}`, { unknownEventTypes: unknown });
   if (!types.length) throw badRequest('invalid_event_types', 'eventTypes needs at least one event type');
   return [...new Set(types)];
 }
 
 function limitOf(limit: number | null | undefined): number {
   if (limit === null || limit === undefined) return LIST_LIMIT_DEFAULT;
-  if (!Number.isInteger(limit) || limit < 1 || limit > LIST_LIMIT_MAX) throw badRequest('invalid_limit', `limit is 1 to ${LIST_LIMIT_MAX}`);
+  if (!Number.isInteger(limit) || limit < 1 || limit > LIST_LIMIT_MAX)
+    throw badRequest('invalid_limit', `limit is 1 to ${LIST_LIMIT_MAX}`);
   return limit;
 }
 
@@ -125,7 +127,18 @@ export class WebhookService {
     const secret = newSecret();
     const now = new Date();
     const _id = newId();
-    const evt = mailEvent(this.topic, { type: 'mail.webhook.created', accountId: p.accountId, resourceType: 'webhook', resourceId: _id, messageId: null, data: { url, eventTypes } }, now);
+    const evt = mailEvent(
+      this.topic,
+      {
+        type: 'mail.webhook.created',
+        accountId: p.accountId,
+        resourceType: 'webhook',
+        resourceId: _id,
+        messageId: null,
+        data: { url, eventTypes },
+      },
+      now,
+    );
     const doc = await this.models.Webhook.create({
       _id,
       accountId: p.accountId,
@@ -143,7 +156,9 @@ export class WebhookService {
 
   async list(principal: Principal | null): Promise<WebhookView[]> {
     const p = requirePrincipal(principal);
-    const docs = await this.models.Webhook.find({ accountId: p.accountId }, { secretSealed: 0, outbox: 0 }).sort({ createdAt: 1 }).lean();
+    const docs = await this.models.Webhook.find({ accountId: p.accountId }, { secretSealed: 0, outbox: 0 })
+      .sort({ createdAt: 1 })
+      .lean();
     return docs.map((d) => view(d as WebhookDoc));
   }
 
@@ -153,7 +168,11 @@ export class WebhookService {
     return doc;
   }
 
-  async update(principal: Principal | null, webhookId: string, input: { url?: string | null; eventTypes?: string[] | null; enabled?: boolean | null }) {
+  async update(
+    principal: Principal | null,
+    webhookId: string,
+    input: { url?: string | null; eventTypes?: string[] | null; enabled?: boolean | null },
+  ) {
     const p = requireWriter(principal);
     const current = await this.own(p, webhookId);
     const set: Partial<WebhookDoc> = { updatedAt: new Date() };
@@ -162,8 +181,27 @@ export class WebhookService {
     if (input.enabled !== undefined && input.enabled !== null) set.enabled = input.enabled;
     const now = set.updatedAt as Date;
     const type: MailEventType = set.enabled === false && current.enabled ? 'mail.webhook.disabled' : 'mail.webhook.updated';
-    const evt = mailEvent(this.topic, { type, accountId: p.accountId, resourceType: 'webhook', resourceId: webhookId, messageId: null, data: { url: set.url ?? current.url, eventTypes: set.eventTypes ?? current.eventTypes, enabled: set.enabled ?? current.enabled } }, now);
-    const doc = await this.models.Webhook.findOneAndUpdate({ _id: webhookId, accountId: p.accountId }, { $set: set, $push: outboxPush([evt], now) }, { new: true }).lean();
+    const evt = mailEvent(
+      this.topic,
+      {
+        type,
+        accountId: p.accountId,
+        resourceType: 'webhook',
+        resourceId: webhookId,
+        messageId: null,
+        data: {
+          url: set.url ?? current.url,
+          eventTypes: set.eventTypes ?? current.eventTypes,
+          enabled: set.enabled ?? current.enabled,
+        },
+      },
+      now,
+    );
+    const doc = await this.models.Webhook.findOneAndUpdate(
+      { _id: webhookId, accountId: p.accountId },
+      { $set: set, $push: outboxPush([evt], now) },
+      { new: true },
+    ).lean();
     if (!doc) throw notFound('webhook_not_found', 'no such webhook');
     return view(doc);
   }
@@ -172,7 +210,10 @@ export class WebhookService {
     const p = requireWriter(principal);
     await this.own(p, webhookId);
     const secret = newSecret();
-    const res = await this.models.Webhook.updateOne({ _id: webhookId, accountId: p.accountId }, { $set: { secretSealed: encryptSecret(secret), updatedAt: new Date() } });
+    const res = await this.models.Webhook.updateOne(
+      { _id: webhookId, accountId: p.accountId },
+      { $set: { secretSealed: encryptSecret(secret), updatedAt: new Date() } },
+    );
     if (res.matchedCount === 0) throw notFound('webhook_not_found', 'no such webhook');
     return { secret };
   }
@@ -191,12 +232,25 @@ export class WebhookService {
     const id = event.eventId ?? event.id;
     const createdAt = new Date(event.createdAt);
     try {
-      await this.models.Event.create({ _id: id, accountId: event.accountId, type: event.type, resourceType: event.resourceType, resourceId: event.resourceId, messageId: event.messageId, createdAt, data: event.data ?? {} });
+      await this.models.Event.create({
+        _id: id,
+        accountId: event.accountId,
+        type: event.type,
+        resourceType: event.resourceType,
+        resourceId: event.resourceId,
+        messageId: event.messageId,
+        createdAt,
+        data: event.data ?? {},
+      });
     } catch (e) {
       if ((e as { code?: number }).code !== 11000) throw e;
     }
     // A delivery's own events are not fanned out again about a delivery event: no endless chains.
-    if (event.type.startsWith('mail.webhook.delivery.') && String(event.data?.eventType ?? '').startsWith('mail.webhook.delivery.')) return;
+    if (
+      event.type.startsWith('mail.webhook.delivery.') &&
+      String(event.data?.eventType ?? '').startsWith('mail.webhook.delivery.')
+    )
+      return;
     const hooks = await this.models.Webhook.find({ accountId: event.accountId, enabled: true }, { eventTypes: 1 }).lean();
     // eslint-disable-next-line @typescript-eslint/no-unused-vars
     const { eventId: _relayId, ...fields } = event;
@@ -205,7 +259,21 @@ export class WebhookService {
     for (const h of hooks.filter((w) => w.eventTypes.includes(event.type))) {
       const now = new Date();
       try {
-        await this.models.Delivery.create({ _id: `${id}:${h._id}`, accountId: event.accountId, webhookId: h._id, eventId: id, eventType: event.type, body, status: 'pending', attempts: [], nextAttemptAt: now, leaseUntil: null, outbox: [], createdAt: now, updatedAt: now });
+        await this.models.Delivery.create({
+          _id: `${id}:${h._id}`,
+          accountId: event.accountId,
+          webhookId: h._id,
+          eventId: id,
+          eventType: event.type,
+          body,
+          status: 'pending',
+          attempts: [],
+          nextAttemptAt: now,
+          leaseUntil: null,
+          outbox: [],
+          createdAt: now,
+          updatedAt: now,
+        });
         created++;
       } catch (e) {
         if ((e as { code?: number }).code !== 11000) throw e;
@@ -216,7 +284,16 @@ export class WebhookService {
 
   async events(
     principal: Principal | null,
-    q: { type?: string | null; resourceType?: string | null; resourceId?: string | null; messageId?: string | null; from?: string | null; to?: string | null; limit?: number | null; cursor?: string | null },
+    q: {
+      type?: string | null;
+      resourceType?: string | null;
+      resourceId?: string | null;
+      messageId?: string | null;
+      from?: string | null;
+      to?: string | null;
+      limit?: number | null;
+      cursor?: string | null;
+    },
   ): Promise<{ items: EventDoc[]; nextCursor: string | null }> {
     const p = requirePrincipal(principal);
     const limit = limitOf(q.limit);
@@ -235,19 +312,27 @@ export class WebhookService {
       .lean();
     const items = docs.slice(0, limit);
     const last = items[items.length - 1];
-    const nextCursor = docs.length > limit && last ? encodeCursor({ createdAt: new Date(last.createdAt).toISOString(), id: last._id }, binding) : null;
+    const nextCursor =
+      docs.length > limit && last
+        ? encodeCursor({ createdAt: new Date(last.createdAt).toISOString(), id: last._id }, binding)
+        : null;
     return { items, nextCursor };
   }
 
   // --- deliveries -----------------------------------------------------------------------------
 
-  async deliveries(principal: Principal | null, webhookId: string, q: { status?: string | null; limit?: number | null; cursor?: string | null }) {
+  async deliveries(
+    principal: Principal | null,
+    webhookId: string,
+    q: { status?: string | null; limit?: number | null; cursor?: string | null },
+  ) {
     const p = requirePrincipal(principal);
     await this.own(p, webhookId);
     const limit = limitOf(q.limit);
     const filter: Record<string, unknown> = { webhookId, accountId: p.accountId };
     if (q.status) {
-      if (!['pending', 'succeeded', 'failed'].includes(q.status)) throw badRequest('invalid_status', 'status is pending, succeeded or failed');
+      if (!['pending', 'succeeded', 'failed'].includes(q.status))
+        throw badRequest('invalid_status', 'status is pending, succeeded or failed');
       filter.status = q.status;
     }
     const binding = `deliveries:${webhookId}`;
@@ -257,7 +342,10 @@ export class WebhookService {
       .lean();
     const items = docs.slice(0, limit).map((d) => deliveryView(d as DeliveryDoc));
     const last = items[items.length - 1];
-    const nextCursor = docs.length > limit && last ? encodeCursor({ createdAt: new Date(last.createdAt).toISOString(), id: last.id }, binding) : null;
+    const nextCursor =
+      docs.length > limit && last
+        ? encodeCursor({ createdAt: new Date(last.createdAt).toISOString(), id: last.id }, binding)
+        : null;
     return { items, nextCursor };
   }
 
@@ -312,7 +400,12 @@ export class WebhookService {
         for (;;) {
           const now = new Date();
           const due = await this.models.Delivery.find(
-            { $or: [{ status: 'pending', nextAttemptAt: { $lte: now }, leaseUntil: null }, { status: 'pending', leaseUntil: { $lte: now } }] },
+            {
+              $or: [
+                { status: 'pending', nextAttemptAt: { $lte: now }, leaseUntil: null },
+                { status: 'pending', leaseUntil: { $lte: now } },
+              ],
+            },
             { _id: 1, leaseUntil: 1 },
           )
             .limit(20)
@@ -333,7 +426,9 @@ export class WebhookService {
   }
 
   private async msUntilNextDue(): Promise<number> {
-    const next = await this.models.Delivery.findOne({ status: 'pending' }, { nextAttemptAt: 1 }).sort({ nextAttemptAt: 1 }).lean();
+    const next = await this.models.Delivery.findOne({ status: 'pending' }, { nextAttemptAt: 1 })
+      .sort({ nextAttemptAt: 1 })
+      .lean();
     if (!next?.nextAttemptAt) return this.opts.pollMs;
     return Math.max(0, Math.min(this.opts.pollMs, new Date(next.nextAttemptAt).getTime() - Date.now()));
   }
@@ -341,7 +436,11 @@ export class WebhookService {
   private async attempt(id: string, leaseUntil: Date | null): Promise<void> {
     const now = new Date();
     const lease = new Date(now.getTime() + this.opts.leaseMs);
-    const d = await this.models.Delivery.findOneAndUpdate({ _id: id, status: 'pending', leaseUntil }, { $set: { leaseUntil: lease } }, { new: true }).lean();
+    const d = await this.models.Delivery.findOneAndUpdate(
+      { _id: id, status: 'pending', leaseUntil },
+      { $set: { leaseUntil: lease } },
+      { new: true },
+    ).lean();
     if (!d) return;
     const hook = await this.models.Webhook.findById(d.webhookId).lean();
     let result;
@@ -354,7 +453,12 @@ export class WebhookService {
       result = await safePost(
         hook.url,
         d.body,
-        { 'webhook-id': d.eventId, 'webhook-timestamp': Math.floor(at.getTime() / 1000).toString(), 'webhook-signature': signature, 'user-agent': 'platform-mail-webhooks/1' },
+        {
+          'webhook-id': d.eventId,
+          'webhook-timestamp': Math.floor(at.getTime() / 1000).toString(),
+          'webhook-signature': signature,
+          'user-agent': 'platform-mail-webhooks/1',
+        },
         this.opts.allowHosts,
       );
     }
@@ -372,15 +476,36 @@ export class WebhookService {
         resourceType: 'webhook_delivery',
         resourceId: d._id,
         messageId: null,
-        data: { webhookId: d.webhookId, eventId: d.eventId, eventType: d.eventType, attempt: attempts, statusCode: result.statusCode, final: status !== 'pending' },
+        data: {
+          webhookId: d.webhookId,
+          eventId: d.eventId,
+          eventType: d.eventType,
+          attempt: attempts,
+          statusCode: result.statusCode,
+          final: status !== 'pending',
+        },
       },
       done,
     );
     await this.models.Delivery.updateOne(
       { _id: id, leaseUntil: lease },
       {
-        $set: { status, leaseUntil: null, nextAttemptAt: status === 'pending' ? new Date(done.getTime() + wait) : null, updatedAt: done },
-        $push: { attempts: { statusCode: result.statusCode, durationMs: result.durationMs, at: done, responseExcerpt: result.responseExcerpt, error: result.error }, ...outboxPush([evt], done) },
+        $set: {
+          status,
+          leaseUntil: null,
+          nextAttemptAt: status === 'pending' ? new Date(done.getTime() + wait) : null,
+          updatedAt: done,
+        },
+        $push: {
+          attempts: {
+            statusCode: result.statusCode,
+            durationMs: result.durationMs,
+            at: done,
+            responseExcerpt: result.responseExcerpt,
+            error: result.error,
+          },
+          ...outboxPush([evt], done),
+        },
       },
     );
   }
