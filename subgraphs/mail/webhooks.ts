@@ -252,7 +252,6 @@ export class WebhookService {
     )
       return;
     const hooks = await this.models.Webhook.find({ accountId: event.accountId, enabled: true }, { eventTypes: 1 }).lean();
-    // eslint-disable-next-line @typescript-eslint/no-unused-vars
     const { eventId: _relayId, ...fields } = event;
     const body = JSON.stringify({ type: event.type, timestamp: event.createdAt, data: { ...fields, id } });
     let created = 0;
