@@ -2,7 +2,6 @@ import { z } from 'zod';
 import { defineArea } from '../../core/area';
 import { parseDnsServers, SystemDnsResolver } from '../../core/dns/resolver';
 import { startDnsStandIn } from '../../core/dns/stand-in-server';
-import { OutboxRelay } from '../../core/events/outbox';
 import { EVENTS_TOPIC, type MailEvent } from './events';
 import { allowHosts } from './outbound';
 import { MailPublicResolver } from './resolvers';
@@ -71,6 +70,7 @@ export default defineArea<MailServices, MailSettings>({
         allowHosts: allowHosts(s.OUTBOUND_ALLOW_HOSTS),
       },
       log: ctx.log,
+      bus: ctx.bus,
     });
   },
   subgraph: (services) => ({
@@ -87,16 +87,15 @@ export default defineArea<MailServices, MailSettings>({
     },
   ],
   workers: (services, ctx) => {
-    const m = services.models;
-    const relay = new OutboxRelay({ models: [m.Message, m.Suppression, m.Webhook, m.Delivery], bus: ctx.bus, intervalMs: 100 });
+    const relay = services.relay;
     return [
       {
         name: 'mail-outbox',
         start: async () => {
           await ctx.bus.ensureTopics([services.eventsTopic]);
-          relay.start();
+          relay?.start();
         },
-        stop: () => relay.stop(),
+        stop: async () => relay?.stop(),
       },
       { name: 'mail-sender', start: () => services.sender.start(), stop: () => services.sender.stop() },
       { name: 'mail-webhook-deliveries', start: () => services.webhooks.start(), stop: () => services.webhooks.stop() },

@@ -82,6 +82,8 @@ export class SendService {
     private readonly topic: string,
     private readonly opts: SenderOptions,
     private readonly log: Logger,
+    /** Called after a write that queued events, so the outbox relay publishes at once. */
+    private readonly onEvents: () => void = () => undefined,
   ) {}
 
   private events(
@@ -151,6 +153,7 @@ export class SendService {
       createdAt: now,
       updatedAt: now,
     });
+    this.onEvents();
     if (!test) this.nudge();
     return { id, status: test ? 'recorded' : 'queued' };
   }
@@ -369,6 +372,7 @@ export class SendService {
       $push: { timeline: { $each: timeline }, ...outboxPush(this.events(msg, events, now), now) },
     });
     if (updated.modifiedCount === 0) return; // our lease was lost; the new holder decides
+    this.onEvents();
     // A hard bounce suppresses the address for the account (idempotent on the address).
     for (const b of bounced) await this.suppress(msg.accountId, b.address, msg._id, b.detail ?? 'hard bounce');
   }

@@ -1,5 +1,7 @@
 import type { Connection } from 'mongoose';
 import type { DnsResolver } from '../../core/dns/resolver';
+import type { EventBus } from '../../core/events/event-bus';
+import { OutboxRelay } from '../../core/events/outbox';
 import type { Logger } from '../../core/logger';
 import type { Ports } from '../../core/ports';
 import { AuditService } from './audit';
@@ -19,6 +21,8 @@ export interface MailDeps {
   sender: SenderOptions;
   delivery: DeliveryOptions;
   log: Logger;
+  /** Publishes pending outbox events; absent when only the SDL is built. */
+  bus?: EventBus;
 }
 
 /** Everything the mail area's resolvers and workers call. */
@@ -29,14 +33,21 @@ export class MailServices {
   readonly sender: SendService;
   readonly webhooks: WebhookService;
   readonly eventsTopic: string;
+  /** Publishes the mail outboxes: scans once a second when idle, at once after a write. */
+  readonly relay: OutboxRelay | null;
 
   constructor(deps: MailDeps) {
     this.audit = new AuditService({ resolver: deps.resolver, platformSpfDomain: deps.platformSpfDomain });
     this.checklist = new ChecklistService(checklistModel(deps.conn));
     this.models = sendingModels(deps.conn);
     this.eventsTopic = deps.eventsTopic;
-    this.sender = new SendService(this.models, deps.ports, deps.eventsTopic, deps.sender, deps.log);
-    this.webhooks = new WebhookService(this.models, deps.eventsTopic, deps.delivery, deps.log);
+    const m = this.models;
+    this.relay = deps.bus
+      ? new OutboxRelay({ models: [m.Message, m.Suppression, m.Webhook, m.Delivery], bus: deps.bus, intervalMs: 1_000 })
+      : null;
+    const onEvents = () => this.relay?.nudge();
+    this.sender = new SendService(this.models, deps.ports, deps.eventsTopic, deps.sender, deps.log, onEvents);
+    this.webhooks = new WebhookService(this.models, deps.eventsTopic, deps.delivery, deps.log, onEvents);
   }
 
   guides(): Guide[] {

@@ -116,6 +116,8 @@ export class WebhookService {
     private readonly topic: string,
     private readonly opts: DeliveryOptions,
     private readonly log: Logger,
+    /** Called after a write that queued events, so the outbox relay publishes at once. */
+    private readonly onEvents: () => void = () => undefined,
   ) {}
 
   // --- endpoints ------------------------------------------------------------------------------
@@ -151,6 +153,7 @@ export class WebhookService {
       createdAt: now,
       updatedAt: now,
     });
+    this.onEvents();
     return { ...view(doc.toObject()), secret };
   }
 
@@ -203,6 +206,7 @@ export class WebhookService {
       { new: true },
     ).lean();
     if (!doc) throw notFound('webhook_not_found', 'no such webhook');
+    this.onEvents();
     return view(doc);
   }
 
