@@ -1,5 +1,5 @@
 import mongoose, { type Connection, type Model } from 'mongoose';
-import { isDuplicateKey } from '../../core/mongo';
+import { isDuplicateKey, model } from '../../core/mongo';
 import { badRequest, conflict, forbidden } from '../../core/errors';
 import { type Principal, requireWriter, requirePrincipal } from '../../core/principal';
 import { normalizeAuditDomain } from './audit-input';
@@ -35,7 +35,7 @@ const checklistSchema = new mongoose.Schema<ChecklistDoc>(
 );
 
 export function checklistModel(conn: Connection): Model<ChecklistDoc> {
-  return (conn.models.MailChecklist as Model<ChecklistDoc>) ?? conn.model('MailChecklist', checklistSchema);
+  return model<ChecklistDoc>(conn, 'mail', 'Checklist', checklistSchema);
 }
 
 export interface ChecklistView {

@@ -1,5 +1,6 @@
 import mongoose, { type Connection, type Model } from 'mongoose';
 import { type OutboxEntry, outboxPlugin } from '../../core/events/outbox';
+import { model } from '../../core/mongo';
 
 /** The sending side's collections. Every id is the `_id`, so reads and claims are exact-key matches. */
 export type MessageStatus = 'queued' | 'sending' | 'deferred' | 'delivered' | 'bounced' | 'failed' | 'suppressed' | 'recorded';
@@ -216,15 +217,14 @@ export interface SendingModels {
   Delivery: Model<DeliveryDoc>;
 }
 
-const get = <T>(conn: Connection, name: string, schema: mongoose.Schema<T>) =>
-  (conn.models[name] as Model<T>) ?? conn.model<T>(name, schema);
+const get = <T>(conn: Connection, name: string, schema: mongoose.Schema<T>) => model<T>(conn, 'mail', name, schema);
 
 export function sendingModels(conn: Connection): SendingModels {
   return {
-    Message: get(conn, 'MailMessage', messageSchema),
-    Suppression: get(conn, 'MailSuppression', suppressionSchema),
-    Event: get(conn, 'MailEvent', eventSchema),
-    Webhook: get(conn, 'MailWebhook', webhookSchema),
-    Delivery: get(conn, 'MailWebhookDelivery', deliverySchema),
+    Message: get(conn, 'Message', messageSchema),
+    Suppression: get(conn, 'Suppression', suppressionSchema),
+    Event: get(conn, 'Event', eventSchema),
+    Webhook: get(conn, 'Webhook', webhookSchema),
+    Delivery: get(conn, 'WebhookDelivery', deliverySchema),
   };
 }
