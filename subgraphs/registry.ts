@@ -1,3 +1,4 @@
+import commerce from './commerce';
 import identity from './identity';
 import mail from './mail';
 import publisher from './publisher';
@@ -6,4 +7,4 @@ import publisher from './publisher';
  * Every area of the platform. The composition root, the CLI, the bridge's routes and the router's
  * feeds loop over this list; adding an area is its folder plus one line here.
  */
-export const AREAS = [identity, publisher, mail] as const;
+export const AREAS = [identity, publisher, commerce, mail] as const;
