@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
+import type { MailServices } from '../../subgraphs/mail/services';
 import { startSmtpSink, type SmtpSink } from '../../subgraphs/mail/smtp-sink';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 
@@ -241,7 +242,8 @@ describe('webhooks', () => {
     const listed = await t.rest('GET', '/v1/mail/webhooks', { key });
     expect(JSON.stringify(listed.body)).not.toContain(hook.secret);
     expect(listed.body.data.items[0].secret).toBeUndefined();
-    const stored = await t.platform.services.mail.models.Webhook.findById(hook.id).lean();
+    const mail = t.platform.services.mail as unknown as MailServices;
+    const stored = await mail.models.Webhook.findById(hook.id).lean();
     expect(JSON.stringify(stored)).not.toContain(hook.secret.slice(6));
 
     failOnce.add('mail.delivery.delivered');
