@@ -21,7 +21,7 @@ export const deliveryNotFound = () => notFound('delivery_not_found', 'event deli
 const staleClaim = (message: string, details: Record<string, unknown> = {}) => conflict('stale_claim', message, details);
 
 /** Candidates read per pull, as a multiple of the batch asked for (others may win some of them). */
-const CANDIDATE_FACTOR = 2;
+const CANDIDATE_FACTOR = 4;
 /** Rounds of scan-and-claim before a pull answers with what it has. */
 const CLAIM_ROUNDS = 3;
 
@@ -61,7 +61,8 @@ export class PullQueue {
         .limit((want - out.length) * CANDIDATE_FACTOR + round * want)
         .lean();
       if (candidates.length === 0) break;
-      for (const c of candidates) {
+      // Consumers that read the same candidates try them in different orders, so fewer collide.
+      for (const c of shuffle(candidates)) {
         if (out.length >= want) break;
         const claimed = await this.claim(c._id, c.claimSeq);
         if (claimed) out.push(claimed);
@@ -141,4 +142,12 @@ export class PullQueue {
     if (!d || d.bucketId !== bucketId || d.accountId !== principal.accountId) throw deliveryNotFound();
     return d;
   }
+}
+
+function shuffle<T>(xs: T[]): T[] {
+  for (let i = xs.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [xs[i], xs[j]] = [xs[j], xs[i]];
+  }
+  return xs;
 }

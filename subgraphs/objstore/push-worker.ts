@@ -175,7 +175,8 @@ export class PushWorker implements BackgroundWorker {
   }
 
   private async record(d: DeliveryDoc, attempt: AttemptDoc, ok: boolean): Promise<void> {
-    const now = this.now();
+    // The next attempt is due exactly one backoff after this attempt ended.
+    const now = attempt.at.getTime() + attempt.durationMs;
     const failures = ok ? d.failures : d.failures + 1;
     const status: DeliveryStatus = ok ? 'delivered' : failures >= PUSH_MAX_FAILURES ? 'exhausted' : 'pending';
     const visibleAt =
