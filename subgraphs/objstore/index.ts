@@ -1,20 +1,18 @@
-import type { z } from 'zod';
 import { defineArea } from '../../core/area';
 import { objstoreRoutes } from './routes';
 import { ObjstoreResolver } from './resolvers';
 import { ObjstoreService } from './service';
-import { objstoreConfig, type ObjstoreSettings } from './settings';
+import { objstoreConfig } from './settings';
 import { CONSUMED_TOPICS, FANOUT_GROUP } from './events';
 
 export { ObjstoreService } from './service';
 
 /** Object-store events: subscriptions on buckets, pull queue with fenced claims, signed push. */
-export default defineArea<ObjstoreService, ObjstoreSettings>({
+export default defineArea({
   name: 'objstore',
   portOffset: 3,
-  // Inputs are optional (defaults); the area contract types the schema by its output only.
-  config: objstoreConfig as unknown as z.ZodType<ObjstoreSettings>,
-  services: (ctx) => new ObjstoreService(ctx.conn, ctx.settings, ctx.ports),
+  config: objstoreConfig,
+  services: (ctx): ObjstoreService => new ObjstoreService(ctx.conn, ctx.settings, ctx.ports),
   subgraph: (svc) => ({
     resolvers: [ObjstoreResolver],
     createResolver: (cls) => new cls(svc),
