@@ -57,7 +57,8 @@ export class PullQueue {
     for (let round = 0; round < CLAIM_ROUNDS && out.length < want; round++) {
       const now = new Date();
       const candidates = await this.models.Delivery.find({ subscriptionId, visibleAt: { $lte: now } }, { _id: 1, claimSeq: 1 })
-        .sort({ visibleAt: 1, _id: 1 })
+        // No sort: the wire server stops at the limit instead of reading and sorting the whole
+        // queue; roughly arrival order (a retried delivery may come before older ones).
         .limit((want - out.length) * CANDIDATE_FACTOR + round * want)
         .lean();
       if (candidates.length === 0) break;

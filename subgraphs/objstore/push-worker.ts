@@ -8,6 +8,11 @@ import type { Subscriptions } from './subscriptions';
 
 /** A send holds its delivery this long past the request timeout; a worker that dies frees it then. */
 const SEND_LEASE_SLACK_MS = 30_000;
+/**
+ * How long a send may use a subscription as read (secret, url, enabled): 1 s. Spec 6.1 lets an
+ * in-flight request carry the old signature after a rotation; this widens "in flight" by a second.
+ */
+const SUBSCRIPTION_CACHE_MS = 1000;
 
 /**
  * Sends push deliveries (spec 3.4, 6.1). Each tick reads due deliveries, takes each with a
@@ -84,7 +89,8 @@ export class PushWorker implements BackgroundWorker {
       { deliveryMode: 'push', visibleAt: { $lte: new Date(this.now()) } },
       { _id: 1, claimSeq: 1 },
     )
-      .sort({ visibleAt: 1, _id: 1 })
+      // No sort: the wire server then stops scanning at `room` matches instead of reading and sorting
+      // every due delivery (roughly arrival order; retries interleave).
       .limit(room)
       .lean();
     for (const c of due) {
@@ -94,7 +100,8 @@ export class PushWorker implements BackgroundWorker {
         .catch((e) => this.log.warn({ err: String(e), delivery: taken._id }, 'push send failed unexpectedly'))
         .finally(() => {
           this.inFlight.delete(p);
-          this.nudge();
+          // Rescan once half the slots are free, not after every send: each scan reads the collection.
+          if (this.inFlight.size <= this.settings.OBJSTORE_PUSH_CONCURRENCY / 2) this.nudge();
         });
       this.inFlight.add(p);
     }
@@ -112,7 +119,7 @@ export class PushWorker implements BackgroundWorker {
         });
         if (due === 0) return;
       } else {
-        await Promise.race([...this.inFlight]);
+        await Promise.allSettled([...this.inFlight]);
       }
     }
   }
@@ -132,8 +139,23 @@ export class PushWorker implements BackgroundWorker {
     ).lean();
   }
 
+  /** Subscriptions read for sends, kept for a second: a rotation or pause applies within 1 s. */
+  private readonly subCache = new Map<string, { at: number; value: Promise<Awaited<ReturnType<Subscriptions['signingSecret']>>> }>();
+
+  private subscription(id: string, fresh = false) {
+    const hit = this.subCache.get(id);
+    const now = this.now();
+    if (hit && !fresh && now - hit.at < SUBSCRIPTION_CACHE_MS) return hit.value;
+    if (this.subCache.size > 1000) this.subCache.clear();
+    const value = this.subscriptions.signingSecret(id);
+    this.subCache.set(id, { at: now, value });
+    return value;
+  }
+
   private async send(d: DeliveryDoc): Promise<void> {
-    const found = await this.subscriptions.signingSecret(d.subscriptionId);
+    let found = await this.subscription(d.subscriptionId);
+    // Parking on a stale "paused" would strand a delivery a resume just freed: read again first.
+    if (!found || !found.sub.enabled) found = await this.subscription(d.subscriptionId, true);
     if (!found) return; // deleted with its deliveries
     const { sub, secret } = found;
     if (!sub.enabled) {

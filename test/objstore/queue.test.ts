@@ -7,6 +7,7 @@ import type { ObjectEvent } from '../../core/events/object-events';
 import { connectMongo, ensureIndexes } from '../../core/mongo';
 import type { Principal } from '../../core/principal';
 import { ObjstoreService } from '../../subgraphs/objstore/service';
+import { PushWorker } from '../../subgraphs/objstore/push-worker';
 import { defaultSettings } from '../../subgraphs/objstore/settings';
 import { verifyPush } from '../../subgraphs/objstore/signing';
 
@@ -212,22 +213,30 @@ describe('push', () => {
     const failing = event(t.principal, t.bucketId);
     await svc.fanout.handle(failing);
     const d = await svc.models.Delivery.findOne({ subscriptionId: sub.id, eventId: failing.event_id }).lean();
+    // The spec's own schedule (30 s doubling to 1 h) on an injected clock: no waiting.
+    const clock = { t: Date.now() };
+    const worker = new PushWorker(
+      svc.models,
+      svc.subscriptions,
+      { ...settings, OBJSTORE_PUSH_BACKOFF_BASE_MS: 30_000, OBJSTORE_PUSH_BACKOFF_CAP_MS: 3_600_000 },
+      () => clock.t,
+    );
     const gaps: number[] = [];
     for (let i = 0; i < 10; i++) {
-      await svc.push.drain();
+      await worker.drain();
       const now = await svc.models.Delivery.findById(d!._id).lean();
+      expect(now!.attempts).toHaveLength(i + 1);
       if (now!.status === 'pending') {
-        const last = now!.attempts[now!.attempts.length - 1];
-        gaps.push(now!.visibleAt!.getTime() - (last.at.getTime() + last.durationMs));
-        await new Promise((res) => setTimeout(res, now!.visibleAt!.getTime() - Date.now() + 5));
+        gaps.push((now!.visibleAt!.getTime() - clock.t) / 1000);
+        clock.t = now!.visibleAt!.getTime();
       }
     }
     const after = await svc.models.Delivery.findById(d!._id).lean();
     expect(after!.status).toBe('exhausted');
     expect(after!.attempts).toHaveLength(10);
+    expect(after!.visibleAt).toBeNull();
     expect(received).toHaveLength(10);
-    // 20 ms doubling, capped at 80 ms (the spec's 30 s → 1 h, scaled for the test).
-    expect(gaps).toEqual([20, 40, 80, 80, 80, 80, 80, 80, 80]);
+    expect(gaps).toEqual([30, 60, 120, 240, 480, 960, 1920, 3600, 3600]);
 
     answer = 200;
     const [r1, r2] = await Promise.all([
