@@ -108,7 +108,7 @@ async function main() {
             const batch = await pullHttp(bucketId, sub.id);
             const now = performance.now();
             for (const d of batch.items) lat.push(now - sentAt.get(d.event_id)!);
-            if (batch.items.length === 0) await new Promise((r) => setTimeout(r, 5));
+            if (batch.items.length === 0) await new Promise((r) => setTimeout(r, 20));
             if (done && performance.now() - lastSend > 15_000) break;
           }
         })();

@@ -6,6 +6,9 @@ import type { Ports } from '../../core/ports';
 import type { Principal } from '../../core/principal';
 import type { ObjstoreModels } from './model';
 
+/** Bucket owners remembered per process. */
+const OWNER_CACHE_MAX = 10_000;
+
 export const bucketNotFound = () => notFound('bucket_not_found', 'bucket not found');
 
 /**
@@ -14,6 +17,9 @@ export const bucketNotFound = () => notFound('bucket_not_found', 'bucket not fou
  * bucket records its account, and an event that names another account for a known bucket is ignored.
  */
 export class BucketDirectory {
+  /** Bucket id → owning account, as recorded (owners never change). */
+  private readonly owners = new Map<string, string>();
+
   constructor(
     private readonly models: ObjstoreModels,
     private readonly ports: Ports | undefined,
@@ -35,6 +41,18 @@ export class BucketDirectory {
    * known owner (such an event is dropped, never delivered to the other account's subscriptions).
    */
   async learn(e: ObjectEvent): Promise<boolean> {
+    // A bucket's owner never changes: once known, no write per event.
+    const known = this.owners.get(e.bucket_id);
+    if (known !== undefined) return known === e.account_id;
+    const owner = await this.record(e);
+    if (owner) {
+      if (this.owners.size >= OWNER_CACHE_MAX) this.owners.clear();
+      this.owners.set(e.bucket_id, owner);
+    }
+    return owner === e.account_id;
+  }
+
+  private async record(e: ObjectEvent): Promise<string | undefined> {
     const at = new Date(e.occurred_at);
     const when = Number.isNaN(at.getTime()) ? new Date() : at;
     try {
@@ -42,17 +60,15 @@ export class BucketDirectory {
         { _id: e.bucket_id },
         {
           $setOnInsert: { accountId: e.account_id, firstSeenAt: when },
-          $max: { lastEventAt: when },
-          $inc: { eventCount: 1 },
         },
         { upsert: true, new: true },
       ).lean();
-      return fact?.accountId === e.account_id;
+      return fact?.accountId;
     } catch (err) {
       // Two first events of one bucket raced on the upsert: the loser reads the winner's record.
       if (!isDuplicateKey(err)) throw err;
       const fact = await this.models.BucketFact.findById(e.bucket_id).lean();
-      return fact?.accountId === e.account_id;
+      return fact?.accountId;
     }
   }
 }

@@ -13,9 +13,7 @@ export interface BucketFactDoc {
   /** The bucket's id. */
   _id: string;
   accountId: string;
-  eventCount: number;
   firstSeenAt: Date;
-  lastEventAt: Date;
 }
 
 export type DeliveryMode = 'pull' | 'push';
@@ -87,9 +85,7 @@ const bucketFactSchema = new mongoose.Schema<BucketFactDoc>(
   {
     _id: String,
     accountId: { type: String, required: true },
-    eventCount: { type: Number, default: 0 },
     firstSeenAt: { type: Date, required: true },
-    lastEventAt: { type: Date, required: true },
   },
   { collection: 'objstore_buckets', versionKey: false },
 );

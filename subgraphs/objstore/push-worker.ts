@@ -140,7 +140,10 @@ export class PushWorker implements BackgroundWorker {
   }
 
   /** Subscriptions read for sends, kept for a second: a rotation or pause applies within 1 s. */
-  private readonly subCache = new Map<string, { at: number; value: Promise<Awaited<ReturnType<Subscriptions['signingSecret']>>> }>();
+  private readonly subCache = new Map<
+    string,
+    { at: number; value: Promise<Awaited<ReturnType<Subscriptions['signingSecret']>>> }
+  >();
 
   private subscription(id: string, fresh = false) {
     const hit = this.subCache.get(id);
