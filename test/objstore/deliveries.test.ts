@@ -287,4 +287,27 @@ describe('push delivery', () => {
       await r.close();
     }
   });
+
+  it('a redirect is a failed attempt (never followed); a host that does not resolve is refused at send', async () => {
+    const r = await receiver(() => ({ status: 302, body: 'moved' }));
+    try {
+      const s = await subscription({ delivery_mode: 'push', url: r.url });
+      await publishObjectEvents(t, [objectEvent(s.accountId, s.bucketId)]);
+      const d = await waitFor(async () => (await history(s)).body.data.items[0]?.attempts[0], 15_000, 'an attempt');
+      expect(d).toMatchObject({ status_code: 302, error: 'redirects are not followed' });
+      expect(r.received).toHaveLength(1);
+
+      const n = await subscription({ delivery_mode: 'push', url: 'https://hooks.does-not-exist.invalid/in' });
+      await publishObjectEvents(t, [objectEvent(n.accountId, n.bucketId)]);
+      const a = await waitFor(async () => (await history(n)).body.data.items[0]?.attempts[0], 15_000, 'an attempt');
+      expect(a).toMatchObject({ status_code: null, error: expect.stringContaining('does not resolve') });
+      expect((await history(n)).body.data.items[0]).toMatchObject({
+        status: 'pending',
+        failure_count: 1,
+        next_attempt_at: expect.any(String),
+      });
+    } finally {
+      await r.close();
+    }
+  });
 });
