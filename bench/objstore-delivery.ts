@@ -75,7 +75,7 @@ async function main() {
   async function bucketWith(body: Record<string, unknown>) {
     const bucketId = randomUUID();
     await platform.bus.publish([{ topic, key: bucketId, value: event(accountId, bucketId) }]);
-    while (!(await svc.models.BucketFact.findById(bucketId).lean())) await new Promise((r) => setTimeout(r, 20));
+    while (!(await svc.models.BucketFact.findById(bucketId).lean())) await new Promise((r) => setTimeout(r, 50));
     const sub = await svc.subscriptions.create(principal, bucketId, body);
     return { bucketId, sub };
   }
@@ -108,7 +108,7 @@ async function main() {
             const batch = await pullHttp(bucketId, sub.id);
             const now = performance.now();
             for (const d of batch.items) lat.push(now - sentAt.get(d.event_id)!);
-            if (batch.items.length === 0) await new Promise((r) => setTimeout(r, 20));
+            if (batch.items.length === 0) await new Promise((r) => setTimeout(r, 50));
             if (done && performance.now() - lastSend > 15_000) break;
           }
         })();
