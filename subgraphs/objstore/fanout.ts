@@ -4,8 +4,11 @@ import { OBJECT_EVENT_TYPES, type ObjectEvent } from '../../core/events/object-e
 import { newId } from '../../core/ids';
 import { isDuplicateKey } from '../../core/mongo';
 import type { BucketDirectory } from './buckets';
-import type { DeliveryDoc, ObjstoreModels } from './model';
+import type { DeliveryDoc, ObjstoreModels, SubscriptionDoc } from './model';
 import { matches } from './subscriptions';
+
+/** How long the fan-out may use a bucket's subscription list as read: 1 s. */
+const SUBSCRIPTIONS_CACHE_MS = 1000;
 
 /** What a consumer accepts from `${prefix}.assets.objects` (core/events/object-events.ts). */
 const objectEventSchema = z.object({
@@ -43,12 +46,33 @@ export function eventData(e: ObjectEvent): Record<string, unknown> {
  * still receive deliveries (they wait until resumed).
  */
 export class Fanout {
+  private readonly cache = new Map<string, { at: number; subs: SubscriptionDoc[] }>();
+
   constructor(
     private readonly models: ObjstoreModels,
     private readonly buckets: BucketDirectory,
     /** Told how many push deliveries were queued, so a local worker can send at once. */
     private readonly onQueued: (push: number) => void,
   ) {}
+
+  /**
+   * A bucket's subscriptions, read at most once a second per bucket: a create or delete in this
+   * process forgets the entry at once; one made in another process is seen within 1 s.
+   */
+  private async subscriptionsOf(bucketId: string): Promise<SubscriptionDoc[]> {
+    const hit = this.cache.get(bucketId);
+    if (hit && Date.now() - hit.at < SUBSCRIPTIONS_CACHE_MS) return hit.subs;
+    const at = Date.now();
+    const subs = await this.models.Subscription.find({ bucketId }).lean();
+    if (this.cache.size >= 10_000) this.cache.clear();
+    this.cache.set(bucketId, { at, subs });
+    return subs;
+  }
+
+  /** Called when a subscription of the bucket is created or removed in this process. */
+  forget(bucketId: string): void {
+    this.cache.delete(bucketId);
+  }
 
   /** Returns the number of new deliveries. A malformed event is a non-retriable error (dead-lettered). */
   async handle(value: unknown): Promise<number> {
@@ -58,7 +82,7 @@ export class Fanout {
     }
     const e = parsed.data as ObjectEvent;
     if (!(await this.buckets.learn(e))) return 0;
-    const subs = await this.models.Subscription.find({ bucketId: e.bucket_id }).lean();
+    const subs = await this.subscriptionsOf(e.bucket_id);
     const now = new Date();
     const docs: DeliveryDoc[] = subs
       .filter((s) => s.accountId === e.account_id && matches(s, e))

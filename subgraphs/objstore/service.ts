@@ -22,7 +22,13 @@ export class ObjstoreService {
   constructor(conn: Connection, settings: ObjstoreSettings, ports?: Ports) {
     this.models = objstoreModels(conn);
     this.buckets = new BucketDirectory(this.models, ports);
-    this.subscriptions = new Subscriptions(this.models, this.buckets, settings, (id) => this.deliveries.unpark(id));
+    this.subscriptions = new Subscriptions(
+      this.models,
+      this.buckets,
+      settings,
+      (id) => this.deliveries.unpark(id),
+      (bucketId) => this.fanout.forget(bucketId),
+    );
     this.pull = new PullQueue(this.models, this.subscriptions, settings);
     this.push = new PushWorker(this.models, this.subscriptions, settings);
     this.deliveries = new DeliveryLog(this.models, this.subscriptions, this.pull, () => this.push.nudge());

@@ -113,6 +113,8 @@ export class Subscriptions {
     settings: ObjstoreSettings,
     /** Called after a change that may free waiting push deliveries (resume). */
     private readonly onResume: (subscriptionId: string) => Promise<void>,
+    /** Called when a bucket gains or loses a subscription (the fan-out's cache). */
+    private readonly onChanged: (bucketId: string) => void = () => undefined,
   ) {
     this.allowHosts = parseAllowHosts(settings.OUTBOUND_ALLOW_HOSTS);
   }
@@ -161,6 +163,7 @@ export class Subscriptions {
       updatedAt: now,
     };
     await this.models.Subscription.create(doc);
+    this.onChanged(bucketId);
     return subscriptionView(doc, secret);
   }
 
@@ -210,6 +213,7 @@ export class Subscriptions {
     const principal = requireScope(requireWriter(principalIn), WRITE_SCOPE);
     const s = await this.load(principal, bucketId, id);
     await this.models.Subscription.deleteOne({ _id: s._id });
+    this.onChanged(bucketId);
     await this.models.Delivery.deleteMany({ subscriptionId: s._id });
     return subscriptionView(s);
   }

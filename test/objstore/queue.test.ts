@@ -15,7 +15,7 @@ import { verifyPush } from '../../subgraphs/objstore/signing';
 let conn: Connection;
 let svc: ObjstoreService;
 const settings = defaultSettings({
-  OBJSTORE_CLAIM_LEASE_MS: 1500,
+  OBJSTORE_CLAIM_LEASE_MS: 3000,
   OBJSTORE_PULL_RETRY_DELAY_MS: 0,
   OBJSTORE_PUSH_BACKOFF_BASE_MS: 20,
   OBJSTORE_PUSH_BACKOFF_CAP_MS: 80,
@@ -110,7 +110,7 @@ describe('pull claims', () => {
     const [first] = await svc.pull.pull(principal, bucketId, sub.id, 10);
     expect(first.attempt).toBe(1);
     // The claim expires; another consumer reclaims it.
-    await new Promise((r) => setTimeout(r, 1600));
+    await new Promise((r) => setTimeout(r, 3100));
     const [second] = await svc.pull.pull(principal, bucketId, sub.id, 10);
     expect(second.id).toBe(first.id);
     expect(second.claimId).not.toBe(first.claimId);
@@ -144,7 +144,7 @@ describe('pull claims', () => {
     const { principal, bucketId, sub } = await pullSub();
     await svc.fanout.handle(event(principal, bucketId));
     const [a] = await svc.pull.pull(principal, bucketId, sub.id, 10);
-    await new Promise((r) => setTimeout(r, 1600));
+    await new Promise((r) => setTimeout(r, 3100));
     await expect(svc.pull.ack(principal, bucketId, a.id, { claimId: a.claimId })).rejects.toMatchObject({
       status: 409,
       code: 'claim_expired',
