@@ -1,4 +1,5 @@
 import mongoose, { type Connection, type Model } from 'mongoose';
+import { model } from '../../core/mongo';
 import type { ObjectEventType } from '../../core/events/object-events';
 
 /**
@@ -161,14 +162,10 @@ export interface ObjstoreModels {
   Delivery: Model<DeliveryDoc>;
 }
 
-function model<T>(conn: Connection, name: string, schema: mongoose.Schema<T>): Model<T> {
-  return (conn.models[name] as Model<T> | undefined) ?? conn.model<T>(name, schema);
-}
-
 export function objstoreModels(conn: Connection): ObjstoreModels {
   return {
-    BucketFact: model(conn, 'ObjstoreBucketFact', bucketFactSchema),
-    Subscription: model(conn, 'ObjstoreSubscription', subscriptionSchema),
-    Delivery: model(conn, 'ObjstoreDelivery', deliverySchema),
+    BucketFact: model(conn, 'objstore', 'BucketFact', bucketFactSchema),
+    Subscription: model(conn, 'objstore', 'Subscription', subscriptionSchema),
+    Delivery: model(conn, 'objstore', 'Delivery', deliverySchema),
   };
 }
