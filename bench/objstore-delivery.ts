@@ -2,9 +2,10 @@
  * Object-store events figures, on the project's engines (real Kafka, MongoDB-wire server):
  *   latency  object event published on `${prefix}.assets.objects` → delivery returned to a waiting
  *            pull consumer (GET …/deliveries through the REST bridge), p50/p99, at 100 and 500 events/s
+ *   fanout   the Kafka consumer's own cost per object event (no Kafka): ms per event
  *   push     signed pushes per second to a local receiver running in a child process
  *   claims   claims per second with 20 concurrent consumers and BENCH_PENDING (50,000) pending deliveries
- * Run: `npm run -s build && node dist/bench/objstore-delivery.js` (BENCH_PARTS=latency,push,claims;
+ * Run: `npm run -s build && node dist/bench/objstore-delivery.js` (BENCH_PARTS=latency,fanout,push,claims;
  * BENCH_SECONDS per latency rate, default 10; BENCH_PUSHES default 5000).
  */
 import 'reflect-metadata';
@@ -133,6 +134,20 @@ async function main() {
           `latency @${rate}/s: ${lat.length}/${total} events, p50 ${pct(lat, 50).toFixed(1)} ms, p99 ${pct(lat, 99).toFixed(1)} ms, max ${Math.max(...lat).toFixed(1)} ms`,
         );
       }
+    }
+
+    if (PARTS.includes('fanout')) {
+      // The consumer's own cost per event, without Kafka: where the latency goes.
+      const { bucketId } = await bucketWith({});
+      const n = 300;
+      const t0 = performance.now();
+      for (let i = 0; i < n; i++) await svc.fanout.handle(event(accountId, bucketId));
+      const ms = (performance.now() - t0) / n;
+      const r0 = performance.now();
+      for (let i = 0; i < 100; i++) await svc.models.Subscription.findById(randomUUID()).lean();
+      console.log(
+        `fanout: ${ms.toFixed(1)} ms per event (${(1000 / ms).toFixed(0)} events/s, one subscription); a point read ${((performance.now() - r0) / 100).toFixed(1)} ms`,
+      );
     }
 
     if (PARTS.includes('push')) {
