@@ -305,11 +305,11 @@ describe('push delivery', () => {
       await publishObjectEvents(t, [objectEvent(n.accountId, n.bucketId)]);
       const a = await waitFor(async () => (await history(n)).body.data.items[0]?.attempts[0], 15_000, 'an attempt');
       expect(a).toMatchObject({ status_code: null, error: expect.stringContaining('does not resolve') });
-      expect((await history(n)).body.data.items[0]).toMatchObject({
-        status: 'pending',
-        failure_count: 1,
-        next_attempt_at: expect.any(String),
-      });
+      // Backoff here is 40 ms doubling to 160 ms, so later attempts may already have followed.
+      const item = (await history(n)).body.data.items[0];
+      expect(item.failure_count).toBeGreaterThanOrEqual(1);
+      expect(item.attempts.every((x: { status_code: number | null }) => x.status_code === null)).toBe(true);
+      expect(['pending', 'exhausted']).toContain(item.status);
     } finally {
       await r.close();
     }
