@@ -1,4 +1,5 @@
 import mongoose, { type Connection, type Model } from 'mongoose';
+import { SUBSCRIPTION_STATES, type SubscriptionState } from '../../core/account-standing';
 import { model } from '../../core/mongo';
 import type { Plan, Role } from '../../core/principal';
 
@@ -6,6 +7,8 @@ export interface AccountDoc {
   _id: string;
   slug: string;
   plan: Plan;
+  /** Subscription standing (spec 5.4); accounts stored before it existed read as `active`. */
+  subscription?: SubscriptionState;
   createdAt: Date;
 }
 
@@ -36,6 +39,7 @@ const accountSchema = new mongoose.Schema<AccountDoc>(
     _id: String,
     slug: { type: String, required: true, unique: true },
     plan: { type: String, required: true, enum: ['free', 'pro'] },
+    subscription: { type: String, enum: SUBSCRIPTION_STATES, default: 'active' },
     createdAt: { type: Date, required: true },
   },
   { collection: 'accounts', versionKey: false },
