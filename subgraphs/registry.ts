@@ -1,5 +1,6 @@
 import identity from './identity';
 import publisher from './publisher';
+import objstore from './objstore';
 import mail from './mail';
 import commerce from './commerce';
 import activity from './activity';
@@ -8,4 +9,4 @@ import activity from './activity';
  * Every area of the platform, in port order. The composition root, the CLI, the bridge's routes
  * and the router's feeds loop over this list; adding an area is its folder plus one line here.
  */
-export const AREAS = [identity, publisher, mail, commerce, activity] as const;
+export const AREAS = [identity, publisher, objstore, mail, commerce, activity] as const;
