@@ -49,7 +49,12 @@ test('50 concurrent usage draws and a concurrent top-up: balance = allocation + 
   const ledger = new Ledger(models, now);
   const account = randomUUID();
   await ledger.balance(account, 'free'); // 100 credits
-  const draws = Array.from({ length: 50 }, () => ledger.apply(account, null, usage(3), true).then(() => 'ok', (e) => e.code));
+  const draws = Array.from({ length: 50 }, () =>
+    ledger.apply(account, null, usage(3), true).then(
+      () => 'ok',
+      (e) => e.code,
+    ),
+  );
   const topUp = ledger.apply(account, null, { id: randomUUID(), kind: 'top_up', credits: 40, delta: 40, source: 'test' }, false);
   const [results] = await Promise.all([Promise.all(draws), topUp]);
   const ok = results.filter((r) => r === 'ok').length;

@@ -142,7 +142,11 @@ export class Ledger {
       if (updated) {
         const done = { ...entry, balanceAfter: updated.available };
         await this.moveOut(accountId, [done]);
-        return { entry: done, balance: { ...updated, journal: updated.journal.filter((e) => e._id !== input.id) }, replayed: false };
+        return {
+          entry: done,
+          balance: { ...updated, journal: updated.journal.filter((e) => e._id !== input.id) },
+          replayed: false,
+        };
       }
       const fresh = await this.models.Balance.findById(accountId).lean<BalanceDoc>();
       if (!fresh) continue;

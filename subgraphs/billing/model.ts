@@ -145,7 +145,7 @@ export function billingModels(conn: Connection): BillingModels {
       available: { type: Number, required: true },
       revision: { type: Number, required: true },
       // Plain objects: entries keep their `_id` (the entry id) inside the journal.
-      journal: { type: Array, default: [] },
+      journal: { type: [mongoose.Schema.Types.Mixed], default: [] } as never,
       recent: { type: [String], default: [] },
       createdAt: { type: Date, required: true },
       updatedAt: { type: Date, required: true },
