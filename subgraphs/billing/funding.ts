@@ -1,3 +1,4 @@
+import { isDuplicateKey } from '../../core/mongo';
 import type { BillingModels, FundingDoc, FundingMode, Product } from './model';
 import { PRODUCTS } from './model';
 
@@ -24,11 +25,19 @@ export class Funding {
 
   /** Last write wins: a preference is a setting, not a guarded record. */
   async set(accountId: string, product: Product, mode: FundingMode): Promise<void> {
-    await this.models.Funding.updateOne(
-      { _id: fundingId(accountId, product) },
-      { $set: { mode, updatedAt: new Date() }, $setOnInsert: { accountId, product } },
-      { upsert: true },
-    );
+    const write = () =>
+      this.models.Funding.updateOne(
+        { _id: fundingId(accountId, product) },
+        { $set: { mode, updatedAt: new Date() }, $setOnInsert: { accountId, product } },
+        { upsert: true },
+      );
+    try {
+      await write();
+    } catch (e) {
+      // Two first writes raced to insert: the loser's update now finds the document.
+      if (!isDuplicateKey(e)) throw e;
+      await write();
+    }
   }
 }
 
