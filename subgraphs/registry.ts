@@ -1,3 +1,4 @@
+import billing from './billing';
 import identity from './identity';
 import publisher from './publisher';
 
@@ -5,4 +6,4 @@ import publisher from './publisher';
  * Every area of the platform. The composition root, the CLI, the bridge's routes and the router's
  * feeds loop over this list; adding an area is its folder plus one line here.
  */
-export const AREAS = [identity, publisher] as const;
+export const AREAS = [identity, publisher, billing] as const;

@@ -103,5 +103,5 @@ test('a bad signature changes nothing', async () => {
     body: JSON.stringify({ type: 'payment.succeeded', data: {} }),
   });
   expect(res.status).toBe(400);
-  expect((await res.json()).error.code).toBe('invalid_signature');
+  expect(((await res.json()) as { error: { code: string } }).error.code).toBe('invalid_signature');
 });

@@ -31,12 +31,12 @@ export default defineArea<BillingService, Settings>({
   services(ctx) {
     const models = billingModels(ctx.conn);
     const ledger = new Ledger(models);
-    // Read at call time: a stand-in started after the services were built sets the variable.
     const test = new TestPaymentProvider(
-      () => process.env.PAYMENT_PROVIDER_URL ?? ctx.settings.PAYMENT_PROVIDER_URL,
-      ctx.settings.PAYMENT_WEBHOOK_SECRET ?? process.env.PAYMENT_WEBHOOK_SECRET ?? DEV_WEBHOOK_SECRET,
+      () => ctx.settings.PAYMENT_PROVIDER_URL,
+      ctx.settings.PAYMENT_WEBHOOK_SECRET ?? DEV_WEBHOOK_SECRET,
     );
     const providers = new Map<string, PaymentProvider>([[test.name, test]]);
+    // Read at call time: with a random bridge port the base URL is known only once it listens.
     const checkouts = new Checkouts(models, ledger, providers, (p) => `${ctx.config.baseUrl}${WEBHOOK_PATH}/${p}`);
     return new BillingService(models, ledger, checkouts, new Funding(models), ctx.ports, test);
   },
@@ -54,7 +54,8 @@ export default defineArea<BillingService, Settings>({
       name: 'payment-provider',
       env: 'PAYMENT_PROVIDER_URL',
       async start({ config, host }) {
-        const s = await startPaymentProviderStandIn({ mongodbUri: config.mongodbUri, host });
+        const secret = config.env.PAYMENT_WEBHOOK_SECRET ?? DEV_WEBHOOK_SECRET;
+        const s = await startPaymentProviderStandIn({ mongodbUri: config.mongodbUri, host, secret });
         return { value: s.url, stop: () => s.stop() };
       },
     },
@@ -87,6 +88,7 @@ export default defineArea<BillingService, Settings>({
         );
         return entryJson(entry);
       },
+      describe: (r) => `usage entry ${r.id}: ${r.credits} credits of ${r.product} (balance ${r.balance_after})`,
     },
     {
       words: ['payments', 'complete'],
@@ -96,6 +98,7 @@ export default defineArea<BillingService, Settings>({
         if (typeof values.checkout !== 'string' || !values.checkout) throw new CliUsageError('--checkout ID is required.');
         return checkoutJson(await services.completePayment(values.checkout));
       },
+      describe: (r) => `checkout ${r.id}: ${r.status}, ${r.credits} credits`,
     },
   ],
 });

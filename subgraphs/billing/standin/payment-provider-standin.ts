@@ -64,7 +64,7 @@ export async function startPaymentProviderStandIn(opts: {
   const conn = await connectMongo(opts.mongodbUri.replace(/\/[^/?]*(\?|$)/, `/${STANDIN_DB}$1`), { maxPoolSize: 5 });
   const Payment = paymentModel(conn);
   await Payment.init();
-  const signer = webhookSigner(opts.secret ?? process.env.PAYMENT_WEBHOOK_SECRET ?? DEV_WEBHOOK_SECRET);
+  const signer = webhookSigner(opts.secret ?? DEV_WEBHOOK_SECRET);
   const app = Fastify({ logger: false });
   let base = '';
   // The hosted page's form posts url-encoded with nothing in it.
