@@ -67,8 +67,9 @@ test('50 concurrent usage draws and a concurrent top-up: balance = allocation + 
   expect(b.available).toBe(b.allocation + b.topUpsThisPeriod - b.usedThisPeriod);
   expect(await sumOfEntries(account)).toBe(b.available);
   expect(await models.Entry.countDocuments({ accountId: account, kind: 'usage' })).toBe(ok);
-  // 140 credits / 3 = 46 draws fit; the rest are refused, never taking the balance below zero.
-  expect(ok).toBe(46);
+  // At most 140 / 3 = 46 draws fit (fewer when refusals came before the top-up landed).
+  expect(ok).toBeLessThanOrEqual(46);
+  expect(refused).toBeGreaterThan(0);
 });
 
 test('the same entry id applied concurrently and again later counts once', async () => {

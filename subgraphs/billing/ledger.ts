@@ -6,7 +6,9 @@ import type { BalanceDoc, BillingModels, EntryDoc, EntryKind, FundingMode, Produ
 import { MONTHLY_ALLOCATION, periodOf } from './periods';
 
 /** Applied entry ids the balance remembers beyond its journal (see BalanceDoc.recent). */
-export const RECENT_IDS = 256;
+export const RECENT_IDS = 64;
+/** What a hot-path update returns: the counters, not the id lists it rewrote. */
+const COUNTERS_ONLY = { journal: 0, recent: 0 };
 /** A journal entry older than this lost its writer (the process died): any caller may move it. */
 export const ORPHAN_AFTER_MS = 10_000;
 /** Conditional updates that lost to a rollover or a plan change are retried this often. */
@@ -71,7 +73,7 @@ export class Ledger {
    */
   async balance(accountId: string, plan: Plan | null = null): Promise<BalanceDoc> {
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-      const doc = await this.models.Balance.findById(accountId).lean<BalanceDoc>();
+      const doc = await this.models.Balance.findById(accountId, { recent: 0 }).lean<BalanceDoc>();
       const now = this.now();
       const period = periodOf(now);
       if (!doc) {
@@ -107,8 +109,10 @@ export class Ledger {
     const stored = await this.models.Entry.findById(input.id).lean<EntryDoc>();
     if (stored) return { entry: stored, balance: await this.balance(accountId, plan), replayed: true };
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-      const doc = await this.balance(accountId, plan);
       const now = this.now();
+      // Hot path: try the current month straight away; only a miss (no balance yet, a new month,
+      // or a plan to check) reads the balance first, which opens or rolls it over.
+      const period = plan || attempt > 0 ? (await this.balance(accountId, plan)).period : periodOf(now).key;
       const entry: EntryDoc = {
         _id: input.id,
         accountId,
@@ -119,13 +123,13 @@ export class Ledger {
         funding: input.funding ?? null,
         source: input.source,
         description: input.description ?? null,
-        period: doc.period,
+        period,
         balanceAfter: null,
         createdAt: now,
       };
       const filter: Record<string, unknown> = {
         _id: accountId,
-        period: doc.period,
+        period,
         'journal._id': { $ne: input.id },
         recent: { $ne: input.id },
       };
@@ -153,7 +157,7 @@ export class Ledger {
       if (fresh.recent.includes(input.id) || fresh.journal.some((e) => e._id === input.id)) {
         return { entry: await this.appliedEntry(fresh, input.id), balance: fresh, replayed: true };
       }
-      if (fresh.period === doc.period && requireFunds && fresh.available < -input.delta) {
+      if (fresh.period === period && requireFunds && fresh.available < -input.delta) {
         throw paymentRequired('insufficient_credits', 'not enough AI credits for this usage', {
           available: fresh.available,
           requested: -input.delta,
