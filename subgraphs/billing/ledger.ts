@@ -141,14 +141,14 @@ export class Ledger {
           $set: { updatedAt: now },
           $push: { journal: entry, recent: { $each: [input.id], $slice: -RECENT_IDS } },
         },
-        { new: true },
+        { new: true, projection: COUNTERS_ONLY },
       ).lean<BalanceDoc>();
       if (updated) {
         const done = { ...entry, balanceAfter: updated.available };
         await this.moveOut(accountId, [done]);
         return {
           entry: done,
-          balance: { ...updated, journal: updated.journal.filter((e) => e._id !== input.id) },
+          balance: { ...updated, journal: [], recent: [] },
           replayed: false,
         };
       }
