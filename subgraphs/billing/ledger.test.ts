@@ -116,3 +116,36 @@ test('an upgrade seen within a month raises that month allocation once', async (
   expect(b.available).toBe(990);
   expect(await sumOfEntries(account)).toBe(990);
 });
+
+test('an entry whose writer died in the journal is not applied twice and is moved out later', async () => {
+  const ledger = new Ledger(models, now);
+  const account = randomUUID();
+  await ledger.balance(account, 'free');
+  const id = randomUUID();
+  const orphan = {
+    _id: id,
+    accountId: account,
+    kind: 'usage',
+    credits: 9,
+    delta: -9,
+    product: 'agents',
+    funding: 'managed',
+    source: 'test',
+    description: null,
+    period: '2026-11',
+    balanceAfter: null,
+    createdAt: new Date(clock.getTime() - 60_000),
+  };
+  // What a writer's conditional update leaves when the process dies before moving the entry out.
+  await models.Balance.updateOne(
+    { _id: account },
+    { $inc: { available: -9, usedThisPeriod: 9, revision: 1 }, $push: { journal: orphan, recent: id } },
+  );
+  const replay = await ledger.apply(account, null, usage(9, id), true);
+  expect(replay.replayed).toBe(true);
+  const b = await ledger.balance(account);
+  expect(b.available).toBe(91);
+  expect(await models.Entry.findById(id).lean()).toMatchObject({ delta: -9, balanceAfter: null });
+  expect(await ledger.journalOf(account)).toEqual([]);
+  expect(await sumOfEntries(account)).toBe(91);
+});
