@@ -122,6 +122,9 @@ async function main(): Promise<void> {
     const owner = await account(`bench-${id}-history`);
     const entries = billing.models.Entry.collection;
     const start = Date.now() - ENTRIES * 1000;
+    // The seeded history takes the next ENTRIES positions of the account's ledger.
+    const { revision } = await billing.ledger.head(owner.accountId);
+    await billing.models.Balance.updateOne({ _id: owner.accountId }, { $inc: { revision: ENTRIES } });
     for (let i = 0; i < ENTRIES; i += 5000) {
       const batch = Array.from({ length: Math.min(5000, ENTRIES - i) }, (_, j) => ({
         _id: randomUUID(),
@@ -135,6 +138,7 @@ async function main(): Promise<void> {
         description: null,
         period: new Date().toISOString().slice(0, 7),
         balanceAfter: null,
+        seq: revision + 1 + i + j,
         createdAt: new Date(start + (i + j) * 1000),
       }));
       await entries.insertMany(batch as never[], { ordered: false });
@@ -144,7 +148,11 @@ async function main(): Promise<void> {
     for (const c of [1, 16]) {
       console.log(await inWorker('GET /ai-credits', `${platform.bridgeUrl}/api/v1/billing/ai-credits`, headers, c, REQUESTS));
     }
-    console.log(await inWorker('GET /usage (page 1)', `${platform.bridgeUrl}/api/v1/billing/ai-credits/usage`, headers, 1, 20));
+    for (const c of [1, 16]) {
+      console.log(
+        await inWorker('GET /usage (page 1)', `${platform.bridgeUrl}/api/v1/billing/ai-credits/usage`, headers, c, 500),
+      );
+    }
   } finally {
     await platform.conn.dropDatabase().catch(() => undefined);
     await platform.stop();

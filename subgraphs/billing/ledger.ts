@@ -125,6 +125,7 @@ export class Ledger {
         description: input.description ?? null,
         period,
         balanceAfter: null,
+        seq: null,
         createdAt: now,
       };
       const filter: Record<string, unknown> = {
@@ -144,7 +145,7 @@ export class Ledger {
         { new: true, projection: COUNTERS_ONLY },
       ).lean<BalanceDoc>();
       if (updated) {
-        const done = { ...entry, balanceAfter: updated.available };
+        const done = { ...entry, balanceAfter: updated.available, seq: updated.revision };
         await this.moveOut(accountId, [done]);
         return {
           entry: done,
@@ -167,10 +168,15 @@ export class Ledger {
     throw new Error(`entry ${input.id} could not be applied in ${MAX_ATTEMPTS} attempts`);
   }
 
-  /** Entries of the account, including any still in the journal (the listing never misses one). */
-  async journalOf(accountId: string): Promise<EntryDoc[]> {
-    const doc = await this.models.Balance.findById(accountId, { journal: 1 }).lean<BalanceDoc>();
-    return doc?.journal ?? [];
+  /** The account's last position and the entries still in its journal (none once they moved out). */
+  async head(accountId: string): Promise<{ revision: number; journal: EntryDoc[] }> {
+    const doc = await this.models.Balance.findById(accountId, { revision: 1, journal: 1 }).lean<BalanceDoc>();
+    return { revision: doc?.revision ?? 0, journal: doc?.journal ?? [] };
+  }
+
+  /** The entry at `seq`, or null (a gap, or one still in the journal). */
+  async at(accountId: string, seq: number): Promise<EntryDoc | null> {
+    return this.models.Entry.findOne({ accountId, seq }).lean<EntryDoc>();
   }
 
   private async open(accountId: string, plan: Plan, periodKey: string, now: Date): Promise<BalanceDoc | null> {
@@ -179,6 +185,7 @@ export class Ledger {
       source: 'plan.allocation',
       description: `${plan} plan monthly allocation for ${periodKey}`,
       balanceAfter: amount,
+      seq: 1,
     });
     const doc: BalanceDoc = {
       _id: accountId,
@@ -219,6 +226,7 @@ export class Ledger {
           source: 'plan.allocation_expiry',
           description: `unused allocation of ${doc.period} expired`,
           balanceAfter: carried,
+          seq: doc.revision + 1,
         }),
       );
     }
@@ -227,6 +235,7 @@ export class Ledger {
         source: 'plan.allocation',
         description: `${plan} plan monthly allocation for ${periodKey}`,
         balanceAfter: carried + amount,
+        seq: doc.revision + entries.length + 1,
       }),
     );
     const updated = await this.models.Balance.findOneAndUpdate(
@@ -244,7 +253,7 @@ export class Ledger {
           available: carried + amount,
           updatedAt: now,
         },
-        $inc: { revision: 1 },
+        $inc: { revision: entries.length },
         $push: { journal: { $each: entries }, recent: { $each: entries.map((e) => e._id), $slice: -RECENT_IDS } },
       },
       { new: true },
@@ -260,6 +269,7 @@ export class Ledger {
       source: 'plan.upgrade',
       description: `allocation raised to the ${plan} plan for ${doc.period}`,
       balanceAfter: doc.available + diff,
+      seq: doc.revision + 1,
     });
     const updated = await this.models.Balance.findOneAndUpdate(
       { _id: doc._id, revision: doc.revision },
@@ -282,7 +292,7 @@ export class Ledger {
     delta: number,
     period: string,
     now: Date,
-    more: { source: string; description: string; balanceAfter: number },
+    more: { source: string; description: string; balanceAfter: number; seq: number },
   ): EntryDoc {
     return {
       _id: entryIdFor(accountId, kind, id),
@@ -313,7 +323,19 @@ export class Ledger {
   /** Journal entries whose writer died before moving them out. */
   private async moveOrphans(doc: BalanceDoc, now: Date): Promise<void> {
     const orphans = (doc.journal ?? []).filter((e) => now.getTime() - new Date(e.createdAt).getTime() > ORPHAN_AFTER_MS);
-    if (orphans.length) await this.moveOut(doc._id, orphans);
+    if (orphans.length === 0) return;
+    // Their own revision died with their writer: take fresh positions (the old ones stay gaps).
+    const bumped = await this.models.Balance.findOneAndUpdate(
+      { _id: doc._id },
+      { $inc: { revision: orphans.length } },
+      { new: true, projection: COUNTERS_ONLY },
+    ).lean<BalanceDoc>();
+    if (!bumped) return;
+    const first = bumped.revision - orphans.length + 1;
+    await this.moveOut(
+      doc._id,
+      orphans.map((e, i) => ({ ...e, seq: e.seq ?? first + i })),
+    );
   }
 
   private async appliedEntry(doc: BalanceDoc, id: string): Promise<EntryDoc> {

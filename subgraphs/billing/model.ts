@@ -29,6 +29,11 @@ export interface EntryDoc {
   period: string;
   /** Balance right after this entry; null only for an entry recovered after its writer died. */
   balanceAfter: number | null;
+  /**
+   * Position in the account's ledger: the balance revision its update produced (set when the entry
+   * leaves the journal). Listing walks it downwards by point reads on the unique `{accountId, seq}`.
+   */
+  seq: number | null;
   createdAt: Date;
 }
 
@@ -115,6 +120,7 @@ const entryFields = {
   description: { type: String, default: null },
   period: { type: String, required: true },
   balanceAfter: { type: Number, default: null },
+  seq: { type: Number, default: null },
   createdAt: { type: Date, required: true },
 };
 
@@ -128,8 +134,8 @@ export interface BillingModels {
 
 export function billingModels(conn: Connection): BillingModels {
   const entry = new mongoose.Schema<EntryDoc>(entryFields, { ...opts, collection: 'billing_entries' });
-  // Listing order (real MongoDB uses it; the wire server scans, see docs/decisions/0050).
-  entry.index({ accountId: 1, kind: 1, createdAt: -1, _id: -1 });
+  // The listing's point reads: an exact match on a unique key is what the wire server indexes.
+  entry.index({ accountId: 1, seq: 1 }, { unique: true });
 
   const balance = new mongoose.Schema<BalanceDoc>(
     {

@@ -30,7 +30,10 @@ export const billingRoutes = [
         from: z.string().optional(),
         to: z.string().optional(),
         source: z.string().optional(),
-        limit: z.string().optional(),
+        limit: z
+          .string()
+          .regex(/^\d{1,6}$/, 'a whole number')
+          .optional(),
         cursor: z.string().optional(),
       })
       .strict(),

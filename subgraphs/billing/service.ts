@@ -27,6 +27,10 @@ export const READ_SCOPE = 'billing:read';
 export const WRITE_SCOPE = 'billing:write';
 /** Usage page size: 1 to 100, default 25 (as every list). */
 export const USAGE_LIMIT = { min: 1, max: 100, default: 25 };
+/** Ledger positions one usage page reads at most (a sparse filter then returns a cursor to go on). */
+export const USAGE_SCAN = 1000;
+/** Writers' clocks may disagree a little with the ledger's order: `from` stops the walk only after this. */
+const CLOCK_SLACK_MS = 60_000;
 /** Whole credits per usage record: 1 to 1,000,000. */
 export const MAX_USAGE_CREDITS = 1_000_000;
 
@@ -73,28 +77,44 @@ export class BillingService implements CreditLedgerPort {
     const to = f.to === undefined ? null : parseTime(f.to, 'to');
     if (from && to && from.getTime() >= to.getTime()) throw badRequest('invalid_time_range', '`from` must be before `to`');
     const binding = JSON.stringify(['usage', f.product ?? null, from, to, f.source ?? null]);
-    const after = f.cursor ? decodeCursor<{ t: string; id: string }>(f.cursor, binding) : null;
+    const after = f.cursor ? decodeCursor<{ seq: number }>(f.cursor, binding) : null;
+    const want = (e: EntryDoc) =>
+      e.kind === 'usage' &&
+      (!f.product || e.product === f.product) &&
+      (!f.source || e.source === f.source) &&
+      (!from || new Date(e.createdAt).getTime() >= from.getTime()) &&
+      (!to || new Date(e.createdAt).getTime() < to.getTime());
 
-    const query: Record<string, unknown> = { accountId: p.accountId, kind: 'usage' };
-    if (f.product) query.product = f.product;
-    if (f.source) query.source = f.source;
-    if (from || to) query.createdAt = { ...(from ? { $gte: from } : {}), ...(to ? { $lt: to } : {}) };
-    if (after) {
-      const t = new Date(after.t);
-      query.$or = [{ createdAt: { $lt: t } }, { createdAt: t, _id: { $lt: after.id } }];
+    // Walk the ledger downwards by position with point reads (the wire server indexes only exact
+    // unique-key matches), a window at a time, at most USAGE_SCAN entries per page.
+    const head = await this.ledger.head(p.accountId);
+    let next = after ? after.seq - 1 : head.revision;
+    const items: EntryDoc[] = [];
+    let scanned = 0;
+    let reachedFrom = false;
+    while (next >= 1 && items.length <= limit && scanned < USAGE_SCAN && !reachedFrom) {
+      const window = Array.from({ length: Math.min(limit + 1, next, USAGE_SCAN - scanned) }, (_, i) => next - i);
+      const found = await Promise.all(window.map((seq) => this.ledger.at(p.accountId, seq)));
+      for (const e of found) {
+        scanned++;
+        next--;
+        if (!e) continue;
+        if (from && new Date(e.createdAt).getTime() < from.getTime() - CLOCK_SLACK_MS) reachedFrom = true;
+        if (want(e)) items.push(e);
+        if (items.length > limit) break;
+      }
     }
-    const stored = await this.models.Entry.find(query)
-      .sort({ createdAt: -1, _id: -1 })
-      .limit(limit + 1)
-      .lean<EntryDoc[]>();
-    // Entries still on their way out of the balance's journal are listed too.
-    const pending = (await this.ledger.journalOf(p.accountId)).filter((e) => matches(e, query, after));
-    const seen = new Set(stored.map((e) => e._id));
-    const merged = [...stored, ...pending.filter((e) => !seen.has(e._id))].sort(newestFirst);
-    const page = merged.slice(0, limit);
+    // Entries applied this instant and still in the journal belong on the first page.
+    if (!after) {
+      const seen = new Set(items.map((e) => e._id));
+      items.unshift(...head.journal.filter((e) => want(e) && !seen.has(e._id)));
+    }
+    const page = items.slice(0, limit);
     const last = page[page.length - 1];
-    const nextCursor =
-      merged.length > limit && last ? encodeCursor({ t: new Date(last.createdAt).toISOString(), id: last._id }, binding) : null;
+    let nextCursor: string | null = null;
+    if (items.length > limit && last?.seq) nextCursor = encodeCursor({ seq: last.seq }, binding);
+    // A sparse filter may end a page's scan early: the cursor then resumes where it stopped.
+    else if (next >= 1 && !reachedFrom) nextCursor = encodeCursor({ seq: next + 1 }, binding);
     return { items: page, nextCursor };
   }
 
@@ -205,23 +225,4 @@ function parseTime(s: string, name: string): Date {
     throw badRequest('invalid_time_range', `\`${name}\` must be an ISO 8601 date or timestamp`);
   }
   return d;
-}
-
-const newestFirst = (a: EntryDoc, b: EntryDoc) =>
-  new Date(b.createdAt).getTime() - new Date(a.createdAt).getTime() || (a._id < b._id ? 1 : a._id > b._id ? -1 : 0);
-
-/** The list query, applied in memory to journal entries. */
-function matches(e: EntryDoc, q: Record<string, unknown>, after: { t: string; id: string } | null): boolean {
-  if (e.kind !== 'usage') return false;
-  if (q.product && e.product !== q.product) return false;
-  if (q.source && e.source !== q.source) return false;
-  const t = new Date(e.createdAt).getTime();
-  const range = q.createdAt as { $gte?: Date; $lt?: Date } | undefined;
-  if (range?.$gte && t < range.$gte.getTime()) return false;
-  if (range?.$lt && t >= range.$lt.getTime()) return false;
-  if (after) {
-    const at = new Date(after.t).getTime();
-    if (t > at || (t === at && e._id >= after.id)) return false;
-  }
-  return true;
 }
