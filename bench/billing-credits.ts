@@ -15,6 +15,7 @@ import http from 'node:http';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { startPlatform } from '../app/platform';
 import { loadConfig } from '../core/config';
+import type { BillingService } from '../subgraphs/billing';
 
 process.env.APOLLO_TELEMETRY_DISABLED = '1';
 const USAGE = Number(process.env.BENCH_USAGE ?? 2000);
@@ -76,7 +77,7 @@ async function main(): Promise<void> {
     MONGODB_URI: base.mongodbUri.replace(/\/[^/?]*(\?|$)/, `/bench_${id}$1`),
   });
   const platform = await startPlatform({ config, bridgePort: 0, routerPort: 0, subgraphBasePort: 0, topicPrefix: `bench${id}` });
-  const billing = platform.services.billing;
+  const billing = platform.services.billing as BillingService;
   const port = platform.ports.get('credits');
   const account = async (slug: string) => {
     const created = await platform.services.identity.createApiKey({ accountSlug: slug, plan: 'pro' });

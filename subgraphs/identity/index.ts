@@ -1,6 +1,7 @@
 import { normalizeEmail } from '../../core/domain-names';
 import { CliUsageError, defineArea } from '../../core/area';
 import type { ProjectDirectory, ProjectRecord, VerifiedSenders } from '../../core/ports';
+import type { SubscriptionState } from '../../core/account-standing';
 import type { Plan, Role } from '../../core/principal';
 import type { RequestContext } from '../../core/subgraph-kit';
 import type { ProjectDoc } from './model';
@@ -52,6 +53,7 @@ export default defineArea({
       },
     };
     ports.provide('projects', projects);
+    ports.provide('accountStanding', { subscriptionOf: (accountId) => identity.subscriptionOf(accountId) });
     ports.provide('senders', verified);
   },
   subgraph: (s) => ({
@@ -72,6 +74,7 @@ export default defineArea({
       words: ['keys', 'create'],
       usage: '--account SLUG [--plan free|pro] [--role owner|member|read_only] [--scopes a,b]',
       options: { account: { type: 'string' }, plan: { type: 'string' }, role: { type: 'string' }, scopes: { type: 'string' } },
+      required: ['account'],
       async run({ values, services }) {
         const created = await services.createApiKey({
           accountSlug: need(values.account, 'keys create needs --account SLUG'),
@@ -93,9 +96,25 @@ export default defineArea({
       describe: (r) => `key ${r.key}\n(shown once; account ${r.account}, plan ${r.plan}, role ${r.role})`,
     },
     {
+      words: ['accounts', 'set'],
+      usage: '--account SLUG [--plan free|pro] [--subscription active|paused]',
+      options: { account: { type: 'string' }, plan: { type: 'string' }, subscription: { type: 'string' } },
+      required: ['account'],
+      async run({ values, services }) {
+        const slug = need(values.account, 'accounts set needs --account SLUG');
+        let account = await services.ensureAccount(slug, values.plan as Plan | undefined);
+        if (values.subscription !== undefined) {
+          account = await services.setSubscription(slug, values.subscription as SubscriptionState);
+        }
+        return { id: account._id, slug: account.slug, plan: account.plan, subscription: account.subscription ?? 'active' };
+      },
+      describe: (r) => `account ${r.slug}: plan ${r.plan}, subscription ${r.subscription}`,
+    },
+    {
       words: ['projects', 'create'],
       usage: '--account SLUG --name NAME',
       options: { account: { type: 'string' }, name: { type: 'string' } },
+      required: ['account', 'name'],
       async run({ values, services }) {
         const usage = 'projects create needs --account SLUG --name NAME';
         const account = await services.ensureAccount(need(values.account, usage));
@@ -108,6 +127,7 @@ export default defineArea({
       words: ['senders', 'verify'],
       usage: '--account SLUG --email ADDRESS',
       options: { account: { type: 'string' }, email: { type: 'string' } },
+      required: ['account', 'email'],
       async run({ values, services }) {
         const usage = 'senders verify needs --account SLUG --email ADDRESS';
         const account = await services.ensureAccount(need(values.account, usage));

@@ -1,10 +1,14 @@
 import mongoose, { type Connection, type Model } from 'mongoose';
+import { SUBSCRIPTION_STATES, type SubscriptionState } from '../../core/account-standing';
+import { model } from '../../core/mongo';
 import type { Plan, Role } from '../../core/principal';
 
 export interface AccountDoc {
   _id: string;
   slug: string;
   plan: Plan;
+  /** Subscription standing (spec 5.4); accounts stored before it existed read as `active`. */
+  subscription?: SubscriptionState;
   createdAt: Date;
 }
 
@@ -35,6 +39,7 @@ const accountSchema = new mongoose.Schema<AccountDoc>(
     _id: String,
     slug: { type: String, required: true, unique: true },
     plan: { type: String, required: true, enum: ['free', 'pro'] },
+    subscription: { type: String, enum: SUBSCRIPTION_STATES, default: 'active' },
     createdAt: { type: Date, required: true },
   },
   { collection: 'accounts', versionKey: false },
@@ -75,8 +80,8 @@ export interface IdentityModels {
 
 export function identityModels(conn: Connection): IdentityModels {
   return {
-    Account: (conn.models.Account as Model<AccountDoc>) ?? conn.model('Account', accountSchema),
-    ApiKey: (conn.models.ApiKey as Model<ApiKeyDoc>) ?? conn.model('ApiKey', apiKeySchema),
-    Project: (conn.models.Project as Model<ProjectDoc>) ?? conn.model('Project', projectSchema),
+    Account: model(conn, 'identity', 'Account', accountSchema),
+    ApiKey: model(conn, 'identity', 'ApiKey', apiKeySchema),
+    Project: model(conn, 'identity', 'Project', projectSchema),
   };
 }

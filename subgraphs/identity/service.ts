@@ -2,6 +2,7 @@ import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypt
 import type { Connection } from 'mongoose';
 import { badRequest, notFound, unauthenticated } from '../../core/errors';
 import { isDuplicateKey } from '../../core/mongo';
+import { SUBSCRIPTION_STATES, type SubscriptionState } from '../../core/account-standing';
 import type { Plan, Principal, Role } from '../../core/principal';
 import { type AccountDoc, type IdentityModels, type ProjectDoc, identityModels } from './model';
 import { AccountSenders } from './senders';
@@ -58,6 +59,21 @@ export class IdentityService {
       if (isDuplicateKey(e)) return this.ensureAccount(slug, plan);
       throw e;
     }
+  }
+
+  /** `platform accounts set --subscription`: the account's subscription standing (spec 5.4). */
+  async setSubscription(slug: string, subscription: SubscriptionState): Promise<AccountDoc> {
+    if (!SUBSCRIPTION_STATES.includes(subscription)) {
+      throw badRequest('invalid_subscription', `subscription must be one of ${SUBSCRIPTION_STATES.join(', ')}`);
+    }
+    const account = await this.ensureAccount(slug);
+    await this.models.Account.updateOne({ _id: account._id }, { $set: { subscription } });
+    return { ...account, subscription };
+  }
+
+  async subscriptionOf(accountId: string): Promise<SubscriptionState> {
+    const account = await this.models.Account.findById(accountId, { subscription: 1 }).lean();
+    return account ? (account.subscription ?? 'active') : 'inactive';
   }
 
   async createApiKey(opts: { accountSlug: string; plan?: Plan; role?: Role; scopes?: string[] }): Promise<CreatedKey> {

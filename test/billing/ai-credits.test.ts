@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { BillingService } from '../../subgraphs/billing';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 import { ISO, PREFIX, UUID, cli, errorBody, openCheckout } from './helpers';
 
@@ -157,7 +158,7 @@ describe('usage', () => {
           (e) => e.code,
         ),
     );
-    const topUp = t.platform.services.billing.completePayment(checkout.id);
+    const topUp = (t.platform.services.billing as BillingService).completePayment(checkout.id);
     const [results] = await Promise.all([Promise.all(draws), topUp]);
     const ok = results.filter((r) => r === 'ok').length;
     expect(results.filter((r) => r !== 'ok').every((r) => r === 'insufficient_credits')).toBe(true);

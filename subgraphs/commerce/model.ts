@@ -1,0 +1,195 @@
+import mongoose, { type Connection, type Model } from 'mongoose';
+import { model } from '../../core/mongo';
+import type { ConnectionKind, EnvironmentName, ReleaseStatus } from './limits';
+
+/** One connection per project: `_id` is the project id, so every read is an exact key lookup. */
+export interface ConnectionDoc {
+  _id: string;
+  accountId: string;
+  kind: ConnectionKind;
+  storeDomain: string;
+  developmentBranch: string | null;
+  confirmGenericStorefront: boolean;
+  /** Documented connect settings only (never credentials). */
+  settings: Record<string, unknown>;
+  storefrontSettings: Record<string, unknown>;
+  /** The latest connect operation; its outcome decides `pending` / `invalid`. */
+  connectOperationId: string;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export type VerificationStatus = 'pending' | 'ready' | 'invalid';
+
+export interface EnvironmentDoc {
+  /** `${projectId}:${name}`. */
+  _id: string;
+  projectId: string;
+  name: EnvironmentName;
+  /** The non-secret fields, by their REST names (`app_url`, `client_id`, …). */
+  fields: Record<string, string | null>;
+  /** Write-only secrets by REST name, each sealed with AES-256-GCM (`core/secrets.ts`). */
+  secrets: Record<string, string>;
+  /** Bumped by every update; a verification is bound to the revision it was requested at. */
+  revision: number;
+  verification: {
+    status: VerificationStatus;
+    operationId: string | null;
+    /** The revision the last verification checked. */
+    revision: number | null;
+    errorCode: string | null;
+    verifiedAt: Date | null;
+  };
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface ReleaseDoc {
+  _id: string;
+  projectId: string;
+  accountId: string;
+  environment: EnvironmentName;
+  status: ReleaseStatus;
+  /** Where the release's health endpoint answers (the stand-in serves it here). */
+  healthUrl: string;
+  deploymentId: string;
+  /** For preview releases: the id a promotion names. */
+  previewId: string | null;
+  /** For promoted releases: the preview they came from. */
+  sourcePreviewId: string | null;
+  operationId: string;
+  attempts: number;
+  errorCode: string | null;
+  errorMessage: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+  finishedAt: Date | null;
+}
+
+export interface WebhookObservationDoc {
+  _id: string;
+  projectId: string;
+  webhookId: string;
+  topic: string;
+  storeDomain: string;
+  /** The verified body, parsed (kept up to 16 KiB; larger bodies keep only their size). */
+  payload: unknown;
+  bodyBytes: number;
+  receivedAt: Date;
+}
+
+/** Recorded storefront requests (one document per recording; summed into buckets on read). */
+export interface TrafficDoc {
+  _id: string;
+  projectId: string;
+  at: Date;
+  requests: number;
+  errors: number;
+}
+
+const Mixed = mongoose.Schema.Types.Mixed;
+const base = { versionKey: false as const, minimize: false };
+
+const connectionSchema = new mongoose.Schema<ConnectionDoc>(
+  {
+    _id: String,
+    accountId: { type: String, required: true },
+    kind: { type: String, required: true },
+    storeDomain: { type: String, required: true },
+    developmentBranch: { type: String, default: null },
+    confirmGenericStorefront: { type: Boolean, default: false },
+    settings: { type: Mixed, default: {} },
+    storefrontSettings: { type: Mixed, default: {} },
+    connectOperationId: { type: String, required: true },
+    createdAt: Date,
+    updatedAt: Date,
+  },
+  { ...base, collection: 'commerce_connections' },
+);
+// Inbound webhooks find the connections of a store.
+connectionSchema.index({ storeDomain: 1 });
+
+const environmentSchema = new mongoose.Schema<EnvironmentDoc>(
+  {
+    _id: String,
+    projectId: { type: String, required: true },
+    name: { type: String, required: true },
+    fields: { type: Mixed, default: {} },
+    secrets: { type: Mixed, default: {} },
+    revision: { type: Number, required: true },
+    verification: {
+      status: { type: String, default: 'pending' },
+      operationId: { type: String, default: null },
+      revision: { type: Number, default: null },
+      errorCode: { type: String, default: null },
+      verifiedAt: { type: Date, default: null },
+    },
+    createdAt: Date,
+    updatedAt: Date,
+  },
+  { ...base, collection: 'commerce_environments' },
+);
+environmentSchema.index({ projectId: 1 });
+
+const releaseSchema = new mongoose.Schema<ReleaseDoc>(
+  {
+    _id: String,
+    projectId: { type: String, required: true },
+    accountId: { type: String, required: true },
+    environment: { type: String, required: true },
+    status: { type: String, required: true },
+    healthUrl: { type: String, required: true },
+    deploymentId: { type: String, required: true },
+    previewId: { type: String, default: null },
+    sourcePreviewId: { type: String, default: null },
+    operationId: { type: String, required: true },
+    attempts: { type: Number, default: 1 },
+    errorCode: { type: String, default: null },
+    errorMessage: { type: String, default: null },
+    createdAt: Date,
+    updatedAt: Date,
+    finishedAt: { type: Date, default: null },
+  },
+  { ...base, collection: 'commerce_releases' },
+);
+releaseSchema.index({ projectId: 1, createdAt: -1 });
+
+const webhookSchema = new mongoose.Schema<WebhookObservationDoc>(
+  {
+    _id: String,
+    projectId: { type: String, required: true },
+    webhookId: { type: String, required: true },
+    topic: String,
+    storeDomain: String,
+    payload: Mixed,
+    bodyBytes: Number,
+    receivedAt: Date,
+  },
+  { ...base, collection: 'commerce_webhook_observations' },
+);
+webhookSchema.index({ projectId: 1, receivedAt: -1 });
+
+const trafficSchema = new mongoose.Schema<TrafficDoc>(
+  { _id: String, projectId: { type: String, required: true }, at: Date, requests: Number, errors: Number },
+  // `errors` is the spec's word (analytics buckets); documents here are never hydrated, only read lean.
+  { ...base, collection: 'commerce_traffic', suppressReservedKeysWarning: true },
+);
+trafficSchema.index({ projectId: 1, at: 1 });
+
+export interface CommerceModels {
+  Connection: Model<ConnectionDoc>;
+  Environment: Model<EnvironmentDoc>;
+  Release: Model<ReleaseDoc>;
+  Webhook: Model<WebhookObservationDoc>;
+  Traffic: Model<TrafficDoc>;
+}
+
+export function commerceModels(conn: Connection): CommerceModels {
+  return {
+    Connection: model(conn, 'commerce', 'Connection', connectionSchema),
+    Environment: model(conn, 'commerce', 'Environment', environmentSchema),
+    Release: model(conn, 'commerce', 'Release', releaseSchema),
+    Webhook: model(conn, 'commerce', 'WebhookObservation', webhookSchema),
+    Traffic: model(conn, 'commerce', 'Traffic', trafficSchema),
+  };
+}

@@ -1,0 +1,317 @@
+import { decodeCursor, encodeCursor } from '../../core/cursors';
+import { isUuid, newId } from '../../core/ids';
+import type { OperationContext, OperationEngine } from '../../core/operations/engine';
+import { sleep } from '../../core/sleep';
+import { commerceError, commerceNotFound, invalidConfiguration } from './errors';
+
+/** A cursor this listing did not issue is a 422, like any other malformed input here. */
+export function readCursor<T extends Record<string, unknown>>(cursor: string, binding: string): T {
+  try {
+    return decodeCursor<T>(cursor, binding);
+  } catch {
+    throw invalidConfiguration('cursor is not valid for this list', { field: 'cursor' });
+  }
+}
+import {
+  DEFAULT_PAGE,
+  ENVIRONMENTS,
+  type EnvironmentName,
+  MAX_PAGE,
+  RETRYABLE_RELEASE_STATUSES,
+  type ReleaseStatus,
+} from './limits';
+import type { CommerceModels, ConnectionDoc, ReleaseDoc } from './model';
+import { COMMERCE_OPERATION_TYPES } from './operation-view';
+import type { DeploymentHealth } from './stand-in';
+
+/** The health gate probes a release this many times, a step delay apart: 3. */
+export const HEALTH_PROBES = 3;
+/** One probe waits at most: 5 s. */
+export const HEALTH_PROBE_TIMEOUT_MS = 5_000;
+
+export type ProbeResult = 'ok' | 'degraded' | 'failing';
+
+/**
+ * Spec 3.2 health gate: every probe ok → `healthy`; every probe failing → `failed`
+ * (`COMMERCE_FAILED_HEALTH_GATE`); anything between, or a `degraded` answer → `degraded`.
+ */
+export function gateOutcome(probes: ProbeResult[]): 'healthy' | 'degraded' | 'failed' {
+  if (probes.every((p) => p === 'ok')) return 'healthy';
+  if (probes.every((p) => p === 'failing')) return 'failed';
+  return 'degraded';
+}
+
+export async function probeHealth(url: string): Promise<ProbeResult> {
+  try {
+    const res = await fetch(url, { redirect: 'error', signal: AbortSignal.timeout(HEALTH_PROBE_TIMEOUT_MS) });
+    if (!res.ok) {
+      await res.body?.cancel();
+      return 'failing';
+    }
+    const body = (await res.json().catch(() => ({}))) as { status?: string };
+    return body.status === 'degraded' ? 'degraded' : 'ok';
+  } catch {
+    return 'failing';
+  }
+}
+
+export interface ReleaseView {
+  id: string;
+  projectId: string;
+  environment: EnvironmentName;
+  status: ReleaseStatus;
+  previewId: string | null;
+  sourcePreviewId: string | null;
+  operationId: string;
+  attempts: number;
+  errorCode: string | null;
+  errorMessage: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+  finishedAt: Date | null;
+}
+
+export interface Deployer {
+  /** Creates the deployment whose health endpoint the gate probes (a deploy pipeline's job). */
+  createDeployment(storeDomain: string, health: DeploymentHealth): Promise<{ deployment_id: string; health_url: string }>;
+}
+
+export interface ReleaseDeps {
+  models: CommerceModels;
+  engine: OperationEngine;
+  deployer: Deployer;
+  stepDelayMs(): number;
+}
+
+const TERMINAL = new Set<ReleaseStatus>(['healthy', 'failed', 'degraded', 'cancelled']);
+
+/** Releases (spec 3.2): `queued → running → healthy | failed | degraded | cancelled`, through a health gate. */
+export class Releases {
+  constructor(private readonly d: ReleaseDeps) {}
+
+  /** What `platform commerce deploy` does, as a deploy pipeline would. */
+  async deploy(connection: ConnectionDoc, environment: string, health: DeploymentHealth): Promise<ReleaseDoc> {
+    if (!ENVIRONMENTS.includes(environment as EnvironmentName)) {
+      throw invalidConfiguration(`environment must be one of ${ENVIRONMENTS.join(', ')}`);
+    }
+    if (connection.kind === 'app' && environment === 'preview') {
+      throw invalidConfiguration('preview is an environment of storefronts only');
+    }
+    const deployment = await this.d.deployer.createDeployment(connection.storeDomain, health);
+    const id = newId();
+    return this.create(connection, {
+      environment: environment as EnvironmentName,
+      healthUrl: deployment.health_url,
+      deploymentId: deployment.deployment_id,
+      previewId: environment === 'preview' ? id : null,
+      sourcePreviewId: null,
+      id,
+    });
+  }
+
+  private async create(
+    connection: ConnectionDoc,
+    r: Pick<ReleaseDoc, 'environment' | 'healthUrl' | 'deploymentId' | 'previewId' | 'sourcePreviewId'> & { id: string },
+  ): Promise<ReleaseDoc> {
+    const now = new Date();
+    const doc: ReleaseDoc = {
+      _id: r.id,
+      projectId: connection._id,
+      accountId: connection.accountId,
+      environment: r.environment,
+      status: 'queued',
+      healthUrl: r.healthUrl,
+      deploymentId: r.deploymentId,
+      previewId: r.previewId,
+      sourcePreviewId: r.sourcePreviewId,
+      operationId: newId(),
+      attempts: 1,
+      errorCode: null,
+      errorMessage: null,
+      createdAt: now,
+      updatedAt: now,
+      finishedAt: null,
+    };
+    await this.d.models.Release.create(doc);
+    await this.enqueue(doc);
+    return doc;
+  }
+
+  private enqueue(doc: ReleaseDoc) {
+    return this.d.engine.enqueue({
+      id: doc.operationId,
+      accountId: doc.accountId,
+      projectId: doc.projectId,
+      resourceType: 'commerce_release',
+      resourceId: doc._id,
+      operationType: COMMERCE_OPERATION_TYPES.release,
+      input: { releaseId: doc._id, environment: doc.environment },
+    });
+  }
+
+  async find(projectId: string, releaseId: string): Promise<ReleaseDoc> {
+    const r = isUuid(releaseId) ? await this.d.models.Release.findById(releaseId).lean() : null;
+    if (!r || r.projectId !== projectId) throw commerceNotFound('release');
+    return r;
+  }
+
+  /** Guarded retry: only a `failed` or `degraded` release runs its health gate again. */
+  async retry(projectId: string, releaseId: string): Promise<ReleaseDoc> {
+    const r = await this.find(projectId, releaseId);
+    const refuse = (status: ReleaseStatus) =>
+      commerceError('COMMERCE_FAILED_HEALTH_GATE', `only a failed or degraded release can be retried (this one is ${status})`, {
+        release_id: r._id,
+        status,
+      });
+    if (!RETRYABLE_RELEASE_STATUSES.includes(r.status)) throw refuse(r.status);
+    const operationId = newId();
+    const updated = await this.d.models.Release.findOneAndUpdate(
+      { _id: r._id, status: r.status, operationId: r.operationId },
+      {
+        $set: { status: 'queued', operationId, errorCode: null, errorMessage: null, finishedAt: null, updatedAt: new Date() },
+        $inc: { attempts: 1 },
+      },
+      { new: true },
+    ).lean();
+    // Another retry won the race: this one sees the release as it now is.
+    if (!updated) throw refuse((await this.find(projectId, releaseId)).status);
+    await this.enqueue(updated);
+    return updated;
+  }
+
+  /** Promotes a healthy preview: a production release of the same build, through the gate again. */
+  async promote(connection: ConnectionDoc, previewId: string): Promise<ReleaseDoc> {
+    if (!isUuid(previewId)) throw invalidConfiguration('preview_id must be a UUID', { field: 'preview_id' });
+    if (connection.kind !== 'storefront') {
+      throw commerceError('COMMERCE_CONFIG_MISMATCH', 'promotions apply to storefront connections only');
+    }
+    const preview = await this.d.models.Release.findById(previewId).lean();
+    if (!preview || preview.projectId !== connection._id || preview.previewId !== previewId) throw commerceNotFound('preview');
+    if (preview.status !== 'healthy') {
+      throw commerceError(
+        'COMMERCE_FAILED_HEALTH_GATE',
+        `only a healthy preview can be promoted (this one is ${preview.status})`,
+        {
+          preview_id: previewId,
+          status: preview.status,
+        },
+      );
+    }
+    return this.create(connection, {
+      id: newId(),
+      environment: 'production',
+      healthUrl: preview.healthUrl,
+      deploymentId: preview.deploymentId,
+      previewId: null,
+      sourcePreviewId: previewId,
+    });
+  }
+
+  async list(projectId: string, limit = DEFAULT_PAGE, cursor: string | null = null) {
+    const size = Math.min(Math.max(1, Math.floor(limit) || DEFAULT_PAGE), MAX_PAGE);
+    const filter: Record<string, unknown> = { projectId };
+    if (cursor) {
+      const p = readCursor<{ t: string; id: string }>(cursor, `releases:${projectId}`);
+      filter.$or = [{ createdAt: { $lt: new Date(p.t) } }, { createdAt: new Date(p.t), _id: { $lt: p.id } }];
+    }
+    const rows = await this.d.models.Release.find(filter)
+      .sort({ createdAt: -1, _id: -1 })
+      .limit(size + 1)
+      .lean();
+    const page = rows.slice(0, size);
+    const last = page[page.length - 1];
+    const nextCursor =
+      rows.length > size && last
+        ? encodeCursor({ t: last.createdAt.toISOString(), id: last._id }, `releases:${projectId}`)
+        : null;
+    return { items: await Promise.all(page.map((r) => this.view(r))), nextCursor };
+  }
+
+  /** A release whose operation ended failed before the gate recorded anything shows as `failed`. */
+  async view(r: ReleaseDoc): Promise<ReleaseView> {
+    let { status, errorCode, errorMessage } = r;
+    if (!TERMINAL.has(status)) {
+      const op = await this.d.engine.get(r.operationId);
+      if (op?.status === 'failed') {
+        status = 'failed';
+        errorCode = op.errorCode;
+        errorMessage = op.errorMessage;
+      }
+    }
+    return {
+      id: r._id,
+      projectId: r.projectId,
+      environment: r.environment,
+      status,
+      previewId: r.previewId,
+      sourcePreviewId: r.sourcePreviewId,
+      operationId: r.operationId,
+      attempts: r.attempts,
+      errorCode,
+      errorMessage,
+      createdAt: r.createdAt,
+      updatedAt: r.updatedAt,
+      finishedAt: r.finishedAt,
+    };
+  }
+
+  /**
+   * The release operation: start (a newer release of the same environment cancels a queued one),
+   * deploy, health gate, record. Every release write is conditional on this operation still being
+   * the release's, so a stale attempt never overwrites a retry.
+   */
+  async runRelease(ctx: OperationContext): Promise<unknown> {
+    const { releaseId } = ctx.op.input as { releaseId: string };
+    const mine = { _id: releaseId, operationId: ctx.op._id };
+    const started = await ctx.step('start', async () => {
+      const r = await this.d.models.Release.findOne(mine).lean();
+      if (!r) return { cancelled: true };
+      const newer = await this.d.models.Release.findOne({
+        projectId: r.projectId,
+        environment: r.environment,
+        createdAt: { $gt: r.createdAt },
+      }).lean();
+      if (newer && r.status === 'queued') {
+        await this.d.models.Release.updateOne(
+          { ...mine, status: 'queued' },
+          { $set: { status: 'cancelled', finishedAt: new Date(), updatedAt: new Date() } },
+        );
+        return { cancelled: true };
+      }
+      await this.d.models.Release.updateOne(
+        { ...mine, status: 'queued' },
+        { $set: { status: 'running', updatedAt: new Date() } },
+      );
+      return { cancelled: false, healthUrl: r.healthUrl };
+    });
+    if (started.cancelled) return { release_id: releaseId, status: 'cancelled' };
+    await ctx.step('deploy', () => sleep(this.d.stepDelayMs(), ctx.signal).then(() => ({ deployed: true })));
+    const outcome = await ctx.step('health_gate', async () => {
+      const probes: ProbeResult[] = [];
+      for (let i = 0; i < HEALTH_PROBES; i++) {
+        if (i > 0) await sleep(this.d.stepDelayMs(), ctx.signal);
+        probes.push(await probeHealth(started.healthUrl!));
+      }
+      return { outcome: gateOutcome(probes), probes };
+    });
+    const failed = outcome.outcome === 'failed';
+    const message = failed ? `the release failed its health gate (${outcome.probes.join(', ')})` : null;
+    await ctx.step('record', async () => {
+      await this.d.models.Release.updateOne(
+        { ...mine, status: 'running' },
+        {
+          $set: {
+            status: outcome.outcome,
+            errorCode: failed ? 'COMMERCE_FAILED_HEALTH_GATE' : null,
+            errorMessage: message,
+            finishedAt: new Date(),
+            updatedAt: new Date(),
+          },
+        },
+      );
+      return { status: outcome.outcome };
+    });
+    if (failed) throw commerceError('COMMERCE_FAILED_HEALTH_GATE', message!, { release_id: releaseId });
+    return { release_id: releaseId, status: outcome.outcome };
+  }
+}

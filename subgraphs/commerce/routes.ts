@@ -1,0 +1,208 @@
+import { z } from 'zod';
+import { type AnyRoute, route } from '../../core/rest-route';
+import { COMMERCE_BODY_LIMIT, COMMERCE_PREFIX, MAX_FIELD_LENGTH, MAX_SECRET_LENGTH, MAX_PAGE } from './limits';
+
+/**
+ * Spec 4.2: every commerce route, each onto one GraphQL operation, with the commerce envelope and
+ * the 64 KiB body limit of spec 8. Bodies are strict here (unknown top-level fields are refused by
+ * the bridge); which fields a kind of connection takes, formats and settings keys are the
+ * service's 422 `COMMERCE_INVALID_CONFIGURATION`.
+ */
+const tag = 'Commerce hosting';
+const path = (suffix: string) => `${COMMERCE_PREFIX}${suffix}`;
+const common = { tag, envelope: 'commerce' as const, bodyLimit: COMMERCE_BODY_LIMIT };
+const projectId = (r: { params: Record<string, string> }) => r.params.projectID;
+const idempotencyKey = (h: Record<string, string | string[] | undefined>) => {
+  const v = h['idempotency-key'];
+  return typeof v === 'string' && v ? v : null;
+};
+
+const field = z.string().max(MAX_FIELD_LENGTH).nullable().optional();
+const secret = z.string().max(MAX_SECRET_LENGTH).nullable().optional();
+
+const connectBody = z
+  .object({
+    kind: z.string().max(32),
+    store_domain: z.string().max(1024),
+    development_branch: z.string().max(1024).nullable().optional(),
+    confirm_generic_storefront: z.boolean().nullable().optional(),
+    settings: z.record(z.unknown()).nullable().optional(),
+  })
+  .strict();
+
+const environmentBody = z
+  .object({
+    config_path: field,
+    config_name: field,
+    app_url: field,
+    client_id: field,
+    client_secret: secret,
+    automation_token: secret,
+    scopes: field,
+    public_storefront_token: secret,
+    private_storefront_token: secret,
+    storefront_id: field,
+    customer_account_client_id: field,
+    customer_account_secret: secret,
+    customer_account_url: field,
+    session_secret: secret,
+  })
+  .strict();
+
+const promotionBody = z.object({ preview_id: z.string().max(64) }).strict();
+const settingsBody = z.record(z.unknown());
+const pageQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(MAX_PAGE).optional(),
+  cursor: z.string().max(2048).optional(),
+});
+const analyticsQuery = z.object({ range: z.string().max(16).optional() });
+
+export const commerceRoutes: AnyRoute[] = [
+  route({
+    ...common,
+    method: 'GET',
+    path: path(''),
+    summary: "The project's commerce connection, its state and its environments (secrets only as has_*)",
+    operation: 'commerce-connection',
+    variables: (r) => ({ projectId: projectId(r) }),
+    select: (d) => d.commerceConnection,
+    status: 200,
+  }),
+  route({
+    ...common,
+    method: 'POST',
+    path: path('/connect'),
+    summary: 'Connect an app (development_branch) or a storefront (confirm_generic_storefront); 202 operation',
+    operation: 'commerce-connect',
+    body: connectBody,
+    variables: (r) => ({
+      projectId: projectId(r),
+      input: {
+        kind: r.body.kind,
+        storeDomain: r.body.store_domain,
+        developmentBranch: r.body.development_branch,
+        confirmGenericStorefront: r.body.confirm_generic_storefront,
+        settings: r.body.settings,
+      },
+      idempotencyKey: idempotencyKey(r.headers),
+    }),
+    select: (d) => d.commerceConnect,
+    status: 202,
+  }),
+  route({
+    ...common,
+    method: 'GET',
+    path: path('/operations/{operationID}'),
+    summary: 'A commerce operation: queued, running, succeeded or failed, with error_code and error_message',
+    operation: 'commerce-operation',
+    variables: (r) => ({ projectId: projectId(r), operationId: r.params.operationID }),
+    select: (d) => d.commerceOperation,
+    status: 200,
+  }),
+  route({
+    ...common,
+    method: 'PUT',
+    path: path('/environments/{environment}'),
+    summary: 'Set an environment; secrets are write-only (omitted or empty keeps the stored one)',
+    operation: 'commerce-put-environment',
+    body: environmentBody,
+    variables: (r) => ({
+      projectId: projectId(r),
+      environment: r.params.environment,
+      input: Object.fromEntries(
+        Object.entries(r.body).map(([k, v]) => [k.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase()), v]),
+      ),
+    }),
+    select: (d) => d.commercePutEnvironment,
+    status: 200,
+  }),
+  route({
+    ...common,
+    method: 'POST',
+    path: path('/environments/{environment}/verify'),
+    summary: "Verify the environment's credentials against the commerce platform; 202 operation",
+    operation: 'commerce-verify',
+    variables: (r) => ({
+      projectId: projectId(r),
+      environment: r.params.environment,
+      idempotencyKey: idempotencyKey(r.headers),
+    }),
+    select: (d) => d.commerceVerify,
+    status: 202,
+  }),
+  route({
+    ...common,
+    method: 'GET',
+    path: path('/releases'),
+    summary: 'Releases, newest first (data.items, data.next_cursor)',
+    operation: 'commerce-releases',
+    query: pageQuery,
+    variables: (r) => ({ projectId: projectId(r), limit: r.query.limit ?? null, cursor: r.query.cursor ?? null }),
+    select: (d) => d.commerceReleases,
+    status: 200,
+  }),
+  route({
+    ...common,
+    method: 'POST',
+    path: path('/releases/{releaseID}/retry'),
+    summary: 'Retry a failed or degraded release through the health gate; 202 release',
+    operation: 'commerce-retry-release',
+    variables: (r) => ({ projectId: projectId(r), releaseId: r.params.releaseID }),
+    select: (d) => d.commerceRetryRelease,
+    status: 202,
+  }),
+  route({
+    ...common,
+    method: 'GET',
+    path: path('/webhooks'),
+    summary: 'Webhook observations, newest first (data.items, data.next_cursor)',
+    operation: 'commerce-webhooks',
+    query: pageQuery,
+    variables: (r) => ({ projectId: projectId(r), limit: r.query.limit ?? null, cursor: r.query.cursor ?? null }),
+    select: (d) => d.commerceWebhooks,
+    status: 200,
+  }),
+  route({
+    ...common,
+    method: 'GET',
+    path: path('/webhooks/{webhookID}'),
+    summary: 'One webhook observation',
+    operation: 'commerce-webhook',
+    variables: (r) => ({ projectId: projectId(r), webhookId: r.params.webhookID }),
+    select: (d) => d.commerceWebhook,
+    status: 200,
+  }),
+  route({
+    ...common,
+    method: 'PUT',
+    path: path('/storefront/settings'),
+    summary: 'Storefront settings (documented keys only; credential-shaped keys are refused)',
+    operation: 'commerce-storefront-settings',
+    body: settingsBody,
+    variables: (r) => ({ projectId: projectId(r), settings: r.body }),
+    select: (d) => d.commercePutStorefrontSettings,
+    status: 200,
+  }),
+  route({
+    ...common,
+    method: 'GET',
+    path: path('/storefront/analytics'),
+    summary: 'Storefront analytics: range 1h, 24h, 7d (with an hour timeseries) or 30d; anything else is 7d',
+    operation: 'commerce-analytics',
+    query: analyticsQuery,
+    variables: (r) => ({ projectId: projectId(r), range: r.query.range ?? null }),
+    select: (d) => d.commerceAnalytics,
+    status: 200,
+  }),
+  route({
+    ...common,
+    method: 'POST',
+    path: path('/storefront/promotions'),
+    summary: 'Promote a healthy preview release to production; 202 release',
+    operation: 'commerce-promote',
+    body: promotionBody,
+    variables: (r) => ({ projectId: projectId(r), previewId: r.body.preview_id }),
+    select: (d) => d.commercePromote,
+    status: 202,
+  }),
+];

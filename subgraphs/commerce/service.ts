@@ -1,0 +1,179 @@
+import { createHmac } from 'node:crypto';
+import type { Connection } from 'mongoose';
+import type { Config } from '../../core/config';
+import { IdempotencyStore } from '../../core/idempotency';
+import type { OperationEngine } from '../../core/operations/engine';
+import type { Ports } from '../../core/ports';
+import type { Principal } from '../../core/principal';
+import { CommerceAccess } from './access';
+import { type ConnectInput, Connections } from './connections';
+import type { EnvironmentBody } from './environment-fields';
+import { commerceError, commerceNotFound, invalidConfiguration } from './errors';
+import { commerceModels, type CommerceModels } from './model';
+import { isCommerceOperation, operationView } from './operation-view';
+import { Observations } from './observations';
+import { type CommercePlatform, HttpCommercePlatform } from './platform-client';
+import { Releases } from './releases';
+import { DEPLOYMENT_HEALTH, type DeploymentHealth } from './stand-in';
+import { StandInControl } from './standin-control';
+
+/** The inbound webhook receiver's path on the bridge's listener. */
+export const WEBHOOK_RECEIVER_PATH = '/api/v1/commerce/webhooks';
+
+export interface CommerceSettings {
+  /** `false` or `0` switches the feature off; anything else (or unset) leaves it on. */
+  COMMERCE_ENABLED?: 'true' | 'false' | '1' | '0';
+  COMMERCE_PLATFORM_URL?: string;
+  COMMERCE_WEBHOOK_SECRET?: string;
+  COMMERCE_STANDIN_PORT?: number;
+  /** Simulated infrastructure delay of a step (deploy, between health probes), ms. */
+  SIMULATED_STEP_DELAY_MS: number;
+}
+
+export interface CommerceDeps {
+  conn: Connection;
+  engine: OperationEngine;
+  ports: Ports;
+  config: Config;
+  settings: CommerceSettings;
+  /** Replaces the HTTP adapter (a real platform's adapter, or a test double). */
+  platform?: CommercePlatform;
+}
+
+/**
+ * The shared webhook key of the platform's app on the commerce platform: `COMMERCE_WEBHOOK_SECRET`,
+ * else derived from the internal signing key, so the stand-in started beside the platform (and any
+ * process of the same deployment) agrees on it without one more setting.
+ */
+export function webhookSecretOf(settings: CommerceSettings, config: Config): string {
+  return (
+    settings.COMMERCE_WEBHOOK_SECRET ??
+    `whsec_${createHmac('sha256', config.INTERNAL_SIGNING_KEY).update('commerce-webhooks').digest('base64')}`
+  );
+}
+
+/** Commerce hosting (spec 2.2, 3.2, 4.2, 5.4, 6.3, 7.2, 8): every route's rule, behind one access check. */
+export class CommerceService {
+  readonly models: CommerceModels;
+  readonly connections: Connections;
+  readonly releases: Releases;
+  readonly observations: Observations;
+  readonly control: StandInControl;
+  readonly access: CommerceAccess;
+  readonly webhookSecret: string;
+  /** The bridge's address when it listens in this process (set by the data plane). */
+  bridgeAddress: () => string | null = () => null;
+
+  constructor(private readonly d: CommerceDeps) {
+    this.models = commerceModels(d.conn);
+    this.webhookSecret = webhookSecretOf(d.settings, d.config);
+    const platform = d.platform ?? new HttpCommercePlatform(() => this.platformUrl(), this.webhookSecret);
+    this.control = new StandInControl(() => this.platformUrl());
+    const stepDelayMs = () => d.settings.SIMULATED_STEP_DELAY_MS;
+    this.access = new CommerceAccess(d.ports, () => !['false', '0'].includes(d.settings.COMMERCE_ENABLED ?? 'true'));
+    this.connections = new Connections({
+      models: this.models,
+      engine: d.engine,
+      platform,
+      idempotency: new IdempotencyStore(d.conn, {
+        conflict: 'COMMERCE_IDEMPOTENCY_CONFLICT',
+        inProgress: 'COMMERCE_IDEMPOTENCY_CONFLICT',
+      }),
+      receiverUrl: () => `${this.publicBaseUrl().replace(/\/$/, '')}${WEBHOOK_RECEIVER_PATH}`,
+      stepDelayMs,
+    });
+    this.releases = new Releases({ models: this.models, engine: d.engine, deployer: this.control, stepDelayMs });
+    this.observations = new Observations(this.models, () => this.webhookSecret);
+  }
+
+  /** Where the commerce platform reaches this deployment: BASE_URL, else the bridge of this process, else the default. */
+  publicBaseUrl(): string {
+    return this.d.config.BASE_URL ?? this.bridgeAddress() ?? this.d.config.baseUrl;
+  }
+
+  /** The commerce platform's address (the local stand-in's when the platform started one). */
+  platformUrl(): string {
+    const url = this.d.settings.COMMERCE_PLATFORM_URL;
+    if (!url) throw commerceError('COMMERCE_OPERATION_FAILED', 'COMMERCE_PLATFORM_URL is not set and no local stand-in runs');
+    return url;
+  }
+
+  async connection(p: Principal | null, projectId: string) {
+    await this.access.check(p, projectId, false);
+    return this.connections.view(projectId);
+  }
+
+  async connect(p: Principal | null, projectId: string, input: ConnectInput, idempotencyKey: string | null) {
+    const principal = await this.access.check(p, projectId, true);
+    return this.connections.connect(principal.accountId, projectId, input, idempotencyKey);
+  }
+
+  async operation(p: Principal | null, projectId: string, operationId: string) {
+    await this.access.check(p, projectId, false);
+    const op = await this.d.engine.get(operationId).catch(() => null);
+    if (!op || op.projectId !== projectId || !isCommerceOperation(op)) throw commerceNotFound('operation');
+    return operationView(op);
+  }
+
+  async putEnvironment(p: Principal | null, projectId: string, environment: string, body: EnvironmentBody) {
+    await this.access.check(p, projectId, true);
+    return this.connections.putEnvironment(projectId, environment, body);
+  }
+
+  async verify(p: Principal | null, projectId: string, environment: string, idempotencyKey: string | null) {
+    const principal = await this.access.check(p, projectId, true);
+    return this.connections.verify(principal.accountId, projectId, environment, idempotencyKey);
+  }
+
+  async listReleases(p: Principal | null, projectId: string, limit?: number | null, cursor?: string | null) {
+    await this.access.check(p, projectId, false);
+    return this.releases.list(projectId, limit ?? undefined, cursor ?? null);
+  }
+
+  async retryRelease(p: Principal | null, projectId: string, releaseId: string) {
+    await this.access.check(p, projectId, true);
+    return this.releases.view(await this.releases.retry(projectId, releaseId));
+  }
+
+  async promote(p: Principal | null, projectId: string, previewId: string) {
+    await this.access.check(p, projectId, true);
+    const connection = await this.connections.get(projectId);
+    return this.releases.view(await this.releases.promote(connection, previewId));
+  }
+
+  async listWebhooks(p: Principal | null, projectId: string, limit?: number | null, cursor?: string | null) {
+    await this.access.check(p, projectId, false);
+    return this.observations.list(projectId, limit ?? undefined, cursor ?? null);
+  }
+
+  async webhook(p: Principal | null, projectId: string, webhookId: string) {
+    await this.access.check(p, projectId, false);
+    return this.observations.get(projectId, webhookId);
+  }
+
+  async putStorefrontSettings(p: Principal | null, projectId: string, settings: unknown) {
+    await this.access.check(p, projectId, true);
+    return this.connections.storefrontSettings(projectId, settings);
+  }
+
+  async analytics(p: Principal | null, projectId: string, range: string | null) {
+    await this.access.check(p, projectId, false);
+    await this.connections.get(projectId);
+    return this.observations.analytics(projectId, range);
+  }
+
+  /** `platform commerce deploy`: a release of the project's connection, as a deploy pipeline would create it. */
+  async deploy(projectId: string, environment: string, health: string) {
+    if (!DEPLOYMENT_HEALTH.includes(health as DeploymentHealth)) {
+      throw invalidConfiguration(`health must be one of ${DEPLOYMENT_HEALTH.join(', ')}`);
+    }
+    const connection = await this.connections.get(projectId);
+    return this.releases.deploy(connection, environment, health as DeploymentHealth);
+  }
+
+  /** `platform commerce traffic`: storefront requests recorded for analytics. */
+  async recordTraffic(projectId: string, requests: number, errors: number, minutesAgo: number) {
+    if (!(await this.d.ports.get('projects').findProject(projectId))) throw commerceNotFound('project');
+    return this.observations.recordTraffic(projectId, requests, errors, minutesAgo);
+  }
+}
