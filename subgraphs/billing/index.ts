@@ -70,6 +70,7 @@ export default defineArea<BillingService, Settings>({
         credits: { type: 'string' },
         description: { type: 'string' },
       },
+      required: ['account', 'product', 'credits'],
       async run({ values, services }) {
         const { account, product, credits, description } = values;
         if (typeof account !== 'string' || !account) throw new CliUsageError('--account SLUG is required.');
@@ -94,6 +95,7 @@ export default defineArea<BillingService, Settings>({
       words: ['payments', 'complete'],
       usage: '--checkout ID',
       options: { checkout: { type: 'string' } },
+      required: ['checkout'],
       async run({ values, services }) {
         if (typeof values.checkout !== 'string' || !values.checkout) throw new CliUsageError('--checkout ID is required.');
         return checkoutJson(await services.completePayment(values.checkout));

@@ -1,4 +1,5 @@
 import mongoose, { type Connection, type Model } from 'mongoose';
+import { model } from '../../core/mongo';
 import type { Plan } from '../../core/principal';
 
 export const PRODUCTS = ['assets', 'agents', 'workflows'] as const;
@@ -211,10 +212,10 @@ export function billingModels(conn: Connection): BillingModels {
   funding.index({ accountId: 1, product: 1 }, { unique: true });
 
   return {
-    Balance: conn.models.BillingBalance ?? conn.model<BalanceDoc>('BillingBalance', balance),
-    Entry: conn.models.BillingEntry ?? conn.model<EntryDoc>('BillingEntry', entry),
-    Quote: conn.models.BillingQuote ?? conn.model<QuoteDoc>('BillingQuote', quote),
-    Checkout: conn.models.BillingCheckout ?? conn.model<CheckoutDoc>('BillingCheckout', checkout),
-    Funding: conn.models.BillingFunding ?? conn.model<FundingDoc>('BillingFunding', funding),
+    Balance: model(conn, 'billing', 'Balance', balance),
+    Entry: model(conn, 'billing', 'Entry', entry),
+    Quote: model(conn, 'billing', 'Quote', quote),
+    Checkout: model(conn, 'billing', 'Checkout', checkout),
+    Funding: model(conn, 'billing', 'Funding', funding),
   } as BillingModels;
 }
