@@ -3,10 +3,11 @@ import publisher from './publisher';
 import objstore from './objstore';
 import mail from './mail';
 import commerce from './commerce';
+import billing from './billing';
 import activity from './activity';
 
 /**
  * Every area of the platform, in port order. The composition root, the CLI, the bridge's routes
  * and the router's feeds loop over this list; adding an area is its folder plus one line here.
  */
-export const AREAS = [identity, publisher, objstore, mail, commerce, activity] as const;
+export const AREAS = [identity, publisher, objstore, mail, commerce, billing, activity] as const;
