@@ -87,7 +87,7 @@ export class AssetsService {
     readonly settings: AssetsSettings,
     private readonly objectsTopic: () => string,
     /** Tells the outbox relay there is something to publish. */
-    private readonly nudge: () => void = () => undefined,
+    readonly nudge: () => void = () => undefined,
   ) {
     this.buckets = new Buckets(m, settings.ASSETS_REGIONS);
     this.uploads = new Uploads(m, blobs, this.buckets, scanner, settings, objectsTopic);

@@ -1,0 +1,131 @@
+import multipart from '@fastify/multipart';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { badRequest, isPlatformError } from '../../core/errors';
+import { ForgedPrincipalError, PRINCIPAL_HEADER, type Principal, verifyPrincipal } from '../../core/principal';
+import type { StagedBlob } from './blob-store';
+import { etagOf } from './revisions';
+import type { AssetsService } from './service';
+import { parseUploadFields } from './uploads';
+import { assetView } from './views';
+
+/** Routes of the upload byte path, under the assets prefix (spec 4.3). */
+export const ASSETS_PREFIX = '/api/v1/assets';
+/** Text fields of a form, each at most 64 KiB; a form holds at most 32 of them and exactly one file. */
+const FIELD_LIMITS = { fieldSize: 64 * 1024, fields: 32, files: 1, parts: 40 };
+
+/** How the data plane learns the caller: the bridge's resolved principal, or a signed principal header. */
+export type Authenticate = (req: FastifyRequest) => Promise<Principal | null>;
+
+export const defaultAuthenticate: Authenticate = async (req) => {
+  const decorated = (req as unknown as { principal?: Principal | null }).principal;
+  if (decorated !== undefined) return decorated;
+  const header = req.headers[PRINCIPAL_HEADER];
+  if (!header) return null;
+  try {
+    return verifyPrincipal(Array.isArray(header) ? header[0] : header);
+  } catch (e) {
+    if (e instanceof ForgedPrincipalError) return null;
+    throw e;
+  }
+};
+
+export function sendError(reply: FastifyReply, e: unknown, log: FastifyRequest['log']): FastifyReply {
+  if (isPlatformError(e)) {
+    return reply.status(e.status).send({ success: false, error: { code: e.code, message: e.message, details: e.details } });
+  }
+  const code = (e as { code?: string }).code;
+  if (typeof code === 'string' && code.startsWith('FST_')) {
+    return reply.status(400).send({ success: false, error: { code: 'validation_failed', message: (e as Error).message, details: {} } });
+  }
+  log.error({ err: e }, 'assets data plane failed');
+  return reply.status(500).send({ success: false, error: { code: 'internal', message: 'internal error', details: {} } });
+}
+
+interface ReadForm {
+  staged: StagedBlob | null;
+  fileName: string | undefined;
+  fields: Record<string, string>;
+}
+
+/**
+ * Reads a multipart form part by part: the file streams into a staged blob as it arrives (never
+ * buffered whole), text fields are collected, whichever order they come in.
+ */
+async function readForm(req: FastifyRequest, assets: AssetsService, principal: Principal): Promise<ReadForm> {
+  const form: ReadForm = { staged: null, fileName: undefined, fields: {} };
+  try {
+    for await (const part of req.parts({ limits: FIELD_LIMITS })) {
+      if (part.type === 'file') {
+        if (part.fieldname !== 'file') throw badRequest('validation_failed', `unexpected file field ${part.fieldname}`);
+        form.fileName = part.filename;
+        form.staged = await assets.uploads.stage(principal.accountId, part.file);
+        if (part.file.truncated) throw badRequest('validation_failed', 'file was truncated');
+      } else {
+        if (typeof part.value !== 'string') throw badRequest('validation_failed', `field ${part.fieldname} must be text`);
+        form.fields[part.fieldname] = part.value;
+      }
+    }
+  } catch (e) {
+    if (form.staged) await assets.blobs.discard(form.staged);
+    throw e;
+  }
+  if (!form.staged) throw badRequest('validation_failed', 'the form has no file field');
+  return form;
+}
+
+/**
+ * The upload byte path on the bridge listener: `POST /upload` and `PUT /{id}/replace`. Registered
+ * by the composition root in its own encapsulated scope, so its multipart parser touches nothing
+ * else on the listener.
+ */
+export async function assetsUploadPlane(
+  app: FastifyInstance,
+  assets: AssetsService,
+  authenticate: Authenticate = defaultAuthenticate,
+): Promise<void> {
+  // No size cap here: the content policy caps the stream while it is staged.
+  await app.register(multipart, { limits: { fileSize: Number.MAX_SAFE_INTEGER } });
+
+  const handle =
+    (run: (p: Principal, form: ReadForm, req: FastifyRequest) => Promise<import('./model').AssetDoc>, status: number) =>
+    async (req: FastifyRequest, reply: FastifyReply) => {
+      let staged: StagedBlob | null = null;
+      try {
+        const principal = assets.writer(await authenticate(req));
+        if (!req.isMultipart()) throw badRequest('validation_failed', 'expected a multipart/form-data body');
+        const form = await readForm(req, assets, principal);
+        staged = form.staged;
+        const asset = await run(principal, form, req);
+        assets.nudge();
+        reply.header('ETag', etagOf(asset.revision));
+        return reply.status(status).send({ success: true, data: assetView(asset) });
+      } catch (e) {
+        // Nothing stays behind a refusal: the staged bytes go before the answer does.
+        if (staged) await assets.blobs.discard(staged).catch(() => undefined);
+        // Drain what the client still sends, so it reads our answer instead of a reset.
+        req.raw.resume();
+        return sendError(reply, e, req.log);
+      }
+    };
+
+  app.post(
+    `${ASSETS_PREFIX}/upload`,
+    handle(async (p, form) => {
+      const asset = await assets.uploads.create(p, form.staged as StagedBlob, form.fileName, parseUploadFields(form.fields));
+      return asset;
+    }, 201),
+  );
+
+  app.put<{ Params: { id: string } }>(
+    `${ASSETS_PREFIX}/:id/replace`,
+    handle(async (p, form, req) => {
+      const ifMatch = req.headers['if-match'];
+      const { id } = req.params as { id: string };
+      const fields = parseUploadFields(form.fields);
+      for (const k of ['bucket', 'key', 'folder', 'visibility', 'cache_control', 'metadata', 'tags'] as const) {
+        if (fields[k] !== undefined) throw badRequest('validation_failed', `${k} cannot be changed by replace (use PATCH)`);
+      }
+      return assets.uploads.replace(p, id, ifMatch, form.staged as StagedBlob, form.fileName, fields);
+    }, 200),
+  );
+}
