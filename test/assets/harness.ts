@@ -20,6 +20,8 @@ export interface Harness {
   conn: mongoose.Connection;
   assets: AssetsService;
   blobRoot: string;
+  /** This harness's physical object-events topic. */
+  objectsTopic: string;
   bridge: FastifyInstance;
   cdn: FastifyInstance;
   bridgeUrl: string;
@@ -36,7 +38,8 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
   await ensureIndexes(conn);
   const blobRoot = await mkdtemp(path.join(tmpdir(), 'assets-'));
   const settings = assetsSettingsSchema.parse({ ASSETS_DELETE_DELAY_MS: '200', ...env });
-  const assets = new AssetsService(m, new FsBlobStore(blobRoot), new EicarScanner(), settings, () => 'test.assets.objects');
+  const objectsTopic = `t${randomBytes(4).toString('hex')}.assets.objects`;
+  const assets = new AssetsService(m, new FsBlobStore(blobRoot), new EicarScanner(), settings, () => objectsTopic);
   const bridge = Fastify();
   await bridge.register(async (scope) => assetsUploadPlane(scope, assets));
   const cdn = Fastify();
@@ -47,6 +50,7 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
     conn,
     assets,
     blobRoot,
+    objectsTopic,
     bridge,
     cdn,
     bridgeUrl,
