@@ -1,8 +1,9 @@
 import identity from './identity';
+import assets from './assets';
 import publisher from './publisher';
 
 /**
  * Every area of the platform. The composition root, the CLI, the bridge's routes and the router's
  * feeds loop over this list; adding an area is its folder plus one line here.
  */
-export const AREAS = [identity, publisher] as const;
+export const AREAS = [identity, publisher, assets] as const;

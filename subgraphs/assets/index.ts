@@ -2,6 +2,7 @@ import path from 'node:path';
 import type { z } from 'zod';
 import { defineArea } from '../../core/area';
 import { OutboxRelay } from '../../core/events/outbox';
+import type { Ports } from '../../core/ports';
 import { assetsCdnPlane } from './cdn-plane';
 import { FsBlobStore } from './fs-blob-store';
 import { assetModels } from './model';
@@ -10,7 +11,7 @@ import { assetsRoutes } from './routes';
 import { ClamdScanner, EicarScanner } from './scanner';
 import { AssetsService } from './service';
 import { type AssetsSettings, assetsSettingsSchema } from './settings';
-import { assetsUploadPlane } from './upload-plane';
+import { assetsUploadPlane, bearerAuthenticate } from './upload-plane';
 import { assetsWorker } from './workers';
 
 export { AssetsService } from './service';
@@ -18,6 +19,7 @@ export { AssetsService } from './service';
 export interface AssetsServices {
   assets: AssetsService;
   relay: OutboxRelay;
+  ports: Ports;
 }
 
 /**
@@ -35,10 +37,15 @@ export default defineArea<AssetsServices, AssetsSettings>({
     const [host, port] = (ctx.settings.ASSETS_CLAMD_ADDRESS ?? '').split(':');
     const scanner = host && port ? new ClamdScanner(host, Number(port)) : new EicarScanner();
     const relay = new OutboxRelay({ models: [m.Asset, m.Job], bus: ctx.bus });
-    const assets = new AssetsService(m, new FsBlobStore(root), scanner, ctx.settings, () => ctx.topic('objects'), () =>
-      relay.nudge(),
+    const assets = new AssetsService(
+      m,
+      new FsBlobStore(root),
+      scanner,
+      ctx.settings,
+      () => ctx.topic('objects'),
+      () => relay.nudge(),
     );
-    return { assets, relay };
+    return { assets, relay, ports: ctx.ports };
   },
   subgraph: (s) => ({
     resolvers: [AssetsResolver],
@@ -50,8 +57,7 @@ export default defineArea<AssetsServices, AssetsSettings>({
     assetsWorker(s.assets, ctx.log),
   ],
   http: {
-    bridge: (app, s) => assetsUploadPlane(app, s.assets),
+    bridge: (app, s) => assetsUploadPlane(app, s.assets, bearerAuthenticate(s.ports)),
     cdn: (app, s) => assetsCdnPlane(app, s.assets),
   },
 });
-

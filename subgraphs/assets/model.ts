@@ -104,7 +104,10 @@ const assetSchema = new Schema<AssetDoc>(
     revision: { type: Number, required: true },
     currentVersion: { type: Number, required: true },
     versions: { type: [versionSchema], default: () => [] },
-    branches: { type: [new Schema<AssetBranch>({ name: String, version: Number, createdAt: Date }, { _id: false })], default: () => [] },
+    branches: {
+      type: [new Schema<AssetBranch>({ name: String, version: Number, createdAt: Date }, { _id: false })],
+      default: () => [],
+    },
     homeRegion: { type: String, required: true },
     replicaRegions: { type: [String], default: () => [] },
     replicatedRegions: { type: [String], default: () => [] },

@@ -80,7 +80,10 @@ export class AssetsResolver {
   }
 
   @Mutation(() => BucketType)
-  async createAssetBucket(@Arg('input', () => BucketInputType) input: BucketInputType, @Ctx() ctx: RequestContext): Promise<BucketType> {
+  async createAssetBucket(
+    @Arg('input', () => BucketInputType) input: BucketInputType,
+    @Ctx() ctx: RequestContext,
+  ): Promise<BucketType> {
     return toBucket(await this.svc.createBucket(ctx.principal, { ...input }));
   }
 

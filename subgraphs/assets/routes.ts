@@ -57,7 +57,10 @@ const patchBody = z
 
 const bucketBody = z
   .object({
-    name: str.min(1).max(63).regex(/^[a-z0-9][a-z0-9._-]*$/i, 'letters, digits, . _ -'),
+    name: str
+      .min(1)
+      .max(63)
+      .regex(/^[a-z0-9][a-z0-9._-]*$/i, 'letters, digits, . _ -'),
     default_visibility: z.enum(VISIBILITIES).optional(),
     cache_control: str.min(1).max(256).optional(),
     versioning: z.boolean().optional(),
@@ -66,7 +69,10 @@ const bucketBody = z
     allowed_mime_types: z.array(str.min(1).max(127)).max(100).nullable().optional(),
     allowed_origins: z.array(str.min(1).max(255)).max(100).optional(),
     home_region: str.min(1).max(63).optional(),
-    replication_policy: z.object({ regions: z.array(str.min(1).max(63)).max(10) }).strict().optional(),
+    replication_policy: z
+      .object({ regions: z.array(str.min(1).max(63)).max(10) })
+      .strict()
+      .optional(),
     lifecycle_policy: z.record(z.unknown()).nullable().optional(),
     domain: str.min(1).max(253).nullable().optional(),
   })
@@ -105,9 +111,7 @@ const signedUrlBody = z
     max_downloads: z.number().int().positive().nullable().optional(),
   })
   .strict();
-const branchBody = z
-  .object({ name: str.min(1).max(64), from_version: z.number().int().positive().optional() })
-  .strict();
+const branchBody = z.object({ name: str.min(1).max(64), from_version: z.number().int().positive().optional() }).strict();
 
 export const assetsRoutes: AnyRoute[] = [
   route({

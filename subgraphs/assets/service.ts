@@ -123,7 +123,10 @@ export class AssetsService {
   /** Replaces the content policy; fields left out return to their defaults. */
   async putPolicy(p: Principal | null, input: Partial<ContentPolicy>): Promise<ContentPolicy> {
     const { accountId } = this.writer(p, SCOPES.admin);
-    const next: ContentPolicy = { ...DEFAULT_POLICY, ...Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)) };
+    const next: ContentPolicy = {
+      ...DEFAULT_POLICY,
+      ...Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)),
+    };
     const doc = await this.m.AccountState.findOneAndUpdate(
       { _id: accountId },
       { $set: { ...next, updatedAt: new Date() }, $inc: { policyRevision: 1 } },
@@ -146,7 +149,8 @@ export class AssetsService {
   async list(p: Principal | null, args: ListArgs): Promise<{ assets: AssetDoc[]; total: number; nextCursor: string }> {
     const { accountId } = this.reader(p);
     const sort: SortKey = args.sort ?? 'created_at';
-    if (!(sort in SORT_FIELDS)) throw badRequest('validation_failed', `sort must be one of ${Object.keys(SORT_FIELDS).join(', ')}`);
+    if (!(sort in SORT_FIELDS))
+      throw badRequest('validation_failed', `sort must be one of ${Object.keys(SORT_FIELDS).join(', ')}`);
     const direction = args.direction ?? 'desc';
     const field = SORT_FIELDS[sort];
     const limit = Math.min(Math.max(args.limit ?? LIST_LIMIT_DEFAULT, 1), LIST_LIMIT_MAX);
@@ -199,7 +203,12 @@ export class AssetsService {
 
   // ---- changing one asset -------------------------------------------------------------------
 
-  private async guardedUpdate(accountId: string, id: string, revision: number, update: Record<string, unknown>): Promise<AssetDoc> {
+  private async guardedUpdate(
+    accountId: string,
+    id: string,
+    revision: number,
+    update: Record<string, unknown>,
+  ): Promise<AssetDoc> {
     let updated: AssetDoc | null;
     try {
       updated = await this.m.Asset.findOneAndUpdate({ _id: id, accountId, revision, status: { $ne: 'deleting' } }, update, {
@@ -238,12 +247,21 @@ export class AssetsService {
       // A move is the old object gone and a new one there, for object-store subscribers.
       const v = current.versions.find((x) => x.number === current.currentVersion);
       const base = { version: current.currentVersion, size: current.size, contentType: current.mimeType };
-      const moved2 = { ...current, bucketId: (set.bucketId as string) ?? current.bucketId, key: (set.key as string) ?? current.key };
+      const moved2 = {
+        ...current,
+        bucketId: (set.bucketId as string) ?? current.bucketId,
+        key: (set.key as string) ?? current.key,
+      };
       update.$push = {
         outbox: {
           $each: [
             objectEventEntry(this.objectsTopic(), { type: 'object.deleted', asset: current, ...base, sha256: null }),
-            objectEventEntry(this.objectsTopic(), { type: 'object.created', asset: moved2, ...base, sha256: v?.sha256 ?? current.checksum }),
+            objectEventEntry(this.objectsTopic(), {
+              type: 'object.created',
+              asset: moved2,
+              ...base,
+              sha256: v?.sha256 ?? current.checksum,
+            }),
           ],
         },
       };
@@ -261,7 +279,12 @@ export class AssetsService {
   }
 
   /** Merges keys into the metadata; a key set to null is removed (JSON merge patch, one level). */
-  async mergeMetadata(p: Principal | null, id: string, ifMatch: string | null | undefined, patch: Record<string, unknown>): Promise<AssetDoc> {
+  async mergeMetadata(
+    p: Principal | null,
+    id: string,
+    ifMatch: string | null | undefined,
+    patch: Record<string, unknown>,
+  ): Promise<AssetDoc> {
     const { accountId } = this.writer(p);
     const current = await this.get(p, id);
     const revision = ifMatch ? requiredRevision(ifMatch) : current.revision;
@@ -282,7 +305,12 @@ export class AssetsService {
   }
 
   /** Makes a copy of version `n` the new current version (history stays linear and complete). */
-  private async promoteVersion(p: Principal | null, id: string, ifMatch: string | null | undefined, n: number): Promise<AssetDoc> {
+  private async promoteVersion(
+    p: Principal | null,
+    id: string,
+    ifMatch: string | null | undefined,
+    n: number,
+  ): Promise<AssetDoc> {
     const { accountId } = this.writer(p);
     const current = await this.get(p, id);
     const revision = ifMatch ? requiredRevision(ifMatch) : current.revision;
@@ -327,13 +355,18 @@ export class AssetsService {
 
   async createBranch(p: Principal | null, id: string, name: string, fromVersion?: number | null): Promise<AssetDoc> {
     const { accountId } = this.writer(p);
-    if (!BRANCH_RE.test(name) || name === 'main') throw badRequest('validation_failed', 'branch name must be 1–64 letters, digits, . _ - and not main');
+    if (!BRANCH_RE.test(name) || name === 'main')
+      throw badRequest('validation_failed', 'branch name must be 1–64 letters, digits, . _ - and not main');
     const current = await this.get(p, id);
     const version = fromVersion ?? current.currentVersion;
     if (!current.versions.some((v) => v.number === version)) throw notFound('assets.version_not_found', 'version not found');
-    if (current.branches.some((b) => b.name === name)) throw new PlatformError('assets.branch_exists', 409, `branch ${name} exists`);
+    if (current.branches.some((b) => b.name === name))
+      throw new PlatformError('assets.branch_exists', 409, `branch ${name} exists`);
     const branches = [...current.branches, { name, version, createdAt: new Date() }];
-    return this.guardedUpdate(accountId, id, current.revision, { $set: { branches, updatedAt: new Date() }, $inc: { revision: 1 } });
+    return this.guardedUpdate(accountId, id, current.revision, {
+      $set: { branches, updatedAt: new Date() },
+      $inc: { revision: 1 },
+    });
   }
 
   async promoteBranch(p: Principal | null, id: string, name: string, ifMatch?: string | null): Promise<AssetDoc> {
@@ -426,9 +459,14 @@ export class AssetsService {
       };
       await this.m.Job.updateOne({ _id: job._id }, { $set: { snapshot } });
       const regions = [asset.homeRegion, ...asset.replicaRegions];
-      for (const sha of new Set(asset.versions.map((v) => v.sha256))) await this.uploads.dropBlobIfUnused(sha, regions, asset._id);
+      for (const sha of new Set(asset.versions.map((v) => v.sha256)))
+        await this.uploads.dropBlobIfUnused(sha, regions, asset._id);
       const res = await this.m.Asset.deleteOne({ _id: asset._id, status: 'deleting' });
-      if (res.deletedCount === 1) await this.uploads.release(job.accountId, asset.versions.reduce((s, v) => s + v.size, 0));
+      if (res.deletedCount === 1)
+        await this.uploads.release(
+          job.accountId,
+          asset.versions.reduce((s, v) => s + v.size, 0),
+        );
     }
     const now = new Date();
     const last = snapshot?.versions[snapshot.versions.length - 1];
@@ -456,7 +494,12 @@ export class AssetsService {
     const now = new Date();
     const due = new Date(now.getTime() - this.settings.ASSETS_DELETE_DELAY_MS);
     const candidates = await this.m.Job.find(
-      { $or: [{ status: 'queued', createdAt: { $lte: due } }, { status: 'running', leaseUntil: { $lt: now } }] },
+      {
+        $or: [
+          { status: 'queued', createdAt: { $lte: due } },
+          { status: 'running', leaseUntil: { $lt: now } },
+        ],
+      },
       { _id: 1, status: 1, leaseUntil: 1 },
     )
       .sort({ createdAt: 1 })
@@ -488,7 +531,10 @@ export class AssetsService {
 
   /** Copies pending assets' current bytes into their replica regions; returns how many it finished. */
   async replicateOnce(batch = 20): Promise<number> {
-    const pending = await this.m.Asset.find({ replicationStatus: 'pending' }, { outbox: 0 }).limit(batch).lean<AssetDoc[]>().exec();
+    const pending = await this.m.Asset.find({ replicationStatus: 'pending' }, { outbox: 0 })
+      .limit(batch)
+      .lean<AssetDoc[]>()
+      .exec();
     let done = 0;
     for (const a of pending) {
       const sha = a.checksum;
@@ -559,7 +605,10 @@ export class AssetsService {
   }
 
   /** A public asset's current version, or null (404) when it is not deliverable. */
-  async publicDelivery(assetId: string, versionId: string): Promise<{ asset: AssetDoc; version: AssetVersion; region: string } | null> {
+  async publicDelivery(
+    assetId: string,
+    versionId: string,
+  ): Promise<{ asset: AssetDoc; version: AssetVersion; region: string } | null> {
     const asset = await this.m.Asset.findOne({ _id: assetId }, { outbox: 0 }).lean<AssetDoc>().exec();
     if (!asset || asset.visibility !== 'public' || asset.status !== 'ready') return null;
     if (String(asset.currentVersion) !== versionId) return null;

@@ -18,8 +18,16 @@ export const assetsSettingsSchema = z.object({
   /** Regions blobs may live in; the first is the default home region. */
   ASSETS_REGIONS: list('local-1,local-2'),
   /** Byte quota per account, by plan. */
-  ASSETS_QUOTA_BYTES_FREE: z.coerce.number().int().positive().default(5 * 1024 ** 3),
-  ASSETS_QUOTA_BYTES_PRO: z.coerce.number().int().positive().default(100 * 1024 ** 3),
+  ASSETS_QUOTA_BYTES_FREE: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(5 * 1024 ** 3),
+  ASSETS_QUOTA_BYTES_PRO: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(100 * 1024 ** 3),
   /** How long a delete job waits before it runs (a queued delete can still be cancelled), in ms. */
   ASSETS_DELETE_DELAY_MS: z.coerce.number().int().min(0).default(1000),
   /** A staged upload file untouched this long belongs to a dead process, in ms. */
@@ -27,7 +35,11 @@ export const assetsSettingsSchema = z.object({
   /** `host:port` of clamd; unset → the EICAR-only scanner. */
   ASSETS_CLAMD_ADDRESS: z.string().optional(),
   /** Longest `expires_in` of a signed URL, in seconds (7 days). */
-  ASSETS_SIGNED_URL_MAX_SECONDS: z.coerce.number().int().positive().default(7 * 24 * 3600),
+  ASSETS_SIGNED_URL_MAX_SECONDS: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(7 * 24 * 3600),
 });
 
 export type AssetsSettings = z.infer<typeof assetsSettingsSchema>;

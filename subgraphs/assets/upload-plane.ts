@@ -1,7 +1,8 @@
 import multipart from '@fastify/multipart';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { badRequest, isPlatformError } from '../../core/errors';
-import { ForgedPrincipalError, PRINCIPAL_HEADER, type Principal, verifyPrincipal } from '../../core/principal';
+import type { Ports } from '../../core/ports';
+import type { Principal } from '../../core/principal';
 import type { StagedBlob } from './blob-store';
 import { etagOf } from './revisions';
 import type { AssetsService } from './service';
@@ -13,21 +14,16 @@ export const ASSETS_PREFIX = '/api/v1/assets';
 /** Text fields of a form, each at most 64 KiB; a form holds at most 32 of them and exactly one file. */
 const FIELD_LIMITS = { fieldSize: 64 * 1024, fields: 32, files: 1, parts: 40 };
 
-/** How the data plane learns the caller: the bridge's resolved principal, or a signed principal header. */
+/** How the data plane learns the caller (it runs outside GraphQL, so the router's check does not). */
 export type Authenticate = (req: FastifyRequest) => Promise<Principal | null>;
 
-export const defaultAuthenticate: Authenticate = async (req) => {
-  const decorated = (req as unknown as { principal?: Principal | null }).principal;
-  if (decorated !== undefined) return decorated;
-  const header = req.headers[PRINCIPAL_HEADER];
-  if (!header) return null;
-  try {
-    return verifyPrincipal(Array.isArray(header) ? header[0] : header);
-  } catch (e) {
-    if (e instanceof ForgedPrincipalError) return null;
-    throw e;
-  }
-};
+/** The bearer key of `Authorization`, resolved by the kernel's authenticator port. */
+export function bearerAuthenticate(ports: Ports): Authenticate {
+  return async (req) => {
+    const m = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '');
+    return m ? ports.get('authenticator').authenticate(m[1]) : null;
+  };
+}
 
 export function sendError(reply: FastifyReply, e: unknown, log: FastifyRequest['log']): FastifyReply {
   if (isPlatformError(e)) {
@@ -35,7 +31,9 @@ export function sendError(reply: FastifyReply, e: unknown, log: FastifyRequest['
   }
   const code = (e as { code?: string }).code;
   if (typeof code === 'string' && code.startsWith('FST_')) {
-    return reply.status(400).send({ success: false, error: { code: 'validation_failed', message: (e as Error).message, details: {} } });
+    return reply
+      .status(400)
+      .send({ success: false, error: { code: 'validation_failed', message: (e as Error).message, details: {} } });
   }
   log.error({ err: e }, 'assets data plane failed');
   return reply.status(500).send({ success: false, error: { code: 'internal', message: 'internal error', details: {} } });
@@ -78,11 +76,7 @@ async function readForm(req: FastifyRequest, assets: AssetsService, principal: P
  * by the composition root in its own encapsulated scope, so its multipart parser touches nothing
  * else on the listener.
  */
-export async function assetsUploadPlane(
-  app: FastifyInstance,
-  assets: AssetsService,
-  authenticate: Authenticate = defaultAuthenticate,
-): Promise<void> {
+export async function assetsUploadPlane(app: FastifyInstance, assets: AssetsService, authenticate: Authenticate): Promise<void> {
   // No size cap here: the content policy caps the stream while it is staged.
   await app.register(multipart, { limits: { fileSize: Number.MAX_SAFE_INTEGER } });
 

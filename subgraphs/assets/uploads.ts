@@ -54,14 +54,16 @@ function parseMetadata(raw: string | undefined): Record<string, unknown> {
   } catch {
     throw badRequest('validation_failed', 'metadata must be a JSON object');
   }
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw badRequest('validation_failed', 'metadata must be a JSON object');
+  if (v === null || typeof v !== 'object' || Array.isArray(v))
+    throw badRequest('validation_failed', 'metadata must be a JSON object');
   return v as Record<string, unknown>;
 }
 
 function parseTags(raw: string | undefined): string[] {
   if (!raw) return [];
   const tags = raw.trim().startsWith('[') ? (JSON.parse(raw) as unknown) : raw.split(',');
-  if (!Array.isArray(tags) || tags.some((t) => typeof t !== 'string')) throw badRequest('validation_failed', 'tags must be strings');
+  if (!Array.isArray(tags) || tags.some((t) => typeof t !== 'string'))
+    throw badRequest('validation_failed', 'tags must be strings');
   return [...new Set((tags as string[]).map((t) => t.trim()).filter(Boolean))];
 }
 
@@ -100,7 +102,9 @@ export class Uploads {
       return await this.blobs.stage(source, { maxBytes: largestAllowed(policy) });
     } catch (e) {
       if (e instanceof BlobTooLargeError) {
-        throw new PlatformError('assets.policy_violation', 400, `a file may be at most ${e.maxBytes} bytes`, { limit: e.maxBytes });
+        throw new PlatformError('assets.policy_violation', 400, `a file may be at most ${e.maxBytes} bytes`, {
+          limit: e.maxBytes,
+        });
       }
       throw e;
     }
@@ -119,7 +123,10 @@ export class Uploads {
       { $inc: { usedBytes: bytes } },
     );
     if (res.modifiedCount !== 1) {
-      throw paymentRequired('assets.quota_exceeded', 'the account has no room for this file', { quota_bytes: limit, size: bytes });
+      throw paymentRequired('assets.quota_exceeded', 'the account has no room for this file', {
+        quota_bytes: limit,
+        size: bytes,
+      });
     }
   }
 
@@ -193,7 +200,9 @@ export class Uploads {
       quarantineStatus: 'none',
       revision: 1,
       currentVersion: 1,
-      versions: [{ number: 1, sha256: staged.sha256, size: staged.size, mimeType: mime, originalName, branch: 'main', createdAt: now }],
+      versions: [
+        { number: 1, sha256: staged.sha256, size: staged.size, mimeType: mime, originalName, branch: 'main', createdAt: now },
+      ],
       branches: [],
       homeRegion: bucket.homeRegion,
       replicaRegions: replicas,
@@ -207,7 +216,8 @@ export class Uploads {
       await this.m.Asset.create(doc);
     } catch (e) {
       await this.release(p.accountId, staged.size);
-      if (isDuplicateKey(e)) throw new PlatformError('assets.duplicate_key', 409, `key ${key} already exists in this bucket`, { key });
+      if (isDuplicateKey(e))
+        throw new PlatformError('assets.duplicate_key', 409, `key ${key} already exists in this bucket`, { key });
       throw e;
     }
     try {
@@ -259,7 +269,15 @@ export class Uploads {
     const now = new Date();
     const number = Math.max(...current.versions.map((v) => v.number)) + 1;
     const originalName = fileName ? safeName(fileName) : current.originalName;
-    const version = { number, sha256: staged.sha256, size: staged.size, mimeType: mime, originalName, branch: branch ?? 'main', createdAt: now };
+    const version = {
+      number,
+      sha256: staged.sha256,
+      size: staged.size,
+      mimeType: mime,
+      originalName,
+      branch: branch ?? 'main',
+      createdAt: now,
+    };
     try {
       await this.blobs.commit(staged, current.homeRegion);
     } catch (e) {
@@ -269,7 +287,9 @@ export class Uploads {
     const update: Record<string, unknown> = { $push: { versions: version }, $inc: { revision: 1 }, $set: { updatedAt: now } };
     if (branch) {
       // The whole array under the revision guard (the wire server has no arrayFilters).
-      (update.$set as Record<string, unknown>).branches = current.branches.map((b) => (b.name === branch ? { ...b, version: number } : b));
+      (update.$set as Record<string, unknown>).branches = current.branches.map((b) =>
+        b.name === branch ? { ...b, version: number } : b,
+      );
     } else {
       Object.assign(update.$set as Record<string, unknown>, {
         currentVersion: number,

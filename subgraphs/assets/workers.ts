@@ -13,7 +13,10 @@ const SWEEP_EVERY_MS = 10_000;
  * records still `processing` past the same staleness (their blob may or may not have been
  * committed). A refused or abandoned upload thus leaves no record and no blob.
  */
-export async function sweepAbandonedUploads(assets: AssetsService, now = new Date()): Promise<{ staged: number; records: number }> {
+export async function sweepAbandonedUploads(
+  assets: AssetsService,
+  now = new Date(),
+): Promise<{ staged: number; records: number }> {
   const cutoff = new Date(now.getTime() - assets.settings.ASSETS_STAGING_STALE_MS);
   const staged = await assets.blobs.sweepStaged(cutoff);
   const stale = await assets.m.Asset.find({ status: 'processing', updatedAt: { $lt: cutoff } }, { outbox: 0 })
@@ -25,7 +28,10 @@ export async function sweepAbandonedUploads(assets: AssetsService, now = new Dat
     const res = await assets.m.Asset.deleteOne({ _id: a._id, status: 'processing' });
     if (res.deletedCount !== 1) continue;
     records++;
-    await assets.uploads.release(a.accountId, a.versions.reduce((s, v) => s + v.size, 0));
+    await assets.uploads.release(
+      a.accountId,
+      a.versions.reduce((s, v) => s + v.size, 0),
+    );
     for (const v of a.versions) await assets.uploads.dropBlobIfUnused(v.sha256, [a.homeRegion]);
   }
   return { staged, records };

@@ -53,6 +53,7 @@ export default defineArea({
     };
     ports.provide('projects', projects);
     ports.provide('senders', verified);
+    ports.provide('authenticator', { authenticate: (key) => identity.authenticate(key) });
   },
   subgraph: (s) => ({
     resolvers: [IdentityResolver],

@@ -33,7 +33,10 @@ describe('assets data plane', () => {
   it('uploads, sniffs the type from the bytes, records the checksum and sends the revision as ETag', async () => {
     const p = h.principal();
     const sha = createHash('sha256').update(PNG).digest('hex');
-    const r = await upload(h.headers(p), form(PNG, 'pixel.txt', { key: 'img/pixel.png', visibility: 'public', metadata: '{"a":1}' }));
+    const r = await upload(
+      h.headers(p),
+      form(PNG, 'pixel.txt', { key: 'img/pixel.png', visibility: 'public', metadata: '{"a":1}' }),
+    );
     expect(r.status).toBe(201);
     expect(r.body.success).toBe(true);
     expect(r.body.data).toMatchObject({
@@ -103,7 +106,12 @@ describe('assets data plane', () => {
     const p = h.principal();
     const r = await upload(h.headers(p), form(EICAR, 'eicar.com', { visibility: 'public' }));
     expect(r.status).toBe(201);
-    expect(r.body.data).toMatchObject({ status: 'quarantined', scan_status: 'infected', quarantine_status: 'quarantined', url: null });
+    expect(r.body.data).toMatchObject({
+      status: 'quarantined',
+      scan_status: 'infected',
+      quarantine_status: 'quarantined',
+      url: null,
+    });
     expect((await fetch(`${h.cdnUrl}/assets/${r.body.data.id}/versions/1/eicar.com`)).status).toBe(404);
   });
 
@@ -138,9 +146,17 @@ describe('assets data plane', () => {
     const r = await upload(h.headers(p), form('v1', 'doc.txt', { visibility: 'public' }));
     const id = r.body.data.id;
     const fd = form('version two', 'doc.txt');
-    const stale = await fetch(`${h.bridgeUrl}/api/v1/assets/${id}/replace`, { method: 'PUT', headers: h.headers(p, { 'If-Match': '"7"' }), body: fd });
+    const stale = await fetch(`${h.bridgeUrl}/api/v1/assets/${id}/replace`, {
+      method: 'PUT',
+      headers: h.headers(p, { 'If-Match': '"7"' }),
+      body: fd,
+    });
     expect(stale.status).toBe(412);
-    const res = await fetch(`${h.bridgeUrl}/api/v1/assets/${id}/replace`, { method: 'PUT', headers: h.headers(p, { 'If-Match': '"1"' }), body: form('version two', 'doc.txt') });
+    const res = await fetch(`${h.bridgeUrl}/api/v1/assets/${id}/replace`, {
+      method: 'PUT',
+      headers: h.headers(p, { 'If-Match': '"1"' }),
+      body: form('version two', 'doc.txt'),
+    });
     const body = (await res.json()) as any;
     expect(res.status).toBe(200);
     expect(body.data).toMatchObject({ id, current_version: 2, size: 11, revision: 2 });

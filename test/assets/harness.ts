@@ -5,7 +5,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type mongoose from 'mongoose';
 import { connectMongo, ensureIndexes } from '../../core/mongo';
-import { PRINCIPAL_HEADER, type Principal, signPrincipal } from '../../core/principal';
+import type { Principal } from '../../core/principal';
 import { newId } from '../../core/ids';
 import { FsBlobStore } from '../../subgraphs/assets/fs-blob-store';
 import { assetModels } from '../../subgraphs/assets/model';
@@ -40,8 +40,15 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
   const settings = assetsSettingsSchema.parse({ ASSETS_DELETE_DELAY_MS: '200', ...env });
   const objectsTopic = `t${randomBytes(4).toString('hex')}.assets.objects`;
   const assets = new AssetsService(m, new FsBlobStore(blobRoot), new EicarScanner(), settings, () => objectsTopic);
+  // Bearer keys of this harness: each `headers(p)` call mints one for `p`.
+  const keys = new Map<string, Principal>();
   const bridge = Fastify();
-  await bridge.register(async (scope) => assetsUploadPlane(scope, assets));
+  await bridge.register(async (scope) =>
+    assetsUploadPlane(scope, assets, async (req) => {
+      const m = /^Bearer (\S+)$/.exec(req.headers.authorization ?? '');
+      return (m && keys.get(m[1])) ?? null;
+    }),
+  );
   const cdn = Fastify();
   await cdn.register(async (scope) => assetsCdnPlane(scope, assets));
   const bridgeUrl = await bridge.listen({ port: 0, host: '127.0.0.1' });
@@ -64,7 +71,11 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
       scopes: [],
       ...opts,
     }),
-    headers: (p, extra = {}) => ({ [PRINCIPAL_HEADER]: signPrincipal(p), ...extra }),
+    headers: (p, extra = {}) => {
+      const key = randomBytes(12).toString('hex');
+      keys.set(key, p);
+      return { authorization: `Bearer ${key}`, ...extra };
+    },
     async close() {
       await bridge.close();
       await cdn.close();

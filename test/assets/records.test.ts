@@ -15,7 +15,11 @@ describe('assets records', () => {
   afterAll(async () => h.close());
 
   const upload = async (p: Principal, body: string, fields: Record<string, string> = {}, name = 'f.txt') => {
-    const res = await fetch(`${h.bridgeUrl}/api/v1/assets/upload`, { method: 'POST', headers: h.headers(p), body: form(body, name, fields) });
+    const res = await fetch(`${h.bridgeUrl}/api/v1/assets/upload`, {
+      method: 'POST',
+      headers: h.headers(p),
+      body: form(body, name, fields),
+    });
     const json = (await res.json()) as any;
     if (res.status !== 201) throw new Error(JSON.stringify(json));
     return json.data;
@@ -28,9 +32,21 @@ describe('assets records', () => {
     const first = await h.assets.list(p, { filter: { prefix: 'docs/' }, sort: 'size', direction: 'asc', limit: 2 });
     expect(first.total).toBe(5);
     expect(first.assets.map((a) => a.key)).toEqual(['docs/k0', 'docs/k1']);
-    const second = await h.assets.list(p, { filter: { prefix: 'docs/' }, sort: 'size', direction: 'asc', limit: 2, cursor: first.nextCursor });
+    const second = await h.assets.list(p, {
+      filter: { prefix: 'docs/' },
+      sort: 'size',
+      direction: 'asc',
+      limit: 2,
+      cursor: first.nextCursor,
+    });
     expect(second.assets.map((a) => a.key)).toEqual(['docs/k2', 'docs/k3']);
-    const last = await h.assets.list(p, { filter: { prefix: 'docs/' }, sort: 'size', direction: 'asc', limit: 2, cursor: second.nextCursor });
+    const last = await h.assets.list(p, {
+      filter: { prefix: 'docs/' },
+      sort: 'size',
+      direction: 'asc',
+      limit: 2,
+      cursor: second.nextCursor,
+    });
     expect(last.assets.map((a) => a.key)).toEqual(['docs/k4']);
     expect(last.nextCursor).toBe('');
     await expect(
@@ -97,7 +113,12 @@ describe('assets records', () => {
       const msgs = await collector.waitFor((m) => m.filter((x) => x.value.asset_id === a.id).length >= 2);
       const mine = msgs.filter((x) => x.value.asset_id === a.id).map((x) => x.value);
       expect(mine.map((e) => e.type)).toEqual(['object.created', 'object.deleted']);
-      expect(mine[0]).toMatchObject({ key: 'del/me', account_id: p.accountId, version: 1, sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
+      expect(mine[0]).toMatchObject({
+        key: 'del/me',
+        account_id: p.accountId,
+        version: 1,
+        sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+      });
       expect(mine[1]).toMatchObject({ key: 'del/me', sha256: null, event_id: expect.any(String) });
       expect(mine[0].event_id).not.toBe(mine[1].event_id);
     } finally {
@@ -110,7 +131,10 @@ describe('assets records', () => {
   it('sweeps a record left `processing` by a dead process, and its staged bytes', async () => {
     const p = h.principal();
     const a = await upload(p, 'orphan');
-    await h.assets.m.Asset.updateOne({ _id: a.id }, { $set: { status: 'processing', updatedAt: new Date(Date.now() - 3_600_000) } });
+    await h.assets.m.Asset.updateOne(
+      { _id: a.id },
+      { $set: { status: 'processing', updatedAt: new Date(Date.now() - 3_600_000) } },
+    );
     const swept = await sweepAbandonedUploads(h.assets);
     expect(swept.records).toBe(1);
     await expect(h.assets.get(p, a.id)).rejects.toMatchObject({ status: 404 });
