@@ -36,6 +36,18 @@ export interface BlobStore {
   /** Copies a committed blob into another region (replication). */
   copy(fromRegion: string, toRegion: string, sha256: string): Promise<void>;
   remove(region: string, sha256: string): Promise<void>;
+  /**
+   * Upload-session parts: each part is written atomically under its session and replaced whole
+   * when sent again; `assemble` streams the parts in order into one staged blob (hashed on the way).
+   */
+  putPart(
+    sessionId: string,
+    n: number,
+    source: Readable,
+    opts?: { maxBytes?: number },
+  ): Promise<{ sha256: string; size: number }>;
+  assemble(sessionId: string, parts: number[], opts?: { maxBytes?: number }): Promise<StagedBlob>;
+  dropSession(sessionId: string): Promise<void>;
   /** Removes staged blobs older than `olderThan` (left by a process that died mid-write). */
   sweepStaged(olderThan: Date): Promise<number>;
 }

@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { copyFile, mkdir, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import { Transform, type Readable } from 'node:stream';
+import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { BlobTooLargeError, type BlobStore, type ByteRange, SHA256_HEX, SNIFF_BYTES, type StagedBlob } from './blob-store';
 
@@ -81,6 +81,31 @@ export class FsBlobStore implements BlobStore {
       throw e;
     }
     return { sha256: meter.hash.digest('hex'), size: meter.size, head: meter.head(), handle: tmp };
+  }
+
+  private sessionDir(sessionId: string): string {
+    if (!/^[0-9a-f-]{36}$/.test(sessionId)) throw new Error('invalid session id');
+    return path.join(this.root, '_sessions', sessionId);
+  }
+
+  async putPart(sessionId: string, n: number, source: Readable, opts: { maxBytes?: number } = {}) {
+    const staged = await this.stage(source, opts);
+    const dir = this.sessionDir(sessionId);
+    await mkdir(dir, { recursive: true });
+    await rename(staged.handle, path.join(dir, String(n)));
+    return { sha256: staged.sha256, size: staged.size };
+  }
+
+  async assemble(sessionId: string, parts: number[], opts: { maxBytes?: number } = {}): Promise<StagedBlob> {
+    const dir = this.sessionDir(sessionId);
+    async function* concat() {
+      for (const n of parts) yield* createReadStream(path.join(dir, String(n)));
+    }
+    return this.stage(Readable.from(concat()), opts);
+  }
+
+  async dropSession(sessionId: string): Promise<void> {
+    await rm(this.sessionDir(sessionId), { recursive: true, force: true });
   }
 
   async commit(staged: StagedBlob, region: string): Promise<void> {

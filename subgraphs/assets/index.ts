@@ -42,6 +42,7 @@ export default defineArea<AssetsServices, AssetsSettings>({
       new FsBlobStore(root),
       scanner,
       ctx.settings,
+      ctx.config,
       () => ctx.topic('objects'),
       () => relay.nudge(),
     );

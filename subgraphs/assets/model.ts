@@ -265,12 +265,79 @@ const grantSchema = new Schema<GrantDoc>(
   { collection: 'asset_grants', versionKey: false },
 );
 
+export const SESSION_STATUSES = ['open', 'completed', 'cancelled', 'expired'] as const;
+
+export interface SessionPart {
+  number: number;
+  size: number;
+  sha256: string;
+  receivedAt: Date;
+}
+
+/** A resumable (chunked) or single-PUT upload session (spec 2.3). */
+export interface SessionDoc {
+  _id: string;
+  accountId: string;
+  keyId: string;
+  /** The caller's plan when it was made (the quota applies at completion). */
+  plan: string;
+  mode: 'chunked' | 'single';
+  fileName: string;
+  fileSize: number;
+  mimeType: string | null;
+  checksumSha256: string | null;
+  partSize: number;
+  /** Where the asset goes and how it is made (the multipart upload's text fields). */
+  fields: Record<string, string>;
+  status: (typeof SESSION_STATUSES)[number];
+  parts: SessionPart[];
+  assetId: string | null;
+  /** `<accountId>:<Idempotency-Key>`, absent without a key (a sparse unique index). */
+  idempotencyScope?: string;
+  requestHash: string | null;
+  expiresAt: Date;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+const sessionSchema = new Schema<SessionDoc>(
+  {
+    _id: { type: String, required: true },
+    accountId: { type: String, required: true },
+    keyId: String,
+    plan: String,
+    mode: { type: String, required: true },
+    fileName: String,
+    fileSize: Number,
+    mimeType: { type: String, default: null },
+    checksumSha256: { type: String, default: null },
+    partSize: Number,
+    fields: { type: Schema.Types.Mixed, default: () => ({}) },
+    status: { type: String, required: true },
+    parts: {
+      type: [new Schema<SessionPart>({ number: Number, size: Number, sha256: String, receivedAt: Date }, { _id: false })],
+      default: () => [],
+    },
+    assetId: { type: String, default: null },
+    idempotencyScope: { type: String },
+    requestHash: { type: String, default: null },
+    expiresAt: { type: Date, required: true },
+    createdAt: Date,
+    updatedAt: Date,
+  },
+  { collection: 'asset_upload_sessions', versionKey: false, minimize: false },
+);
+// Same Idempotency-Key → the same session (sparse: sessions made without a key are not indexed).
+sessionSchema.index({ idempotencyScope: 1 }, { unique: true, sparse: true, name: 'session_idempotency' });
+sessionSchema.index({ status: 1, expiresAt: 1 });
+
 export interface AssetModels {
   Asset: Model<AssetDoc>;
   Bucket: Model<BucketDoc>;
   AccountState: Model<AccountStateDoc>;
   Job: Model<JobDoc>;
   Grant: Model<GrantDoc>;
+  Session: Model<SessionDoc>;
 }
 
 export function assetModels(conn: Connection): AssetModels {
@@ -282,5 +349,6 @@ export function assetModels(conn: Connection): AssetModels {
     AccountState: get('AssetAccountState', accountStateSchema),
     Job: get('AssetJob', jobSchema),
     Grant: get('AssetGrant', grantSchema),
+    Session: get('AssetUploadSession', sessionSchema),
   };
 }

@@ -1,6 +1,5 @@
 import { GraphQLJSONObject } from 'graphql-scalars';
 import { Arg, Ctx, ID, Int, Mutation, Query, Resolver } from 'type-graphql';
-import { config } from '../../core/config';
 import type { RequestContext } from '../../core/subgraph-kit';
 import type { AssetsService, SortKey } from './service';
 import {
@@ -20,9 +19,10 @@ import {
   toBucket,
   toJob,
   toVersion,
+  toSession,
+  UploadSessionInput,
+  UploadSessionType,
 } from './types';
-
-const baseUrl = () => config().baseUrl;
 
 /** Thin resolvers: the caller from the context, one service call, the result shaped. */
 @Resolver()
@@ -45,12 +45,12 @@ export class AssetsResolver {
       cursor: cursor || undefined,
       limit: limit ?? undefined,
     });
-    return { assets: r.assets.map(toAsset), total: r.total, nextCursor: r.nextCursor };
+    return { assets: r.assets.map((a) => toAsset(a, this.svc.cfg.cdnUrl)), total: r.total, nextCursor: r.nextCursor };
   }
 
   @Query(() => AssetType)
   async asset(@Arg('id', () => ID) id: string, @Ctx() ctx: RequestContext): Promise<AssetType> {
-    return toAsset(await this.svc.get(ctx.principal, id));
+    return toAsset(await this.svc.get(ctx.principal, id), this.svc.cfg.cdnUrl);
   }
 
   @Query(() => AssetVersionHistoryType)
@@ -76,7 +76,7 @@ export class AssetsResolver {
 
   @Query(() => AssetJobType)
   async assetJob(@Arg('id', () => ID) id: string, @Ctx() ctx: RequestContext): Promise<AssetJobType> {
-    return toJob(await this.svc.getJob(ctx.principal, id), baseUrl());
+    return toJob(await this.svc.getJob(ctx.principal, id), this.svc.cfg.baseUrl);
   }
 
   @Mutation(() => BucketType)
@@ -121,7 +121,7 @@ export class AssetsResolver {
     @Ctx() ctx: RequestContext,
     @Arg('ifMatch', () => String, { nullable: true }) ifMatch?: string,
   ): Promise<AssetType> {
-    return toAsset(await this.svc.patch(ctx.principal, id, ifMatch, { ...input }));
+    return toAsset(await this.svc.patch(ctx.principal, id, ifMatch, { ...input }), this.svc.cfg.cdnUrl);
   }
 
   @Mutation(() => AssetType)
@@ -131,7 +131,7 @@ export class AssetsResolver {
     @Ctx() ctx: RequestContext,
     @Arg('ifMatch', () => String, { nullable: true }) ifMatch?: string,
   ): Promise<AssetType> {
-    return toAsset(await this.svc.setTags(ctx.principal, id, ifMatch, tags));
+    return toAsset(await this.svc.setTags(ctx.principal, id, ifMatch, tags), this.svc.cfg.cdnUrl);
   }
 
   @Mutation(() => AssetType)
@@ -141,7 +141,7 @@ export class AssetsResolver {
     @Ctx() ctx: RequestContext,
     @Arg('ifMatch', () => String, { nullable: true }) ifMatch?: string,
   ): Promise<AssetType> {
-    return toAsset(await this.svc.mergeMetadata(ctx.principal, id, ifMatch, metadata));
+    return toAsset(await this.svc.mergeMetadata(ctx.principal, id, ifMatch, metadata), this.svc.cfg.cdnUrl);
   }
 
   @Mutation(() => AssetJobType)
@@ -150,12 +150,12 @@ export class AssetsResolver {
     @Ctx() ctx: RequestContext,
     @Arg('ifMatch', () => String, { nullable: true }) ifMatch?: string,
   ): Promise<AssetJobType> {
-    return toJob(await this.svc.requestDelete(ctx.principal, id, ifMatch), baseUrl());
+    return toJob(await this.svc.requestDelete(ctx.principal, id, ifMatch), this.svc.cfg.baseUrl);
   }
 
   @Mutation(() => AssetJobType)
   async cancelAssetJob(@Arg('id', () => ID) id: string, @Ctx() ctx: RequestContext): Promise<AssetJobType> {
-    return toJob(await this.svc.cancelJob(ctx.principal, id), baseUrl());
+    return toJob(await this.svc.cancelJob(ctx.principal, id), this.svc.cfg.baseUrl);
   }
 
   @Mutation(() => PurgeType)
@@ -182,7 +182,7 @@ export class AssetsResolver {
     @Ctx() ctx: RequestContext,
     @Arg('ifMatch', () => String, { nullable: true }) ifMatch?: string,
   ): Promise<AssetType> {
-    return toAsset(await this.svc.restoreVersion(ctx.principal, id, versionId, ifMatch));
+    return toAsset(await this.svc.restoreVersion(ctx.principal, id, versionId, ifMatch), this.svc.cfg.cdnUrl);
   }
 
   @Mutation(() => AssetType)
@@ -192,7 +192,7 @@ export class AssetsResolver {
     @Ctx() ctx: RequestContext,
     @Arg('fromVersion', () => Int, { nullable: true }) fromVersion?: number,
   ): Promise<AssetType> {
-    return toAsset(await this.svc.createBranch(ctx.principal, id, name, fromVersion));
+    return toAsset(await this.svc.createBranch(ctx.principal, id, name, fromVersion), this.svc.cfg.cdnUrl);
   }
 
   @Mutation(() => AssetType)
@@ -202,6 +202,33 @@ export class AssetsResolver {
     @Ctx() ctx: RequestContext,
     @Arg('ifMatch', () => String, { nullable: true }) ifMatch?: string,
   ): Promise<AssetType> {
-    return toAsset(await this.svc.promoteBranch(ctx.principal, id, branch, ifMatch));
+    return toAsset(await this.svc.promoteBranch(ctx.principal, id, branch, ifMatch), this.svc.cfg.cdnUrl);
+  }
+
+  @Mutation(() => UploadSessionType)
+  async createAssetUploadSession(
+    @Arg('input', () => UploadSessionInput) input: UploadSessionInput,
+    @Ctx() ctx: RequestContext,
+    @Arg('idempotencyKey', () => String, { nullable: true }) idempotencyKey?: string,
+  ): Promise<UploadSessionType> {
+    const s = await this.svc.sessions.create(ctx.principal, { ...input }, idempotencyKey);
+    return toSession(s, this.svc.sessions.uploadUrl(s._id));
+  }
+
+  @Query(() => UploadSessionType)
+  async assetUploadSession(@Arg('id', () => ID) id: string, @Ctx() ctx: RequestContext): Promise<UploadSessionType> {
+    const s = await this.svc.sessions.get(ctx.principal, id);
+    return toSession(s, this.svc.sessions.uploadUrl(s._id));
+  }
+
+  @Mutation(() => AssetType)
+  async completeAssetUploadSession(@Arg('id', () => ID) id: string, @Ctx() ctx: RequestContext): Promise<AssetType> {
+    return toAsset(await this.svc.sessions.complete(ctx.principal, id), this.svc.cfg.cdnUrl);
+  }
+
+  @Mutation(() => UploadSessionType)
+  async cancelAssetUploadSession(@Arg('id', () => ID) id: string, @Ctx() ctx: RequestContext): Promise<UploadSessionType> {
+    const s = await this.svc.sessions.cancel(ctx.principal, id);
+    return toSession(s, this.svc.sessions.uploadUrl(s._id));
   }
 }

@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { config } from '../../core/config';
+import type { Config } from '../../core/config';
 import { decodeCursor, encodeCursor } from '../../core/cursors';
 import { PlatformError, badRequest, notFound } from '../../core/errors';
 import { newId } from '../../core/ids';
@@ -13,6 +13,7 @@ import type { AssetDoc, AssetModels, AssetVersion, GrantDoc, JobDoc } from './mo
 import { requiredRevision, revisionStale } from './revisions';
 import type { Scanner } from './scanner';
 import type { AssetsSettings } from './settings';
+import { UploadSessions } from './upload-sessions';
 import { Uploads } from './uploads';
 
 export const SCOPES = {
@@ -79,18 +80,22 @@ const BRANCH_RE = /^[a-z0-9][a-z0-9._-]{0,63}$/i;
 export class AssetsService {
   readonly buckets: Buckets;
   readonly uploads: Uploads;
+  readonly sessions: UploadSessions;
 
   constructor(
     readonly m: AssetModels,
     readonly blobs: BlobStore,
     readonly scanner: Scanner,
     readonly settings: AssetsSettings,
+    /** The platform's configuration (its addresses are read at call time: tests pick free ports). */
+    readonly cfg: Config,
     private readonly objectsTopic: () => string,
     /** Tells the outbox relay there is something to publish. */
     readonly nudge: () => void = () => undefined,
   ) {
     this.buckets = new Buckets(m, settings.ASSETS_REGIONS);
     this.uploads = new Uploads(m, blobs, this.buckets, scanner, settings, objectsTopic);
+    this.sessions = new UploadSessions(this);
   }
 
   reader(p: Principal | null | undefined): Principal {
@@ -560,7 +565,7 @@ export class AssetsService {
   // ---- signed URLs and delivery -------------------------------------------------------------
 
   private grantMac(grantId: string): string {
-    return createHmac('sha256', config().INTERNAL_SIGNING_KEY).update(`assets-grant:${grantId}`).digest('base64url');
+    return createHmac('sha256', this.cfg.INTERNAL_SIGNING_KEY).update(`assets-grant:${grantId}`).digest('base64url');
   }
 
   async signedUrl(
@@ -592,7 +597,7 @@ export class AssetsService {
     await this.m.Grant.create(grant);
     const token = `${grant._id}.${this.grantMac(grant._id)}`;
     const name = encodeURIComponent(asset.originalName);
-    const url = `${config().cdnUrl}/private/assets/${id}/versions/${grant.version}/${name}?token=${encodeURIComponent(token)}`;
+    const url = `${this.cfg.cdnUrl}/private/assets/${id}/versions/${grant.version}/${name}?token=${encodeURIComponent(token)}`;
     return { url, token, expiresAt: grant.expiresAt, maxDownloads: grant.maxDownloads };
   }
 

@@ -1,6 +1,6 @@
 import { GraphQLJSON, GraphQLJSONObject } from 'graphql-scalars';
 import { Directive, Field, Float, ID, InputType, Int, ObjectType } from 'type-graphql';
-import type { AssetDoc, AssetVersion, BucketDoc, JobDoc } from './model';
+import type { AssetDoc, AssetVersion, BucketDoc, JobDoc, SessionDoc } from './model';
 import { publicUrl } from './views';
 
 @ObjectType('Asset', { description: 'A stored asset of the account (spec 2.3).' })
@@ -31,7 +31,7 @@ export class AssetType {
   @Field(() => Int, { description: 'Also sent as ETag; send it back in If-Match.' }) revision!: number;
 }
 
-export const toAsset = (a: AssetDoc): AssetType => ({
+export const toAsset = (a: AssetDoc, cdnUrl: string): AssetType => ({
   id: a._id,
   bucket: a.bucketId,
   key: a.key,
@@ -51,7 +51,7 @@ export const toAsset = (a: AssetDoc): AssetType => ({
   moderationStatus: a.moderationStatus,
   quarantineStatus: a.quarantineStatus,
   currentVersion: a.currentVersion,
-  url: publicUrl(a),
+  url: publicUrl(a, cdnUrl),
   createdAt: a.createdAt,
   updatedAt: a.updatedAt,
   revision: a.revision,
@@ -249,4 +249,65 @@ export class PurgeType {
   @Field(() => ID) assetId!: string;
   @Field(() => String, { description: '`completed`: the local CDN keeps no cached copies.' }) status!: string;
   @Field(() => Date) requestedAt!: Date;
+}
+
+@ObjectType('AssetUploadPart')
+export class UploadPartType {
+  @Field(() => Int) number!: number;
+  @Field(() => Float) size!: number;
+  @Field(() => String) checksum!: string;
+  @Field(() => Date) receivedAt!: Date;
+}
+
+@ObjectType('AssetUploadSession', { description: 'Spec 2.3 upload session.' })
+export class UploadSessionType {
+  @Field(() => ID) uploadSessionId!: string;
+  @Field(() => ID, { nullable: true, description: 'Chunked sessions only.' }) sessionId!: string | null;
+  @Field(() => String, { description: 'Signed PUT address; chunked parts go to `{url}/parts/{n}`.' }) url!: string;
+  @Field(() => String) mode!: string;
+  @Field(() => String, { description: '`open`, `completed`, `cancelled` or `expired`' }) status!: string;
+  @Field(() => String) fileName!: string;
+  @Field(() => Float) fileSize!: number;
+  @Field(() => Float) maxBytes!: number;
+  @Field(() => Float) partSize!: number;
+  @Field(() => Int) partCount!: number;
+  @Field(() => [UploadPartType]) parts!: UploadPartType[];
+  @Field(() => ID, { nullable: true }) assetId!: string | null;
+  @Field(() => Date) expiresAt!: Date;
+  @Field(() => Date) createdAt!: Date;
+}
+
+export const toSession = (s: SessionDoc, url: string): UploadSessionType => ({
+  uploadSessionId: s._id,
+  sessionId: s.mode === 'chunked' ? s._id : null,
+  url,
+  mode: s.mode,
+  status: s.status,
+  fileName: s.fileName,
+  fileSize: s.fileSize,
+  maxBytes: s.fileSize,
+  partSize: s.partSize,
+  partCount: Math.max(1, Math.ceil(s.fileSize / s.partSize)),
+  parts: [...(s.parts ?? [])]
+    .sort((a, b) => a.number - b.number)
+    .map((p) => ({ number: p.number, size: p.size, checksum: p.sha256, receivedAt: p.receivedAt })),
+  assetId: s.assetId ?? null,
+  expiresAt: s.expiresAt,
+  createdAt: s.createdAt,
+});
+
+@InputType('AssetUploadSessionInput')
+export class UploadSessionInput {
+  @Field(() => String, { nullable: true }) mode?: string;
+  @Field(() => String) fileName!: string;
+  @Field(() => Float) fileSize!: number;
+  @Field(() => String, { nullable: true }) mimeType?: string;
+  @Field(() => String, { nullable: true }) checksumSha256?: string;
+  @Field(() => Float, { nullable: true }) partSize?: number;
+  @Field(() => String, { nullable: true }) bucket?: string;
+  @Field(() => String, { nullable: true }) key?: string;
+  @Field(() => String, { nullable: true }) folder?: string;
+  @Field(() => String, { nullable: true }) visibility?: string;
+  @Field(() => String, { nullable: true }) cacheControl?: string;
+  @Field(() => GraphQLJSONObject, { nullable: true }) metadata?: Record<string, unknown>;
 }

@@ -1,6 +1,7 @@
 import multipart from '@fastify/multipart';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { badRequest, isPlatformError } from '../../core/errors';
+import type { Readable } from 'node:stream';
+import { badRequest, isPlatformError, notFound } from '../../core/errors';
 import type { Ports } from '../../core/ports';
 import type { Principal } from '../../core/principal';
 import type { StagedBlob } from './blob-store';
@@ -77,6 +78,8 @@ async function readForm(req: FastifyRequest, assets: AssetsService, principal: P
  * else on the listener.
  */
 export async function assetsUploadPlane(app: FastifyInstance, assets: AssetsService, authenticate: Authenticate): Promise<void> {
+  // Raw-byte session routes in their own scope (no body parsers but a pass-through).
+  await app.register(async (scope) => assetsSessionPlane(scope, assets));
   // No size cap here: the content policy caps the stream while it is staged.
   await app.register(multipart, { limits: { fileSize: Number.MAX_SAFE_INTEGER } });
 
@@ -92,7 +95,7 @@ export async function assetsUploadPlane(app: FastifyInstance, assets: AssetsServ
         const asset = await run(principal, form, req);
         assets.nudge();
         reply.header('ETag', etagOf(asset.revision));
-        return reply.status(status).send({ success: true, data: assetView(asset) });
+        return reply.status(status).send({ success: true, data: assetView(asset, assets.cfg.cdnUrl) });
       } catch (e) {
         // Nothing stays behind a refusal: the staged bytes go before the answer does.
         if (staged) await assets.blobs.discard(staged).catch(() => undefined);
@@ -122,4 +125,53 @@ export async function assetsUploadPlane(app: FastifyInstance, assets: AssetsServ
       return assets.uploads.replace(p, id, ifMatch, form.staged as StagedBlob, form.fileName, fields);
     }, 200),
   );
+}
+
+/**
+ * The session byte routes: `PUT {url}` (single) and `PUT {url}/parts/{n}` (chunked, with
+ * `X-Content-SHA256`). The capability in the path authorises them. Bodies are raw bytes of any
+ * content type, streamed to the blob store unparsed.
+ */
+export async function assetsSessionPlane(app: FastifyInstance, assets: AssetsService): Promise<void> {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (_req, payload, done) => done(null, payload));
+  const capabilityRefused = () => notFound('assets.upload_session_not_found', 'upload session not found');
+
+  app.put<{ Params: { cap: string } }>(`${ASSETS_PREFIX}/uploads/:cap`, async (req, reply) => {
+    try {
+      const s = await assets.sessions.byCapability(req.params.cap);
+      if (!s) throw capabilityRefused();
+      const asset = await assets.sessions.putSingle(s, req.body as Readable);
+      reply.header('ETag', etagOf(asset.revision));
+      return reply.status(201).send({ success: true, data: assetView(asset, assets.cfg.cdnUrl) });
+    } catch (e) {
+      req.raw.resume();
+      return sendError(reply, e, req.log);
+    }
+  });
+
+  app.put<{ Params: { cap: string; n: string } }>(`${ASSETS_PREFIX}/uploads/:cap/parts/:n`, async (req, reply) => {
+    try {
+      const s = await assets.sessions.byCapability(req.params.cap);
+      if (!s) throw capabilityRefused();
+      const n = Number(req.params.n);
+      if (!Number.isInteger(n)) throw badRequest('validation_failed', 'part number must be an integer');
+      const sha = req.headers['x-content-sha256'];
+      const updated = await assets.sessions.putPart(s, n, Array.isArray(sha) ? sha[0] : sha, req.body as Readable);
+      const part = updated.parts.find((x) => x.number === n);
+      return reply.status(200).send({
+        success: true,
+        data: {
+          upload_session_id: s._id,
+          part_number: n,
+          size: part?.size,
+          checksum_sha256: part?.sha256,
+          received_parts: updated.parts.length,
+        },
+      });
+    } catch (e) {
+      req.raw.resume();
+      return sendError(reply, e, req.log);
+    }
+  });
 }

@@ -1,17 +1,19 @@
-import { config } from '../../core/config';
 import type { AssetDoc } from './model';
 
 /** The public CDN address of an asset's current version (null when it is not publicly deliverable). */
-export function publicUrl(a: Pick<AssetDoc, '_id' | 'visibility' | 'status' | 'currentVersion' | 'originalName'>): string | null {
+export function publicUrl(
+  a: Pick<AssetDoc, '_id' | 'visibility' | 'status' | 'currentVersion' | 'originalName'>,
+  cdnUrl: string,
+): string | null {
   if (a.visibility !== 'public' || a.status !== 'ready') return null;
-  return `${config().cdnUrl}/assets/${a._id}/versions/${a.currentVersion}/${encodeURIComponent(a.originalName)}`;
+  return `${cdnUrl}/assets/${a._id}/versions/${a.currentVersion}/${encodeURIComponent(a.originalName)}`;
 }
 
 /**
  * The asset record as REST clients see it (spec 2.3). The data plane (upload, replace) answers with
  * this; the GraphQL fragment `AssetFields` selects the same names through aliases.
  */
-export function assetView(a: AssetDoc) {
+export function assetView(a: AssetDoc, cdnUrl: string) {
   return {
     id: a._id,
     bucket: a.bucketId,
@@ -33,7 +35,7 @@ export function assetView(a: AssetDoc) {
     moderation_status: a.moderationStatus,
     quarantine_status: a.quarantineStatus,
     current_version: a.currentVersion,
-    url: publicUrl(a),
+    url: publicUrl(a, cdnUrl),
     created_at: new Date(a.createdAt).toISOString(),
     updated_at: new Date(a.updatedAt).toISOString(),
     revision: a.revision,

@@ -60,7 +60,8 @@ export function assetsWorker(assets: AssetsService, log: Logger): BackgroundWork
     if (Date.now() - lastSweep > SWEEP_EVERY_MS) {
       lastSweep = Date.now();
       const swept = await sweepAbandonedUploads(assets);
-      if (swept.staged + swept.records > 0) log.info(swept, 'swept abandoned uploads');
+      const expired = await assets.sessions.expireDue();
+      if (swept.staged + swept.records + expired > 0) log.info({ ...swept, expiredSessions: expired }, 'swept abandoned uploads');
     }
     return busy;
   };

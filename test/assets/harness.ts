@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type mongoose from 'mongoose';
+import { loadConfig } from '../../core/config';
 import { connectMongo, ensureIndexes } from '../../core/mongo';
 import type { Principal } from '../../core/principal';
 import { newId } from '../../core/ids';
@@ -39,7 +40,8 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
   const blobRoot = await mkdtemp(path.join(tmpdir(), 'assets-'));
   const settings = assetsSettingsSchema.parse({ ASSETS_DELETE_DELAY_MS: '200', ...env });
   const objectsTopic = `t${randomBytes(4).toString('hex')}.assets.objects`;
-  const assets = new AssetsService(m, new FsBlobStore(blobRoot), new EicarScanner(), settings, () => objectsTopic);
+  const cfg = loadConfig();
+  const assets = new AssetsService(m, new FsBlobStore(blobRoot), new EicarScanner(), settings, cfg, () => objectsTopic);
   // Bearer keys of this harness: each `headers(p)` call mints one for `p`.
   const keys = new Map<string, Principal>();
   const bridge = Fastify();
@@ -53,6 +55,8 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
   await cdn.register(async (scope) => assetsCdnPlane(scope, assets));
   const bridgeUrl = await bridge.listen({ port: 0, host: '127.0.0.1' });
   const cdnUrl = await cdn.listen({ port: 0, host: '127.0.0.1' });
+  cfg.baseUrl = bridgeUrl;
+  cfg.cdnUrl = cdnUrl;
   return {
     conn,
     assets,

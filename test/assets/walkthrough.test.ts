@@ -180,4 +180,53 @@ describe('assets through the bridge', () => {
     expect((await upload(reader.key, 'x')).status).toBe(403);
     expect((await t.rest('GET', '/api/v1/assets')).status).toBe(401);
   });
+
+  it('upload sessions through the bridge: Idempotency-Key, legacy camelCase alias, parts, GET, complete, DELETE', async () => {
+    const { key } = await t.createKey();
+    const file = Buffer.alloc(1024 * 1024 + 7, 7);
+    const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+    const body = {
+      mode: 'chunked',
+      file_name: 'big.bin',
+      file_size: file.length,
+      part_size: 1024 * 1024,
+      checksum_sha256: sha(file),
+    };
+    const created = await t.rest('POST', '/api/v1/assets/upload-sessions', { key, body, headers: { 'idempotency-key': 'k-1' } });
+    if (created.status !== 201) throw new Error(JSON.stringify(created.body));
+    const s = created.body.data;
+    expect(s).toMatchObject({
+      upload_session_id: expect.any(String),
+      session_id: s.upload_session_id,
+      url: expect.any(String),
+      part_size: 1048576,
+      max_bytes: file.length,
+    });
+    const replay = await t.rest('POST', '/api/v1/assets/upload-sessions', { key, body, headers: { 'idempotency-key': 'k-1' } });
+    expect(replay.body.data.upload_session_id).toBe(s.upload_session_id);
+    const conflict = await t.rest('POST', '/api/v1/assets/upload-sessions', {
+      key,
+      body: { ...body, file_name: 'x' },
+      headers: { 'idempotency-key': 'k-1' },
+    });
+    expect(conflict.status).toBe(409);
+    expect(conflict.body.error.code).toBe('assets.idempotency_conflict');
+
+    for (const n of [2, 1]) {
+      const part = file.subarray((n - 1) * 1048576, n * 1048576);
+      const res = await fetch(`${s.url}/parts/${n}`, { method: 'PUT', body: part, headers: { 'x-content-sha256': sha(part) } });
+      expect(res.status).toBe(200);
+    }
+    const read = await t.rest('GET', `/api/v1/assets/upload-sessions/${s.upload_session_id}`, { key });
+    expect(read.body.data.parts.map((p: any) => p.part_number)).toEqual([1, 2]);
+    const done = await t.rest('POST', `/api/v1/assets/upload-sessions/${s.upload_session_id}/complete`, { key });
+    expect(done.status).toBe(201);
+    expect(done.body.data).toMatchObject({ checksum_sha256: sha(file), size: file.length, status: 'ready' });
+
+    const legacy = await t.rest('POST', '/api/v1/assets/upload-url', { key, body: { fileName: 'a.txt', fileSize: 3 } });
+    expect(legacy.status).toBe(201);
+    expect(legacy.body.data).toMatchObject({ mode: 'single', session_id: null });
+    const cancelled = await t.rest('DELETE', `/api/v1/assets/upload-sessions/${legacy.body.data.upload_session_id}`, { key });
+    expect(cancelled.body.data.status).toBe('cancelled');
+  });
 });
