@@ -47,6 +47,8 @@ export interface PlatformOptions {
   leaseMs?: number;
   /** The {cdn_url} listener's port: 0 picks a free one (tests). */
   cdnPort?: number;
+  /** The supergraph to serve (default: the committed schema/supergraph.graphql). */
+  supergraphSdl?: string;
   /** Start the local stand-ins of outside systems whose env variable is unset (default: for `all`). */
   standIns?: boolean;
 }
@@ -169,7 +171,7 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
       ]),
     );
     router = new Router({
-      supergraphSdl: await readSupergraph(),
+      supergraphSdl: opts.supergraphSdl ?? (await readSupergraph()),
       local: role.kind === 'all' ? subgraphs : [],
       remoteUrls,
       authenticate: (key) => services.identity.authenticate(key),

@@ -12,6 +12,7 @@ import { createKafkaEventBus } from '../core/events/kafka-event-bus';
 import { connectMongo, ensureIndexes } from '../core/mongo';
 import { OperationEngine } from '../core/operations/engine';
 import { projectRoot } from '../core/paths';
+import { newArea, newRoute } from './scaffold';
 
 process.env.APOLLO_TELEMETRY_DISABLED = '1';
 
@@ -20,6 +21,8 @@ const BUILT_IN = `usage: platform <command>
   start [all|router|bridge|subgraph NAME] [--with-infra]   run the platform (foreground; Ctrl-C stops)
   compose [--check]                                        regenerate schema/ (or fail when stale)
   infra up|down|status                                     local Kafka and MongoDB-wire server
+  new-area NAME                                            scaffold subgraphs/NAME and its registry line
+  new-route AREA METHOD PATH                               scaffold a route row and its GraphQL document
 `;
 
 /** Every area's commands (CONTRACTS.md); each creating one takes --json. */
@@ -28,7 +31,6 @@ function usage(): string {
   return `${BUILT_IN}${lines.join('\n')}\n`;
 }
 
- 
 type AnyCommand = CliCommand<any>;
 const areaCommands = (): Array<{ area: string; command: AnyCommand }> =>
   areas().flatMap((a) => (a.cli ?? []).map((command) => ({ area: a.name, command })));
@@ -51,6 +53,18 @@ export async function main(argv: string[]): Promise<void> {
         return await compose(rest);
       case 'infra':
         return await infra(rest);
+      case 'new-area': {
+        if (rest.length !== 1) fail('new-area takes NAME (npm run new:area NAME)');
+        const files = await newArea(rest[0]);
+        process.stdout.write(`wrote ${files.join(', ')}\nnext: npm run compose, then fill in subgraphs/${rest[0]}/service.ts\n`);
+        return;
+      }
+      case 'new-route': {
+        if (rest.length !== 3) fail('new-route takes AREA METHOD PATH (npm run new:route AREA METHOD PATH)');
+        const files = await newRoute(rest[0], rest[1], rest[2]);
+        process.stdout.write(`wrote ${files.join(', ')}\nnext: the resolver and service method, then npm run compose\n`);
+        return;
+      }
       case undefined:
       case 'help':
       case '--help':
