@@ -5,6 +5,7 @@ import { OutboxRelay } from '../../core/events/outbox';
 import type { Ports } from '../../core/ports';
 import { assetsCdnPlane } from './cdn-plane';
 import { FsBlobStore } from './fs-blob-store';
+import { S3BlobStore, s3Client } from './s3-blob-store';
 import { assetModels } from './model';
 import { AssetsResolver } from './resolvers';
 import { assetsRoutes } from './routes';
@@ -34,12 +35,25 @@ export default defineArea<AssetsServices, AssetsSettings>({
   services(ctx) {
     const m = assetModels(ctx.conn);
     const root = ctx.settings.ASSETS_BLOB_DIR ?? path.resolve(ctx.config.DATA_DIR, 'assets');
+    const blobs =
+      ctx.settings.ASSETS_BLOB_STORE === 's3'
+        ? new S3BlobStore({
+            client: s3Client({
+              endpoint: ctx.settings.ASSETS_S3_ENDPOINT,
+              region: ctx.settings.ASSETS_S3_REGION,
+              accessKeyId: ctx.settings.ASSETS_S3_ACCESS_KEY_ID,
+              secretAccessKey: ctx.settings.ASSETS_S3_SECRET_ACCESS_KEY,
+            }),
+            bucket: ctx.settings.ASSETS_S3_BUCKET,
+            prefix: ctx.settings.ASSETS_S3_PREFIX,
+          })
+        : new FsBlobStore(root);
     const [host, port] = (ctx.settings.ASSETS_CLAMD_ADDRESS ?? '').split(':');
     const scanner = host && port ? new ClamdScanner(host, Number(port)) : new EicarScanner();
     const relay = new OutboxRelay({ models: [m.Asset, m.Job], bus: ctx.bus });
     const assets = new AssetsService(
       m,
-      new FsBlobStore(root),
+      blobs,
       scanner,
       ctx.settings,
       ctx.config,

@@ -32,6 +32,15 @@ export const assetsSettingsSchema = z.object({
   ASSETS_DELETE_DELAY_MS: z.coerce.number().int().min(0).default(1000),
   /** A staged upload file untouched this long belongs to a dead process, in ms. */
   ASSETS_STAGING_STALE_MS: z.coerce.number().int().min(0).default(60_000),
+  /** `fs` (default) or `s3` (an S3-compatible store through the AWS SDK; then the ASSETS_S3_* settings). */
+  ASSETS_BLOB_STORE: z.enum(['fs', 's3']).default('fs'),
+  /** Endpoint of an S3-compatible server; unset = AWS itself. */
+  ASSETS_S3_ENDPOINT: z.string().optional(),
+  ASSETS_S3_REGION: z.string().default('us-east-1'),
+  ASSETS_S3_BUCKET: z.string().default('assets'),
+  ASSETS_S3_PREFIX: z.string().default(''),
+  ASSETS_S3_ACCESS_KEY_ID: z.string().optional(),
+  ASSETS_S3_SECRET_ACCESS_KEY: z.string().optional(),
   /** `host:port` of clamd; unset → the EICAR-only scanner. */
   ASSETS_CLAMD_ADDRESS: z.string().optional(),
   /** Longest `expires_in` of a signed URL, in seconds (7 days). */
