@@ -75,12 +75,26 @@ const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const assetNotFound = () => notFound('assets.not_found', 'asset not found');
 const jobNotFound = () => notFound('assets.job_not_found', 'job not found');
 const BRANCH_RE = /^[a-z0-9][a-z0-9._-]{0,63}$/i;
+/**
+ * Public delivery remembers a resolved asset for 1 s (a CDN edge caches far longer): the hot path
+ * then costs no database round trip. Changes made in this process forget the entry at once; another
+ * process's change is seen within the second.
+ */
+export const DELIVERY_CACHE_MS = 1000;
+const DELIVERY_CACHE_MAX = 10_000;
+
+interface Deliverable {
+  asset: AssetDoc;
+  version: AssetVersion;
+  region: string;
+}
 
 /** The rules of the assets area: every method takes the caller and answers only within its account. */
 export class AssetsService {
   readonly buckets: Buckets;
   readonly uploads: Uploads;
   readonly sessions: UploadSessions;
+  private readonly deliveryCache = new Map<string, { found: Deliverable | null; until: number }>();
 
   constructor(
     readonly m: AssetModels,
@@ -227,6 +241,7 @@ export class AssetsService {
       throw e;
     }
     if (updated) {
+      this.forget(id);
       this.nudge();
       return updated;
     }
@@ -439,6 +454,7 @@ export class AssetsService {
         status: job.status,
       });
     }
+    this.forget(job.assetId);
     await this.m.Asset.updateOne(
       { _id: job.assetId, accountId, status: 'deleting' },
       { $set: { status: job.priorStatus ?? 'ready', updatedAt: now }, $inc: { revision: 1 } },
@@ -452,6 +468,7 @@ export class AssetsService {
    * after a crash at any point.
    */
   async runDeleteJob(job: JobDoc): Promise<void> {
+    this.forget(job.assetId);
     const asset = await this.m.Asset.findOne({ _id: job.assetId, accountId: job.accountId }).lean<AssetDoc>().exec();
     let snapshot = job.snapshot;
     if (asset) {
@@ -609,18 +626,31 @@ export class AssetsService {
     return null;
   }
 
-  /** A public asset's current version, or null (404) when it is not deliverable. */
-  async publicDelivery(
-    assetId: string,
-    versionId: string,
-  ): Promise<{ asset: AssetDoc; version: AssetVersion; region: string } | null> {
+  /** Drops a cached delivery decision (after any change to the asset in this process). */
+  forget(assetId: string): void {
+    this.deliveryCache.delete(assetId);
+  }
+
+  private async resolvePublic(assetId: string): Promise<Deliverable | null> {
     const asset = await this.m.Asset.findOne({ _id: assetId }, { outbox: 0 }).lean<AssetDoc>().exec();
     if (!asset || asset.visibility !== 'public' || asset.status !== 'ready') return null;
-    if (String(asset.currentVersion) !== versionId) return null;
     const version = asset.versions.find((v) => v.number === asset.currentVersion);
     if (!version) return null;
     const region = await this.locate(asset, version.sha256);
     return region ? { asset, version, region } : null;
+  }
+
+  /** A public asset's current version, or null (404) when it is not deliverable. */
+  async publicDelivery(assetId: string, versionId: string): Promise<Deliverable | null> {
+    const now = Date.now();
+    let entry = this.deliveryCache.get(assetId);
+    if (!entry || entry.until <= now) {
+      entry = { found: await this.resolvePublic(assetId), until: now + DELIVERY_CACHE_MS };
+      if (this.deliveryCache.size >= DELIVERY_CACHE_MAX) this.deliveryCache.clear();
+      this.deliveryCache.set(assetId, entry);
+    }
+    const found = entry.found;
+    return found && String(found.asset.currentVersion) === versionId ? found : null;
   }
 
   /**

@@ -93,6 +93,7 @@ export async function assetsUploadPlane(app: FastifyInstance, assets: AssetsServ
         const form = await readForm(req, assets, principal);
         staged = form.staged;
         const asset = await run(principal, form, req);
+        assets.forget(asset._id);
         assets.nudge();
         reply.header('ETag', etagOf(asset.revision));
         return reply.status(status).send({ success: true, data: assetView(asset, assets.cfg.cdnUrl) });
