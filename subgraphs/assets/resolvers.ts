@@ -22,6 +22,7 @@ import {
   toSession,
   UploadSessionInput,
   UploadSessionType,
+  UploadCapabilityType,
 } from './types';
 
 /** Thin resolvers: the caller from the context, one service call, the result shaped. */
@@ -230,5 +231,15 @@ export class AssetsResolver {
   async cancelAssetUploadSession(@Arg('id', () => ID) id: string, @Ctx() ctx: RequestContext): Promise<UploadSessionType> {
     const s = await this.svc.sessions.cancel(ctx.principal, id);
     return toSession(s, this.svc.sessions.uploadUrl(s._id));
+  }
+
+  @Mutation(() => UploadCapabilityType)
+  async createAssetUploadCapability(
+    @Ctx() ctx: RequestContext,
+    @Arg('bucket', () => ID, { nullable: true }) bucket?: string,
+    @Arg('folder', () => String, { nullable: true }) folder?: string,
+    @Arg('expiresIn', () => Int, { nullable: true }) expiresIn?: number,
+  ): Promise<UploadCapabilityType> {
+    return this.svc.capabilities.issue(ctx.principal, { bucket, folder, expiresIn });
   }
 }

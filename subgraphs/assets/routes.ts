@@ -159,7 +159,28 @@ const idempotencyKey = (r: { headers: Record<string, string | string[] | undefin
   return (Array.isArray(h) ? h[0] : h) || null;
 };
 
+const capabilityBody = z
+  .object({
+    bucket: str.min(1).optional(),
+    folder: str.max(MAX_KEY_LENGTH).optional(),
+    expires_in: z.number().int().positive().optional(),
+  })
+  .strict();
+
 export const assetsRoutes: AnyRoute[] = [
+  route({
+    method: 'POST',
+    path: `${P}/upload-capabilities`,
+    summary: 'One short-lived capability token for browser uploads at {base_url}/assets/widget',
+    tag,
+    operation: 'create-upload-capability',
+    body: capabilityBody,
+    scope: SCOPES.write,
+    variables: (r) => ({ bucket: r.body.bucket ?? null, folder: r.body.folder ?? null, expiresIn: r.body.expires_in ?? null }),
+    select: (d) => d.createAssetUploadCapability,
+    status: 201,
+    envelope: 'standard',
+  }),
   route({
     method: 'POST',
     path: `${P}/upload-sessions`,

@@ -13,6 +13,7 @@ import type { AssetDoc, AssetModels, AssetVersion, GrantDoc, JobDoc } from './mo
 import { requiredRevision, revisionStale } from './revisions';
 import type { Scanner } from './scanner';
 import type { AssetsSettings } from './settings';
+import { UploadCapabilities } from './capabilities';
 import { UploadSessions } from './upload-sessions';
 import { Uploads } from './uploads';
 
@@ -94,6 +95,7 @@ export class AssetsService {
   readonly buckets: Buckets;
   readonly uploads: Uploads;
   readonly sessions: UploadSessions;
+  readonly capabilities: UploadCapabilities;
   private readonly deliveryCache = new Map<string, { found: Deliverable | null; until: number }>();
 
   constructor(
@@ -110,6 +112,7 @@ export class AssetsService {
     this.buckets = new Buckets(m, settings.ASSETS_REGIONS);
     this.uploads = new Uploads(m, blobs, this.buckets, scanner, settings, objectsTopic);
     this.sessions = new UploadSessions(this);
+    this.capabilities = new UploadCapabilities(this);
   }
 
   reader(p: Principal | null | undefined): Principal {

@@ -311,3 +311,10 @@ export class UploadSessionInput {
   @Field(() => String, { nullable: true }) cacheControl?: string;
   @Field(() => GraphQLJSONObject, { nullable: true }) metadata?: Record<string, unknown>;
 }
+
+@ObjectType('AssetUploadCapability')
+export class UploadCapabilityType {
+  @Field(() => String, { description: 'Send as X-Upload-Capability to `upload_url`.' }) token!: string;
+  @Field(() => Date) expiresAt!: Date;
+  @Field(() => String) uploadUrl!: string;
+}

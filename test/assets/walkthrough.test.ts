@@ -229,4 +229,21 @@ describe('assets through the bridge', () => {
     const cancelled = await t.rest('DELETE', `/api/v1/assets/upload-sessions/${legacy.body.data.upload_session_id}`, { key });
     expect(cancelled.body.data.status).toBe('cancelled');
   });
+
+  it('browser uploads: /upload-capabilities gives a token that /assets/widget takes instead of the key', async () => {
+    const { key } = await t.createKey();
+    const cap = await t.rest('POST', '/api/v1/assets/upload-capabilities', { key, body: { folder: 'widget', expires_in: 60 } });
+    expect(cap.status).toBe(201);
+    expect(cap.body.data).toMatchObject({ token: expect.any(String), upload_url: `${t.bridgeUrl}/assets/widget` });
+    const send = (headers: Record<string, string>) => {
+      const fd = new FormData();
+      fd.append('file', new Blob(['from a browser']), 'w.txt');
+      return fetch(`${t.bridgeUrl}/assets/widget`, { method: 'POST', headers, body: fd });
+    };
+    const ok = await send({ 'x-upload-capability': cap.body.data.token });
+    expect(ok.status).toBe(201);
+    expect(((await ok.json()) as any).data).toMatchObject({ key: 'widget/w.txt', folder: 'widget' });
+    expect((await send({ 'x-upload-capability': `${cap.body.data.token}x` })).status).toBe(401);
+    expect((await send({})).status).toBe(401);
+  });
 });
