@@ -1,7 +1,7 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { type Role, startPlatform } from '../app/platform';
+import { type ProcessRole, startPlatform } from '../app/platform';
 import { areas, buildAreas, compositionInput } from '../app/areas';
 import { infraDown, infraStatus, infraUp } from '../infra/index';
 import { writeComposedSchema } from '../router/compose';
@@ -78,7 +78,6 @@ export async function main(argv: string[]): Promise<void> {
     process.stderr.write(`platform: ${message}\n`);
     // Usage errors (CONTRACTS.md): one sentence, exit code 2; a refused value is one too.
     const usageError = e instanceof CliUsageError || (isPlatformError(e) && e.status === 400);
-    if (e instanceof CliUsageError) process.stderr.write(`\n${usage()}`);
     process.exit(usageError ? 2 : 1);
   }
 }
@@ -103,7 +102,7 @@ async function compose(args: string[]): Promise<void> {
 async function start(args: string[]): Promise<void> {
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { 'with-infra': { type: 'boolean' } } });
   const [what = 'all', name] = positionals;
-  let role: Role;
+  let role: ProcessRole;
   if (what === 'all' || what === 'router' || what === 'bridge') role = { kind: what };
   else if (what === 'subgraph' && name) role = { kind: 'subgraph', name };
   else fail('start takes all, router, bridge or subgraph NAME');
@@ -160,7 +159,12 @@ async function areaCommand(argv: string[]): Promise<void> {
   const { values } = parseArgs({
     args: argv.slice(command.words.length),
     options: { ...command.options, json: { type: 'boolean' } },
-  });
+  }) as { values: Record<string, string | boolean | string[] | undefined> };
+  const missing = (command.required ?? []).filter((name) => typeof values[name] !== 'string' || !values[name]);
+  if (missing.length > 0) {
+    const wanted = (command.required ?? []).map((name) => new RegExp(`--${name} \\S+`).exec(command.usage)?.[0] ?? `--${name}`);
+    fail(`${command.words.join(' ')} needs ${wanted.join(' ')}`);
+  }
   const recorded = JSON.parse(await readFile(STAND_INS_FILE(), 'utf8').catch(() => '{}')) as Record<string, string>;
   for (const [env, value] of Object.entries(recorded)) process.env[env] ??= value;
   const cfg = { ...config(), env: { ...process.env } };

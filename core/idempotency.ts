@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import mongoose, { type Connection, type Model } from 'mongoose';
 import { conflict } from './errors';
-import { isDuplicateKey } from './mongo';
+import { isDuplicateKey, model } from './mongo';
 
 /** How long a stored response replays for one key: 24 hours. Expiry is by query (no TTL indexes). */
 export const IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000;
@@ -61,7 +61,7 @@ export class IdempotencyStore {
       inProgress: 'idempotency_in_progress',
     },
   ) {
-    this.model = (conn.models.IdempotencyRecord as Model<IdempotencyRecord>) ?? conn.model('IdempotencyRecord', schema);
+    this.model = model(conn, 'core', 'IdempotencyRecord', schema);
   }
 
   async run<T>(scope: string, key: string, input: unknown, fn: () => Promise<T>): Promise<{ replayed: boolean; value: T }> {

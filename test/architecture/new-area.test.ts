@@ -28,11 +28,10 @@ describe('npm run new:area', () => {
     expect(written.filter((f) => !f.startsWith(`subgraphs/${name}/`))).toEqual(['subgraphs/registry.ts']);
     // Loaded only now, so the registry this test reads includes the new line (nothing above loads it).
     const run = async () => {
-      /* eslint-disable @typescript-eslint/no-require-imports */
       const { compositionInput } = require('../../app/areas') as typeof import('../../app/areas');
       const { composeSupergraph } = require('../../router/compose') as typeof import('../../router/compose');
       const { startTestPlatform } = require('../support/platform') as typeof import('../support/platform');
-      /* eslint-enable @typescript-eslint/no-require-imports */
+
       {
         const { supergraphSdl, files } = composeSupergraph(await compositionInput(4101));
         expect(files[`${name}.graphql`]).toContain(`${name}Status`);
