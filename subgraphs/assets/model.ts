@@ -1,5 +1,6 @@
 import { type Connection, type Model, Schema } from 'mongoose';
 import { type OutboxEntry, outboxPlugin } from '../../core/events/outbox';
+import { model } from '../../core/mongo';
 
 /** Spec 3.3 states (`deleting` until the delete job has removed the bytes). */
 export const ASSET_STATUSES = ['processing', 'ready', 'quarantined', 'failed', 'deleting'] as const;
@@ -341,14 +342,12 @@ export interface AssetModels {
 }
 
 export function assetModels(conn: Connection): AssetModels {
-  const get = <T>(name: string, schema: Schema<T>): Model<T> =>
-    (conn.models[name] as Model<T> | undefined) ?? conn.model<T>(name, schema);
   return {
-    Asset: get('Asset', assetSchema),
-    Bucket: get('AssetBucket', bucketSchema),
-    AccountState: get('AssetAccountState', accountStateSchema),
-    Job: get('AssetJob', jobSchema),
-    Grant: get('AssetGrant', grantSchema),
-    Session: get('AssetUploadSession', sessionSchema),
+    Asset: model(conn, 'assets', 'Asset', assetSchema),
+    Bucket: model(conn, 'assets', 'Bucket', bucketSchema),
+    AccountState: model(conn, 'assets', 'AccountState', accountStateSchema),
+    Job: model(conn, 'assets', 'Job', jobSchema),
+    Grant: model(conn, 'assets', 'Grant', grantSchema),
+    Session: model(conn, 'assets', 'UploadSession', sessionSchema),
   };
 }

@@ -1,6 +1,6 @@
 import { createKafkaEventBus } from '../../core/events/kafka-event-bus';
 import { OutboxRelay } from '../../core/events/outbox';
-import { collect } from '../../core/events/testing';
+import { collect } from '../support/collect';
 import type { ObjectEvent } from '../../core/events/object-events';
 import type { Principal } from '../../core/principal';
 import { sweepAbandonedUploads } from '../../subgraphs/assets/workers';
