@@ -554,29 +554,38 @@ export class AssetsService {
 
   // ---- replication --------------------------------------------------------------------------
 
-  /** Copies pending assets' current bytes into their replica regions; returns how many it finished. */
+  /**
+   * Copies pending assets' current bytes into their replica regions; returns how many it finished.
+   * Only committed assets (not `processing`): their home copy exists. A failed copy stays `pending`
+   * and is retried next round, unless the home copy itself is gone (`failed`).
+   */
   async replicateOnce(batch = 20): Promise<number> {
-    const pending = await this.m.Asset.find({ replicationStatus: 'pending' }, { outbox: 0 })
+    const pending = await this.m.Asset.find(
+      { replicationStatus: 'pending', status: { $in: ['ready', 'quarantined'] } },
+      { outbox: 0 },
+    )
       .limit(batch)
       .lean<AssetDoc[]>()
       .exec();
     let done = 0;
     for (const a of pending) {
       const sha = a.checksum;
-      let status: 'replicated' | 'failed' = 'replicated';
       const copied: string[] = [];
+      let failed = false;
       for (const r of a.replicaRegions) {
         try {
           await this.blobs.copy(a.homeRegion, r, sha);
           copied.push(r);
         } catch {
-          status = 'failed';
+          failed = true;
         }
       }
+      if (failed && (await this.blobs.stat(a.homeRegion, sha)) !== null) continue;
       await this.m.Asset.updateOne(
         { _id: a._id, replicationStatus: 'pending', checksum: sha },
-        { $set: { replicationStatus: status, replicatedRegions: copied } },
+        { $set: { replicationStatus: failed ? 'failed' : 'replicated', replicatedRegions: copied } },
       );
+      this.forget(a._id);
       done++;
     }
     return done;
