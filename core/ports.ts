@@ -47,8 +47,18 @@ export interface CreditLedgerPort {
   recordUsage(usage: CreditUsage): Promise<{ entryId: string; balanceAfter: number }>;
 }
 
+/**
+ * Resolves a bearer key to its principal (provided by identity). For data planes that take raw
+ * bytes outside GraphQL (Assets uploads), where the router's own authentication does not run.
+ */
+export interface BearerAuthenticator {
+  authenticate(bearerKey: string): Promise<Principal | null>;
+}
+
 export interface KernelPorts {
   projects: ProjectDirectory;
+  /** Added by Assets for its upload data plane; see BearerAuthenticator. */
+  authenticator: BearerAuthenticator;
   senders: VerifiedSenders;
   credits: CreditLedgerPort;
   /** Every registered area's activity sources (collected by the composition root). */

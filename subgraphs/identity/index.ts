@@ -55,6 +55,7 @@ export default defineArea({
     ports.provide('projects', projects);
     ports.provide('accountStanding', { subscriptionOf: (accountId) => identity.subscriptionOf(accountId) });
     ports.provide('senders', verified);
+    ports.provide('authenticator', { authenticate: (key) => identity.authenticate(key) });
   },
   subgraph: (s) => ({
     resolvers: [IdentityResolver],
