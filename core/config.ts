@@ -1,4 +1,7 @@
+import path from 'node:path';
 import { z } from 'zod';
+import { resolveKeys } from './keys';
+import { projectRoot } from './paths';
 
 /**
  * The platform's configuration, parsed once from the environment. Every process (all-in-one or a
@@ -26,12 +29,20 @@ const schema = z.object({
   CDN_URL: z.string().optional(),
   /** Domain under which hosted sites get their address: https://<slug>.<SITES_DOMAIN>. */
   SITES_DOMAIN: z.string().default('sites.localhost'),
-  /** HMAC key that signs the principal header between router and subgraphs. */
-  INTERNAL_SIGNING_KEY: z.string().min(16).default('dev-internal-signing-key-change-me'),
-  /** 32-byte key (hex or base64) for AES-256-GCM secret encryption at rest. */
-  SECRET_ENCRYPTION_KEY: z.string().default('0000000000000000000000000000000000000000000000000000000000000000'),
-  /** HMAC key for opaque cursors. */
-  CURSOR_SIGNING_KEY: z.string().min(16).default('dev-cursor-signing-key-change-me'),
+  /**
+   * HMAC key that signs the principal header between router and subgraphs. No default: see
+   * core/keys.ts (generated into the data folder in development, required in production).
+   */
+  INTERNAL_SIGNING_KEY: z.string().min(16).optional(),
+  /** 32-byte key (hex or base64) for AES-256-GCM secret encryption at rest (core/keys.ts). */
+  SECRET_ENCRYPTION_KEY: z.string().optional(),
+  /**
+   * Earlier encryption keys, comma-separated, still accepted for reading after a rotation (each
+   * sealed value names the key id it was sealed with; core/secrets.ts).
+   */
+  SECRET_ENCRYPTION_OLD_KEYS: z.string().optional(),
+  /** HMAC key for opaque cursors (core/keys.ts). */
+  CURSOR_SIGNING_KEY: z.string().min(16).optional(),
   LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
   /** Step delay of the simulated infrastructure executor, in milliseconds. */
   SIMULATED_STEP_DELAY_MS: z.coerce.number().int().min(0).default(600),
@@ -45,7 +56,10 @@ const schema = z.object({
   KAFKA_TOPIC_PREFIX: z.string().default('platform'),
 });
 
-export type Config = z.infer<typeof schema> & {
+export type Config = Omit<z.infer<typeof schema>, 'INTERNAL_SIGNING_KEY' | 'SECRET_ENCRYPTION_KEY' | 'CURSOR_SIGNING_KEY'> & {
+  INTERNAL_SIGNING_KEY: string;
+  SECRET_ENCRYPTION_KEY: string;
+  CURSOR_SIGNING_KEY: string;
   mongodbUri: string;
   kafkaBrokers: string[];
   /** True when the engines are external (given by env) and must not be started locally. */
@@ -62,8 +76,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new Error(`invalid configuration: ${problems}`);
   }
   const c = parsed.data;
+  const keys = resolveKeys(c, {
+    production: c.NODE_ENV === 'production',
+    keysDir: path.resolve(projectRoot(), c.DATA_DIR, 'keys'),
+  });
   return {
     ...c,
+    ...keys,
     mongodbUri: c.MONGODB_URI ?? `mongodb://127.0.0.1:${c.MONGODB_PORT}/platform`,
     kafkaBrokers: (c.KAFKA_BROKERS ?? `127.0.0.1:${c.KAFKA_PORT}`).split(',').map((s) => s.trim()),
     externalMongo: Boolean(c.MONGODB_URI),
