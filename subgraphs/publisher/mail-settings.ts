@@ -84,7 +84,7 @@ export class MailSettings {
       updatedAt: now,
     };
     if (v.apiKey) {
-      $set.apiKeyCiphertext = encryptSecret(v.apiKey);
+      $set.apiKeyCiphertext = encryptSecret(v.apiKey, providerKeyAad(site._id));
       await this.models.NewsletterProvider.updateOne(
         { _id: site._id },
         { $set, $setOnInsert: { createdAt: now } },
@@ -142,3 +142,6 @@ export function validateProvider(input: NewsletterProviderInput) {
   }
   return { domain, region, apiKey, fromEmail, fromName };
 }
+
+/** What binds a stored provider key to its record (core/secrets.ts): copied elsewhere, it does not open. */
+export const providerKeyAad = (siteId: string): string => `publisher_newsletter_providers:${siteId}:apiKey`;
