@@ -5,7 +5,11 @@ import { loadConfig } from './config';
 import { KEY_NAMES, PUBLIC_DEFAULT_KEYS, devKey } from './keys';
 
 const tmp = () => mkdtempSync(path.join(tmpdir(), 'keys-'));
-const strong = { INTERNAL_SIGNING_KEY: 'a'.repeat(64), SECRET_ENCRYPTION_KEY: 'b'.repeat(64), CURSOR_SIGNING_KEY: 'c'.repeat(64) };
+const strong = {
+  INTERNAL_SIGNING_KEY: 'a'.repeat(64),
+  SECRET_ENCRYPTION_KEY: 'b'.repeat(64),
+  CURSOR_SIGNING_KEY: 'c'.repeat(64),
+};
 
 describe('platform keys', () => {
   it('development: each key is generated once into the data folder (0600) and reused', () => {
@@ -50,6 +54,8 @@ describe('platform keys', () => {
         );
       }
     }
-    expect(loadConfig({ NODE_ENV: 'production', DATA_DIR: tmp(), ...strong }).INTERNAL_SIGNING_KEY).toBe(strong.INTERNAL_SIGNING_KEY);
+    expect(loadConfig({ NODE_ENV: 'production', DATA_DIR: tmp(), ...strong }).INTERNAL_SIGNING_KEY).toBe(
+      strong.INTERNAL_SIGNING_KEY,
+    );
   });
 });

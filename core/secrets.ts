@@ -42,8 +42,7 @@ function processKeyring(): SecretKeyring {
   return { current: c.SECRET_ENCRYPTION_KEY, old };
 }
 
-const asRing = (k?: SecretKeyring | string): SecretKeyring =>
-  typeof k === 'string' ? { current: k } : (k ?? processKeyring());
+const asRing = (k?: SecretKeyring | string): SecretKeyring => (typeof k === 'string' ? { current: k } : (k ?? processKeyring()));
 
 /** Seals `plaintext` for the record named by `aad`. */
 export function encryptSecret(plaintext: string, aad: string, keys?: SecretKeyring | string): string {
