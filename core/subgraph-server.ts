@@ -32,7 +32,7 @@ export async function serveSubgraph(
     path: '/graphql',
     context: async (request) => {
       try {
-        return contextFromHeaders(request.headers);
+        return contextFromHeaders(request.headers, subgraph.name);
       } catch (e) {
         if (e instanceof ForgedPrincipalError) {
           opts.log.warn({ subgraph: subgraph.name, reason: e.message }, 'refused a request without a valid principal');

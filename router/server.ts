@@ -43,7 +43,7 @@ export class Router {
       buildService: ({ name, url }): GraphQLDataSource => {
         const subgraph = local.get(name);
         if (subgraph) return new InProcessDataSource(subgraph, opts.log);
-        return new SignedRemoteDataSource({ url: opts.remoteUrls?.[name] ?? url });
+        return new SignedRemoteDataSource(name, { url: opts.remoteUrls?.[name] ?? url });
       },
     });
     this.apollo = new ApolloServer<GatewayContext>({
