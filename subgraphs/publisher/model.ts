@@ -44,6 +44,8 @@ export type DomainStatus = 'pending_verification' | 'active';
 export interface SiteQuotaDoc {
   _id: string;
   hostedSites: number;
+  /** The sites holding a slot: reserving and releasing are idempotent per site. */
+  holders?: string[];
 }
 
 /** Who holds a custom domain: `_id` is the domain, so two sites can never hold the same one. */
@@ -145,7 +147,7 @@ const siteSchema = new mongoose.Schema<SiteDoc>(
 );
 
 const quotaSchema = new mongoose.Schema<SiteQuotaDoc>(
-  { _id: String, hostedSites: { type: Number, required: true } },
+  { _id: String, hostedSites: { type: Number, required: true }, holders: { type: [String], default: undefined } },
   { collection: 'publisher_site_quota', versionKey: false },
 );
 
