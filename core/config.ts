@@ -48,6 +48,11 @@ const schema = z.object({
   SIMULATED_STEP_DELAY_MS: z.coerce.number().int().min(0).default(600),
   /** Lease of a claimed operation, in milliseconds (heartbeats renew it). */
   OPERATION_LEASE_MS: z.coerce.number().int().min(100).default(15000),
+  /**
+   * Lease of an `in_progress` idempotency key, in milliseconds (renewed while the request runs); a
+   * retry after a crash takes the key over once it lapses (core/idempotency.ts).
+   */
+  IDEMPOTENCY_LEASE_MS: z.coerce.number().int().min(100).default(10000),
   /** Publishing feature flag for this environment; when false the publisher routes answer 404. */
   PUBLISHER_ENABLED: z
     .enum(['true', 'false', '1', '0'])

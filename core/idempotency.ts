@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import mongoose, { type Connection, type Model } from 'mongoose';
+import { config } from './config';
 import { conflict, isPlatformError, PlatformError } from './errors';
 import type { Logger } from './logger';
 import { isDuplicateKey } from './mongo';
@@ -11,7 +12,7 @@ export const IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000;
  * renews it every third of that while it runs; a crashed process stops renewing, so a retry after
  * this long resumes its work instead of waiting 24 hours.
  */
-export const IDEMPOTENCY_LEASE_MS = 10_000;
+export const IDEMPOTENCY_LEASE_MS = 10_000; // the default of config().IDEMPOTENCY_LEASE_MS
 /** How often expired records are purged. */
 export const IDEMPOTENCY_PURGE_INTERVAL_MS = 10 * 60 * 1000;
 
@@ -120,7 +121,7 @@ export class IdempotencyStore {
       conflict: 'idempotency_conflict',
       inProgress: 'idempotency_in_progress',
     },
-    private readonly leaseMs = IDEMPOTENCY_LEASE_MS,
+    private readonly leaseMs = config().IDEMPOTENCY_LEASE_MS,
   ) {
     this.model = (conn.models.IdempotencyRecord as Model<IdempotencyRecord>) ?? conn.model('IdempotencyRecord', schema);
   }
