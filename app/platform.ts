@@ -8,6 +8,7 @@ import { IdempotencyStore } from '../core/idempotency';
 import type { EventBus } from '../core/events/event-bus';
 import { createKafkaEventBus } from '../core/events/kafka-event-bus';
 import { TOPICS } from '../core/events/topics';
+import Fastify from 'fastify';
 import { portAnswers } from '../infra/tools';
 import { childLogger } from '../core/logger';
 import { connectMongo, ensureIndexes } from '../core/mongo';
@@ -17,13 +18,11 @@ import type { BuiltSubgraph } from '../core/subgraph-kit';
 import { inProcessExecutor, httpExecutor } from '../rest-bridge/executor';
 import { buildBridge } from '../rest-bridge/server';
 import { readSupergraph } from '../router/compose';
-import { OperationFeed } from '../router/operation-feed';
+import type { Ports } from '../core/ports';
+import type { Subscription } from '../core/events/event-bus';
+import { FeedHub } from '../router/feed-hub';
 import { Router } from '../router/server';
-import { IdentityService } from '../subgraphs/identity/service';
-import { ConnectedNodes } from '../subgraphs/publisher/nodes';
-import { PublisherService } from '../subgraphs/publisher/service';
-import { SimulatedInfrastructure } from '../subgraphs/publisher/simulated-infrastructure';
-import { type AreaServices, SUBGRAPHS, subgraphPort } from '../subgraphs/registry';
+import { type AreaServices, areaFeeds, areaRoutes, areas, buildAreas, buildSubgraphs, subgraphPort } from './areas';
 
 /** Idle scan interval of the operation engine and the outbox relay: 1 s. */
 const IDLE_SCAN_MS = 1000;
@@ -44,20 +43,25 @@ export interface PlatformOptions {
   subgraphBasePort?: number;
   /** Kafka topic prefix (tests use a unique one). */
   topicPrefix?: string;
-  /** Run operation workers in this process (default true where the publisher subgraph runs). */
+  /** Run an area's executors, consumers and background workers here (default: where its subgraph runs). */
   workers?: boolean;
   leaseMs?: number;
+  /** The {cdn_url} listener's port: 0 picks a free one (tests). */
+  cdnPort?: number;
+  /** Start the local stand-ins of outside systems whose env variable is unset (default: for `all`). */
+  standIns?: boolean;
 }
 
 export interface Platform {
   conn: Connection;
   bus: EventBus;
+  config: Config;
   services: AreaServices;
+  ports: Ports;
   engine: OperationEngine;
-  simulated: SimulatedInfrastructure;
-  features: { publisherEnabled: boolean };
   bridgeUrl?: string;
   routerUrl?: string;
+  cdnUrl?: string;
   subgraphUrls: Record<string, string>;
   subgraphs: BuiltSubgraph[];
   stop(): Promise<void>;
@@ -77,8 +81,6 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
   const bus = createKafkaEventBus({ brokers: cfg.kafkaBrokers, clientId: `platform-${role.kind}` });
   stops.push(() => bus.close());
 
-  const features = { publisherEnabled: cfg.PUBLISHER_ENABLED };
-  const simulated = new SimulatedInfrastructure(cfg.SIMULATED_STEP_DELAY_MS);
   // Writes in this process nudge the engine and its relay at once; the idle scans only pick up
   // expired leases, due retries and other processes' work, and each is a collection scan on the
   // wire server (it ignores non-unique indexes): once a second keeps an idle platform quiet.
@@ -90,30 +92,55 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
     pollMs: IDLE_SCAN_MS,
     relayIntervalMs: IDLE_SCAN_MS,
   });
-  const identity = new IdentityService(conn);
-  const nodes = new ConnectedNodes(conn);
-  const publisher = new PublisherService({
-    conn,
-    identity,
-    engine,
-    nodes,
-    sitesDomain: cfg.SITES_DOMAIN,
-    features,
-    infra: simulated,
-  });
-  const services: AreaServices = { identity, publisher };
+
+  // Stand-ins for outside systems come first: the areas read their addresses from the settings.
+  if (opts.standIns ?? role.kind === 'all') {
+    for (const standIn of areas().flatMap((a) => a.standIns ?? [])) {
+      if (cfg.env[standIn.env]) continue;
+      const running = await standIn.start({ config: cfg, log: childLogger(`standin:${standIn.name}`), host: cfg.HOST });
+      cfg.env[standIn.env] = running.value;
+      stops.push(() => running.stop());
+      log.info({ standIn: standIn.name, [standIn.env]: running.value }, 'local stand-in started');
+    }
+  }
+
+  const { services, ports, contexts } = buildAreas({ config: cfg, conn, bus, engine, topicPrefix });
   await ensureIndexes(conn);
 
-  const runsSubgraph = (name: string) => role.kind === 'all' || (role.kind === 'subgraph' && role.name === name);
-  const subgraphs = await Promise.all(SUBGRAPHS.filter((s) => runsSubgraph(s.name)).map((s) => s.build(services)));
+  const runsArea = (name: string) => role.kind === 'all' || (role.kind === 'subgraph' && role.name === name);
+  const subgraphs = await buildSubgraphs(services, runsArea);
 
-  const workers = opts.workers ?? runsSubgraph('publisher');
-  if (workers) {
+  // Each area's executors, consumers and background workers run where its subgraph runs.
+  const workerAreas = areas().filter((a) => opts.workers ?? runsArea(a.name));
+  for (const area of workerAreas) {
+    const own = (services as Record<string, unknown>)[area.name];
+    for (const [type, executor] of Object.entries(area.executors?.(own) ?? {})) engine.register(type, executor);
+  }
+  if (workerAreas.length > 0) {
     engine.start();
     stops.push(() => engine.stop());
     // Idempotency keys past their 24 h retention are purged by a timer (no TTL indexes here).
     const stopPurge = new IdempotencyStore(conn).startPurge(log);
     stops.push(async () => stopPurge());
+  }
+  for (const area of workerAreas) {
+    const own = (services as Record<string, unknown>)[area.name];
+    const ctx = contexts.get(area.name)!;
+    for (const consumer of area.consumers?.(own, ctx) ?? []) {
+      await bus.ensureTopics(consumer.topics);
+      const sub: Subscription = await bus.subscribe({
+        groupId: `${topicPrefix}.${area.name}.${consumer.name}`,
+        topics: consumer.topics,
+        fromBeginning: consumer.fromBeginning ?? true,
+        waitForAssignment: true,
+        handler: consumer.handler,
+      });
+      stops.push(() => sub.stop());
+    }
+    for (const worker of area.workers?.(own, ctx) ?? []) {
+      await worker.start();
+      stops.push(async () => worker.stop());
+    }
   }
 
   const subgraphUrls: Record<string, string> = {};
@@ -134,11 +161,12 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
   let router: Router | undefined;
   let routerUrl: string | undefined;
   if (role.kind === 'all' || role.kind === 'router') {
-    const feed = new OperationFeed(bus, log, operationsTopic);
-    await feed.start();
-    stops.push(() => feed.stop());
+    const feeds = areaFeeds();
+    const hub = new FeedHub(bus, log, feeds, topicPrefix);
+    await hub.start();
+    stops.push(() => hub.stop());
     const remoteUrls = Object.fromEntries(
-      SUBGRAPHS.map((s) => [
+      areas().map((s) => [
         s.name,
         process.env[`SUBGRAPH_URL_${s.name.toUpperCase()}`] ??
           `http://${cfg.HOST}:${subgraphPort(s.name, cfg.SUBGRAPH_BASE_PORT)}/graphql`,
@@ -148,9 +176,10 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
       supergraphSdl: await readSupergraph(),
       local: role.kind === 'all' ? subgraphs : [],
       remoteUrls,
-      authenticate: (key) => identity.authenticate(key),
-      canAccessProject: (p, projectId) => identity.canAccessProject(p, projectId),
-      feed,
+      authenticate: (key) => services.identity.authenticate(key),
+      hub,
+      feeds,
+      ports,
       log,
     });
     await router.start();
@@ -164,8 +193,15 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
     const executor = router
       ? inProcessExecutor(router)
       : httpExecutor(process.env.ROUTER_URL ?? `http://${cfg.HOST}:${cfg.ROUTER_PORT}/graphql`);
+    const planes = areas().flatMap((a) => {
+      const plane = a.http?.bridge;
+      const own = (services as Record<string, unknown>)[a.name];
+      return plane ? [(app: FastifyInstance) => plane(app, own)] : [];
+    });
     const bridge: FastifyInstance = await buildBridge({
       executor,
+      routes: areaRoutes(),
+      dataPlanes: planes,
       log,
       ready: async () => {
         const mongo = mongoHostPort(cfg.mongodbUri);
@@ -179,19 +215,36 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
       },
     });
     bridgeUrl = await bridge.listen({ host: cfg.HOST, port: opts.bridgePort ?? cfg.BRIDGE_PORT });
+    // With a port picked at random (tests), the addresses areas hand out follow the real one.
+    if (!cfg.BASE_URL) cfg.baseUrl = bridgeUrl;
     stops.push(() => bridge.close());
   }
 
-  log.info({ bridgeUrl, routerUrl, subgraphUrls, workers }, 'platform started');
+  // {cdn_url}: its own listener, for the areas that deliver bytes (Assets).
+  let cdnUrl: string | undefined;
+  const cdnAreas = areas().filter((a) => a.http?.cdn && runsArea(a.name));
+  if (cdnAreas.length > 0) {
+    const cdn = Fastify({ logger: false });
+    for (const a of cdnAreas) {
+      const own = (services as Record<string, unknown>)[a.name];
+      await cdn.register(async (scope) => a.http!.cdn!(scope, own));
+    }
+    cdnUrl = await cdn.listen({ host: cfg.HOST, port: opts.cdnPort ?? cfg.CDN_PORT });
+    if (!cfg.CDN_URL) cfg.cdnUrl = cdnUrl;
+    stops.push(() => cdn.close());
+  }
+
+  log.info({ bridgeUrl, routerUrl, cdnUrl, subgraphUrls, workers: workerAreas.map((a) => a.name) }, 'platform started');
   return {
     conn,
     bus,
+    config: cfg,
     services,
+    ports,
     engine,
-    simulated,
-    features,
     bridgeUrl,
     routerUrl,
+    cdnUrl,
     subgraphUrls,
     subgraphs,
     async stop() {

@@ -1,32 +1,43 @@
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { type Role, startPlatform } from '../app/platform';
+import { areas, buildAreas, compositionInput } from '../app/areas';
 import { infraDown, infraStatus, infraUp } from '../infra/index';
-import { writeOpenApi } from '../rest-bridge/openapi-file';
 import { writeComposedSchema } from '../router/compose';
+import { type AreaContext, type CliCommand, CliUsageError } from '../core/area';
 import { config } from '../core/config';
+import { isPlatformError } from '../core/errors';
+import { createKafkaEventBus } from '../core/events/kafka-event-bus';
 import { connectMongo, ensureIndexes } from '../core/mongo';
-import type { Plan, Role as KeyRole } from '../core/principal';
-import { IdentityService } from '../subgraphs/identity/service';
-import { ConnectedNodes } from '../subgraphs/publisher/nodes';
-import { AccountSenders } from '../subgraphs/publisher/senders';
+import { OperationEngine } from '../core/operations/engine';
+import { projectRoot } from '../core/paths';
 
 process.env.APOLLO_TELEMETRY_DISABLED = '1';
 
-const USAGE = `usage: platform <command>
+const BUILT_IN = `usage: platform <command>
 
   start [all|router|bridge|subgraph NAME] [--with-infra]   run the platform (foreground; Ctrl-C stops)
   compose [--check]                                        regenerate schema/ (or fail when stale)
   infra up|down|status                                     local Kafka and MongoDB-wire server
-  keys create --account SLUG [--plan free|pro] [--role owner|member|read_only] [--scopes a,b] [--json]
-  projects create --account SLUG --name NAME [--json]
-  nodes register --account SLUG --name NAME [--tags k:v,k:v] [--json]
-  senders verify --account SLUG --email E [--json]            mark a sender address verified for the account
 `;
 
-class UsageError extends Error {}
+/** Every area's commands (CONTRACTS.md); each creating one takes --json. */
+function usage(): string {
+  const lines = areaCommands().map(({ command }) => `  ${[...command.words, command.usage].join(' ')} [--json]`);
+  return `${BUILT_IN}${lines.join('\n')}\n`;
+}
+
+ 
+type AnyCommand = CliCommand<any>;
+const areaCommands = (): Array<{ area: string; command: AnyCommand }> =>
+  areas().flatMap((a) => (a.cli ?? []).map((command) => ({ area: a.name, command })));
+
+/** Where `platform start` records the addresses of the stand-ins it started, for later CLI calls. */
+const STAND_INS_FILE = () => path.join(projectRoot(), config().DATA_DIR, 'stand-ins.json');
 
 function fail(message: string): never {
-  throw new UsageError(message);
+  throw new CliUsageError(message);
 }
 
 /** The `platform` command line. */
@@ -40,27 +51,21 @@ export async function main(argv: string[]): Promise<void> {
         return await compose(rest);
       case 'infra':
         return await infra(rest);
-      case 'keys':
-        return await keys(rest);
-      case 'projects':
-        return await projects(rest);
-      case 'nodes':
-        return await nodes(rest);
-      case 'senders':
-        return await senders(rest);
       case undefined:
       case 'help':
       case '--help':
-        process.stdout.write(USAGE);
+        process.stdout.write(usage());
         return;
       default:
-        fail(`unknown command "${command}"`);
+        return await areaCommand(argv);
     }
   } catch (e) {
     const message = e instanceof Error ? e.message : String(e);
     process.stderr.write(`platform: ${message}\n`);
-    if (e instanceof UsageError) process.stderr.write(`\n${USAGE}`);
-    process.exit(1);
+    // Usage errors (CONTRACTS.md): one sentence, exit code 2; a refused value is one too.
+    const usageError = e instanceof CliUsageError || (isPlatformError(e) && e.status === 400);
+    if (e instanceof CliUsageError) process.stderr.write(`\n${usage()}`);
+    process.exit(usageError ? 2 : 1);
   }
 }
 
@@ -74,7 +79,7 @@ async function infra(args: string[]): Promise<void> {
 
 async function compose(args: string[]): Promise<void> {
   const { values } = parseArgs({ args, options: { check: { type: 'boolean' } } });
-  const stale = [...(await writeComposedSchema(Boolean(values.check))), ...(await writeOpenApi(Boolean(values.check)))];
+  const stale = await writeComposedSchema(await compositionInput(config().SUBGRAPH_BASE_PORT), Boolean(values.check));
   if (values.check && stale.length) {
     throw new Error(`schema/ is stale: ${stale.join(', ')}; run \`npm run compose\` and commit the result`);
   }
@@ -91,9 +96,18 @@ async function start(args: string[]): Promise<void> {
   let infraStarted: { mongoStarted: boolean; kafkaStarted: boolean } | undefined;
   if (values['with-infra']) infraStarted = await infraUp();
   const platform = await startPlatform({ role });
+  const standIns = Object.fromEntries(
+    areas()
+      .flatMap((a) => a.standIns ?? [])
+      .map((s) => [s.env, platform.config.env[s.env]]),
+  );
+  await mkdir(path.dirname(STAND_INS_FILE()), { recursive: true });
+  await writeFile(STAND_INS_FILE(), `${JSON.stringify(standIns, null, 2)}\n`);
   const lines = [
     platform.bridgeUrl && `REST bridge   ${platform.bridgeUrl}  (GET /healthz, /readyz, /api/v1/openapi.json)`,
     platform.routerUrl && `GraphQL       ${platform.routerUrl}  (queries, mutations, graphql-ws subscriptions)`,
+    platform.cdnUrl && `CDN           ${platform.cdnUrl}`,
+    ...Object.entries(standIns).map(([env, value]) => `stand-in      ${value}  (${env})`),
     ...Object.entries(platform.subgraphUrls).map(([n, u]) => `subgraph      ${u}  (${n})`),
   ].filter(Boolean);
   process.stderr.write(`platform: running (Ctrl-C stops)\n  ${lines.join('\n  ')}\n`);
@@ -112,113 +126,45 @@ async function start(args: string[]): Promise<void> {
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
 }
 
-/** An identity service on the configured MongoDB, starting the local engines if need be. */
-async function withIdentity<T>(fn: (identity: IdentityService, nodes: ConnectedNodes) => Promise<T>): Promise<T> {
-  if (!config().externalMongo) await infraUp({ quiet: true });
-  const conn = await connectMongo(config().mongodbUri);
+/**
+ * Runs an area's command on the configured MongoDB (starting the local engines if need be) with the
+ * same services the API uses. Stand-ins a running `platform start` recorded are found through
+ * `.data/stand-ins.json` unless their variable is set.
+ */
+async function areaCommand(argv: string[]): Promise<void> {
+  const match = areaCommands()
+    .filter(({ command }) => command.words.every((w, i) => argv[i] === w))
+    .sort((a, b) => b.command.words.length - a.command.words.length)[0];
+  if (!match)
+    fail(
+      `unknown command "${argv
+        .filter((a) => !a.startsWith('-'))
+        .slice(0, 3)
+        .join(' ')}"`,
+    );
+  const { area, command } = match!;
+  const { values } = parseArgs({
+    args: argv.slice(command.words.length),
+    options: { ...command.options, json: { type: 'boolean' } },
+  });
+  const recorded = JSON.parse(await readFile(STAND_INS_FILE(), 'utf8').catch(() => '{}')) as Record<string, string>;
+  for (const [env, value] of Object.entries(recorded)) process.env[env] ??= value;
+  const cfg = { ...config(), env: { ...process.env } };
+  if (!cfg.externalMongo) await infraUp({ quiet: true });
+  const conn = await connectMongo(cfg.mongodbUri);
+  const bus = createKafkaEventBus({ brokers: cfg.kafkaBrokers, clientId: 'platform-cli' });
   try {
-    const identity = new IdentityService(conn);
-    const nodes = new ConnectedNodes(conn);
+    const engine = new OperationEngine({ conn, bus });
+    const built = buildAreas({ config: cfg, conn, bus, engine, topicPrefix: cfg.KAFKA_TOPIC_PREFIX });
     await ensureIndexes(conn);
-    return await fn(identity, nodes);
+    const services = (built.services as Record<string, unknown>)[area];
+    const ctx = built.contexts.get(area) as AreaContext<unknown>;
+    const result = await command.run({ values, services, ctx });
+    const json = Boolean(values.json);
+    const human = command.describe ? command.describe(result) : JSON.stringify(result, null, 2);
+    process.stdout.write(json ? `${JSON.stringify(result)}\n` : `${human}\n`);
   } finally {
+    await bus.close().catch(() => undefined);
     await conn.close();
   }
-}
-
-function print(json: boolean, value: Record<string, unknown>, human: string): void {
-  process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${human}\n`);
-}
-
-async function keys(args: string[]): Promise<void> {
-  const [sub, ...rest] = args;
-  if (sub !== 'create') fail('keys takes create');
-  const { values } = parseArgs({
-    args: rest,
-    options: {
-      account: { type: 'string' },
-      plan: { type: 'string' },
-      role: { type: 'string' },
-      scopes: { type: 'string' },
-      json: { type: 'boolean' },
-    },
-  });
-  if (!values.account) fail('keys create needs --account SLUG');
-  const created = await withIdentity((identity) =>
-    identity.createApiKey({
-      accountSlug: values.account!,
-      plan: values.plan as Plan | undefined,
-      role: values.role as KeyRole | undefined,
-      scopes: values.scopes ? values.scopes.split(',') : [],
-    }),
-  );
-  print(
-    Boolean(values.json),
-    {
-      key: created.key,
-      key_id: created.keyId,
-      prefix: created.prefix,
-      account: created.accountSlug,
-      account_id: created.accountId,
-      plan: created.plan,
-      role: created.role,
-      scopes: created.scopes,
-    },
-    `key ${created.key}\n(shown once; account ${created.accountSlug}, plan ${created.plan}, role ${created.role})`,
-  );
-}
-
-async function projects(args: string[]): Promise<void> {
-  const [sub, ...rest] = args;
-  if (sub !== 'create') fail('projects takes create');
-  const { values } = parseArgs({
-    args: rest,
-    options: { account: { type: 'string' }, name: { type: 'string' }, json: { type: 'boolean' } },
-  });
-  if (!values.account || !values.name) fail('projects create needs --account SLUG --name NAME');
-  const project = await withIdentity(async (identity) => {
-    const account = await identity.ensureAccount(values.account!);
-    return identity.createProject(account._id, values.name!);
-  });
-  print(
-    Boolean(values.json),
-    { id: project._id, name: project.name, account_id: project.accountId },
-    `project ${project._id} (${project.name})`,
-  );
-}
-
-async function nodes(args: string[]): Promise<void> {
-  const [sub, ...rest] = args;
-  if (sub !== 'register') fail('nodes takes register');
-  const { values } = parseArgs({
-    args: rest,
-    options: { account: { type: 'string' }, name: { type: 'string' }, tags: { type: 'string' }, json: { type: 'boolean' } },
-  });
-  if (!values.account || !values.name) fail('nodes register needs --account SLUG --name NAME');
-  const node = await withIdentity(async (identity, registry) => {
-    const account = await identity.ensureAccount(values.account!);
-    return registry.register(account._id, values.name!, values.tags ? values.tags.split(',') : []);
-  });
-  print(Boolean(values.json), { id: node._id, name: node.name, tags: node.tags }, `node ${node._id} (${node.name})`);
-}
-
-async function senders(args: string[]): Promise<void> {
-  const [sub, ...rest] = args;
-  if (sub !== 'verify') fail('senders takes verify');
-  const { values } = parseArgs({
-    args: rest,
-    options: { account: { type: 'string' }, email: { type: 'string' }, json: { type: 'boolean' } },
-  });
-  if (!values.account || !values.email) fail('senders verify needs --account SLUG --email E');
-  const sender = await withIdentity(async (identity) => {
-    const account = await identity.ensureAccount(values.account!);
-    const registry = new AccountSenders(identity.models.Account.db);
-    await registry.model.init();
-    return registry.verify(account._id, values.email!);
-  });
-  print(
-    Boolean(values.json),
-    { email: sender.email, verified: sender.verified, verified_at: sender.verifiedAt, account: values.account },
-    `sender ${sender.email} verified for ${values.account}`,
-  );
 }

@@ -68,6 +68,8 @@ export interface FeedDefinition<E = unknown, A = Record<string, unknown>> {
   /** Routes an event to the subscribers whose `keyOfArgs` is the same. */
   keyOfEvent(event: E): string | null;
   keyOfArgs(args: A): string;
+  /** The refusal a subscriber sees when `authorize` says no (concealed as not found). */
+  notFound: { code: string; message: string };
   /** Whether this principal may watch what these arguments select (a refusal ends the subscription). */
   authorize(principal: Principal, args: A, ports: Ports): Promise<boolean>;
   /** The payload sent to the subscriber (default: the event itself). */
@@ -76,6 +78,7 @@ export interface FeedDefinition<E = unknown, A = Record<string, unknown>> {
   eventId?(event: E): string | undefined;
 }
 
+/** A usage error: one sentence on stderr, exit code 2. */
 /** A CLI command under `npx platform …` (CONTRACTS.md: `--json` prints one JSON object last). */
 export interface CliCommand<S> {
   /** The words, e.g. `['commerce', 'stores', 'create']`. */
@@ -84,7 +87,13 @@ export interface CliCommand<S> {
   usage: string;
   options: NonNullable<ParseArgsConfig['options']>;
   /** Returns the object printed (as JSON with `--json`). Throw `CliUsageError` for a usage error. */
-  run(args: { values: Record<string, string | boolean | string[] | undefined>; services: S; ctx: AreaContext<any> }): Promise<unknown>;
+  run(args: {
+    values: Record<string, string | boolean | string[] | undefined>;
+    services: S;
+    ctx: AreaContext<any>;
+  }): Promise<unknown>;
+  /** One human line for the result when `--json` is absent (default: the JSON itself). */
+  describe?(result: any): string;
 }
 
 export class CliUsageError extends Error {}
@@ -106,12 +115,12 @@ export interface DataPlane<S> {
   cdn?(app: FastifyInstance, services: S): void | Promise<void>;
 }
 
-export interface AreaDefinition<S = unknown, C = any> {
-  name: string;
+export interface AreaDefinition<S = unknown, C = any, N extends string = string> {
+  name: N;
   /** Fixed offset from SUBGRAPH_BASE_PORT; never changes once given, so adding an area shifts nothing. */
   portOffset: number;
   /** The area's env settings (parsed once per process; unknown variables are ignored). */
-  config?: z.ZodType<C>;
+  config?: z.ZodType<C, z.ZodTypeDef, any>;
   /** Builds the area's services from the kernel's dependencies. No side effects: nothing starts here. */
   services(ctx: AreaContext<C>): S;
   /** The subgraph: type-graphql resolvers and types; `services` is undefined when only the SDL is wanted. */
@@ -133,6 +142,8 @@ export interface AreaDefinition<S = unknown, C = any> {
 }
 
 /** Identity function that keeps the services and settings types of an area definition. */
-export function defineArea<S, C = Record<string, never>>(def: AreaDefinition<S, C>): AreaDefinition<S, C> {
+export function defineArea<S, C = Record<string, never>, const N extends string = string>(
+  def: AreaDefinition<S, C, N>,
+): AreaDefinition<S, C, N> {
   return def;
 }

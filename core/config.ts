@@ -27,8 +27,6 @@ const schema = z.object({
   /** Public addresses used when building URLs that users follow. */
   BASE_URL: z.string().optional(),
   CDN_URL: z.string().optional(),
-  /** Domain under which hosted sites get their address: https://<slug>.<SITES_DOMAIN>. */
-  SITES_DOMAIN: z.string().default('sites.localhost'),
   /**
    * HMAC key that signs the principal header between router and subgraphs. No default: see
    * core/keys.ts (generated into the data folder in development, required in production).
@@ -44,8 +42,6 @@ const schema = z.object({
   /** HMAC key for opaque cursors (core/keys.ts). */
   CURSOR_SIGNING_KEY: z.string().min(16).optional(),
   LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
-  /** Step delay of the simulated infrastructure executor, in milliseconds. */
-  SIMULATED_STEP_DELAY_MS: z.coerce.number().int().min(0).default(600),
   /** Lease of a claimed operation, in milliseconds (heartbeats renew it). */
   OPERATION_LEASE_MS: z.coerce.number().int().min(100).default(15000),
   /**
@@ -53,11 +49,6 @@ const schema = z.object({
    * retry after a crash takes the key over once it lapses (core/idempotency.ts).
    */
   IDEMPOTENCY_LEASE_MS: z.coerce.number().int().min(100).default(10000),
-  /** Publishing feature flag for this environment; when false the publisher routes answer 404. */
-  PUBLISHER_ENABLED: z
-    .enum(['true', 'false', '1', '0'])
-    .default('true')
-    .transform((v) => v === 'true' || v === '1'),
   KAFKA_TOPIC_PREFIX: z.string().default('platform'),
 });
 
@@ -72,6 +63,8 @@ export type Config = Omit<z.infer<typeof schema>, 'INTERNAL_SIGNING_KEY' | 'SECR
   externalKafka: boolean;
   baseUrl: string;
   cdnUrl: string;
+  /** The environment this was parsed from: areas parse their own settings from it. */
+  env: Record<string, string | undefined>;
 };
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -94,6 +87,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     externalKafka: Boolean(c.KAFKA_BROKERS),
     baseUrl: c.BASE_URL ?? `http://${c.HOST}:${c.BRIDGE_PORT}`,
     cdnUrl: c.CDN_URL ?? `http://${c.HOST}:${c.CDN_PORT}`,
+    env: { ...env },
   };
 }
 

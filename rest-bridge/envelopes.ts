@@ -1,5 +1,5 @@
 import { STATUS_CODES } from 'node:http';
-import type { EnvelopeKind } from './route-table';
+import type { EnvelopeKind } from '../core/rest-route';
 
 export interface BridgeError {
   code: string;

@@ -1,5 +1,5 @@
 import { zodToJsonSchema } from 'zod-to-json-schema';
-import type { RouteDef } from './route-table';
+import type { AreaRoute } from '../core/rest-route';
 
 const errorSchema = {
   type: 'object',
@@ -15,7 +15,7 @@ const errorSchema = {
 };
 
 /** OpenAPI 3.1 generated from the route table (what `schema/openapi.json` holds). */
-export function buildOpenApi(routes: RouteDef<any, any>[]): Record<string, unknown> {
+export function buildOpenApi(routes: readonly AreaRoute[]): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const r of routes) {
     const params = [...r.path.matchAll(/\{(\w+)\}/g)].map((m) => ({
@@ -25,7 +25,7 @@ export function buildOpenApi(routes: RouteDef<any, any>[]): Record<string, unkno
       schema: { type: 'string' },
     }));
     const op: Record<string, unknown> = {
-      operationId: r.operation.replace('/', '.'),
+      operationId: `${r.area}.${r.operation}`,
       summary: r.summary,
       tags: [r.tag],
       security: [{ bearer: [] }],

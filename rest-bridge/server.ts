@@ -7,8 +7,8 @@ import type { Logger } from '../core/logger';
 import { type BridgeError, errorEnvelope, successEnvelope } from './envelopes';
 import type { GraphQLExecutor } from './executor';
 import { buildOpenApi } from './openapi';
-import { type EnvelopeKind, operationDocument, type RouteDef, toFastifyPath } from './route-table';
-import { ROUTES } from './routes';
+import type { AreaRoute, EnvelopeKind } from '../core/rest-route';
+import { envelopeResolver, toFastifyPath } from './route-paths';
 
 /** Largest JSON body any route accepts unless it says less: 1 MiB. */
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -19,12 +19,10 @@ export interface BridgeOptions {
   log: Logger;
   /** Readiness of the engines behind the platform, for /readyz. */
   ready: () => Promise<Record<string, 'ok' | string>>;
-  routes?: RouteDef<any, any>[];
-}
-
-/** Which envelope a path answers with when no route matched (404s, parse errors). */
-function envelopeForPath(url: string): EnvelopeKind {
-  return /^\/api\/v1\/projects\/[^/]+\/commerce/.test(url) ? 'commerce' : 'standard';
+  /** Every area's route rows, bound to their documents (the composition root's `areaRoutes()`). */
+  routes: AreaRoute[];
+  /** Raw byte routes of the areas (uploads, signed inbound hooks), each in its own Fastify scope. */
+  dataPlanes?: Array<(app: FastifyInstance) => void | Promise<void>>;
 }
 
 /** HTTP statuses of GraphQL error codes that carry no status of their own. */
@@ -67,7 +65,8 @@ function fromZod(where: 'body' | 'query', e: ZodError): BridgeError {
 
 /** The REST bridge: every documented route → one fixed GraphQL operation → the area's envelope. */
 export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance> {
-  const routes = opts.routes ?? ROUTES;
+  const routes = opts.routes;
+  const envelopeForPath = envelopeResolver(routes);
   const app = Fastify({
     logger: false,
     bodyLimit: DEFAULT_BODY_LIMIT,
@@ -130,8 +129,10 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
   const openapi = buildOpenApi(routes);
   app.get('/api/v1/openapi.json', async () => openapi);
 
+  for (const plane of opts.dataPlanes ?? []) await app.register(async (scope) => plane(scope));
+
   for (const route of routes) {
-    const document = operationDocument(route.operation);
+    const document = route.document;
     app.route({
       method: route.method,
       url: toFastifyPath(route.path),
@@ -174,6 +175,7 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
           return send(reply, route.envelope, status, error);
         }
         const payload = route.select(result.data);
+        if (route.headers) reply.headers(route.headers(payload));
         if (route.status === 204) return reply.status(204).send();
         return reply.status(route.status).send(successEnvelope(route.envelope, route.status, payload));
       },

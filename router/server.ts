@@ -9,7 +9,9 @@ import { installAccessLog } from '../core/access-log';
 import type { Principal } from '../core/principal';
 import type { BuiltSubgraph } from '../core/subgraph-kit';
 import { type GatewayContext, InProcessDataSource, SignedRemoteDataSource } from './data-sources';
-import type { OperationFeed } from './operation-feed';
+import type { FeedDefinition } from '../core/area';
+import type { Ports } from '../core/ports';
+import type { FeedHub } from './feed-hub';
 import { attachSubscriptions } from './subscriptions';
 
 export interface RouterOptions {
@@ -19,8 +21,10 @@ export interface RouterOptions {
   /** Where the others live: name → URL (defaults to the URL in the supergraph). */
   remoteUrls?: Record<string, string>;
   authenticate: (rawKey: string) => Promise<Principal | null>;
-  canAccessProject: (principal: Principal, projectId: string) => Promise<boolean>;
-  feed: OperationFeed;
+  /** Live feeds (graphql-ws) and the ports their access filters read. */
+  hub: FeedHub;
+  feeds: readonly FeedDefinition<unknown, Record<string, unknown>>[];
+  ports: Ports;
   log: Logger;
 }
 
@@ -77,9 +81,10 @@ export class Router {
     app.get('/healthz', async () => ({ status: 'ok' }));
     const address = await app.listen({ host, port });
     this.subs = attachSubscriptions(app.server, '/graphql', {
-      feed: this.opts.feed,
+      hub: this.opts.hub,
+      feeds: this.opts.feeds,
+      ports: this.opts.ports,
       authenticate: async (authorization) => (await this.context(authorization)).principal,
-      canAccessProject: this.opts.canAccessProject,
       log: this.opts.log,
     });
     return `${address}/graphql`;

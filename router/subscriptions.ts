@@ -2,54 +2,53 @@ import { buildSchema, GraphQLError, type GraphQLSchema } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import type { Server } from 'node:http';
 import { WebSocketServer } from 'ws';
+import type { FeedDefinition } from '../core/area';
 import type { Logger } from '../core/logger';
+import type { Ports } from '../core/ports';
 import type { Principal } from '../core/principal';
-import type { OperationEvent, OperationFeed } from './operation-feed';
+import type { FeedHub } from './feed-hub';
 
-export const SUBSCRIPTION_SDL = /* GraphQL */ `
-  type Query {
-    "Subscriptions only; queries and mutations go to POST /graphql."
-    _subscriptionsOnly: Boolean
-  }
-  "A status or step change of a durable operation."
-  type OperationUpdate {
-    id: ID!
-    projectId: ID!
-    status: String!
-    step: String!
-    operationType: String!
-    resourceType: String!
-    errorCode: String
-    updatedAt: String!
-  }
-  type Subscription {
-    "Every status change of the project's operations, in order."
-    operationUpdated(projectId: ID!): OperationUpdate!
-  }
-`;
+type AnyFeed = FeedDefinition<unknown, Record<string, unknown>>;
+
+/** The graphql-ws schema: one `Subscription` field per declared feed (what schema/subscriptions.graphql holds). */
+export function subscriptionSdl(feeds: readonly AnyFeed[]): string {
+  const types = [...new Set(feeds.map((f) => f.typesSdl.trim()))].join('\n\n');
+  const fields = feeds.map((f) => `  ${f.fieldSdl.trim()}`).join('\n');
+  return [
+    'type Query {\n  "Subscriptions only; queries and mutations go to POST /graphql."\n  _subscriptionsOnly: Boolean\n}',
+    types,
+    feeds.length ? `type Subscription {\n${fields}\n}` : '',
+  ]
+    .filter(Boolean)
+    .join('\n\n');
+}
 
 interface SubscriptionContext {
   principal: Principal | null;
 }
 
 export interface SubscriptionDeps {
-  feed: OperationFeed;
+  hub: FeedHub;
+  feeds: readonly AnyFeed[];
+  ports: Ports;
   authenticate: (authorization: string | undefined) => Promise<Principal | null>;
-  canAccessProject: (principal: Principal, projectId: string) => Promise<boolean>;
   log: Logger;
 }
 
 function subscriptionSchema(deps: SubscriptionDeps): GraphQLSchema {
-  const schema = buildSchema(SUBSCRIPTION_SDL);
-  const field = schema.getSubscriptionType()!.getFields().operationUpdated;
-  field.subscribe = async (_root, args: { projectId: string }, ctx: SubscriptionContext) => {
-    // An inaccessible project is concealed exactly like a missing one.
-    if (!ctx.principal || !(await deps.canAccessProject(ctx.principal, args.projectId))) {
-      throw new GraphQLError('project not found', { extensions: { code: 'project_not_found', status: 404 } });
-    }
-    return deps.feed.watch(args.projectId);
-  };
-  field.resolve = (e: OperationEvent) => e;
+  const schema = buildSchema(subscriptionSdl(deps.feeds));
+  const fields = schema.getSubscriptionType()?.getFields() ?? {};
+  for (const feed of deps.feeds) {
+    const field = fields[feed.field];
+    field.subscribe = async (_root, args: Record<string, unknown>, ctx: SubscriptionContext) => {
+      // What the principal may not see is concealed exactly like what does not exist.
+      if (!ctx.principal || !(await feed.authorize(ctx.principal, args, deps.ports))) {
+        throw new GraphQLError(feed.notFound.message, { extensions: { code: feed.notFound.code, status: 404 } });
+      }
+      return deps.hub.watch(feed.field, feed.keyOfArgs(args));
+    };
+    field.resolve = (e: unknown) => (feed.toPayload ? feed.toPayload(e) : e);
+  }
   return schema;
 }
 

@@ -1,23 +1,121 @@
-import { type BuiltSubgraph, buildSubgraph, type RequestContext } from '../../core/subgraph-kit';
+import { normalizeEmail } from '../../core/domain-names';
+import { CliUsageError, defineArea } from '../../core/area';
+import type { ProjectDirectory, ProjectRecord, VerifiedSenders } from '../../core/ports';
+import type { Plan, Role } from '../../core/principal';
+import type { RequestContext } from '../../core/subgraph-kit';
+import type { ProjectDoc } from './model';
 import { IdentityResolver, toProject } from './resolvers';
-import type { IdentityService } from './service';
+import { IdentityService } from './service';
 
 export { IdentityService } from './service';
 
-/** The identity subgraph: accounts, keys, projects. Owns the `Project` entity. */
-export function buildIdentitySubgraph(identity: IdentityService): Promise<BuiltSubgraph> {
-  return buildSubgraph({
-    name: 'identity',
+const record = (p: ProjectDoc): ProjectRecord => ({
+  id: p._id,
+  accountId: p.accountId,
+  name: p.name,
+  sourceType: p.sourceType ?? null,
+  createdAt: p.createdAt,
+});
+
+const need = (value: unknown, usage: string): string => {
+  if (typeof value !== 'string' || !value) throw new CliUsageError(usage);
+  return value;
+};
+
+/** The identity area: accounts, API keys, projects (owns the `Project` entity), verified senders. */
+export default defineArea({
+  name: 'identity',
+  portOffset: 0,
+  services: (ctx) => new IdentityService(ctx.conn),
+  provides(identity, ports) {
+    const projects: ProjectDirectory = {
+      createProject: async (accountId, name, sourceType, opts) =>
+        record(await identity.createProject(accountId, name, sourceType, opts)),
+      findProject: async (id) => {
+        const p = await identity.findProject(id);
+        return p ? record(p) : null;
+      },
+      canAccessProject: (principal, id) => identity.canAccessProject(principal, id),
+      ensureAccount: async (slug, plan) => {
+        const a = await identity.ensureAccount(slug, plan);
+        return { id: a._id, slug: a.slug, plan: a.plan };
+      },
+    };
+    const verified: VerifiedSenders = {
+      isVerified: async (accountId, email) => {
+        let normalized: string;
+        try {
+          normalized = normalizeEmail(email);
+        } catch {
+          return false;
+        }
+        return identity.senders.isVerified(accountId, normalized);
+      },
+    };
+    ports.provide('projects', projects);
+    ports.provide('senders', verified);
+  },
+  subgraph: (s) => ({
     resolvers: [IdentityResolver],
-    createResolver: (cls) => new cls(identity),
+    createResolver: (cls) => new cls(s),
     referenceResolvers: {
       Project: {
         async __resolveReference(ref: { id: string }, ctx: RequestContext) {
-          const project = await identity.findProject(ref.id);
+          const project = await s.findProject(ref.id);
           if (!project || !ctx.principal || project.accountId !== ctx.principal.accountId) return null;
           return toProject(project);
         },
       },
     },
-  });
-}
+  }),
+  cli: [
+    {
+      words: ['keys', 'create'],
+      usage: '--account SLUG [--plan free|pro] [--role owner|member|read_only] [--scopes a,b]',
+      options: { account: { type: 'string' }, plan: { type: 'string' }, role: { type: 'string' }, scopes: { type: 'string' } },
+      async run({ values, services }) {
+        const created = await services.createApiKey({
+          accountSlug: need(values.account, 'keys create needs --account SLUG'),
+          plan: values.plan as Plan | undefined,
+          role: values.role as Role | undefined,
+          scopes: typeof values.scopes === 'string' ? values.scopes.split(',') : [],
+        });
+        return {
+          key: created.key,
+          key_id: created.keyId,
+          prefix: created.prefix,
+          account: created.accountSlug,
+          account_id: created.accountId,
+          plan: created.plan,
+          role: created.role,
+          scopes: created.scopes,
+        };
+      },
+      describe: (r) => `key ${r.key}\n(shown once; account ${r.account}, plan ${r.plan}, role ${r.role})`,
+    },
+    {
+      words: ['projects', 'create'],
+      usage: '--account SLUG --name NAME',
+      options: { account: { type: 'string' }, name: { type: 'string' } },
+      async run({ values, services }) {
+        const usage = 'projects create needs --account SLUG --name NAME';
+        const account = await services.ensureAccount(need(values.account, usage));
+        const project = await services.createProject(account._id, need(values.name, usage));
+        return { id: project._id, name: project.name, account_id: project.accountId };
+      },
+      describe: (r) => `project ${r.id} (${r.name})`,
+    },
+    {
+      words: ['senders', 'verify'],
+      usage: '--account SLUG --email ADDRESS',
+      options: { account: { type: 'string' }, email: { type: 'string' } },
+      async run({ values, services }) {
+        const usage = 'senders verify needs --account SLUG --email ADDRESS';
+        const account = await services.ensureAccount(need(values.account, usage));
+        const sender = await services.senders.verify(account._id, need(values.email, usage));
+        return { email: sender.email, verified: sender.verified, verified_at: sender.verifiedAt, account: values.account };
+      },
+      describe: (r) => `sender ${r.email} verified for ${r.account}`,
+    },
+  ],
+});

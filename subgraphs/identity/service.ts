@@ -4,6 +4,7 @@ import { badRequest, notFound, unauthenticated } from '../../core/errors';
 import { isDuplicateKey } from '../../core/mongo';
 import type { Plan, Principal, Role } from '../../core/principal';
 import { type AccountDoc, type IdentityModels, type ProjectDoc, identityModels } from './model';
+import { AccountSenders } from './senders';
 
 export const ROLES: readonly Role[] = ['owner', 'member', 'read_only'];
 export const PLANS: readonly Plan[] = ['free', 'pro'];
@@ -28,10 +29,13 @@ export interface CreatedKey {
 /** Accounts, API keys and projects: who may call, and what they own. */
 export class IdentityService {
   readonly models: IdentityModels;
+  /** The account's verified sender addresses (`platform senders verify`). */
+  readonly senders: AccountSenders;
   private readonly cache = new Map<string, { principal: Principal | null; until: number }>();
 
   constructor(conn: Connection) {
     this.models = identityModels(conn);
+    this.senders = new AccountSenders(conn);
   }
 
   /** Finds the account by slug, creating it on first use; `plan` (when given) is set either way. */

@@ -1,6 +1,6 @@
 import { badRequest, conflict } from '../../core/errors';
 import { isDuplicateKey } from '../../core/mongo';
-import { isWithin, normalizeDomain } from './domain';
+import { isWithin, normalizeDomain } from '../../core/domain-names';
 import type { DomainStatus, PublisherModels, SiteDoc } from './model';
 
 /** A claim whose site does not show the domain is taken over after this long: 1 minute. */

@@ -7,6 +7,7 @@ import {
   willRetry,
   type OperationContext,
   type OperationEngine,
+  type OperationExecutor,
 } from '../../core/operations/engine';
 import type { CaptureDoc, PublisherModels, SiteDoc, StoredSiteStatus } from './model';
 import { findRuntime } from './runtime-catalog';
@@ -63,7 +64,7 @@ export interface StagingInput extends RecoveryPointInput {
   stagingProjectId: string;
 }
 
-interface Deps {
+export interface SiteExecutorDeps {
   engine: OperationEngine;
   models: PublisherModels;
   infra: SimulatedInfrastructure;
@@ -80,22 +81,24 @@ export function isFinalFailure(ctx: Pick<OperationContext, 'op' | 'signal'>, e: 
 }
 
 /** Registers the simulated executors of every site lifecycle operation on the engine. */
-export function registerSiteExecutors(engine: OperationEngine, deps: Omit<Deps, 'engine'>): void {
-  const d: Deps = { ...deps, engine };
+export function siteExecutors(deps: SiteExecutorDeps): Record<string, OperationExecutor> {
+  const d = deps;
+  const executors: Record<string, OperationExecutor> = {};
   for (const [operationType, plan] of Object.entries(SITE_OPERATION_STEPS)) {
-    engine.register(operationType, async (ctx) => {
+    executors[operationType] = async (ctx) => {
       await runSteps(ctx, d, plan.steps, ctx.op.resourceId, () => ({ status: plan.leaves }));
       return { siteStatus: plan.leaves };
-    });
+    };
   }
-  engine.register('recovery_point', async (ctx) => {
+  executors.recovery_point = async (ctx) => {
     const { recoveryPointId } = ctx.op.input as RecoveryPointInput;
     await capture(ctx, d, recoveryPointId, ctx.op.resourceId);
     return { recovery_point_id: recoveryPointId, recovery_point_status: 'completed' };
-  });
-  engine.register('restore', (ctx) => restore(ctx, d));
-  engine.register('upgrade', (ctx) => upgrade(ctx, d));
-  engine.register('staging', (ctx) => staging(ctx, d));
+  };
+  executors.restore = (ctx) => restore(ctx, d);
+  executors.upgrade = (ctx) => upgrade(ctx, d);
+  executors.staging = (ctx) => staging(ctx, d);
+  return executors;
 }
 
 /**
@@ -104,7 +107,7 @@ export function registerSiteExecutors(engine: OperationEngine, deps: Omit<Deps, 
  */
 async function runSteps(
   ctx: OperationContext,
-  d: Deps,
+  d: SiteExecutorDeps,
   steps: string[],
   siteId: string,
   finalState: () => Partial<SiteDoc>,
@@ -121,7 +124,7 @@ async function runSteps(
   }
 }
 
-function setSite(d: Deps, siteId: string, operationId: string, fields: Partial<SiteDoc>) {
+function setSite(d: SiteExecutorDeps, siteId: string, operationId: string, fields: Partial<SiteDoc>) {
   return d.models.Site.updateOne({ _id: siteId, activeOperationId: operationId }, { $set: { ...fields, updatedAt: new Date() } });
 }
 
@@ -141,7 +144,7 @@ function snapshot(part: 'database' | 'content', pointId: string): CaptureDoc {
  * seals it `completed`. A final failure of any part leaves it `incomplete` (the failed part
  * `failed`, the rest `skipped`) and fails the operation; it never becomes completed afterwards.
  */
-async function capture(ctx: OperationContext, d: Deps, pointId: string, siteId: string): Promise<void> {
+async function capture(ctx: OperationContext, d: SiteExecutorDeps, pointId: string, siteId: string): Promise<void> {
   const RP = d.models.RecoveryPoint;
   for (const [step, part] of CAPTURE_STEPS) {
     try {
@@ -180,7 +183,7 @@ async function capture(ctx: OperationContext, d: Deps, pointId: string, siteId: 
   });
 }
 
-async function markIncomplete(d: Deps, pointId: string, failedPart: string, code: string): Promise<void> {
+async function markIncomplete(d: SiteExecutorDeps, pointId: string, failedPart: string, code: string): Promise<void> {
   const point = await d.models.RecoveryPoint.findById(pointId).lean();
   if (!point || point.status !== 'pending') return;
   const set: Record<string, unknown> = { status: 'incomplete', errorCode: code };
@@ -192,7 +195,7 @@ async function markIncomplete(d: Deps, pointId: string, failedPart: string, code
 }
 
 /** Brings the site back to a completed point: its database, content and exact runtime release. */
-async function restore(ctx: OperationContext, d: Deps): Promise<unknown> {
+async function restore(ctx: OperationContext, d: SiteExecutorDeps): Promise<unknown> {
   const { recoveryPointId } = ctx.op.input as RecoveryPointInput;
   const point = await d.models.RecoveryPoint.findById(recoveryPointId).lean();
   if (!point || point.status !== 'completed') {
@@ -208,7 +211,7 @@ async function restore(ctx: OperationContext, d: Deps): Promise<unknown> {
  * only by the last step), the operation's `result` says so, and the operation fails with
  * `upgrade_failed`.
  */
-async function upgrade(ctx: OperationContext, d: Deps): Promise<unknown> {
+async function upgrade(ctx: OperationContext, d: SiteExecutorDeps): Promise<unknown> {
   const input = ctx.op.input as UpgradeInput;
   const siteId = ctx.op.resourceId;
   await capture(ctx, d, input.recoveryPointId, siteId);
@@ -277,7 +280,7 @@ function lastFailedUpgradeStep(ctx: OperationContext): string {
 }
 
 /** Captures the source site into a fresh point, then builds the staging site from it. */
-async function staging(ctx: OperationContext, d: Deps): Promise<unknown> {
+async function staging(ctx: OperationContext, d: SiteExecutorDeps): Promise<unknown> {
   const input = ctx.op.input as StagingInput;
   await capture(ctx, d, input.recoveryPointId, input.sourceProjectId);
   const point = await d.models.RecoveryPoint.findById(input.recoveryPointId).lean();

@@ -1,19 +1,70 @@
-import { type BuiltSubgraph, buildSubgraph } from '../../core/subgraph-kit';
+import { CliUsageError, defineArea } from '../../core/area';
+import { operationFeed } from '../../core/operations/feed';
+import { ConnectedNodes } from './nodes';
 import { ProjectSiteResolver, PublisherResolver } from './resolvers';
-import type { PublisherService } from './service';
+import { publisherRoutes } from './routes';
+import { PublisherService } from './service';
+import { publisherSettings } from './settings';
+import { SimulatedInfrastructure } from './simulated-infrastructure';
 import { ProjectRef } from './types';
 
 export { PublisherService } from './service';
 
-/** The publisher subgraph: runtime catalog, sites and their operations; extends `Project`. */
-export function buildPublisherSubgraph(publisher: PublisherService): Promise<BuiltSubgraph> {
-  return buildSubgraph({
-    name: 'publisher',
+/** The publishing area's services: the sites, connected nodes, the simulated infrastructure and the feature flag. */
+export interface PublisherServices {
+  sites: PublisherService;
+  nodes: ConnectedNodes;
+  /** Tests inject faults and change step delays here. */
+  simulated: SimulatedInfrastructure;
+  /** The feature flag in force (tests flip it). */
+  features: { publisherEnabled: boolean };
+}
+
+/** The publishing area: runtime catalog, sites and their operations; extends `Project` with its `site`. */
+export default defineArea({
+  name: 'publisher',
+  portOffset: 1,
+  config: publisherSettings,
+  services(ctx): PublisherServices {
+    const features = { publisherEnabled: ctx.settings.PUBLISHER_ENABLED };
+    const simulated = new SimulatedInfrastructure(ctx.settings.SIMULATED_STEP_DELAY_MS);
+    const nodes = new ConnectedNodes(ctx.conn);
+    const sites = new PublisherService({
+      conn: ctx.conn,
+      projects: () => ctx.ports.get('projects'),
+      senders: () => ctx.ports.get('senders'),
+      engine: ctx.engine,
+      nodes,
+      sitesDomain: ctx.settings.SITES_DOMAIN,
+      features,
+      infra: simulated,
+    });
+    return { sites, nodes, simulated, features };
+  },
+  subgraph: (s) => ({
     resolvers: [PublisherResolver, ProjectSiteResolver],
     orphanedTypes: [ProjectRef],
-    createResolver: (cls) => new cls(publisher),
-    referenceResolvers: {
-      Project: { __resolveReference: (ref: { id: string }) => ({ id: ref.id }) },
+    createResolver: (cls) => new cls(s?.sites),
+    referenceResolvers: { Project: { __resolveReference: (ref: { id: string }) => ({ id: ref.id }) } },
+  }),
+  executors: (s) => s.sites.executors(),
+  routes: publisherRoutes,
+  feeds: [operationFeed],
+  cli: [
+    {
+      words: ['nodes', 'register'],
+      usage: '--account SLUG --name NAME [--tags k:v,k:v]',
+      options: { account: { type: 'string' }, name: { type: 'string' }, tags: { type: 'string' } },
+      async run({ values, services, ctx }) {
+        if (typeof values.account !== 'string' || typeof values.name !== 'string') {
+          throw new CliUsageError('nodes register needs --account SLUG --name NAME');
+        }
+        const account = await ctx.ports.get('projects').ensureAccount(values.account);
+        const tags = typeof values.tags === 'string' ? values.tags.split(',') : [];
+        const node = await services.nodes.register(account.id, values.name, tags);
+        return { id: node._id, name: node.name, tags: node.tags };
+      },
+      describe: (r) => `node ${r.id} (${r.name})`,
     },
-  });
-}
+  ],
+});

@@ -1,6 +1,6 @@
 import { isPlatformError } from '../../core/errors';
 import { validateProvider } from './mail-settings';
-import { normalizeEmail } from './senders';
+import { normalizeEmail } from '../../core/domain-names';
 
 const codeOf = (fn: () => unknown): string | null => {
   try {

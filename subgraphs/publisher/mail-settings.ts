@@ -1,15 +1,15 @@
 import { badRequest } from '../../core/errors';
 import { encryptSecret } from '../../core/secrets';
-import { isWithin, normalizeDomain } from './domain';
+import { isWithin, normalizeDomain, normalizeEmail } from '../../core/domain-names';
 import type { NewsletterProviderDoc, PublisherModels, SiteDoc } from './model';
-import { type AccountSenders, normalizeEmail } from './senders';
+import type { VerifiedSenders } from '../../core/ports';
+import { MAX_FROM_NAME_LENGTH } from './limits';
 
 /** Newsletter-provider region: a short lowercase code such as `us` or `eu`. */
 const REGION = /^[a-z]{2}[a-z0-9-]{0,30}$/;
 /** Provider API keys: 8–512 visible ASCII characters. */
 const API_KEY = /^[\x21-\x7e]{8,512}$/;
 /** Longest `from_name`, in characters. */
-export const MAX_FROM_NAME_LENGTH = 100;
 
 export interface NewsletterProviderInput {
   domain: string;
@@ -39,13 +39,13 @@ export interface MailSettingsView {
 export class MailSettings {
   constructor(
     private readonly models: PublisherModels,
-    private readonly senders: AccountSenders,
+    private readonly senders: () => VerifiedSenders,
   ) {}
 
   async view(site: SiteDoc): Promise<MailSettingsView> {
     const [provider, verified] = await Promise.all([
       this.models.NewsletterProvider.findById(site._id).lean(),
-      site.mailSenderEmail ? this.senders.isVerified(site.accountId, site.mailSenderEmail) : Promise.resolve(false),
+      site.mailSenderEmail ? this.senders().isVerified(site.accountId, site.mailSenderEmail) : Promise.resolve(false),
     ]);
     return {
       enabled: site.mailEnabled,
@@ -57,7 +57,7 @@ export class MailSettings {
   /** Sets the transactional sender; it must be a verified sender of the site's account. */
   async setSender(site: SiteDoc, senderEmail: string): Promise<SiteDoc> {
     const email = normalizeEmail(senderEmail, 'sender_email');
-    if (!(await this.senders.isVerified(site.accountId, email))) {
+    if (!(await this.senders().isVerified(site.accountId, email))) {
       throw badRequest('sender_not_verified', `${email} is not a verified sender of this account`, { sender_email: email });
     }
     const updated = await this.models.Site.findOneAndUpdate(

@@ -3,8 +3,6 @@ import type { CaptureDoc, CaptureStatus, RecoveryPointDoc, RecoveryPointStatus }
 
 /** Points listed per request, newest first. */
 export const RECOVERY_POINT_LIST_LIMIT = 100;
-/** Longest `reason`, in characters. */
-export const MAX_REASON_LENGTH = 500;
 
 export interface CaptureView {
   status: CaptureStatus;

@@ -1,13 +1,13 @@
 import { Arg, Ctx, FieldResolver, ID, Mutation, Query, Resolver, Root } from 'type-graphql';
 import type { OperationDoc } from '../../core/operations/model';
+import { OperationType, toOperation } from '../../core/operations/graphql';
 import type { RequestContext } from '../../core/subgraph-kit';
 import type { RecoveryPointView } from './recovery-points';
 import type { PublisherService } from './service';
 import {
-  CreateSiteInput,
+  CreateSiteInputType,
   CreateSiteResultType,
-  NewsletterProviderInput,
-  OperationType,
+  NewsletterProviderInputType,
   ProjectRef,
   RecoveryPointResultType,
   RecoveryPointType,
@@ -20,32 +20,6 @@ import {
   StagingResultType,
   UpgradeResultType,
 } from './types';
-
-export const toOperation = (op: OperationDoc): OperationType => ({
-  id: op._id,
-  projectId: op.projectId,
-  resourceType: op.resourceType,
-  resourceId: op.resourceId,
-  operationType: op.operationType,
-  status: op.status,
-  step: op.step,
-  steps: (op.steps ?? []).map((s) => ({
-    id: s.id,
-    status: s.status,
-    startedAt: s.startedAt ?? null,
-    finishedAt: s.finishedAt ?? null,
-    attempts: s.attempts ?? 1,
-  })),
-  attempt: op.attempt ?? 0,
-  maxAttempts: op.maxAttempts,
-  errorCode: op.errorCode ?? null,
-  errorMessage: op.errorMessage ?? null,
-  result: op.result ?? null,
-  createdAt: op.createdAt,
-  updatedAt: op.updatedAt,
-  startedAt: op.startedAt ?? null,
-  finishedAt: op.finishedAt ?? null,
-});
 
 const toPoint = (p: RecoveryPointView): RecoveryPointType => p;
 const maybeOperation = (op: OperationDoc | null) => (op ? toOperation(op) : null);
@@ -92,7 +66,7 @@ export class PublisherResolver {
 
   @Mutation(() => CreateSiteResultType)
   async createSite(
-    @Arg('input', () => CreateSiteInput) input: CreateSiteInput,
+    @Arg('input', () => CreateSiteInputType) input: CreateSiteInputType,
     @Arg('idempotencyKey', () => String, { nullable: true }) idempotencyKey: string | null,
     @Ctx() ctx: RequestContext,
   ): Promise<CreateSiteResultType> {
@@ -170,7 +144,7 @@ export class PublisherResolver {
   @Mutation(() => SiteMailSettingsType, { description: 'Configures the newsletter provider; the API key is stored encrypted.' })
   setNewsletterProvider(
     @Arg('projectId', () => ID) projectId: string,
-    @Arg('input', () => NewsletterProviderInput) input: NewsletterProviderInput,
+    @Arg('input', () => NewsletterProviderInputType) input: NewsletterProviderInputType,
     @Ctx() ctx: RequestContext,
   ): Promise<SiteMailSettingsType> {
     return this.publisher.setNewsletterProvider(ctx.principal, projectId, input);

@@ -1,15 +1,15 @@
 import type { Connection } from 'mongoose';
 import { randomUUID } from 'node:crypto';
-import { badRequest, conflict, forbidden, notFound, paymentRequired } from '../../core/errors';
+import { badRequest, conflict, notFound, paymentRequired } from '../../core/errors';
 import { IdempotencyStore } from '../../core/idempotency';
 import { isDuplicateKey } from '../../core/mongo';
 import { isUuid } from '../../core/ids';
 import type { OperationEngine } from '../../core/operations/engine';
 import type { OperationDoc } from '../../core/operations/model';
-import { canWrite, type Plan, type Principal } from '../../core/principal';
-import type { IdentityService } from '../identity/service';
+import type { ProjectDirectory, VerifiedSenders } from '../../core/ports';
+import { type Plan, type Principal, requirePrincipal, requireWriter } from '../../core/principal';
 import { DomainClaims, type DomainView } from './domain-claims';
-import { registerSiteExecutors, type StagingInput, type UpgradeInput } from './executors';
+import { siteExecutors, type StagingInput, type UpgradeInput } from './executors';
 import { MailSettings, type MailSettingsView, type NewsletterProviderInput } from './mail-settings';
 import {
   type PublisherModels,
@@ -19,14 +19,9 @@ import {
   pendingCapture,
   publisherModels,
 } from './model';
+import { MAX_REASON_LENGTH, MAX_SITE_NAME_LENGTH } from './limits';
 import { ConnectedNodes, NODE_TAG } from './nodes';
-import {
-  MAX_REASON_LENGTH,
-  RECOVERY_POINT_LIST_LIMIT,
-  type RecoveryPointView,
-  recoveryPointView,
-  recoveryPointViews,
-} from './recovery-points';
+import { RECOVERY_POINT_LIST_LIMIT, type RecoveryPointView, recoveryPointView, recoveryPointViews } from './recovery-points';
 import {
   RUNTIME_CATALOG,
   defaultRuntime,
@@ -35,7 +30,6 @@ import {
   type RuntimeOption,
   upgradeTargets,
 } from './runtime-catalog';
-import { AccountSenders } from './senders';
 import { SiteLocks, type SiteStatus, isRunning } from './site-locks';
 
 export type { SiteStatus } from './site-locks';
@@ -47,8 +41,6 @@ export const SITE_ACTIONS = ['restart', 'start', 'stop', 'retry_provisioning'] a
 export type SiteAction = (typeof SITE_ACTIONS)[number];
 /** What the publishing runtime is, as reported in `project.source_type` and `project.runtime`. */
 export const RUNTIME_KIND = 'publisher';
-/** Longest site name, in characters. */
-export const MAX_SITE_NAME_LENGTH = 63;
 export interface CreateSiteInput {
   name?: string | null;
   runtimeVersion?: string | null;
@@ -126,11 +118,11 @@ export interface StagingResult {
 
 export interface PublisherDeps {
   conn: Connection;
-  identity: IdentityService;
+  /** Kernel ports, read at call time: the project directory and the verified senders. */
+  projects: () => ProjectDirectory;
+  senders: () => VerifiedSenders;
   engine: OperationEngine;
   nodes: ConnectedNodes;
-  /** The account's verified sender addresses (default: on `conn`). */
-  senders?: AccountSenders;
   /** Domain hosted sites live under: https://<slug>.<sitesDomain>. */
   sitesDomain: string;
   /** The publishing feature for this environment; when off every route answers 404. */
@@ -138,16 +130,15 @@ export interface PublisherDeps {
   infra: SimulatedInfrastructure;
 }
 
-/** The publishing area's rules: catalog, sites, lifecycle operations, plan gates, access. */
 /** Ids a site creation fixes up front, so a retried create resumes with them. */
 interface PlannedSite {
   projectId: string;
   operationId: string;
 }
 
+/** The publishing area's rules: catalog, sites, lifecycle operations, plan gates, access. */
 export class PublisherService {
   readonly models: PublisherModels;
-  readonly senders: AccountSenders;
   private readonly idempotency: IdempotencyStore;
   private readonly mail: MailSettings;
   private readonly locks: SiteLocks;
@@ -156,11 +147,14 @@ export class PublisherService {
   constructor(private readonly deps: PublisherDeps) {
     this.models = publisherModels(deps.conn);
     this.idempotency = new IdempotencyStore(deps.conn);
-    this.senders = deps.senders ?? new AccountSenders(deps.conn);
-    this.mail = new MailSettings(this.models, this.senders);
+    this.mail = new MailSettings(this.models, deps.senders);
     this.locks = new SiteLocks(this.models, deps.engine);
     this.domains = new DomainClaims(this.models, deps.sitesDomain);
-    registerSiteExecutors(deps.engine, { models: this.models, infra: deps.infra });
+  }
+
+  /** The durable operations of sites, registered by the area where workers run. */
+  executors() {
+    return siteExecutors({ engine: this.deps.engine, models: this.models, infra: this.deps.infra });
   }
 
   runtimeOptions(principal: Principal | null): readonly RuntimeOption[] {
@@ -242,12 +236,12 @@ export class PublisherService {
       if (existing.accountId !== p.accountId) throw conflict('site_id_conflict', 'a site with this id already exists');
       return existing;
     }
-    const project = await this.deps.identity.createProject(p.accountId, fields.name, RUNTIME_KIND, { id: siteId });
-    const slug = `${slugify(fields.name)}-${project._id.slice(0, 6)}`;
+    const project = await this.deps.projects().createProject(p.accountId, fields.name, RUNTIME_KIND, { id: siteId });
+    const slug = `${slugify(fields.name)}-${project.id.slice(0, 6)}`;
     const siteUrl = `https://${slug}.${this.deps.sitesDomain}`;
     const now = new Date();
     const doc: SiteDoc = {
-      _id: project._id,
+      _id: project.id,
       accountId: p.accountId,
       slug,
       status: 'provisioning',
@@ -387,7 +381,7 @@ export class PublisherService {
     const p = this.reader(principal);
     const site = await this.site(p, projectId);
     const [project, { status, activeOperation }, mail] = await Promise.all([
-      this.deps.identity.findProject(projectId),
+      this.deps.projects().findProject(projectId),
       this.locks.state(site),
       this.mail.view(site),
     ]);
@@ -707,16 +701,15 @@ export class PublisherService {
   }
 
   private reader(principal: Principal | null): Principal {
-    const p = this.deps.identity.requirePrincipal(principal);
+    const p = requirePrincipal(principal);
     if (!this.deps.features.publisherEnabled)
       throw notFound('publisher_disabled', 'publishing is not enabled in this environment');
     return p;
   }
 
   private writer(principal: Principal | null): Principal {
-    const p = this.reader(principal);
-    if (!canWrite(p)) throw forbidden('read_only_key', 'this key is read-only and cannot change anything');
-    return p;
+    this.reader(principal);
+    return requireWriter(principal);
   }
 }
 

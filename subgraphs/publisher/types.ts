@@ -1,6 +1,8 @@
 import { IsArray, IsBoolean, IsOptional, IsString, MaxLength } from 'class-validator';
+import { MAX_DOMAIN_INPUT_LENGTH, MAX_EMAIL_LENGTH } from '../../core/domain-names';
+import { MAX_FROM_NAME_LENGTH, MAX_PROVIDER_API_KEY_LENGTH, MAX_REGION_LENGTH, MAX_SITE_NAME_LENGTH } from './limits';
 import { Directive, Field, Float, ID, InputType, Int, ObjectType } from 'type-graphql';
-import { GraphQLJSON } from 'graphql-scalars';
+import { OperationType } from '../../core/operations/graphql';
 
 @ObjectType('DatabaseRequirements')
 export class DatabaseRequirements {
@@ -20,37 +22,6 @@ export class RuntimeOptionType {
   @Field(() => Boolean) isDefault!: boolean;
   @Field(() => [String], { description: 'Versions that may upgrade straight to this one.' })
   upgradePredecessors!: string[];
-}
-
-@ObjectType('OperationStep')
-export class OperationStepType {
-  @Field(() => String) id!: string;
-  @Field(() => String) status!: string;
-  @Field(() => Date, { nullable: true }) startedAt!: Date | null;
-  @Field(() => Date, { nullable: true }) finishedAt!: Date | null;
-  @Field(() => Int) attempts!: number;
-}
-
-@ObjectType('Operation', { description: 'A durable asynchronous lifecycle operation.' })
-@Directive('@key(fields: "id")')
-export class OperationType {
-  @Field(() => ID) id!: string;
-  @Field(() => ID) projectId!: string;
-  @Field(() => String) resourceType!: string;
-  @Field(() => ID) resourceId!: string;
-  @Field(() => String) operationType!: string;
-  @Field(() => String, { description: '`pending`, `running`, `completed` or `failed`' }) status!: string;
-  @Field(() => String) step!: string;
-  @Field(() => [OperationStepType]) steps!: OperationStepType[];
-  @Field(() => Int) attempt!: number;
-  @Field(() => Int) maxAttempts!: number;
-  @Field(() => String, { nullable: true }) errorCode!: string | null;
-  @Field(() => String, { nullable: true, description: 'Redacted: never holds a secret.' }) errorMessage!: string | null;
-  @Field(() => GraphQLJSON, { nullable: true }) result!: unknown;
-  @Field(() => Date) createdAt!: Date;
-  @Field(() => Date) updatedAt!: Date;
-  @Field(() => Date, { nullable: true }) startedAt!: Date | null;
-  @Field(() => Date, { nullable: true }) finishedAt!: Date | null;
 }
 
 @ObjectType('SiteProject')
@@ -154,8 +125,8 @@ export class SiteMetadataType {
 }
 
 @InputType('CreateSiteInput')
-export class CreateSiteInput {
-  @Field(() => String, { nullable: true }) @IsOptional() @IsString() @MaxLength(200) name?: string;
+export class CreateSiteInputType {
+  @Field(() => String, { nullable: true }) @IsOptional() @IsString() @MaxLength(MAX_SITE_NAME_LENGTH) name?: string;
   @Field(() => String, { nullable: true }) @IsOptional() @IsString() runtimeVersion?: string;
   @Field(() => String, { nullable: true }) @IsOptional() @IsString() deploymentMode?: string;
   @Field(() => String, { nullable: true }) @IsOptional() @IsString() targetNodeId?: string;
@@ -259,14 +230,14 @@ export class SiteMailSettingsType {
 }
 
 @InputType('NewsletterProviderInput')
-export class NewsletterProviderInput {
-  @Field(() => String) @IsString() @MaxLength(1024) domain!: string;
-  @Field(() => String) @IsString() @MaxLength(64) region!: string;
+export class NewsletterProviderInputType {
+  @Field(() => String) @IsString() @MaxLength(MAX_DOMAIN_INPUT_LENGTH) domain!: string;
+  @Field(() => String) @IsString() @MaxLength(MAX_REGION_LENGTH) region!: string;
   @Field(() => String, { nullable: true, description: 'Write-only; omitted keeps the stored key.' })
   @IsOptional()
   @IsString()
-  @MaxLength(512)
+  @MaxLength(MAX_PROVIDER_API_KEY_LENGTH)
   apiKey?: string | null;
-  @Field(() => String) @IsString() @MaxLength(512) fromEmail!: string;
-  @Field(() => String, { nullable: true }) @IsOptional() @IsString() @MaxLength(200) fromName?: string | null;
+  @Field(() => String) @IsString() @MaxLength(MAX_EMAIL_LENGTH) fromEmail!: string;
+  @Field(() => String, { nullable: true }) @IsOptional() @IsString() @MaxLength(MAX_FROM_NAME_LENGTH) fromName?: string | null;
 }

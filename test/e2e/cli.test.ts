@@ -76,13 +76,13 @@ describe('the platform CLI', () => {
     expect(JSON.parse(node.stdout)).toMatchObject({ id: expect.any(String), tags: ['region:eu', 'tier:gold'] });
   });
 
-  it('answers a usage error with one clear sentence and exit code 1', async () => {
+  it('answers a usage error with one clear sentence and exit code 2 (CONTRACTS.md)', async () => {
     const res = await platform(['keys', 'create', '--json']);
-    expect(res.code).toBe(1);
+    expect(res.code).toBe(2);
     expect(res.stderr).toMatch(/^platform: keys create needs --account SLUG\n/);
     expect(res.stderr).not.toMatch(/\n\s+at /);
     const bad = await platform(['keys', 'create', '--account', 'x', '--role', 'admin']);
-    expect(bad.code).toBe(1);
+    expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/role must be one of owner, member, read_only/);
   });
 

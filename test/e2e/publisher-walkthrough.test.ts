@@ -150,21 +150,21 @@ describe('publishing sites through the REST bridge', () => {
     const { key } = await t.createKey();
     const created = await t.rest('POST', '/api/v1/publisher/sites', { key, body: { name: 'Flagged' } });
     const { project, operation } = created.body.data;
-    t.platform.features.publisherEnabled = false;
+    t.platform.services.publisher.features.publisherEnabled = false;
     try {
       const options = await t.rest('GET', '/api/v1/publisher/runtime-options', { key });
       expect(options.status).toBe(404);
       const op = await t.rest('GET', `/api/v1/publisher/projects/${project.id}/operations/${operation.id}`, { key });
       expect(op.status).toBe(404);
     } finally {
-      t.platform.features.publisherEnabled = true;
+      t.platform.services.publisher.features.publisherEnabled = true;
     }
   });
 
   it('walks a failed provision to retry_provisioning and refuses actions that make no sense', async () => {
     const { key } = await t.createKey();
     const name = `Flaky ${Date.now()}`;
-    t.platform.simulated.injectFailure({
+    t.platform.services.publisher.simulated.injectFailure({
       operationType: 'provision',
       step: 'pull_image',
       retriable: false,

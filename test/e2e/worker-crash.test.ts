@@ -31,7 +31,7 @@ describe('a worker killed mid-operation', () => {
       await new Promise((r) => setTimeout(r, 20));
     }
     // A dead process does nothing more: no heartbeats, no claims, no further infrastructure work.
-    a.platform.simulated.stepDelayMs = 3_600_000;
+    a.platform.services.publisher.simulated.stepDelayMs = 3_600_000;
     a.platform.engine.halt();
     const atCrash = (await a.platform.engine.get(operation.id))!;
     expect(atCrash.status).toBe('running');

@@ -138,12 +138,12 @@ describe('mail settings', () => {
     expect([malformed.status, malformed.body.error.code]).toEqual([400, 'invalid_email']);
     // Another account's verified sender does not count.
     const other = await t.createKey();
-    await t.platform.services.publisher.senders.verify(other.accountId, 'news@example.com');
+    await t.platform.services.identity.senders.verify(other.accountId, 'news@example.com');
     expect(
       (await t.rest('PUT', projectPath(projectId, '/mail/sender'), { key, body: { sender_email: 'news@example.com' } })).status,
     ).toBe(400);
 
-    await t.platform.services.publisher.senders.verify(accountId, 'News@Example.com');
+    await t.platform.services.identity.senders.verify(accountId, 'News@Example.com');
     const set = await t.rest('PUT', projectPath(projectId, '/mail/sender'), { key, body: { sender_email: 'news@EXAMPLE.com' } });
     expect(set.status).toBe(200);
     expect(set.body.data.transactional).toEqual({ configured: true, sender_email: 'news@example.com', verified: true });

@@ -40,5 +40,11 @@ export function failNext(
   step: string,
   code = 'infrastructure_failure',
 ): void {
-  t.platform.simulated.injectFailure({ operationType, step, retriable: false, code, match: (op) => op.projectId === projectId });
+  t.platform.services.publisher.simulated.injectFailure({
+    operationType,
+    step,
+    retriable: false,
+    code,
+    match: (op) => op.projectId === projectId,
+  });
 }

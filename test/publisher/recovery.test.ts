@@ -137,7 +137,7 @@ describe('recovery points', () => {
   it('refuses to take a point of a site that never provisioned (409 invalid_site_state)', async () => {
     const { key } = await t.createKey();
     const name = `Broken ${Date.now()}`;
-    t.platform.simulated.injectFailure({
+    t.platform.services.publisher.simulated.injectFailure({
       operationType: 'provision',
       step: 'allocate_database',
       match: (op) => (op.input as any).name === name,

@@ -190,7 +190,7 @@ describe('lifecycle actions', () => {
   it('retries a failed provisioning', async () => {
     const { key } = await t.createKey();
     const name = `Retry ${Date.now()}`;
-    t.platform.simulated.injectFailure({
+    t.platform.services.publisher.simulated.injectFailure({
       operationType: 'provision',
       step: 'pull_image',
       retriable: false,
@@ -308,7 +308,7 @@ describe('plans, permissions and the feature flag', () => {
     const { key } = await t.createKey();
     const projectId = await runningSite(t, key);
     const op = (await t.rest('GET', projectPath(projectId, '/history'), { key })).body.data.latest_operation.id;
-    t.platform.features.publisherEnabled = false;
+    t.platform.services.publisher.features.publisherEnabled = false;
     try {
       const routes: Array<[string, string, unknown]> = [
         ['GET', `${PREFIX}/runtime-options`, undefined],
@@ -327,7 +327,7 @@ describe('plans, permissions and the feature flag', () => {
         expect(res.body).toEqual(errorBody('publisher_disabled'));
       }
     } finally {
-      t.platform.features.publisherEnabled = true;
+      t.platform.services.publisher.features.publisherEnabled = true;
     }
     expect((await t.rest('GET', `${PREFIX}/runtime-options`, { key })).status).toBe(200);
   });

@@ -72,6 +72,7 @@ export async function startTestPlatform(
     config,
     bridgePort: 0,
     routerPort: 0,
+    cdnPort: 0,
     serveSubgraphs: false,
     topicPrefix: `t${id}`,
     leaseMs: 2000,

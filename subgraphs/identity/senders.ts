@@ -1,6 +1,5 @@
 import mongoose, { type Connection, type Model } from 'mongoose';
-import { badRequest, isPlatformError } from '../../core/errors';
-import { normalizeDomain } from './domain';
+import { normalizeEmail } from '../../core/domain-names';
 
 /** An address an account proved it controls; only verified ones may send a site's mail. */
 export interface AccountSenderDoc {
@@ -24,33 +23,6 @@ const senderSchema = new mongoose.Schema<AccountSenderDoc>(
   },
   { collection: 'account_senders', versionKey: false },
 );
-
-/** Longest e-mail address (RFC 5321 path limit), in characters. */
-export const MAX_EMAIL_LENGTH = 254;
-const LOCAL_PART = /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*$/;
-
-/**
- * An address as stored and compared: dot-atom local part (at most 64 characters) and a domain
- * normalised like custom domains (punycode), all lowercase. Throws 400 `invalid_email`.
- */
-export function normalizeEmail(input: string, field = 'email'): string {
-  const invalid = () => badRequest('invalid_email', `${field} is not a valid e-mail address`, { field });
-  if (typeof input !== 'string' || input.length > MAX_EMAIL_LENGTH * 2) throw invalid();
-  const at = input.lastIndexOf('@');
-  if (at <= 0) throw invalid();
-  const local = input.slice(0, at);
-  if (local.length > 64 || !LOCAL_PART.test(local)) throw invalid();
-  let domain: string;
-  try {
-    domain = normalizeDomain(input.slice(at + 1));
-  } catch (e) {
-    if (isPlatformError(e)) throw invalid();
-    throw e;
-  }
-  const email = `${local.toLowerCase()}@${domain}`;
-  if (email.length > MAX_EMAIL_LENGTH) throw invalid();
-  return email;
-}
 
 /** The account's sender addresses and their verification. */
 export class AccountSenders {

@@ -1,5 +1,5 @@
-import { isPlatformError } from '../../core/errors';
-import { isWithin, normalizeDomain } from './domain';
+import { isPlatformError } from './errors';
+import { isWithin, normalizeDomain } from './domain-names';
 
 const codeOf = (input: string): string | null => {
   try {

@@ -1,13 +1,13 @@
 import { isIP } from 'node:net';
 import { domainToASCII } from 'node:url';
-import { badRequest } from '../../core/errors';
+import { badRequest, isPlatformError } from './errors';
 
 /** Longest domain name in its ASCII form (RFC 1035), in characters. */
 export const MAX_DOMAIN_LENGTH = 253;
 /** Longest label, in characters. */
 export const MAX_LABEL_LENGTH = 63;
 /** Longest input looked at before normalising (Unicode names shrink or grow under punycode). */
-const MAX_INPUT_LENGTH = 1024;
+export const MAX_DOMAIN_INPUT_LENGTH = 1024;
 
 /** Letters, digits and hyphens, not starting or ending with a hyphen. */
 const LDH_LABEL = /^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/;
@@ -29,7 +29,7 @@ const invalid = (input: string, reason: string) =>
  */
 export function normalizeDomain(input: string): string {
   if (typeof input !== 'string' || input.length === 0) throw invalid(String(input ?? ''), 'empty');
-  if (input.length > MAX_INPUT_LENGTH) throw invalid(input, 'too long');
+  if (input.length > MAX_DOMAIN_INPUT_LENGTH) throw invalid(input, 'too long');
   if (NOT_A_NAME.test(input)) throw invalid(input, 'only a host name is accepted (no scheme, path, port, credentials or spaces)');
   if (isIP(input)) throw invalid(input, 'IP addresses are not accepted');
   const ascii = domainToASCII(input);
@@ -50,4 +50,31 @@ export function normalizeDomain(input: string): string {
 /** True when `domain` is `parent` or lies under it (both normalised). */
 export function isWithin(domain: string, parent: string): boolean {
   return domain === parent || domain.endsWith(`.${parent}`);
+}
+
+/** Longest e-mail address (RFC 5321 path limit), in characters. */
+export const MAX_EMAIL_LENGTH = 254;
+const LOCAL_PART = /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*$/;
+
+/**
+ * An address as stored and compared: dot-atom local part (at most 64 characters) and a domain
+ * normalised like custom domains (punycode), all lowercase. Throws 400 `invalid_email`.
+ */
+export function normalizeEmail(input: string, field = 'email'): string {
+  const invalid = () => badRequest('invalid_email', `${field} is not a valid e-mail address`, { field });
+  if (typeof input !== 'string' || input.length > MAX_EMAIL_LENGTH * 2) throw invalid();
+  const at = input.lastIndexOf('@');
+  if (at <= 0) throw invalid();
+  const local = input.slice(0, at);
+  if (local.length > 64 || !LOCAL_PART.test(local)) throw invalid();
+  let domain: string;
+  try {
+    domain = normalizeDomain(input.slice(at + 1));
+  } catch (e) {
+    if (isPlatformError(e)) throw invalid();
+    throw e;
+  }
+  const email = `${local.toLowerCase()}@${domain}`;
+  if (email.length > MAX_EMAIL_LENGTH) throw invalid();
+  return email;
 }

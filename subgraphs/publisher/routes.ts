@@ -1,6 +1,15 @@
 import { z } from 'zod';
-import { MAX_SITE_NAME_LENGTH } from '../../subgraphs/publisher/service';
-import type { RouteDef } from '../route-table';
+import { MAX_DOMAIN_INPUT_LENGTH, MAX_EMAIL_LENGTH } from '../../core/domain-names';
+import { type AnyRoute, route } from '../../core/rest-route';
+import {
+  MAX_FROM_NAME_LENGTH,
+  MAX_NODE_SELECTOR_TAGS,
+  MAX_PROVIDER_API_KEY_LENGTH,
+  MAX_REASON_LENGTH,
+  MAX_REGION_LENGTH,
+  MAX_SITE_NAME_LENGTH,
+  MAX_VERSION_LENGTH,
+} from './limits';
 
 const PREFIX = '/api/v1/publisher';
 const tag = 'Publishing sites';
@@ -10,56 +19,56 @@ const str = z.string();
 const createSiteBody = z
   .object({
     name: str.min(1).max(MAX_SITE_NAME_LENGTH),
-    runtime_version: str.min(1).optional(),
+    runtime_version: str.min(1).max(MAX_VERSION_LENGTH).optional(),
     deployment_mode: z.enum(['hosted', 'connected_node']).optional(),
     target_node_id: str.uuid().optional(),
     placement_mode: str.optional(),
-    node_selector_tags: z.array(str).max(20).optional(),
+    node_selector_tags: z.array(str).max(MAX_NODE_SELECTOR_TAGS).optional(),
     mail_enabled: z.boolean().optional(),
   })
   .strict();
 
 const actionBody = z.object({ action: str }).strict();
-const domainBody = z.object({ domain: str.min(1).max(1024) }).strict();
-const recoveryPointBody = z.object({ reason: str.max(500).optional() }).strict();
+const domainBody = z.object({ domain: str.min(1).max(MAX_DOMAIN_INPUT_LENGTH) }).strict();
+const recoveryPointBody = z.object({ reason: str.max(MAX_REASON_LENGTH).optional() }).strict();
 const stagingBody = z.object({ name: str.min(1).max(MAX_SITE_NAME_LENGTH).optional() }).strict();
-const upgradeBody = z.object({ target_version: str.min(1).max(64) }).strict();
-const senderBody = z.object({ sender_email: str.min(1).max(512) }).strict();
+const upgradeBody = z.object({ target_version: str.min(1).max(MAX_VERSION_LENGTH) }).strict();
+const senderBody = z.object({ sender_email: str.min(1).max(MAX_EMAIL_LENGTH) }).strict();
 const providerBody = z
   .object({
-    domain: str.min(1).max(1024),
-    region: str.min(1).max(64),
+    domain: str.min(1).max(MAX_DOMAIN_INPUT_LENGTH),
+    region: str.min(1).max(MAX_REGION_LENGTH),
     // Write-only; omitted on an update keeps the stored key.
-    api_key: str.min(1).max(512).optional(),
-    from_email: str.min(1).max(512),
-    from_name: str.max(200).nullable().optional(),
+    api_key: str.min(1).max(MAX_PROVIDER_API_KEY_LENGTH).optional(),
+    from_email: str.min(1).max(MAX_EMAIL_LENGTH),
+    from_name: str.max(MAX_FROM_NAME_LENGTH).nullable().optional(),
   })
   .strict();
 
 const project = (suffix: string) => `${PREFIX}/projects/{projectID}${suffix}`;
 
 /** Spec 4.1 — every publishing route, each onto one GraphQL operation. */
-export const publisherRoutes: RouteDef<any, any>[] = [
-  {
+export const publisherRoutes: AnyRoute[] = [
+  route({
     method: 'GET',
     path: `${PREFIX}/runtime-options`,
     summary: 'Tested runtime versions with images, digests, database requirements and upgrade predecessors',
     tag,
-    operation: 'publisher/runtime-options',
+    operation: 'runtime-options',
     variables: () => ({}),
     select: (d) => d.runtimeOptions,
     status: 200,
     envelope: 'standard',
-  },
-  {
+  }),
+  route({
     method: 'POST',
     path: `${PREFIX}/sites`,
     summary: 'Create a site; returns the project, addresses and the provisioning operation',
     tag,
-    operation: 'publisher/create-site',
+    operation: 'create-site',
     body: createSiteBody,
     variables: (r) => {
-      const b = r.body as z.infer<typeof createSiteBody>;
+      const b = r.body;
       const key = r.headers['idempotency-key'];
       return {
         input: {
@@ -77,165 +86,165 @@ export const publisherRoutes: RouteDef<any, any>[] = [
     select: (d) => d.createSite,
     status: 202,
     envelope: 'standard',
-  },
-  {
+  }),
+  route({
     method: 'GET',
     path: project('/metadata'),
     summary: 'Installation, project, managed database, active operation and mail flags',
     tag,
-    operation: 'publisher/site-metadata',
+    operation: 'site-metadata',
     variables: projectId,
     select: (d) => d.siteMetadata,
     status: 200,
     envelope: 'standard',
-  },
-  {
+  }),
+  route({
     method: 'GET',
     path: project('/operations/{operationID}'),
     summary: 'The full durable operation',
     tag,
-    operation: 'publisher/site-operation',
+    operation: 'site-operation',
     variables: (r) => ({ projectId: r.params.projectID, operationId: r.params.operationID }),
     select: (d) => d.siteOperation,
     status: 200,
     envelope: 'standard',
-  },
-  {
+  }),
+  route({
     method: 'POST',
     path: project('/actions'),
     summary: 'Lifecycle action: restart, start, stop or retry_provisioning; returns the operation (202)',
     tag,
-    operation: 'publisher/site-action',
+    operation: 'site-action',
     body: actionBody,
-    variables: (r) => ({ ...projectId(r), action: (r.body as z.infer<typeof actionBody>).action }),
+    variables: (r) => ({ ...projectId(r), action: r.body.action }),
     select: (d) => ({ operation: d.siteAction }),
     status: 202,
     envelope: 'standard',
-  },
-  {
+  }),
+  route({
     method: 'GET',
     path: project('/history'),
     summary: 'Latest lifecycle operation (active_operation, latest_operation) and recovery points, newest first',
     tag,
-    operation: 'publisher/site-history',
+    operation: 'site-history',
     variables: projectId,
     select: (d) => d.siteHistory,
     status: 200,
     envelope: 'standard',
-  },
-  {
+  }),
+  route({
     method: 'POST',
     path: project('/domain'),
     summary: 'Attach a custom domain (a bare name; Unicode is stored as punycode); returns the domain record',
     tag,
-    operation: 'publisher/set-domain',
+    operation: 'set-domain',
     body: domainBody,
-    variables: (r) => ({ ...projectId(r), domain: (r.body as z.infer<typeof domainBody>).domain }),
+    variables: (r) => ({ ...projectId(r), domain: r.body.domain }),
     select: (d) => d.setSiteDomain,
     status: 200,
     envelope: 'standard',
-  },
-  {
+  }),
+  route({
     method: 'GET',
     path: project('/recovery-points'),
     summary: 'Recovery points, newest first',
     tag,
-    operation: 'publisher/recovery-points',
+    operation: 'recovery-points',
     variables: projectId,
     select: (d) => d.recoveryPoints,
     status: 200,
     envelope: 'standard',
-  },
-  {
+  }),
+  route({
     method: 'POST',
     path: project('/recovery-points'),
     summary: 'Take a recovery point; returns the point and its operation (202)',
     tag,
-    operation: 'publisher/create-recovery-point',
+    operation: 'create-recovery-point',
     body: recoveryPointBody,
-    variables: (r) => ({ ...projectId(r), reason: (r.body as z.infer<typeof recoveryPointBody>).reason ?? null }),
+    variables: (r) => ({ ...projectId(r), reason: r.body.reason ?? null }),
     select: (d) => d.createRecoveryPoint,
     status: 202,
     envelope: 'standard',
-  },
-  {
+  }),
+  route({
     method: 'POST',
     path: project('/recovery-points/{recoveryPointID}/restore'),
     summary: 'Restore a completed recovery point; returns the point and the restore operation (202)',
     tag,
-    operation: 'publisher/restore-recovery-point',
+    operation: 'restore-recovery-point',
     variables: (r) => ({ ...projectId(r), recoveryPointId: r.params.recoveryPointID }),
     select: (d) => d.restoreRecoveryPoint,
     status: 202,
     envelope: 'standard',
-  },
-  {
+  }),
+  route({
     method: 'POST',
     path: project('/staging'),
     summary: 'Staging copy from a fresh recovery point; returns the source point, the operation and the staging project (202)',
     tag,
-    operation: 'publisher/create-staging',
+    operation: 'create-staging',
     body: stagingBody,
-    variables: (r) => ({ ...projectId(r), name: (r.body as z.infer<typeof stagingBody>).name ?? null }),
+    variables: (r) => ({ ...projectId(r), name: r.body.name ?? null }),
     select: (d) => d.createStagingSite,
     status: 202,
     envelope: 'standard',
-  },
-  {
+  }),
+  route({
     method: 'POST',
     path: project('/upgrades'),
     summary: 'Upgrade along a catalog edge; returns the pre-upgrade recovery point and the operation (202)',
     tag,
-    operation: 'publisher/upgrade-site',
+    operation: 'upgrade-site',
     body: upgradeBody,
-    variables: (r) => ({ ...projectId(r), targetVersion: (r.body as z.infer<typeof upgradeBody>).target_version }),
+    variables: (r) => ({ ...projectId(r), targetVersion: r.body.target_version }),
     select: (d) => d.upgradeSite,
     status: 202,
     envelope: 'standard',
-  },
-  {
+  }),
+  route({
     method: 'GET',
     path: project('/mail/sender'),
     summary: 'Transactional and newsletter-provider status, without secrets',
     tag,
-    operation: 'publisher/mail-sender',
+    operation: 'mail-sender',
     variables: projectId,
     select: (d) => d.siteMailSettings,
     status: 200,
     envelope: 'standard',
-  },
-  {
+  }),
+  route({
     method: 'PUT',
     path: project('/mail/sender'),
     summary: 'Set the transactional sender (a verified sender of the account)',
     tag,
-    operation: 'publisher/set-mail-sender',
+    operation: 'set-mail-sender',
     body: senderBody,
-    variables: (r) => ({ ...projectId(r), senderEmail: (r.body as z.infer<typeof senderBody>).sender_email }),
+    variables: (r) => ({ ...projectId(r), senderEmail: r.body.sender_email }),
     select: (d) => d.setMailSender,
     status: 200,
     envelope: 'standard',
-  },
-  {
+  }),
+  route({
     method: 'GET',
     path: project('/mail/provider'),
     summary: 'Transactional and newsletter-provider status, without secrets',
     tag,
-    operation: 'publisher/mail-provider',
+    operation: 'mail-provider',
     variables: projectId,
     select: (d) => d.siteMailSettings,
     status: 200,
     envelope: 'standard',
-  },
-  {
+  }),
+  route({
     method: 'PUT',
     path: project('/mail/provider'),
     summary: 'Configure the newsletter provider; api_key is write-only and stored encrypted',
     tag,
-    operation: 'publisher/set-mail-provider',
+    operation: 'set-mail-provider',
     body: providerBody,
     variables: (r) => {
-      const b = r.body as z.infer<typeof providerBody>;
+      const b = r.body;
       return {
         ...projectId(r),
         input: {
@@ -250,16 +259,16 @@ export const publisherRoutes: RouteDef<any, any>[] = [
     select: (d) => d.setNewsletterProvider,
     status: 200,
     envelope: 'standard',
-  },
-  {
+  }),
+  route({
     method: 'DELETE',
     path: project('/mail/provider'),
     summary: 'Remove the newsletter mapping and the encrypted provider configuration',
     tag,
-    operation: 'publisher/delete-mail-provider',
+    operation: 'delete-mail-provider',
     variables: projectId,
     select: (d) => d.deleteNewsletterProvider,
     status: 200,
     envelope: 'standard',
-  },
+  }),
 ];

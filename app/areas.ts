@@ -1,0 +1,165 @@
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Connection } from 'mongoose';
+import type { ActivitySource } from '../core/activity-source';
+import type { AreaContext, AreaDefinition, FeedDefinition } from '../core/area';
+import type { Config } from '../core/config';
+import type { EventBus } from '../core/events/event-bus';
+import { childLogger } from '../core/logger';
+import type { OperationEngine } from '../core/operations/engine';
+import { projectRoot } from '../core/paths';
+import { Ports } from '../core/ports';
+import type { AreaRoute } from '../core/rest-route';
+import { type BuiltSubgraph, buildSubgraph } from '../core/subgraph-kit';
+import type { CompositionInput } from '../router/compose';
+import { AREAS } from '../subgraphs/registry';
+
+/**
+ * The area kit's composition side: everything that loops over `subgraphs/registry.ts`. The
+ * platform, the CLI, schema composition and the bridge's route list all come through here, so an
+ * area joins by being registered and nothing else.
+ */
+
+ 
+type AnyArea = AreaDefinition<any, any, string>;
+type Registered = (typeof AREAS)[number];
+type ServicesOf<D> = D extends AreaDefinition<infer S, any, string> ? S : never;
+
+/** Each registered area's services, by area name. */
+export type AreaServices = { [D in Registered as D['name']]: ServicesOf<D> };
+export type AreaName = Registered['name'];
+
+export const areas = (): readonly AnyArea[] => AREAS as readonly AnyArea[];
+
+export function findArea(name: string): AnyArea {
+  const area = areas().find((a) => a.name === name);
+  if (!area)
+    throw new Error(
+      `unknown area "${name}"; known: ${areas()
+        .map((a) => a.name)
+        .join(', ')}`,
+    );
+  return area;
+}
+
+/** The port a subgraph listens on: fixed by its registry entry, so adding an area shifts no other. */
+export function subgraphPort(name: string, basePort: number): number {
+  return basePort + findArea(name).portOffset;
+}
+
+export interface AreaDeps {
+  config: Config;
+  conn: Connection;
+  bus: EventBus;
+  engine: OperationEngine;
+  topicPrefix: string;
+}
+
+export interface BuiltAreas {
+  services: AreaServices;
+  ports: Ports;
+  contexts: Map<string, AreaContext<unknown>>;
+}
+
+/** Builds every area's services (in registry order) and wires the kernel ports they offer. */
+export function buildAreas(deps: AreaDeps): BuiltAreas {
+  const ports = new Ports();
+  const services: Record<string, unknown> = {};
+  const contexts = new Map<string, AreaContext<unknown>>();
+  for (const area of areas()) {
+    const parsed = area.config ? area.config.safeParse(deps.config.env) : { success: true as const, data: {} };
+    if (!parsed.success) {
+      const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+      throw new Error(`invalid configuration of the ${area.name} area: ${problems}`);
+    }
+    const ctx: AreaContext<unknown> = {
+      area: area.name,
+      config: deps.config,
+      settings: parsed.data,
+      conn: deps.conn,
+      bus: deps.bus,
+      engine: deps.engine,
+      log: childLogger(area.name),
+      topicPrefix: deps.topicPrefix,
+      topic: (name) => `${deps.topicPrefix}.${area.name}.${name}`,
+      ports,
+    };
+    contexts.set(area.name, ctx);
+    services[area.name] = area.services(ctx);
+  }
+  for (const area of areas()) area.provides?.(services[area.name], ports);
+  ports.provide('activitySources', activitySources());
+  return { services: services as AreaServices, ports, contexts };
+}
+
+/** Every area's subgraph; `services` absent builds the schema alone (SDL and composition). */
+export async function buildSubgraphs(services?: AreaServices, only?: (name: string) => boolean): Promise<BuiltSubgraph[]> {
+  const chosen = areas().filter((a) => !only || only(a.name));
+  return Promise.all(
+    chosen.map((a) =>
+      buildSubgraph({ name: a.name, ...a.subgraph((services as Record<string, unknown> | undefined)?.[a.name]) }),
+    ),
+  );
+}
+
+export function areaFeeds(): FeedDefinition<unknown, Record<string, unknown>>[] {
+  const byField = new Map<string, FeedDefinition<unknown, Record<string, unknown>>>();
+  for (const area of areas()) for (const feed of area.feeds ?? []) byField.set(feed.field, feed);
+  return [...byField.values()];
+}
+
+export function activitySources(): ActivitySource[] {
+  return areas().flatMap((a) => a.activitySources ?? []);
+}
+
+const KERNEL_FRAGMENTS = path.join(projectRoot(), 'core', 'operations', 'fragments.graphql');
+
+/** Every area's REST rows, each bound to its area and its GraphQL document. */
+export function areaRoutes(): AreaRoute[] {
+  return areas().flatMap((area) =>
+    (area.routes ?? []).map((row) => ({ ...row, area: area.name, document: operationDocument(area.name, row.operation) })),
+  );
+}
+
+/**
+ * An operation's document with the fragments it spreads appended: the area's `_fragments.graphql`
+ * and the kernel's (the operation face).
+ */
+export function operationDocument(area: string, name: string): string {
+  const dir = path.join(projectRoot(), 'subgraphs', area, 'operations');
+  const text = readFileSync(path.join(dir, `${name}.graphql`), 'utf8');
+  const fragments = new Map<string, string>();
+  for (const file of [path.join(dir, '_fragments.graphql'), KERNEL_FRAGMENTS]) {
+    if (existsSync(file)) for (const [n, f] of splitFragments(readFileSync(file, 'utf8'))) fragments.set(n, f);
+  }
+  const needed = new Set<string>();
+  const visit = (src: string) => {
+    for (const m of src.matchAll(/\.\.\.\s*([A-Za-z_]\w*)/g)) {
+      if (!needed.has(m[1]) && fragments.has(m[1])) {
+        needed.add(m[1]);
+        visit(fragments.get(m[1])!);
+      }
+    }
+  };
+  visit(text);
+  return [text, ...[...needed].map((n) => fragments.get(n)!)].join('\n');
+}
+
+function splitFragments(source: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const chunk of source.split(/(?=^fragment\s)/m)) {
+    const m = /^fragment\s+(\w+)/.exec(chunk.trim());
+    if (m) out.set(m[1], chunk.trim());
+  }
+  return out;
+}
+
+/** What `npm run compose` composes: every area's subgraph at its fixed port, feeds and REST rows. */
+export async function compositionInput(basePort: number): Promise<CompositionInput> {
+  const built = await buildSubgraphs();
+  return {
+    subgraphs: built.map((b) => ({ built: b, url: `http://127.0.0.1:${subgraphPort(b.name, basePort)}/graphql` })),
+    feeds: areaFeeds(),
+    routes: areaRoutes(),
+  };
+}

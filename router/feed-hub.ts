@@ -1,0 +1,126 @@
+import { randomUUID } from 'node:crypto';
+import type { FeedDefinition } from '../core/area';
+import type { EventBus, Subscription } from '../core/events/event-bus';
+import type { Logger } from '../core/logger';
+
+/** Events a slow subscriber may have queued before it is dropped. */
+const MAX_QUEUED = 1000;
+
+type AnyFeed = FeedDefinition<unknown, Record<string, unknown>>;
+type Event = unknown;
+
+const defaultEventId = (e: unknown): string | undefined => {
+  const v = e as { eventId?: unknown; event_id?: unknown };
+  const id = v?.eventId ?? v?.event_id;
+  return typeof id === 'string' ? id : undefined;
+};
+
+/**
+ * Fans the areas' Kafka events out to live graphql-ws subscribers, one consumer per topic. Every
+ * router instance consumes with its own consumer group, so each sees every event; ordering per key
+ * follows the Kafka partition. A feed is declared by its area (`feeds` in its definition).
+ */
+export class FeedHub {
+  /** `<field>\u0000<key>` → listeners */
+  private readonly listeners = new Map<string, Set<(e: Event) => void>>();
+  private readonly subscriptions: Subscription[] = [];
+  private readonly seen = new Set<string>();
+
+  constructor(
+    private readonly bus: EventBus,
+    private readonly log: Logger,
+    private readonly feeds: readonly AnyFeed[],
+    private readonly topicPrefix: string,
+  ) {}
+
+  async start(): Promise<void> {
+    const byTopic = new Map<string, AnyFeed[]>();
+    for (const feed of this.feeds) {
+      const topic = `${this.topicPrefix}.${feed.topic}`;
+      byTopic.set(topic, [...(byTopic.get(topic) ?? []), feed]);
+    }
+    if (byTopic.size === 0) return;
+    await this.bus.ensureTopics([...byTopic.keys()]);
+    for (const [topic, feeds] of byTopic) {
+      this.subscriptions.push(
+        await this.bus.subscribe<Event>({
+          groupId: `router-feed-${randomUUID()}`,
+          topics: [topic],
+          fromBeginning: false,
+          waitForAssignment: true,
+          handler: async (m) => {
+            for (const feed of feeds) this.dispatch(feed, m.value);
+          },
+        }),
+      );
+    }
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.subscriptions.map((s) => s.stop()));
+  }
+
+  private dispatch(feed: AnyFeed, e: Event): void {
+    // At-least-once delivery: an event relayed twice is shown once.
+    const id = (feed.eventId ?? defaultEventId)(e);
+    if (id) {
+      const seenKey = `${feed.field}\u0000${id}`;
+      if (this.seen.has(seenKey)) return;
+      if (this.seen.size > 50_000) this.seen.clear();
+      this.seen.add(seenKey);
+    }
+    const key = feed.keyOfEvent(e);
+    if (key === null) return;
+    for (const listener of this.listeners.get(`${feed.field}\u0000${key}`) ?? []) listener(e);
+  }
+
+  /** An async iterator of one feed's events for one key, ended by `return()`. */
+  watch(field: string, key: string): AsyncIterableIterator<Event> {
+    const listenerKey = `${field}\u0000${key}`;
+    const queue: Event[] = [];
+    let wake: (() => void) | undefined;
+    let done = false;
+    let overflow = false;
+    const listener = (e: Event) => {
+      if (queue.length >= MAX_QUEUED) {
+        overflow = true;
+      } else {
+        queue.push(e);
+      }
+      wake?.();
+    };
+    const set = this.listeners.get(listenerKey) ?? new Set();
+    set.add(listener);
+    this.listeners.set(listenerKey, set);
+    const cleanup = () => {
+      done = true;
+      set.delete(listener);
+      if (set.size === 0) this.listeners.delete(listenerKey);
+      wake?.();
+    };
+    const log = this.log;
+    return {
+      [Symbol.asyncIterator]() {
+        return this;
+      },
+      async next(): Promise<IteratorResult<Event>> {
+        while (!done) {
+          if (overflow) {
+            log.warn({ field, key }, 'dropping a subscriber that fell too far behind');
+            cleanup();
+            throw new Error('subscriber fell too far behind; resubscribe');
+          }
+          const e = queue.shift();
+          if (e) return { value: e, done: false };
+          await new Promise<void>((r) => (wake = r));
+          wake = undefined;
+        }
+        return { value: undefined, done: true };
+      },
+      async return(): Promise<IteratorResult<Event>> {
+        cleanup();
+        return { value: undefined, done: true };
+      },
+    };
+  }
+}

@@ -1,0 +1,34 @@
+import { projectRoot } from '../../core/paths';
+import { checkImport, importsOf, violations } from './import-rules';
+
+describe('import rules of the area kit', () => {
+  it('hold for the whole repository', () => {
+    expect(violations(projectRoot())).toEqual([]);
+  });
+
+  it('catch a kernel file importing an area, the bridge or the router', () => {
+    expect(checkImport('core/x.ts', 'subgraphs/publisher/service')).toMatch(/kernel/);
+    expect(checkImport('core/operations/x.ts', 'rest-bridge/server')).toMatch(/kernel/);
+    expect(checkImport('core/x.ts', 'router/server')).toMatch(/kernel/);
+    expect(checkImport('core/x.ts', 'core/errors')).toBeNull();
+  });
+
+  it('catch an area importing another area, or anything outside the kernel', () => {
+    expect(checkImport('subgraphs/publisher/service.ts', 'subgraphs/identity/service')).toMatch(/another area/);
+    expect(checkImport('subgraphs/publisher/service.ts', 'rest-bridge/envelopes')).toMatch(/only the kernel/);
+    expect(checkImport('subgraphs/publisher/service.ts', 'subgraphs/publisher/model')).toBeNull();
+    expect(checkImport('subgraphs/publisher/service.ts', 'core/errors')).toBeNull();
+    // The registry is not an area: it lists them all.
+    expect(checkImport('subgraphs/registry.ts', 'subgraphs/publisher/index')).toBeNull();
+  });
+
+  it("catch the bridge importing an area's code (its limits.ts is the one allowed arrow)", () => {
+    expect(checkImport('rest-bridge/server.ts', 'subgraphs/publisher/service')).toMatch(/bridge/);
+    expect(checkImport('rest-bridge/server.ts', 'subgraphs/publisher/limits')).toBeNull();
+  });
+
+  it('read static imports, re-exports, dynamic imports and requires', () => {
+    const text = `import a from '../b';\nexport { c } from './c';\nconst d = await import('../../core/d');\nrequire('./e');\nimport x from 'zod';`;
+    expect(importsOf('subgraphs/p/f.ts', text)).toEqual(['subgraphs/b', 'subgraphs/p/c', 'core/d', 'subgraphs/p/e']);
+  });
+});

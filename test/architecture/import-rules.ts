@@ -1,0 +1,74 @@
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import path from 'node:path';
+
+/**
+ * The import rules of the area kit (docs/decisions/0006-area-shape.md):
+ * - the kernel (`core/`) imports no area, nor the bridge, the router or the composition root;
+ * - an area (`subgraphs/<area>/`) imports only the kernel and its own files;
+ * - the bridge imports nothing under `subgraphs/` but an area's dependency-free `limits.ts`.
+ */
+export interface Violation {
+  file: string;
+  imports: string;
+  rule: string;
+}
+
+const SKIP = new Set(['node_modules', 'dist', '.data', '.git', 'coverage']);
+const IMPORT =
+  /(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|require\(\s*['"]([^'"]+)['"]\s*\)/g;
+
+export function sourceFiles(root: string, dir = root): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(dir)) {
+    if (SKIP.has(name)) continue;
+    const full = path.join(dir, name);
+    if (statSync(full).isDirectory()) out.push(...sourceFiles(root, full));
+    else if (name.endsWith('.ts') && !name.endsWith('.d.ts')) out.push(path.relative(root, full).split(path.sep).join('/'));
+  }
+  return out;
+}
+
+/** The relative imports of a source text, resolved to repository paths (without extension). */
+export function importsOf(file: string, text: string): string[] {
+  const out: string[] = [];
+  for (const m of text.matchAll(IMPORT)) {
+    const spec = m[1] ?? m[2] ?? m[3];
+    if (!spec.startsWith('.')) continue;
+    out.push(path.posix.normalize(path.posix.join(path.posix.dirname(file), spec)));
+  }
+  return out;
+}
+
+const areaOf = (p: string): string | null => {
+  const m = /^subgraphs\/([^/]+)\//.exec(p);
+  return m ? m[1] : null;
+};
+
+export function checkImport(file: string, target: string): string | null {
+  const top = (p: string) => p.split('/')[0];
+  if (top(file) === 'core' && ['subgraphs', 'rest-bridge', 'router', 'app'].includes(top(target))) {
+    return 'the kernel imports no area, bridge, router or composition root';
+  }
+  const area = areaOf(file);
+  if (area) {
+    const targetArea = areaOf(target);
+    if (targetArea && targetArea !== area) return 'an area never imports another area (use a kernel port)';
+    if (!targetArea && top(target) !== 'core') return 'an area imports only the kernel and its own files';
+  }
+  if (top(file) === 'rest-bridge' && top(target) === 'subgraphs' && !/^subgraphs\/[^/]+\/limits$/.test(target)) {
+    return "the bridge imports nothing under subgraphs/ but an area's limits.ts";
+  }
+  return null;
+}
+
+export function violations(root: string): Violation[] {
+  const out: Violation[] = [];
+  for (const file of sourceFiles(root)) {
+    const text = readFileSync(path.join(root, file), 'utf8');
+    for (const target of importsOf(file, text)) {
+      const rule = checkImport(file, target);
+      if (rule) out.push({ file, imports: target, rule });
+    }
+  }
+  return out;
+}
