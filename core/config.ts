@@ -44,6 +44,10 @@ const schema = z.object({
   LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
   /** Lease of a claimed operation, in milliseconds (heartbeats renew it). */
   OPERATION_LEASE_MS: z.coerce.number().int().min(100).default(15000),
+  /** Abort deadline of one operation step, in milliseconds (core/operations/engine.ts): 5 min. */
+  OPERATION_STEP_TIMEOUT_MS: z.coerce.number().int().min(10).default(300_000),
+  /** Overall deadline of one operation from its enqueue, in milliseconds: 1 h. */
+  OPERATION_DEADLINE_MS: z.coerce.number().int().min(10).default(3_600_000),
   /**
    * Lease of an `in_progress` idempotency key, in milliseconds (renewed while the request runs); a
    * retry after a crash takes the key over once it lapses (core/idempotency.ts).

@@ -3,3 +3,4 @@ export * from './model';
 export * from './redact';
 export * from './simulated-delay';
 export { OperationStore, type OperationEvent, type OperationRef, type Fence } from './store';
+export * from './fencing';

@@ -450,9 +450,11 @@ export class PublisherService {
     const site = await this.site(p, projectId);
     if (action === 'retry_provisioning' && site.environment === 'staging') return this.retryStaging(p, site);
     const operationId = randomUUID();
-    await this.locks.begin(site, action as SiteAction, operationId);
+    const previous = await this.locks.begin(site, action as SiteAction, operationId);
     const operationType = action === 'retry_provisioning' ? 'provision' : action;
-    return this.enqueue(p, projectId, operationType, operationId, { runtimeVersion: site.runtimeVersion });
+    return this.locks.withLock(site, operationId, previous, () =>
+      this.enqueue(p, projectId, operationType, operationId, { runtimeVersion: site.runtimeVersion }),
+    );
   }
 
   /** Attaches a custom domain (replacing any other); it waits in `pending_verification` for DNS. */
