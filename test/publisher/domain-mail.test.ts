@@ -201,6 +201,13 @@ describe('mail settings', () => {
       body: { ...body, from_email: 'x@elsewhere.com' },
     });
     expect([offDomain.status, offDomain.body.error.code]).toEqual([400, 'invalid_from_email']);
+    // The usual setup: news@example.com sent through mg.example.com (DMARC relaxed alignment).
+    const parent = await t.rest('PUT', projectPath(projectId, '/mail/provider'), {
+      key,
+      body: { ...body, from_email: 'news@example.com' },
+    });
+    expect(parent.status).toBe(200);
+    expect(parent.body.data.newsletter_provider.from_email).toBe('news@example.com');
     const badDomain = await t.rest('PUT', projectPath(projectId, '/mail/provider'), {
       key,
       body: { ...body, domain: 'https://mg.example.com' },
