@@ -87,7 +87,13 @@ export function siteExecutors(deps: SiteExecutorDeps): Record<string, OperationE
   const executors: Record<string, OperationExecutor> = {};
   for (const [operationType, plan] of Object.entries(SITE_OPERATION_STEPS)) {
     executors[operationType] = async (ctx) => {
-      await runSteps(ctx, d, plan.steps, ctx.op.resourceId, () => ({ status: plan.leaves }));
+      try {
+        await runSteps(ctx, d, plan.steps, ctx.op.resourceId, () => ({ status: plan.leaves }));
+      } catch (e) {
+        // A provisioning that failed for good gives its hosted-site slot back (retry_provisioning takes it again).
+        if (operationType === 'provision' && isFinalFailure(ctx, e)) await releaseSlot(d, ctx.op.accountId, ctx.op.resourceId);
+        throw e;
+      }
       return { siteStatus: plan.leaves };
     };
   }
@@ -126,6 +132,14 @@ async function runSteps(
       return null;
     });
   }
+}
+
+/** Gives back the hosted-site slot `siteId` holds, if any (idempotent: the quota lists its holders). */
+async function releaseSlot(d: SiteExecutorDeps, accountId: string, siteId: string): Promise<void> {
+  await d.models.SiteQuota.updateOne(
+    { _id: accountId, holders: siteId },
+    { $inc: { hostedSites: -1 }, $pull: { holders: siteId } },
+  );
 }
 
 /** Writes the site's state, fenced: only the current attempt of the operation holding the site may. */

@@ -452,9 +452,11 @@ export class PublisherService {
     const operationId = randomUUID();
     const previous = await this.locks.begin(site, action as SiteAction, operationId);
     const operationType = action === 'retry_provisioning' ? 'provision' : action;
-    return this.locks.withLock(site, operationId, previous, () =>
-      this.enqueue(p, projectId, operationType, operationId, { runtimeVersion: site.runtimeVersion }),
-    );
+    return this.locks.withLock(site, operationId, previous, async () => {
+      // A provisioning that failed for good gave its slot back: retrying takes one again (402 when none is left).
+      if (action === 'retry_provisioning' && site.deploymentMode === 'hosted') await this.reserveHostedSite(p, site._id);
+      return this.enqueue(p, projectId, operationType, operationId, { runtimeVersion: site.runtimeVersion });
+    });
   }
 
   /** Attaches a custom domain (replacing any other); it waits in `pending_verification` for DNS. */

@@ -44,3 +44,30 @@ describe('site lock without a wall-clock grace', () => {
     expect(site?.fence).toMatch(new RegExp(`^${site?.activeOperationId}:\\d+$`));
   });
 });
+
+describe('hosted-site slot', () => {
+  it('a provisioning that failed for good gives its slot back; retrying takes it again', async () => {
+    const { key } = await t.createKey({ plan: 'free' });
+    const name = `Doomed ${randomUUID().slice(0, 8)}`;
+    t.platform.services.publisher.simulated.injectFailure({
+      operationType: 'provision',
+      step: 'health_check',
+      retriable: false,
+      code: 'infrastructure_failure',
+      match: (op) => (op.input as { name?: string })?.name === name,
+    });
+    const doomed = await t.rest('POST', '/api/v1/publisher/sites', { key, body: { name } });
+    expect(doomed.status).toBe(202);
+    const failed = await t.waitForOperation(key, doomed.body.data.project.id, doomed.body.data.operation.id);
+    expect(failed.status).toBe('failed');
+    // The free plan's one slot is free again: another site can be created.
+    const next = await t.rest('POST', '/api/v1/publisher/sites', { key, body: { name: 'Second' } });
+    expect(next.status).toBe(202);
+    // Retrying the failed one now finds no slot: 402, and its lock is given back.
+    const retry = await t.rest('POST', projectPath(doomed.body.data.project.id, '/actions'), {
+      key,
+      body: { action: 'retry_provisioning' },
+    });
+    expect([retry.status, retry.body.error?.code]).toEqual([402, 'plan_limit_reached']);
+  });
+});
