@@ -20,7 +20,6 @@ import { AREAS } from '../subgraphs/registry';
  * area joins by being registered and nothing else.
  */
 
- 
 type AnyArea = AreaDefinition<any, any, string>;
 type Registered = (typeof AREAS)[number];
 type ServicesOf<D> = D extends AreaDefinition<infer S, any, string> ? S : never;

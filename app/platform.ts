@@ -30,10 +30,10 @@ const IDLE_SCAN_MS = 1000;
 const READY_PROBE_MS = 1500;
 
 /** Which pieces this process runs: everything, or one piece as docker-compose does. */
-export type Role = { kind: 'all' } | { kind: 'router' } | { kind: 'bridge' } | { kind: 'subgraph'; name: string };
+export type ProcessRole = { kind: 'all' } | { kind: 'router' } | { kind: 'bridge' } | { kind: 'subgraph'; name: string };
 
 export interface PlatformOptions {
-  role?: Role;
+  role?: ProcessRole;
   config?: Config;
   /** Ports: 0 picks a free one (tests). */
   bridgePort?: number;
@@ -48,6 +48,8 @@ export interface PlatformOptions {
   leaseMs?: number;
   /** The {cdn_url} listener's port: 0 picks a free one (tests). */
   cdnPort?: number;
+  /** The supergraph to serve (default: the committed schema/supergraph.graphql). */
+  supergraphSdl?: string;
   /** Start the local stand-ins of outside systems whose env variable is unset (default: for `all`). */
   standIns?: boolean;
 }
@@ -70,7 +72,7 @@ export interface Platform {
 /** Starts the platform (or one piece of it) against the configured MongoDB and Kafka. */
 export async function startPlatform(opts: PlatformOptions = {}): Promise<Platform> {
   const cfg = opts.config ?? processConfig();
-  const role: Role = opts.role ?? { kind: 'all' };
+  const role: ProcessRole = opts.role ?? { kind: 'all' };
   const log = childLogger('platform', { role: role.kind === 'subgraph' ? `subgraph:${role.name}` : role.kind });
   const stops: Array<() => Promise<void>> = [];
   const topicPrefix = opts.topicPrefix ?? cfg.KAFKA_TOPIC_PREFIX;
@@ -173,7 +175,7 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
       ]),
     );
     router = new Router({
-      supergraphSdl: await readSupergraph(),
+      supergraphSdl: opts.supergraphSdl ?? (await readSupergraph()),
       local: role.kind === 'all' ? subgraphs : [],
       remoteUrls,
       authenticate: (key) => services.identity.authenticate(key),

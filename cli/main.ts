@@ -1,7 +1,7 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { type Role, startPlatform } from '../app/platform';
+import { type ProcessRole, startPlatform } from '../app/platform';
 import { areas, buildAreas, compositionInput } from '../app/areas';
 import { infraDown, infraStatus, infraUp } from '../infra/index';
 import { writeComposedSchema } from '../router/compose';
@@ -12,6 +12,7 @@ import { createKafkaEventBus } from '../core/events/kafka-event-bus';
 import { connectMongo, ensureIndexes } from '../core/mongo';
 import { OperationEngine } from '../core/operations/engine';
 import { projectRoot } from '../core/paths';
+import { newArea, newRoute } from './scaffold';
 
 process.env.APOLLO_TELEMETRY_DISABLED = '1';
 
@@ -20,6 +21,8 @@ const BUILT_IN = `usage: platform <command>
   start [all|router|bridge|subgraph NAME] [--with-infra]   run the platform (foreground; Ctrl-C stops)
   compose [--check]                                        regenerate schema/ (or fail when stale)
   infra up|down|status                                     local Kafka and MongoDB-wire server
+  new-area NAME                                            scaffold subgraphs/NAME and its registry line
+  new-route AREA METHOD PATH                               scaffold a route row and its GraphQL document
 `;
 
 /** Every area's commands (CONTRACTS.md); each creating one takes --json. */
@@ -28,7 +31,6 @@ function usage(): string {
   return `${BUILT_IN}${lines.join('\n')}\n`;
 }
 
- 
 type AnyCommand = CliCommand<any>;
 const areaCommands = (): Array<{ area: string; command: AnyCommand }> =>
   areas().flatMap((a) => (a.cli ?? []).map((command) => ({ area: a.name, command })));
@@ -51,6 +53,18 @@ export async function main(argv: string[]): Promise<void> {
         return await compose(rest);
       case 'infra':
         return await infra(rest);
+      case 'new-area': {
+        if (rest.length !== 1) fail('new-area takes NAME (npm run new:area NAME)');
+        const files = await newArea(rest[0]);
+        process.stdout.write(`wrote ${files.join(', ')}\nnext: npm run compose, then fill in subgraphs/${rest[0]}/service.ts\n`);
+        return;
+      }
+      case 'new-route': {
+        if (rest.length !== 3) fail('new-route takes AREA METHOD PATH (npm run new:route AREA METHOD PATH)');
+        const files = await newRoute(rest[0], rest[1], rest[2]);
+        process.stdout.write(`wrote ${files.join(', ')}\nnext: the resolver and service method, then npm run compose\n`);
+        return;
+      }
       case undefined:
       case 'help':
       case '--help':
@@ -64,7 +78,6 @@ export async function main(argv: string[]): Promise<void> {
     process.stderr.write(`platform: ${message}\n`);
     // Usage errors (CONTRACTS.md): one sentence, exit code 2; a refused value is one too.
     const usageError = e instanceof CliUsageError || (isPlatformError(e) && e.status === 400);
-    if (e instanceof CliUsageError) process.stderr.write(`\n${usage()}`);
     process.exit(usageError ? 2 : 1);
   }
 }
@@ -89,7 +102,7 @@ async function compose(args: string[]): Promise<void> {
 async function start(args: string[]): Promise<void> {
   const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { 'with-infra': { type: 'boolean' } } });
   const [what = 'all', name] = positionals;
-  let role: Role;
+  let role: ProcessRole;
   if (what === 'all' || what === 'router' || what === 'bridge') role = { kind: what };
   else if (what === 'subgraph' && name) role = { kind: 'subgraph', name };
   else fail('start takes all, router, bridge or subgraph NAME');
@@ -146,7 +159,12 @@ async function areaCommand(argv: string[]): Promise<void> {
   const { values } = parseArgs({
     args: argv.slice(command.words.length),
     options: { ...command.options, json: { type: 'boolean' } },
-  });
+  }) as { values: Record<string, string | boolean | string[] | undefined> };
+  const missing = (command.required ?? []).filter((name) => typeof values[name] !== 'string' || !values[name]);
+  if (missing.length > 0) {
+    const wanted = (command.required ?? []).map((name) => new RegExp(`--${name} \\S+`).exec(command.usage)?.[0] ?? `--${name}`);
+    fail(`${command.words.join(' ')} needs ${wanted.join(' ')}`);
+  }
   const recorded = JSON.parse(await readFile(STAND_INS_FILE(), 'utf8').catch(() => '{}')) as Record<string, string>;
   for (const [env, value] of Object.entries(recorded)) process.env[env] ??= value;
   const cfg = { ...config(), env: { ...process.env } };

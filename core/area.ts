@@ -86,6 +86,8 @@ export interface CliCommand<S> {
   /** Options as in one usage line, e.g. `--domain DOMAIN`. */
   usage: string;
   options: NonNullable<ParseArgsConfig['options']>;
+  /** Options without which the command is a usage error, checked before anything connects. */
+  required?: string[];
   /** Returns the object printed (as JSON with `--json`). Throw `CliUsageError` for a usage error. */
   run(args: {
     values: Record<string, string | boolean | string[] | undefined>;

@@ -1,9 +1,9 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import mongoose, { type Connection, type Model } from 'mongoose';
 import { config } from './config';
 import { conflict, isPlatformError, PlatformError } from './errors';
 import type { Logger } from './logger';
-import { isDuplicateKey } from './mongo';
+import { isDuplicateKey, model } from './mongo';
 
 /** How long a stored response replays for one key: 24 hours. Expiry is by a purge timer (no TTL indexes). */
 export const IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000;
@@ -123,7 +123,7 @@ export class IdempotencyStore {
     },
     private readonly leaseMs = config().IDEMPOTENCY_LEASE_MS,
   ) {
-    this.model = (conn.models.IdempotencyRecord as Model<IdempotencyRecord>) ?? conn.model('IdempotencyRecord', schema);
+    this.model = model(conn, 'core', 'IdempotencyRecord', schema);
   }
 
   async run<T>(

@@ -45,3 +45,12 @@ export async function ensureIndexes(conn: mongoose.Connection): Promise<void> {
 export function isDuplicateKey(e: unknown): boolean {
   return typeof e === 'object' && e !== null && (e as { code?: number }).code === 11000;
 }
+
+/**
+ * The model `<area>.<Name>` on this connection, registered on first use. Model names carry their
+ * area so two areas can never collide on a name; every schema names its collection explicitly.
+ */
+export function model<T>(conn: mongoose.Connection, area: string, name: string, schema: mongoose.Schema<T>): mongoose.Model<T> {
+  const full = `${area}.${name}`;
+  return (conn.models[full] as mongoose.Model<T> | undefined) ?? conn.model<T>(full, schema);
+}

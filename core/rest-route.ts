@@ -43,7 +43,7 @@ export interface RouteDef<B = unknown, Q = Record<string, unknown>> {
 }
 
 /** A route row with its body and query types erased: what tables and the bridge hold. */
- 
+
 export type AnyRoute = RouteDef<any, any>;
 
 /**

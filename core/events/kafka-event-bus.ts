@@ -1,3 +1,4 @@
+import { sleep } from '../sleep';
 import { Kafka, Partitioners, logLevel, type Admin, type Consumer, type IHeaders, type LogEntry, type Producer } from 'kafkajs';
 import { config } from '../config';
 import { isPlatformError } from '../errors';
@@ -42,8 +43,6 @@ function headersToStrings(h: IHeaders | undefined): Record<string, string> {
   }
   return out;
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Writing a message's dead-letter copy failed; its offset stays uncommitted. */
 export class DeadLetterPublishError extends Error {

@@ -1,6 +1,5 @@
 export * from './engine';
 export * from './model';
 export * from './redact';
-export * from './simulated-delay';
 export { OperationStore, type OperationEvent, type OperationRef, type Fence } from './store';
 export * from './fencing';

@@ -73,6 +73,7 @@ export default defineArea({
       words: ['keys', 'create'],
       usage: '--account SLUG [--plan free|pro] [--role owner|member|read_only] [--scopes a,b]',
       options: { account: { type: 'string' }, plan: { type: 'string' }, role: { type: 'string' }, scopes: { type: 'string' } },
+      required: ['account'],
       async run({ values, services }) {
         const created = await services.createApiKey({
           accountSlug: need(values.account, 'keys create needs --account SLUG'),
@@ -97,6 +98,7 @@ export default defineArea({
       words: ['projects', 'create'],
       usage: '--account SLUG --name NAME',
       options: { account: { type: 'string' }, name: { type: 'string' } },
+      required: ['account', 'name'],
       async run({ values, services }) {
         const usage = 'projects create needs --account SLUG --name NAME';
         const account = await services.ensureAccount(need(values.account, usage));
@@ -109,6 +111,7 @@ export default defineArea({
       words: ['senders', 'verify'],
       usage: '--account SLUG --email ADDRESS',
       options: { account: { type: 'string' }, email: { type: 'string' } },
+      required: ['account', 'email'],
       async run({ values, services }) {
         const usage = 'senders verify needs --account SLUG --email ADDRESS';
         const account = await services.ensureAccount(need(values.account, usage));

@@ -1,4 +1,5 @@
 import mongoose, { type Connection, type Model } from 'mongoose';
+import { model } from '../../core/mongo';
 import type { Plan, Role } from '../../core/principal';
 
 export interface AccountDoc {
@@ -75,8 +76,8 @@ export interface IdentityModels {
 
 export function identityModels(conn: Connection): IdentityModels {
   return {
-    Account: (conn.models.Account as Model<AccountDoc>) ?? conn.model('Account', accountSchema),
-    ApiKey: (conn.models.ApiKey as Model<ApiKeyDoc>) ?? conn.model('ApiKey', apiKeySchema),
-    Project: (conn.models.Project as Model<ProjectDoc>) ?? conn.model('Project', projectSchema),
+    Account: model(conn, 'identity', 'Account', accountSchema),
+    ApiKey: model(conn, 'identity', 'ApiKey', apiKeySchema),
+    Project: model(conn, 'identity', 'Project', projectSchema),
   };
 }

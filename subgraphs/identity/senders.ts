@@ -1,4 +1,5 @@
 import mongoose, { type Connection, type Model } from 'mongoose';
+import { model } from '../../core/mongo';
 import { normalizeEmail } from '../../core/domain-names';
 
 /** An address an account proved it controls; only verified ones may send a site's mail. */
@@ -28,7 +29,7 @@ const senderSchema = new mongoose.Schema<AccountSenderDoc>(
 export class AccountSenders {
   readonly model: Model<AccountSenderDoc>;
   constructor(conn: Connection) {
-    this.model = (conn.models.AccountSender as Model<AccountSenderDoc>) ?? conn.model('AccountSender', senderSchema);
+    this.model = model(conn, 'identity', 'AccountSender', senderSchema);
   }
 
   /** Marks `email` verified for the account (creating the record); idempotent. */

@@ -55,6 +55,7 @@ export default defineArea({
       words: ['nodes', 'register'],
       usage: '--account SLUG --name NAME [--tags k:v,k:v]',
       options: { account: { type: 'string' }, name: { type: 'string' }, tags: { type: 'string' } },
+      required: ['account', 'name'],
       async run({ values, services, ctx }) {
         if (typeof values.account !== 'string' || typeof values.name !== 'string') {
           throw new CliUsageError('nodes register needs --account SLUG --name NAME');

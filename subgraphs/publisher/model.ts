@@ -1,4 +1,7 @@
 import mongoose, { type Connection, type Model } from 'mongoose';
+import { model } from '../../core/mongo';
+
+const AREA = 'publisher';
 
 /** Stored lifecycle states; `provision_failed` and friends are derived from the active operation. */
 export type StoredSiteStatus = 'provisioning' | 'running' | 'stopped';
@@ -215,17 +218,13 @@ export interface PublisherModels {
   NewsletterProvider: Model<NewsletterProviderDoc>;
 }
 
-function model<T>(conn: Connection, name: string, schema: mongoose.Schema<T>): Model<T> {
-  return (conn.models[name] as Model<T> | undefined) ?? conn.model<T>(name, schema);
-}
-
 export function publisherModels(conn: Connection): PublisherModels {
   return {
-    Site: model(conn, 'PublisherSite', siteSchema),
-    SiteQuota: model(conn, 'PublisherSiteQuota', quotaSchema),
-    DomainClaim: model(conn, 'PublisherDomainClaim', domainClaimSchema),
-    RecoveryPoint: model(conn, 'PublisherRecoveryPoint', recoveryPointSchema),
-    NewsletterProvider: model(conn, 'PublisherNewsletterProvider', newsletterProviderSchema),
+    Site: model(conn, AREA, 'Site', siteSchema),
+    SiteQuota: model(conn, AREA, 'SiteQuota', quotaSchema),
+    DomainClaim: model(conn, AREA, 'DomainClaim', domainClaimSchema),
+    RecoveryPoint: model(conn, AREA, 'RecoveryPoint', recoveryPointSchema),
+    NewsletterProvider: model(conn, AREA, 'NewsletterProvider', newsletterProviderSchema),
   };
 }
 

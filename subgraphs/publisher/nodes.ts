@@ -1,4 +1,5 @@
 import mongoose, { type Connection, type Model } from 'mongoose';
+import { model } from '../../core/mongo';
 import { randomUUID } from 'node:crypto';
 import { badRequest } from '../../core/errors';
 
@@ -28,7 +29,7 @@ export const NODE_TAG = /^[a-z0-9][a-z0-9._-]{0,62}:[A-Za-z0-9][A-Za-z0-9._-]{0,
 export class ConnectedNodes {
   readonly model: Model<ConnectedNodeDoc>;
   constructor(conn: Connection) {
-    this.model = (conn.models.ConnectedNode as Model<ConnectedNodeDoc>) ?? conn.model('ConnectedNode', nodeSchema);
+    this.model = model(conn, 'publisher', 'ConnectedNode', nodeSchema);
   }
 
   async register(accountId: string, name: string, tags: string[] = []): Promise<ConnectedNodeDoc> {

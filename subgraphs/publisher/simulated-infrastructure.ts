@@ -1,3 +1,4 @@
+import { sleep } from '../../core/sleep';
 import { retriable, PlatformError } from '../../core/errors';
 
 /** A failure a test (or an operator drill) asks the simulated infrastructure to produce. */
@@ -42,7 +43,7 @@ export class SimulatedInfrastructure {
   ): Promise<void> {
     // A real provider deduplicates on the token (`<operation id>:<step id>`); the stand-in counts them.
     if (idempotencyToken) this.tokens.set(idempotencyToken, (this.tokens.get(idempotencyToken) ?? 0) + 1);
-    await abortableSleep(this.stepDelayMs, signal);
+    await sleep(this.stepDelayMs, signal);
     const fault = this.faults.find(
       (f) =>
         f.operationType === operationType && f.step === step && f.times > 0 && (!f.match || (op !== undefined && f.match(op))),
@@ -53,22 +54,4 @@ export class SimulatedInfrastructure {
       throw fault.retriable ? retriable(fault.code, message) : new PlatformError(fault.code, 500, message);
     }
   }
-}
-
-function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(new Error('aborted'));
-    const onAbort = () => {
-      clearTimeout(t);
-      reject(new Error('aborted'));
-    };
-    // Removed when the sleep ends, so an operation with many steps does not pile listeners on its signal.
-    const t = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    // Unref'd: a frozen step (a simulated dead worker) must not keep the process alive.
-    t.unref();
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }

@@ -1,19 +1,14 @@
+import { sleep } from '../../core/sleep';
 import { randomBytes } from 'node:crypto';
 import type mongoose from 'mongoose';
 import { badRequest, retriable } from '../../core/errors';
 import type { EventBus } from '../../core/events/event-bus';
 import { createKafkaEventBus } from '../../core/events/kafka-event-bus';
 import { OutboxRelay } from '../../core/events/outbox';
-import { collect, type Collector } from '../../core/events/testing';
+import { collect, type Collector } from '../support/collect';
 import { newId } from '../../core/ids';
 import { connectMongo, ensureIndexes } from '../../core/mongo';
-import {
-  OperationEngine,
-  simulatedDelay,
-  type EnqueueInput,
-  type OperationEngineOptions,
-  type OperationEvent,
-} from '../../core/operations';
+import { OperationEngine, type EnqueueInput, type OperationEngineOptions, type OperationEvent } from '../../core/operations';
 
 /** Runs against the real MongoDB-wire server and Kafka broker (`platform infra up`). */
 
@@ -96,7 +91,7 @@ describe('durable operations (real MongoDB-wire server and Kafka)', () => {
     const e = engine();
     e.register('provision', async (ctx) => {
       const a = await ctx.step('allocate', async () => ({ slot: 7 }));
-      await ctx.step('boot', () => simulatedDelay(30, ctx.signal));
+      await ctx.step('boot', () => sleep(30, ctx.signal));
       await ctx.step('dns', async () => 'ok');
       return { slot: a.slot, url: 'https://x.sites.localhost' };
     });
@@ -304,8 +299,8 @@ describe('durable operations (real MongoDB-wire server and Kafka)', () => {
       const e = engine({ workerId: `racer-${i}-${run}`, leaseMs: 10_000, pollMs: 50, concurrency: 2 });
       e.register('start', async (ctx) => {
         runs.set(ctx.op._id, (runs.get(ctx.op._id) ?? 0) + 1);
-        await ctx.step('boot', () => simulatedDelay(20, ctx.signal));
-        await ctx.step('health', () => simulatedDelay(5, ctx.signal));
+        await ctx.step('boot', () => sleep(20, ctx.signal));
+        await ctx.step('health', () => sleep(5, ctx.signal));
         return ctx.op.input;
       });
       return e;
@@ -331,7 +326,7 @@ describe('durable operations (real MongoDB-wire server and Kafka)', () => {
       const e = engine({ workerId: `${name}-${run}`, leaseMs: 1000, pollMs: 20 });
       e.register('restore', async (ctx) => {
         runs.push(name);
-        await ctx.step('copy', () => simulatedDelay(2500, ctx.signal));
+        await ctx.step('copy', () => sleep(2500, ctx.signal));
         return name;
       });
       return e;
@@ -353,7 +348,7 @@ describe('durable operations (real MongoDB-wire server and Kafka)', () => {
     let allocations = 0;
     c.register('provision', async (ctx) => {
       await ctx.step('allocate', async () => ++allocations);
-      await ctx.step('boot', () => simulatedDelay(60_000, ctx.signal));
+      await ctx.step('boot', () => sleep(60_000, ctx.signal));
     });
     c.start();
     const queued = await c.enqueue(op('provision'));
@@ -367,7 +362,7 @@ describe('durable operations (real MongoDB-wire server and Kafka)', () => {
     const d = engine({ workerId: `D-${run}`, leaseMs: 30_000 });
     d.register('provision', async (ctx) => {
       await ctx.step('allocate', async () => ++allocations);
-      await ctx.step('boot', () => simulatedDelay(10, ctx.signal));
+      await ctx.step('boot', () => sleep(10, ctx.signal));
       return 'resumed';
     });
     d.start();

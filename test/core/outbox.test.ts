@@ -4,7 +4,7 @@ import { Schema } from 'mongoose';
 import type { BusMessage, EventBus } from '../../core/events/event-bus';
 import { createKafkaEventBus } from '../../core/events/kafka-event-bus';
 import { OutboxRelay, outboxField, outboxPlugin, outboxPush, type OutboxEntry } from '../../core/events/outbox';
-import { collect, type Collector } from '../../core/events/testing';
+import { collect, type Collector } from '../support/collect';
 import { newId } from '../../core/ids';
 import { badRequest } from '../../core/errors';
 import { dlqTopic } from '../../core/events/topics';

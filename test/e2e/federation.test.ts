@@ -2,6 +2,7 @@ import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { PRINCIPAL_HEADER, signPrincipal } from '../../core/principal';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
+import { waitForOperation } from '../publisher/helpers';
 
 let t: TestPlatform;
 
@@ -138,7 +139,7 @@ describe('operationUpdated subscriptions', () => {
   it("shows a restart operation's status changes in order through to completed", async () => {
     const { key } = await t.createKey();
     const site = await createSite(key, 'Live Feed');
-    await t.waitForOperation(key, site.project.id, site.operation.id);
+    await waitForOperation(t, key, site.project.id, site.operation.id);
     const sub = subscribe(key, site.project.id);
     sub.ended.catch(() => undefined);
     // Give the server a moment to register the subscription before the operation starts.

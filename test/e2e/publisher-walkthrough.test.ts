@@ -1,4 +1,5 @@
-import { PROVISION_STEPS, startTestPlatform, type TestPlatform } from '../support/platform';
+import { startTestPlatform, type TestPlatform } from '../support/platform';
+import { PROVISION_STEPS, waitForOperation } from '../publisher/helpers';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 let t: TestPlatform;
@@ -52,7 +53,7 @@ describe('publishing sites through the REST bridge', () => {
       },
     });
 
-    const op = await t.waitForOperation(key, data.project.id, data.operation.id);
+    const op = await waitForOperation(t, key, data.project.id, data.operation.id);
     expect(op.status).toBe('completed');
     expect(op.steps.map((s: any) => s.id)).toEqual(PROVISION_STEPS);
     expect(op.steps.every((s: any) => s.status === 'completed')).toBe(true);
@@ -173,7 +174,7 @@ describe('publishing sites through the REST bridge', () => {
     });
     const created = await t.rest('POST', '/api/v1/publisher/sites', { key, body: { name } });
     const { project, operation } = created.body.data;
-    const failed = await t.waitForOperation(key, project.id, operation.id);
+    const failed = await waitForOperation(t, key, project.id, operation.id);
     expect(failed).toMatchObject({ status: 'failed', error_code: 'image_pull_failed', step: 'pull_image' });
     const start = await t.rest('POST', `/api/v1/publisher/projects/${project.id}/actions`, { key, body: { action: 'start' } });
     expect(start.status).toBe(409);
@@ -187,7 +188,7 @@ describe('publishing sites through the REST bridge', () => {
     const again = await t.rest('POST', `/api/v1/publisher/projects/${project.id}/actions`, { key, body: { action: 'restart' } });
     expect(again.status).toBe(409);
     expect(again.body.error.code).toBe('operation_in_progress');
-    const done = await t.waitForOperation(key, project.id, retry.body.data.operation.id);
+    const done = await waitForOperation(t, key, project.id, retry.body.data.operation.id);
     expect(done.status).toBe('completed');
   });
 

@@ -1,4 +1,5 @@
-import { PROVISION_STEPS, startTestPlatform, type TestPlatform } from '../support/platform';
+import { startTestPlatform, type TestPlatform } from '../support/platform';
+import { PROVISION_STEPS, waitForOperation } from '../publisher/helpers';
 
 /**
  * A platform process dies mid-provisioning (its engine stops heartbeating and claiming without
@@ -38,7 +39,7 @@ describe('a worker killed mid-operation', () => {
     const doneBefore = atCrash.steps.filter((s) => s.status === 'completed').map((s) => s.id);
 
     b = await startTestPlatform({ SIMULATED_STEP_DELAY_MS: '40' }, { shareWith: a, leaseMs: 1500 });
-    const finished = await b.waitForOperation(key, project.id, operation.id);
+    const finished = await waitForOperation(b, key, project.id, operation.id);
     expect(finished.status).toBe('completed');
     expect(finished.steps.map((s: any) => s.id)).toEqual(PROVISION_STEPS);
     // Steps finished before the crash were not run again.

@@ -16,7 +16,7 @@ export const errorBody = (code: string) => ({
 export async function runningSite(t: TestPlatform, key: string, body: Record<string, unknown> = {}): Promise<string> {
   const res = await t.rest('POST', `${PREFIX}/sites`, { key, body: { name: 'Site', ...body } });
   if (res.status !== 202) throw new Error(`create site: ${res.status} ${JSON.stringify(res.body)}`);
-  const op = await t.waitForOperation(key, res.body.data.project.id, res.body.data.operation.id);
+  const op = await waitForOperation(t, key, res.body.data.project.id, res.body.data.operation.id);
   if (op.status !== 'completed') throw new Error(`provision ${op.status}: ${op.error_code}`);
   return res.body.data.project.id;
 }
@@ -47,4 +47,32 @@ export function failNext(
     code,
     match: (op) => op.projectId === projectId,
   });
+}
+
+/** The steps a provisioning operation walks through, in order (as users see them). */
+export const PROVISION_STEPS = [
+  'allocate_database',
+  'create_volume',
+  'pull_image',
+  'start_runtime',
+  'configure_site',
+  'health_check',
+];
+
+/** Polls a site operation through the REST bridge until it is completed or failed. */
+export async function waitForOperation(
+  t: TestPlatform,
+  key: string,
+  projectId: string,
+  operationId: string,
+  timeoutMs = 20_000,
+): Promise<any> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await t.rest('GET', `/api/v1/publisher/projects/${projectId}/operations/${operationId}`, { key });
+    const op = res.body?.data;
+    if (op && (op.status === 'completed' || op.status === 'failed')) return op;
+    if (Date.now() > until) throw new Error(`operation ${operationId} still ${op?.status}/${op?.step} after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }

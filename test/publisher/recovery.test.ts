@@ -1,5 +1,5 @@
 import { startTestPlatform, type TestPlatform } from '../support/platform';
-import { ISO, UUID, errorBody, failNext, projectPath, runningSite } from './helpers';
+import { ISO, UUID, errorBody, failNext, projectPath, runningSite, waitForOperation } from './helpers';
 
 let t: TestPlatform;
 
@@ -20,7 +20,7 @@ const capture = {
 async function takePoint(key: string, projectId: string, body: Record<string, unknown> = {}) {
   const res = await t.rest('POST', projectPath(projectId, '/recovery-points'), { key, body });
   expect(res.status).toBe(202);
-  const op = await t.waitForOperation(key, projectId, res.body.data.operation.id);
+  const op = await waitForOperation(t, key, projectId, res.body.data.operation.id);
   return { res, op };
 }
 
@@ -90,7 +90,7 @@ describe('recovery points', () => {
     expect((await t.rest('GET', projectPath(projectId, '/recovery-points'), { key })).body.data).toEqual([]);
     const first = await takePoint(key, projectId);
     const stop = await t.rest('POST', projectPath(projectId, '/actions'), { key, body: { action: 'stop' } });
-    await t.waitForOperation(key, projectId, stop.body.data.operation.id);
+    await waitForOperation(t, key, projectId, stop.body.data.operation.id);
     const second = await takePoint(key, projectId, { reason: 'stopped' });
     const list = await t.rest('GET', projectPath(projectId, '/recovery-points'), { key });
     expect(list.body.data.map((p: any) => p.id)).toEqual([
@@ -143,7 +143,7 @@ describe('recovery points', () => {
       match: (op) => (op.input as any).name === name,
     });
     const created = await t.rest('POST', '/api/v1/publisher/sites', { key, body: { name } });
-    await t.waitForOperation(key, created.body.data.project.id, created.body.data.operation.id);
+    await waitForOperation(t, key, created.body.data.project.id, created.body.data.operation.id);
     const res = await t.rest('POST', projectPath(created.body.data.project.id, '/recovery-points'), { key, body: {} });
     expect(res.status).toBe(409);
     expect(res.body.error).toMatchObject({ code: 'invalid_site_state', details: { site_status: 'provision_failed' } });
@@ -158,7 +158,7 @@ describe('restore', () => {
     const pointId = res.body.data.recovery_point.id;
     // Move the site on to 6.4.0, then restore the 6.2.1 point.
     const up = await t.rest('POST', projectPath(projectId, '/upgrades'), { key, body: { target_version: '6.4.0' } });
-    expect((await t.waitForOperation(key, projectId, up.body.data.operation.id)).status).toBe('completed');
+    expect((await waitForOperation(t, key, projectId, up.body.data.operation.id)).status).toBe('completed');
 
     const restore = await t.rest('POST', projectPath(projectId, `/recovery-points/${pointId}/restore`), { key });
     expect(restore.status).toBe(202);
@@ -173,7 +173,7 @@ describe('restore', () => {
     });
     const busy = await t.rest('POST', projectPath(projectId, `/recovery-points/${pointId}/restore`), { key });
     expect([busy.status, busy.body.error.code]).toEqual([409, 'operation_in_progress']);
-    const op = await t.waitForOperation(key, projectId, restore.body.data.operation.id);
+    const op = await waitForOperation(t, key, projectId, restore.body.data.operation.id);
     expect(op).toMatchObject({ status: 'completed', result: { recovery_point_id: pointId, runtime_version: '6.2.1' } });
     expect(op.steps.map((s: any) => s.id)).toEqual([
       'stop_runtime',
@@ -227,7 +227,7 @@ describe('history', () => {
       active_operation: { id: second.body.data.operation.id, operation_type: 'recovery_point' },
       latest_operation: { id: second.body.data.operation.id },
     });
-    await t.waitForOperation(key, projectId, second.body.data.operation.id);
+    await waitForOperation(t, key, projectId, second.body.data.operation.id);
     const after = await t.rest('GET', projectPath(projectId, '/history'), { key });
     expect(after.body.data).toEqual({
       project_id: projectId,

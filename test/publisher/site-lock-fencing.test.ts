@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
-import { projectPath, runningSite, settled } from './helpers';
+import { projectPath, runningSite, settled, waitForOperation } from './helpers';
 
 /** Issue 8 points 10 and 11, through the bridge: the site lock needs no clock, and writes are fenced. */
 let t: TestPlatform;
@@ -58,7 +58,7 @@ describe('hosted-site slot', () => {
     });
     const doomed = await t.rest('POST', '/api/v1/publisher/sites', { key, body: { name } });
     expect(doomed.status).toBe(202);
-    const failed = await t.waitForOperation(key, doomed.body.data.project.id, doomed.body.data.operation.id);
+    const failed = await waitForOperation(t, key, doomed.body.data.project.id, doomed.body.data.operation.id);
     expect(failed.status).toBe('failed');
     // The free plan's one slot is free again: another site can be created.
     const next = await t.rest('POST', '/api/v1/publisher/sites', { key, body: { name: 'Second' } });

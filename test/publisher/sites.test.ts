@@ -2,7 +2,7 @@ import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { ConnectedNodes } from '../../subgraphs/publisher/nodes';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
-import { ISO, PREFIX, UUID, errorBody, projectPath, runningSite, settled } from './helpers';
+import { ISO, PREFIX, UUID, errorBody, projectPath, runningSite, settled, waitForOperation } from './helpers';
 
 let t: TestPlatform;
 
@@ -66,7 +66,7 @@ describe('runtime options, create, metadata and operations', () => {
     const { key } = await t.createKey();
     const created = await t.rest('POST', `${PREFIX}/sites`, { key, body: { name: 'Ops' } });
     const { project, operation } = created.body.data;
-    const op = await t.waitForOperation(key, project.id, operation.id);
+    const op = await waitForOperation(t, key, project.id, operation.id);
     expect(op).toEqual({
       id: operation.id,
       project_id: project.id,
@@ -141,16 +141,16 @@ describe('lifecycle actions', () => {
     const stop = await act('stop');
     expect(stop.status).toBe(202);
     expect(stop.body.data.operation).toMatchObject({ operation_type: 'stop', status: 'pending', step: 'queued' });
-    expect((await t.waitForOperation(key, projectId, stop.body.data.operation.id)).status).toBe('completed');
+    expect((await waitForOperation(t, key, projectId, stop.body.data.operation.id)).status).toBe('completed');
     expect((await t.rest('GET', projectPath(projectId, '/metadata'), { key })).body.data.installation.status).toBe('stopped');
     expect((await act('restart')).status).toBe(409);
 
     const started = await act('start');
     expect(started.status).toBe(202);
-    expect((await t.waitForOperation(key, projectId, started.body.data.operation.id)).status).toBe('completed');
+    expect((await waitForOperation(t, key, projectId, started.body.data.operation.id)).status).toBe('completed');
     const restarted = await act('restart');
     expect(restarted.status).toBe(202);
-    await t.waitForOperation(key, projectId, restarted.body.data.operation.id);
+    await waitForOperation(t, key, projectId, restarted.body.data.operation.id);
   });
 
   it('allows one lifecycle operation per site: a second request of any kind gets 409 operation_in_progress', async () => {
@@ -198,7 +198,7 @@ describe('lifecycle actions', () => {
     });
     const created = await t.rest('POST', `${PREFIX}/sites`, { key, body: { name } });
     const { project, operation } = created.body.data;
-    const failed = await t.waitForOperation(key, project.id, operation.id);
+    const failed = await waitForOperation(t, key, project.id, operation.id);
     expect(failed).toMatchObject({ status: 'failed', error_code: 'infrastructure_failure', error_message: expect.any(String) });
     expect((await t.rest('GET', projectPath(project.id, '/metadata'), { key })).body.data.installation.status).toBe(
       'provision_failed',
@@ -206,7 +206,7 @@ describe('lifecycle actions', () => {
     const retry = await t.rest('POST', projectPath(project.id, '/actions'), { key, body: { action: 'retry_provisioning' } });
     expect(retry.status).toBe(202);
     expect(retry.body.data.operation.operation_type).toBe('provision');
-    expect((await t.waitForOperation(key, project.id, retry.body.data.operation.id)).status).toBe('completed');
+    expect((await waitForOperation(t, key, project.id, retry.body.data.operation.id)).status).toBe('completed');
   });
 });
 
@@ -229,7 +229,7 @@ describe('deployment modes', () => {
       },
     });
     expect(res.status).toBe(202);
-    await t.waitForOperation(key, res.body.data.project.id, res.body.data.operation.id);
+    await waitForOperation(t, key, res.body.data.project.id, res.body.data.operation.id);
     const meta = await t.rest('GET', projectPath(res.body.data.project.id, '/metadata'), { key });
     expect(meta.body.data.installation).toMatchObject({
       deployment_mode: 'connected_node',
@@ -280,7 +280,7 @@ describe('plans, permissions and the feature flag', () => {
     }
     expect((await t.rest('GET', `${PREFIX}/runtime-options`, { key: ro.key })).status).toBe(200);
     const points = await t.rest('POST', projectPath(projectId, '/recovery-points'), { key: owner.key, body: {} });
-    await t.waitForOperation(owner.key, projectId, points.body.data.operation.id);
+    await waitForOperation(t, owner.key, projectId, points.body.data.operation.id);
     const writes: Array<[string, string, unknown]> = [
       ['POST', `${PREFIX}/sites`, { name: 'Nope' }],
       ['POST', projectPath(projectId, '/actions'), { action: 'restart' }],
@@ -347,7 +347,7 @@ describe('GraphQL', () => {
       recoveryPoint: { id: expect.stringMatching(UUID), status: 'pending', kind: 'manual', reason: 'gql' },
       operation: { operationType: 'recovery_point', status: 'pending' },
     });
-    await t.waitForOperation(key, projectId, created.data.createRecoveryPoint.operation.id);
+    await waitForOperation(t, key, projectId, created.data.createRecoveryPoint.operation.id);
     const read = await t.gql(
       `query($p: ID!) {
         siteHistory(projectId: $p) { projectId activeOperation { id } latestOperation { operationType status } recoveryPoints { id status } }

@@ -1,5 +1,5 @@
 import { startTestPlatform, type TestPlatform } from '../support/platform';
-import { PREFIX, UUID, errorBody, failNext, projectPath, runningSite, settled } from './helpers';
+import { PREFIX, UUID, errorBody, failNext, projectPath, runningSite, settled, waitForOperation } from './helpers';
 
 let t: TestPlatform;
 
@@ -62,7 +62,7 @@ describe('upgrades', () => {
       runtime_version: '6.2.1',
     });
 
-    const op = await t.waitForOperation(key, projectId, res.body.data.operation.id);
+    const op = await waitForOperation(t, key, projectId, res.body.data.operation.id);
     expect(op).toMatchObject({
       status: 'completed',
       result: {
@@ -95,7 +95,7 @@ describe('upgrades', () => {
     failNext(t, projectId, 'upgrade', 'migrate_database', 'migration_failed');
     const res = await upgrade(key, projectId, '6.2.1');
     expect(res.status).toBe(202);
-    const op = await t.waitForOperation(key, projectId, res.body.data.operation.id);
+    const op = await waitForOperation(t, key, projectId, res.body.data.operation.id);
     expect(op).toMatchObject({
       status: 'failed',
       error_code: 'upgrade_failed',
@@ -121,7 +121,7 @@ describe('upgrades', () => {
     // The edge is still there to try again.
     const again = await upgrade(key, projectId, '6.2.1');
     expect(again.status).toBe(202);
-    expect((await t.waitForOperation(key, projectId, again.body.data.operation.id)).status).toBe('completed');
+    expect((await waitForOperation(t, key, projectId, again.body.data.operation.id)).status).toBe('completed');
   });
 
   it('does not start the upgrade when the pre-upgrade capture fails: the point is incomplete, nothing changed', async () => {
@@ -129,7 +129,7 @@ describe('upgrades', () => {
     const projectId = await runningSite(t, key, { runtime_version: '6.2.1' });
     failNext(t, projectId, 'upgrade', 'capture_content');
     const res = await upgrade(key, projectId, '6.4.0');
-    const op = await t.waitForOperation(key, projectId, res.body.data.operation.id);
+    const op = await waitForOperation(t, key, projectId, res.body.data.operation.id);
     expect(op.status).toBe('failed');
     expect(op.steps.map((s: any) => s.id)).toEqual(['capture_database', 'capture_content']);
     const [point] = (await t.rest('GET', projectPath(projectId, '/recovery-points'), { key })).body.data;
@@ -143,7 +143,7 @@ describe('upgrades', () => {
     const { key } = await t.createKey();
     const projectId = await runningSite(t, key);
     const stop = await t.rest('POST', projectPath(projectId, '/actions'), { key, body: { action: 'stop' } });
-    await t.waitForOperation(key, projectId, stop.body.data.operation.id);
+    await waitForOperation(t, key, projectId, stop.body.data.operation.id);
     const res = await upgrade(key, projectId, '6.4.0');
     expect([res.status, res.body.error.code]).toEqual([409, 'invalid_site_state']);
   });
@@ -172,7 +172,7 @@ describe('staging copies', () => {
     // The source is busy while it is copied; the operation is readable under both projects.
     const busy = await t.rest('POST', projectPath(source, '/actions'), { key, body: { action: 'restart' } });
     expect([busy.status, busy.body.error.code]).toEqual([409, 'operation_in_progress']);
-    const op = await t.waitForOperation(key, stagingId, data.operation.id);
+    const op = await waitForOperation(t, key, stagingId, data.operation.id);
     expect(op).toMatchObject({
       status: 'completed',
       resource_id: stagingId,
@@ -207,7 +207,7 @@ describe('staging copies', () => {
     expect([bad.status, bad.body.error.code]).toEqual([400, 'invalid_request']);
     const res = await t.rest('POST', projectPath(source, '/staging'), { key });
     expect(res.status).toBe(202);
-    await t.waitForOperation(key, source, res.body.data.operation.id);
+    await waitForOperation(t, key, source, res.body.data.operation.id);
     const meta = await t.rest('GET', projectPath(res.body.data.project.id, '/metadata'), { key });
     expect(meta.body.data.project.name).toBe('Daily staging');
   });
@@ -229,14 +229,14 @@ describe('staging copies', () => {
     failNext(t, source, 'staging', 'capture_database');
     const res = await t.rest('POST', projectPath(source, '/staging'), { key, body: {} });
     const stagingId = res.body.data.project.id;
-    expect((await t.waitForOperation(key, source, res.body.data.operation.id)).status).toBe('failed');
+    expect((await waitForOperation(t, key, source, res.body.data.operation.id)).status).toBe('failed');
     expect((await t.rest('GET', projectPath(stagingId, '/metadata'), { key })).body.data.installation.status).toBe(
       'provision_failed',
     );
     const retry = await t.rest('POST', projectPath(stagingId, '/actions'), { key, body: { action: 'retry_provisioning' } });
     expect(retry.status).toBe(202);
     expect(retry.body.data.operation).toMatchObject({ operation_type: 'staging', resource_id: stagingId, project_id: source });
-    expect((await t.waitForOperation(key, stagingId, retry.body.data.operation.id)).status).toBe('completed');
+    expect((await waitForOperation(t, key, stagingId, retry.body.data.operation.id)).status).toBe('completed');
     const points = (await t.rest('GET', projectPath(source, '/recovery-points'), { key })).body.data;
     expect(points.map((p: any) => p.status)).toEqual(['completed', 'incomplete']);
     expect((await t.rest('GET', projectPath(stagingId, '/metadata'), { key })).body.data.installation).toMatchObject({
@@ -250,6 +250,6 @@ describe('staging copies', () => {
     const created = await t.rest('POST', `${PREFIX}/sites`, { key, body: { name: 'Young' } });
     const res = await t.rest('POST', projectPath(created.body.data.project.id, '/staging'), { key, body: {} });
     expect([res.status, res.body.error.code]).toEqual([409, 'operation_in_progress']);
-    await t.waitForOperation(key, created.body.data.project.id, created.body.data.operation.id);
+    await waitForOperation(t, key, created.body.data.project.id, created.body.data.operation.id);
   });
 });

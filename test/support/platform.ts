@@ -32,20 +32,8 @@ export interface TestPlatform {
     variables?: Record<string, unknown>,
     key?: string,
   ): Promise<{ status: number; data?: T; errors?: any[] }>;
-  /** Polls a site operation through the REST bridge until it is completed or failed. */
-  waitForOperation(key: string, projectId: string, operationId: string, timeoutMs?: number): Promise<any>;
   stop(): Promise<void>;
 }
-
-/** The steps a provisioning operation walks through, in order (as users see them). */
-export const PROVISION_STEPS = [
-  'allocate_database',
-  'create_volume',
-  'pull_image',
-  'start_runtime',
-  'configure_site',
-  'health_check',
-];
 
 export const uniqueName = (prefix: string) => `${prefix}-${randomBytes(4).toString('hex')}`;
 
@@ -113,16 +101,6 @@ export async function startTestPlatform(
       if (key) headers.authorization = `Bearer ${key}`;
       const res = await fetch(routerUrl, { method: 'POST', headers, body: JSON.stringify({ query, variables }) });
       return { status: res.status, ...((await res.json()) as object) };
-    },
-    async waitForOperation(key, projectId, operationId, timeoutMs = 20_000) {
-      const until = Date.now() + timeoutMs;
-      for (;;) {
-        const res = await rest('GET', `/api/v1/publisher/projects/${projectId}/operations/${operationId}`, { key });
-        const op = res.body?.data;
-        if (op && (op.status === 'completed' || op.status === 'failed')) return op;
-        if (Date.now() > until) throw new Error(`operation ${operationId} still ${op?.status}/${op?.step} after ${timeoutMs} ms`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
     },
     async stop() {
       const conn = platform.conn;

@@ -1,5 +1,5 @@
-import type { EventBus, ReceivedMessage } from './event-bus';
-import { newId } from '../ids';
+import type { EventBus, ReceivedMessage } from '../../core/events/event-bus';
+import { newId } from '../../core/ids';
 
 /** Collects what a topic receives, for tests: a unique consumer group reading from the beginning. */
 export interface Collector<T> {
