@@ -10,6 +10,8 @@ import { redactingOptions } from './logger';
 function captureLog(fn: (mod: typeof import('./logger')) => Promise<void> | void): Promise<any[]> {
   const file = path.join(mkdtempSync(path.join(tmpdir(), 'log-')), 'out.log');
   process.env.LOG_FILE = file;
+  const level = process.env.LOG_LEVEL;
+  process.env.LOG_LEVEL = 'info';
   let done: Promise<void> | void = undefined;
   jest.isolateModules(() => {
     const mod = require('./logger') as typeof import('./logger');
@@ -17,6 +19,8 @@ function captureLog(fn: (mod: typeof import('./logger')) => Promise<void> | void
   });
   return Promise.resolve(done).then(() => {
     delete process.env.LOG_FILE;
+    if (level === undefined) delete process.env.LOG_LEVEL;
+    else process.env.LOG_LEVEL = level;
     return readFileSync(file, 'utf8')
       .trim()
       .split('\n')
