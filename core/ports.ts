@@ -18,7 +18,11 @@ export interface ProjectRecord {
 
 /** Projects and who may see them (provided by identity). */
 export interface ProjectDirectory {
-  createProject(accountId: string, name: string, sourceType?: string | null): Promise<ProjectRecord>;
+  /**
+   * `opts.id` fixes the project id (a resumed create passes the same one): when that project exists
+   * for the account it is returned, not created again.
+   */
+  createProject(accountId: string, name: string, sourceType?: string | null, opts?: { id?: string }): Promise<ProjectRecord>;
   findProject(projectId: string): Promise<ProjectRecord | null>;
   canAccessProject(principal: Principal | null, projectId: string): Promise<boolean>;
   /** Creates the account (with a plan) when it does not exist yet; returns its id. */

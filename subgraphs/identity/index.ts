@@ -30,7 +30,8 @@ export default defineArea({
   services: (ctx) => new IdentityService(ctx.conn),
   provides(identity, ports) {
     const projects: ProjectDirectory = {
-      createProject: async (accountId, name, sourceType) => record(await identity.createProject(accountId, name, sourceType)),
+      createProject: async (accountId, name, sourceType, opts) =>
+        record(await identity.createProject(accountId, name, sourceType, opts)),
       findProject: async (id) => {
         const p = await identity.findProject(id);
         return p ? record(p) : null;

@@ -105,6 +105,9 @@ const pageFilter = (cursor: string | null | undefined, binding: string) => {
   return { $or: [{ createdAt: { $lt: t } }, { createdAt: t, _id: { $lt: p.id } }] };
 };
 
+/** The record a sealed signing secret belongs to (its AAD). */
+const secretAad = (webhookId: string) => `mail_webhooks:${webhookId}:secret`;
+
 export class WebhookService {
   private timer: NodeJS.Timeout | null = null;
   private running = false;
@@ -148,7 +151,7 @@ export class WebhookService {
       eventTypes,
       description: input.description ?? null,
       enabled: true,
-      secretSealed: encryptSecret(secret),
+      secretSealed: encryptSecret(secret, secretAad(_id)),
       outbox: outboxPush([evt], now).outbox.$each,
       createdAt: now,
       updatedAt: now,
@@ -216,7 +219,7 @@ export class WebhookService {
     const secret = newSecret();
     const res = await this.models.Webhook.updateOne(
       { _id: webhookId, accountId: p.accountId },
-      { $set: { secretSealed: encryptSecret(secret), updatedAt: new Date() } },
+      { $set: { secretSealed: encryptSecret(secret, secretAad(webhookId)), updatedAt: new Date() } },
     );
     if (res.matchedCount === 0) throw notFound('webhook_not_found', 'no such webhook');
     return { secret };
@@ -449,7 +452,7 @@ export class WebhookService {
     let result;
     if (!hook) result = { statusCode: null, durationMs: 0, responseExcerpt: null, error: 'the webhook was deleted' };
     else {
-      const secret = decryptSecret(hook.secretSealed);
+      const secret = decryptSecret(hook.secretSealed, secretAad(hook._id));
       const at = new Date();
       // `webhook-id` is the event id: the same on every retry, so receivers can deduplicate.
       const signature = new Webhook(secret).sign(d.eventId, at, d.body);

@@ -104,6 +104,10 @@ function literal(name: 'prefix' | 'suffix', v: string | null | undefined): strin
 const modeSchema = z.enum(['pull', 'push']);
 
 /** Subscriptions under `/api/v1/buckets/{bucketID}/event-subscriptions` (spec 2.5, 4.5). */
+
+/** The record a sealed signing secret belongs to (its AAD). */
+const secretAad = (subscriptionId: string) => `objstore_subscriptions:${subscriptionId}:secret`;
+
 export class Subscriptions {
   private readonly allowHosts: Set<string>;
 
@@ -147,8 +151,9 @@ export class Subscriptions {
     }
     const secret = mode.data === 'push' ? newSigningSecret() : null;
     const now = new Date();
+    const _id = newId();
     const doc: SubscriptionDoc = {
-      _id: newId(),
+      _id,
       accountId: principal.accountId,
       bucketId,
       deliveryMode: mode.data,
@@ -157,7 +162,7 @@ export class Subscriptions {
       prefix: literal('prefix', input.prefix),
       suffix: literal('suffix', input.suffix),
       enabled: input.enabled ?? true,
-      secretCiphertext: secret ? encryptSecret(secret) : null,
+      secretCiphertext: secret ? encryptSecret(secret, secretAad(_id)) : null,
       secretRotatedAt: null,
       createdAt: now,
       updatedAt: now,
@@ -199,7 +204,7 @@ export class Subscriptions {
     if (input.rotateSecret) {
       if (s.deliveryMode !== 'push') throw badRequest('not_a_push_subscription', 'only push subscriptions have a signing secret');
       secret = newSigningSecret();
-      set.secretCiphertext = encryptSecret(secret);
+      set.secretCiphertext = encryptSecret(secret, secretAad(s._id));
       set.secretRotatedAt = new Date();
     }
     const updated = await this.models.Subscription.findOneAndUpdate({ _id: s._id }, { $set: set }, { new: true }).lean();
@@ -222,6 +227,6 @@ export class Subscriptions {
   async signingSecret(subscriptionId: string): Promise<{ sub: SubscriptionDoc; secret: string } | null> {
     const sub = await this.models.Subscription.findById(subscriptionId).lean();
     if (!sub || !sub.secretCiphertext) return null;
-    return { sub, secret: decryptSecret(sub.secretCiphertext) };
+    return { sub, secret: decryptSecret(sub.secretCiphertext, secretAad(sub._id)) };
   }
 }
