@@ -1,12 +1,13 @@
 import type { Connection } from 'mongoose';
 import { randomUUID } from 'node:crypto';
-import { badRequest, notFound } from '../../core/errors';
+import { badRequest, conflict, notFound } from '../../core/errors';
 import { IdempotencyStore } from '../../core/idempotency';
 import { isUuid } from '../../core/ids';
 import type { OperationEngine } from '../../core/operations/engine';
 import type { OperationDoc } from '../../core/operations/model';
 import type { ProjectDirectory, VerifiedSenders } from '../../core/ports';
 import type { Principal } from '../../core/principal';
+import type { SiteActionRequest } from '../../core/site-actions';
 import { DomainClaims, type DomainView } from './domain-claims';
 import { siteExecutors } from './executors';
 import { HostedSlots } from './hosted-slots';
@@ -257,6 +258,30 @@ export class PublisherService {
         runtimeVersion: site.runtimeVersion,
       });
     });
+  }
+
+  /**
+   * The `siteActions` port: a lifecycle action for a trusted caller (an approved agent action),
+   * through the same lock as an API request; idempotent per `operationId`.
+   */
+  async runTrustedAction(request: SiteActionRequest): Promise<{ operationId: string }> {
+    if (await this.deps.engine.get(request.operationId)) return { operationId: request.operationId };
+    const site = await this.models.Site.findById(request.projectId).lean();
+    if (!site || site.accountId !== request.accountId) throw conflict('site_not_found', 'the project has no publishing site');
+    const previous = await this.locks.begin(site, request.action, request.operationId);
+    await this.locks.withLock(site, request.operationId, previous, () =>
+      this.deps.engine.enqueue({
+        id: request.operationId,
+        accountId: request.accountId,
+        projectId: request.projectId,
+        resourceType: 'site',
+        resourceId: request.projectId,
+        operationType: request.action,
+        input: { runtimeVersion: site.runtimeVersion },
+        initiator: request.initiator,
+      }),
+    );
+    return { operationId: request.operationId };
   }
 
   /** Attaches a custom domain (replacing any other); it waits in `pending_verification` for DNS. */
