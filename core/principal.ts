@@ -4,6 +4,9 @@ import { forbidden, unauthenticated } from './errors';
 
 export type Role = 'owner' | 'member' | 'read_only';
 export type Plan = 'free' | 'pro';
+/** CONTRACTS.md `keys create --mode live|test` (default `live`). */
+export type KeyMode = 'live' | 'test';
+export const KEY_MODES: readonly KeyMode[] = ['live', 'test'];
 
 /** Who is calling: resolved from the bearer key at the edge, carried to subgraphs signed. */
 export interface Principal {
@@ -13,6 +16,8 @@ export interface Principal {
   keyId: string;
   role: Role;
   scopes: string[];
+  /** `test` keys act on the same account but never reach outside systems (mail is recorded, not sent). */
+  mode?: KeyMode;
 }
 
 /** Header that carries the signed principal from the router (or bridge) to subgraphs. */

@@ -2,7 +2,7 @@ import { normalizeEmail } from '../../core/domain-names';
 import { CliUsageError, defineArea } from '../../core/area';
 import type { ProjectDirectory, ProjectRecord, VerifiedSenders } from '../../core/ports';
 import type { SubscriptionState } from '../../core/account-standing';
-import type { Plan, Role } from '../../core/principal';
+import type { KeyMode, Plan, Role } from '../../core/principal';
 import type { RequestContext } from '../../core/subgraph-kit';
 import type { ProjectDoc } from './model';
 import { IdentityResolver, toProject } from './resolvers';
@@ -74,8 +74,14 @@ export default defineArea({
   cli: [
     {
       words: ['keys', 'create'],
-      usage: '--account SLUG [--plan free|pro] [--role owner|member|read_only] [--scopes a,b]',
-      options: { account: { type: 'string' }, plan: { type: 'string' }, role: { type: 'string' }, scopes: { type: 'string' } },
+      usage: '--account SLUG [--plan free|pro] [--role owner|member|read_only] [--scopes a,b] [--mode live|test]',
+      options: {
+        account: { type: 'string' },
+        plan: { type: 'string' },
+        role: { type: 'string' },
+        scopes: { type: 'string' },
+        mode: { type: 'string' },
+      },
       required: ['account'],
       async run({ values, services }) {
         const created = await services.createApiKey({
@@ -83,6 +89,7 @@ export default defineArea({
           plan: values.plan as Plan | undefined,
           role: values.role as Role | undefined,
           scopes: typeof values.scopes === 'string' ? values.scopes.split(',') : [],
+          mode: values.mode as KeyMode | undefined,
         });
         return {
           key: created.key,
@@ -93,9 +100,10 @@ export default defineArea({
           plan: created.plan,
           role: created.role,
           scopes: created.scopes,
+          mode: created.mode,
         };
       },
-      describe: (r) => `key ${r.key}\n(shown once; account ${r.account}, plan ${r.plan}, role ${r.role})`,
+      describe: (r) => `key ${r.key}\n(shown once; account ${r.account}, plan ${r.plan}, role ${r.role}, ${r.mode})`,
     },
     {
       words: ['accounts', 'set'],

@@ -1,7 +1,7 @@
 import mongoose, { type Connection, type Model } from 'mongoose';
 import { SUBSCRIPTION_STATES, type SubscriptionState } from '../../core/account-standing';
 import { model } from '../../core/mongo';
-import type { Plan, Role } from '../../core/principal';
+import type { KeyMode, Plan, Role } from '../../core/principal';
 
 export interface AccountDoc {
   _id: string;
@@ -20,6 +20,8 @@ export interface ApiKeyDoc {
   hash: string;
   role: Role;
   scopes: string[];
+  /** Absent on keys created before modes existed: `live`. */
+  mode?: KeyMode;
   createdAt: Date;
   lastUsedAt: Date | null;
   revokedAt: Date | null;
@@ -53,6 +55,7 @@ const apiKeySchema = new mongoose.Schema<ApiKeyDoc>(
     hash: { type: String, required: true },
     role: { type: String, required: true, enum: ['owner', 'member', 'read_only'] },
     scopes: { type: [String], default: [] },
+    mode: { type: String, enum: ['live', 'test'], default: 'live' },
     createdAt: { type: Date, required: true },
     lastUsedAt: { type: Date, default: null },
     revokedAt: { type: Date, default: null },

@@ -3,7 +3,7 @@ import type { Connection } from 'mongoose';
 import { badRequest, notFound, unauthenticated } from '../../core/errors';
 import { isDuplicateKey } from '../../core/mongo';
 import { SUBSCRIPTION_STATES, type SubscriptionState } from '../../core/account-standing';
-import type { Plan, Principal, Role } from '../../core/principal';
+import { KEY_MODES, type KeyMode, type Plan, type Principal, type Role } from '../../core/principal';
 import { type AccountDoc, type IdentityModels, type ProjectDoc, identityModels } from './model';
 import { AccountSenders } from './senders';
 
@@ -25,6 +25,7 @@ export interface CreatedKey {
   plan: Plan;
   role: Role;
   scopes: string[];
+  mode: KeyMode;
 }
 
 /** Accounts, API keys and projects: who may call, and what they own. */
@@ -76,9 +77,17 @@ export class IdentityService {
     return account ? (account.subscription ?? 'active') : 'inactive';
   }
 
-  async createApiKey(opts: { accountSlug: string; plan?: Plan; role?: Role; scopes?: string[] }): Promise<CreatedKey> {
+  async createApiKey(opts: {
+    accountSlug: string;
+    plan?: Plan;
+    role?: Role;
+    scopes?: string[];
+    mode?: KeyMode;
+  }): Promise<CreatedKey> {
     const role = opts.role ?? 'owner';
     if (!ROLES.includes(role)) throw badRequest('invalid_role', `role must be one of ${ROLES.join(', ')}`);
+    const mode = opts.mode ?? 'live';
+    if (!KEY_MODES.includes(mode)) throw badRequest('invalid_mode', `mode must be one of ${KEY_MODES.join(', ')}`);
     const account = await this.ensureAccount(opts.accountSlug, opts.plan);
     const prefix = `pk_${randomBytes(6).toString('hex')}`;
     const key = `${prefix}_${randomBytes(24).toString('base64url')}`;
@@ -91,9 +100,10 @@ export class IdentityService {
       hash: sha256(key),
       role,
       scopes,
+      mode,
       createdAt: new Date(),
     });
-    return { key, keyId, prefix, accountId: account._id, accountSlug: account.slug, plan: account.plan, role, scopes };
+    return { key, keyId, prefix, accountId: account._id, accountSlug: account.slug, plan: account.plan, role, scopes, mode };
   }
 
   async revokeApiKey(keyId: string): Promise<void> {
@@ -127,6 +137,7 @@ export class IdentityService {
       keyId: record._id,
       role: record.role,
       scopes: record.scopes,
+      mode: record.mode ?? 'live',
     };
   }
 

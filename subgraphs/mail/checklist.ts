@@ -49,7 +49,7 @@ export interface ChecklistView {
 /** Checklist routes need a live workspace key; a test-mode key is refused (spec 5.6). */
 export function requireLiveKey(principal: Principal | null | undefined): Principal {
   const p = requirePrincipal(principal);
-  const mode = (p as Principal & { mode?: string }).mode;
+  const mode = p.mode;
   if (mode === 'test') throw forbidden('live_key_required', 'migration checklists need a live key; test keys cannot use them');
   return p;
 }

@@ -66,7 +66,7 @@ const item = (
 });
 
 export function isTestKey(p: Principal): boolean {
-  return (p as Principal & { mode?: string }).mode === 'test';
+  return p.mode === 'test';
 }
 
 export class SendService {

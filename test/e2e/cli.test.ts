@@ -51,6 +51,7 @@ describe('the platform CLI', () => {
       plan: 'pro',
       role: 'member',
       scopes: ['a', 'b'],
+      mode: 'live',
     });
     const api = await t.rest('GET', '/api/v1/publisher/runtime-options', { key: created.key });
     expect(api.status).toBe(200);

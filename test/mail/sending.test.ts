@@ -76,6 +76,33 @@ const timelineOf = async (key: string, id: string) =>
 const types = (items: { type: string }[]) => items.map((i) => i.type);
 
 describe('POST /v1/mail/send', () => {
+  it("records a test key's mail and never hands it to SMTP; a test key cannot use the checklist", async () => {
+    const k = await t.createKey({ mode: 'test' });
+    const from = `hello-${tag()}@sender.test`;
+    await t.platform.services.identity.senders.verify(k.accountId, from);
+    const to = `test-${tag()}@rcpt.test`;
+    const res = await t.rest('POST', '/v1/mail/send', { key: k.key, body: { from, to, subject: 'Hi', text: 'Hello' } });
+    expect(res.status).toBe(202);
+    expect(res.body.data).toEqual({ id: expect.any(String), status: 'recorded' });
+    const items = await until('accepted', async () => {
+      const tl = await timelineOf(k.key, res.body.data.id);
+      return tl.length > 0 && tl;
+    });
+    expect(types(items)[0]).toBe('mail.message.accepted');
+    // A live message sent after it reaches the sink; the test one never does.
+    const live = await tenant();
+    const liveTo = `live-${tag()}@rcpt.test`;
+    const sent = await t.rest('POST', '/v1/mail/send', {
+      key: live.key,
+      body: { from: live.from, to: liveTo, subject: 'Hi', text: 'x' },
+    });
+    await until('the live message at the sink', async () => sink.received.some((m) => m.to.includes(liveTo)));
+    expect(sent.status).toBe(202);
+    expect(sink.received.some((m) => m.to.includes(to))).toBe(false);
+    const checklist = await t.rest('GET', '/v1/mail/migration/checklist', { key: k.key });
+    expect([checklist.status, checklist.body.error?.code]).toEqual([403, 'live_key_required']);
+  });
+
   it('delivers to the SMTP sink: accepted → queued → sending → mta_accepted → delivered', async () => {
     const { key, from } = await tenant();
     const to = `ok-${tag()}@rcpt.test`;

@@ -20,6 +20,7 @@ export interface TestPlatform {
     plan?: Plan;
     role?: Role;
     scopes?: string[];
+    mode?: 'live' | 'test';
     account?: string;
   }): Promise<{ key: string; accountId: string; account: string }>;
   rest<T = any>(
@@ -92,6 +93,7 @@ export async function startTestPlatform(
         plan: o.plan ?? 'pro',
         role: o.role,
         scopes: o.scopes,
+        mode: o.mode,
       });
       return { key: created.key, accountId: created.accountId, account };
     },
