@@ -204,6 +204,7 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
       executor,
       routes: areaRoutes(),
       dataPlanes: planes,
+      trustProxy: cfg.TRUST_PROXY,
       log,
       ready: async () => {
         const mongo = mongoHostPort(cfg.mongodbUri);

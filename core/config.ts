@@ -26,6 +26,11 @@ const schema = z.object({
   SUBGRAPH_BASE_PORT: z.coerce.number().int().default(4101),
   /** Public addresses used when building URLs that users follow. */
   BASE_URL: z.string().optional(),
+  /**
+   * Proxies in front of the bridge whose `X-Forwarded-For` is believed (comma-separated addresses or
+   * CIDRs, as Fastify's `trustProxy` takes them); unset: the socket's address is the client's.
+   */
+  TRUST_PROXY: z.string().optional(),
   CDN_URL: z.string().optional(),
   /**
    * HMAC key that signs the principal header between router and subgraphs. No default: see

@@ -14,6 +14,8 @@ export interface RouteRequest<B = unknown, Q = Record<string, unknown>> {
   query: Q;
   body: B;
   headers: Record<string, string | string[] | undefined>;
+  /** The caller's address as the bridge's listener saw it (never a client-supplied header). */
+  ip: string;
 }
 
 export interface RouteDef<B = unknown, Q = Record<string, unknown>> {

@@ -23,6 +23,8 @@ export interface BridgeOptions {
   routes: AreaRoute[];
   /** Raw byte routes of the areas (uploads, signed inbound hooks), each in its own Fastify scope. */
   dataPlanes?: Array<(app: FastifyInstance) => void | Promise<void>>;
+  /** TRUST_PROXY: proxies whose X-Forwarded-For names the client. */
+  trustProxy?: string;
 }
 
 /** HTTP statuses of GraphQL error codes that carry no status of their own. */
@@ -70,6 +72,8 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
   const app = Fastify({
     logger: false,
     bodyLimit: DEFAULT_BODY_LIMIT,
+    // The client address routes see (`ip`): the socket's, or a trusted proxy's X-Forwarded-For.
+    trustProxy: opts.trustProxy ? opts.trustProxy.split(',').map((s) => s.trim()) : false,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
@@ -165,6 +169,7 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
           query: query as Record<string, unknown>,
           body,
           headers: req.headers,
+          ip: req.ip,
         });
         const result = await opts.executor.execute(document, variables, {
           authorization: req.headers.authorization,

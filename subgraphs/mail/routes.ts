@@ -25,16 +25,10 @@ const checklistBody = z
   .strict();
 
 /**
- * The caller's address for the per-IP rate limit: the bridge's own view of it when it passes one
- * (`ip`), else the first `X-Forwarded-For` hop set by the proxy in front, else one shared bucket.
+ * The caller's address for the per-IP rate limit: the bridge's own view of the connection, never a
+ * header the client could set (`X-Forwarded-For` is spoofable).
  */
-function clientIp(req: RouteRequest<unknown, unknown>): string {
-  const ip = (req as { ip?: unknown }).ip;
-  if (typeof ip === 'string' && ip) return ip;
-  const fwd = req.headers['x-forwarded-for'];
-  const first = (Array.isArray(fwd) ? fwd[0] : fwd)?.split(',')[0]?.trim();
-  return first || 'unknown';
-}
+const clientIp = (req: RouteRequest<unknown, unknown>): string => req.ip || 'unknown';
 
 /** Carries the attachment name from `select` to `headers` without putting it in the JSON. */
 const DOWNLOAD = Symbol('download');

@@ -4,7 +4,8 @@ import { startTestPlatform, type TestPlatform } from '../support/platform';
 /** The public mail routes and the checklist, through the real bridge, router and DNS stand-in. */
 let t: TestPlatform;
 beforeAll(async () => {
-  t = await startTestPlatform();
+  // The tests play a proxy in front of the bridge, so each test can be its own client address.
+  t = await startTestPlatform({ TRUST_PROXY: '127.0.0.1' });
 });
 afterAll(() => t?.stop());
 
@@ -73,6 +74,20 @@ describe('GET /api/v1/mail/audit', () => {
     expect(over.status).toBe(429);
     expect(over.body.error.code).toBe('rate_limited');
     expect((await get('/api/v1/mail/audit?domain=simple.test')).status).toBe(200);
+  });
+
+  it('believes X-Forwarded-For only from a trusted proxy', async () => {
+    const direct = await startTestPlatform({}, { shareWith: t });
+    try {
+      const me = client();
+      const ask = () => fetch(`${direct.bridgeUrl}/api/v1/mail/audit?domain=simple.test`, { headers: me });
+      for (let i = 0; i < 12; i++) expect((await ask()).status).toBe(200);
+      // A fresh forwarded address does not buy a fresh bucket: the socket's address is the client's.
+      const spoofed = await fetch(`${direct.bridgeUrl}/api/v1/mail/audit?domain=simple.test`, { headers: client() });
+      expect(spoofed.status).toBe(429);
+    } finally {
+      await direct.platform.stop();
+    }
   });
 });
 
