@@ -122,7 +122,10 @@ export async function assetsCdnPlane(app: FastifyInstance, assets: AssetsService
         return reply
           .status(403)
           .header('Cache-Control', 'no-store')
-          .send({ success: false, error: { code: 'assets.signature_invalid', message: 'signature invalid or expired', details: {} } });
+          .send({
+            success: false,
+            error: { code: 'assets.signature_invalid', message: 'signature invalid or expired', details: {} },
+          });
       }
       const spec = decodeSpec(req.params.spec);
       if (!spec) return notFound(reply);

@@ -150,7 +150,8 @@ const transformationVars = (b: TransformationBody) =>
         name: b.name,
         version: 1,
         definition: {
-          operations: b.width || b.height ? [{ type: 'resize', width: b.width, height: b.height, fit: b.fit, gravity: b.gravity }] : [],
+          operations:
+            b.width || b.height ? [{ type: 'resize', width: b.width, height: b.height, fit: b.fit, gravity: b.gravity }] : [],
           format: b.format,
           quality: b.quality,
         },

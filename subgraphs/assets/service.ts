@@ -116,6 +116,7 @@ export class AssetsService {
     this.sessions = new UploadSessions(this);
     this.capabilities = new UploadCapabilities(this);
     this.transforms = new Transforms(this);
+    this.uploads.onStored = (a) => this.transforms.enqueueEager(a);
   }
 
   reader(p: Principal | null | undefined): Principal {

@@ -57,12 +57,14 @@ export interface TransformSpec {
 
 const oneOf = <T extends string>(list: readonly T[], v: unknown, field: string, dflt: T): T => {
   if (v === undefined || v === null) return dflt;
-  if (typeof v !== 'string' || !list.includes(v as T)) throw badRequest('validation_failed', `${field} must be one of ${list.join(', ')}`);
+  if (typeof v !== 'string' || !list.includes(v as T))
+    throw badRequest('validation_failed', `${field} must be one of ${list.join(', ')}`);
   return v as T;
 };
 const edge = (v: unknown, field: string): number | null => {
   if (v === undefined || v === null) return null;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > MAX_EDGE) throw badRequest('validation_failed', `${field} must be 1 to ${MAX_EDGE}`);
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > MAX_EDGE)
+    throw badRequest('validation_failed', `${field} must be 1 to ${MAX_EDGE}`);
   return v;
 };
 
@@ -79,14 +81,21 @@ export function canonicalSpec(input: {
     const width = edge(o.width, `operations[${i}].width`);
     const height = edge(o.height, `operations[${i}].height`);
     if (width === null && height === null) throw badRequest('validation_failed', `operations[${i}] needs width or height`);
-    return { type: 'resize', width, height, fit: oneOf(FITS, o.fit, 'fit', 'cover'), gravity: oneOf(GRAVITIES, o.gravity, 'gravity', 'center') };
+    return {
+      type: 'resize',
+      width,
+      height,
+      fit: oneOf(FITS, o.fit, 'fit', 'cover'),
+      gravity: oneOf(GRAVITIES, o.gravity, 'gravity', 'center'),
+    };
   });
   const quality = input.quality ?? QUALITY_DEFAULT;
   if (typeof quality !== 'number' || !Number.isInteger(quality) || quality < 1 || quality > 100) {
     throw badRequest('validation_failed', 'quality must be 1 to 100');
   }
   const format = input.format === undefined || input.format === null ? null : oneOf(FORMATS, input.format, 'format', 'webp');
-  if (operations.length === 0 && format === null) throw badRequest('validation_failed', 'a transformation needs an operation or a format');
+  if (operations.length === 0 && format === null)
+    throw badRequest('validation_failed', 'a transformation needs an operation or a format');
   return { operations, format, quality };
 }
 
@@ -128,7 +137,9 @@ export function decodeSpec(text: string): TransformSpec | null {
 
 /** The cache key of a derivative: the source bytes' hash and the canonical spec. */
 export function derivativeKey(sourceSha256: string, spec: TransformSpec): string {
-  return createHash('sha256').update(`${sourceSha256}\n${encodeSpec(spec)}`).digest('hex');
+  return createHash('sha256')
+    .update(`${sourceSha256}\n${encodeSpec(spec)}`)
+    .digest('hex');
 }
 
 // ---- models ---------------------------------------------------------------------------------
@@ -193,6 +204,38 @@ const derivativeSchema = new Schema<DerivativeDoc>(
 );
 derivativeSchema.index({ assetId: 1, createdAt: -1 });
 
+/** One eager-materialisation job per asset version (its id), run by the assets worker. */
+export interface EagerJobDoc {
+  _id: string;
+  accountId: string;
+  assetId: string;
+  version: number;
+  status: 'queued' | 'running' | 'succeeded' | 'failed';
+  attempts: number;
+  error: string | null;
+  leaseUntil: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+const eagerJobSchema = new Schema<EagerJobDoc>(
+  {
+    _id: { type: String, required: true },
+    accountId: String,
+    assetId: String,
+    version: Number,
+    status: String,
+    attempts: Number,
+    error: { type: String, default: null },
+    leaseUntil: { type: Date, default: null },
+    createdAt: Date,
+    updatedAt: Date,
+  },
+  { collection: 'asset_transform_jobs', versionKey: false },
+);
+eagerJobSchema.index({ status: 1, createdAt: 1 });
+const EAGER_ATTEMPTS = 3;
+const EAGER_LEASE_MS = 60_000;
+
 // ---- the service ----------------------------------------------------------------------------
 
 export interface Source {
@@ -219,13 +262,22 @@ export class Transforms {
     const conn = assets.m.Asset.db;
     this.Transformation = model(conn, 'assets', 'Transformation', transformationSchema);
     this.Derivative = model(conn, 'assets', 'Derivative', derivativeSchema);
+    this.EagerJob = model(conn, 'assets', 'TransformJob', eagerJobSchema);
   }
+  readonly EagerJob: Model<EagerJobDoc>;
 
   // -- definitions --
 
-  async define(p: Principal | null, name: string, version: number, spec: TransformSpec, eager: boolean): Promise<TransformationDoc> {
+  async define(
+    p: Principal | null,
+    name: string,
+    version: number,
+    spec: TransformSpec,
+    eager: boolean,
+  ): Promise<TransformationDoc> {
     const { accountId } = this.assets.writer(p);
-    if (!NAME.test(name)) throw badRequest('validation_failed', 'name must be 1–64 of a-z 0-9 _ - (starting with a letter or digit)');
+    if (!NAME.test(name))
+      throw badRequest('validation_failed', 'name must be 1–64 of a-z 0-9 _ - (starting with a letter or digit)');
     const doc: TransformationDoc = { _id: `${accountId}:${name}`, accountId, name, version, spec, eager, createdAt: new Date() };
     try {
       await this.Transformation.create(doc);
@@ -349,11 +401,19 @@ export class Transforms {
   async derivatives(p: Principal | null, assetId: string): Promise<DerivativeDoc[]> {
     const asset = await this.assets.get(p, assetId);
     if (asset.status !== 'ready') return [];
-    return this.Derivative.find({ assetId: asset._id, accountId: asset.accountId }).sort({ createdAt: -1 }).lean<DerivativeDoc[]>().exec();
+    return this.Derivative.find({ assetId: asset._id, accountId: asset.accountId })
+      .sort({ createdAt: -1 })
+      .lean<DerivativeDoc[]>()
+      .exec();
   }
 
   /** `POST /{id}/transforms`: materialises a named definition (or an inline spec) now. */
-  async transform(p: Principal | null, assetId: string, name: string | null, inline: TransformSpec | null): Promise<DerivativeDoc> {
+  async transform(
+    p: Principal | null,
+    assetId: string,
+    name: string | null,
+    inline: TransformSpec | null,
+  ): Promise<DerivativeDoc> {
     this.assets.writer(p);
     const asset = await this.assets.get(p, assetId);
     const spec = name ? (await this.resolve(p, name)).spec : inline;
@@ -363,17 +423,80 @@ export class Transforms {
     return this.materialise(src, spec);
   }
 
-  /** Eager definitions of the account, materialised for a new upload (failures are logged, not fatal). */
-  async eager(asset: AssetDoc): Promise<number> {
-    const defs = await this.Transformation.find({ accountId: asset.accountId, eager: true }).lean<TransformationDoc[]>().exec();
-    const src = await this.source(asset);
-    if (!src) return 0;
-    let n = 0;
-    for (const d of defs) {
-      await this.materialise(src, d.spec);
-      n++;
+  // -- eager definitions: a job per stored image version --
+
+  /** Queues the eager job of a newly stored version (only for ready images of accounts with eager definitions). */
+  async enqueueEager(asset: AssetDoc): Promise<void> {
+    if (asset.status !== 'ready' || asset.type !== 'image') return;
+    const any = await this.Transformation.findOne({ accountId: asset.accountId, eager: true }, { _id: 1 }).lean().exec();
+    if (!any) return;
+    const now = new Date();
+    try {
+      await this.EagerJob.create({
+        _id: `${asset._id}:${asset.currentVersion}`,
+        accountId: asset.accountId,
+        assetId: asset._id,
+        version: asset.currentVersion,
+        status: 'queued',
+        attempts: 0,
+        error: null,
+        leaseUntil: null,
+        createdAt: now,
+        updatedAt: now,
+      });
+    } catch (e) {
+      if (!isDuplicateKey(e)) throw e;
     }
-    return n;
+  }
+
+  /** Claims and runs one due eager job; true when there was one. */
+  async runEagerOnce(): Promise<boolean> {
+    const now = new Date();
+    const candidates = await this.EagerJob.find(
+      { $or: [{ status: 'queued' }, { status: 'running', leaseUntil: { $lt: now } }] },
+      { _id: 1, status: 1, leaseUntil: 1 },
+    )
+      .sort({ createdAt: 1 })
+      .limit(5)
+      .lean<EagerJobDoc[]>()
+      .exec();
+    for (const c of candidates) {
+      const job = await this.EagerJob.findOneAndUpdate(
+        { _id: c._id, status: c.status, leaseUntil: c.leaseUntil },
+        {
+          $set: { status: 'running', leaseUntil: new Date(now.getTime() + EAGER_LEASE_MS), updatedAt: now },
+          $inc: { attempts: 1 },
+        },
+        { new: true },
+      )
+        .lean<EagerJobDoc>()
+        .exec();
+      if (!job) continue;
+      try {
+        const asset = await this.assets.anyAsset(job.assetId);
+        const src = asset && asset.currentVersion === job.version ? await this.source(asset) : null;
+        if (src) {
+          const defs = await this.Transformation.find({ accountId: job.accountId, eager: true })
+            .lean<TransformationDoc[]>()
+            .exec();
+          for (const d of defs) await this.materialise(src, d.spec);
+        }
+        await this.EagerJob.updateOne(
+          { _id: job._id },
+          { $set: { status: 'succeeded', leaseUntil: null, updatedAt: new Date() } },
+        );
+      } catch (e) {
+        const failed = job.attempts >= EAGER_ATTEMPTS;
+        await this.EagerJob.updateOne(
+          { _id: job._id },
+          {
+            $set: { status: failed ? 'failed' : 'queued', error: (e as Error).message, leaseUntil: null, updatedAt: new Date() },
+          },
+        );
+      }
+      return true;
+    }
+    return false;
   }
 
   // -- signed transform addresses --
@@ -396,7 +519,12 @@ export class Transforms {
     return got.length === want.length && timingSafeEqual(got, want);
   }
 
-  async signedTransformUrl(p: Principal | null, assetId: string, name: string, expiresIn: number): Promise<{ url: string; expiresAt: Date }> {
+  async signedTransformUrl(
+    p: Principal | null,
+    assetId: string,
+    name: string,
+    expiresIn: number,
+  ): Promise<{ url: string; expiresAt: Date }> {
     const asset = await this.assets.get(p, assetId);
     if (asset.status === 'deleting') throw notFound('assets.not_found', 'asset not found');
     const t = await this.resolve(p, name);
@@ -405,6 +533,9 @@ export class Transforms {
     const base = asset.originalName.replace(/\.[^.]*$/, '') || 'image';
     const file = encodeURIComponent(`${base}.${ext}`);
     const pathname = `/assets/${assetId}/tr/${encodeSpec(t.spec)}/${file}`;
-    return { url: `${this.assets.cfg.cdnUrl}${pathname}?exp=${exp}&sig=${this.signPath(pathname, exp)}`, expiresAt: new Date(exp * 1000) };
+    return {
+      url: `${this.assets.cfg.cdnUrl}${pathname}?exp=${exp}&sig=${this.signPath(pathname, exp)}`,
+      expiresAt: new Date(exp * 1000),
+    };
   }
 }

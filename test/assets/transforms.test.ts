@@ -34,7 +34,11 @@ describe('assets transformations', () => {
     const fd = new FormData();
     for (const [k, v] of Object.entries(fields)) fd.append(k, v);
     fd.append('file', new Blob([body]), name);
-    const res = await fetch(`${t.bridgeUrl}/api/v1/assets/upload`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: fd });
+    const res = await fetch(`${t.bridgeUrl}/api/v1/assets/upload`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}` },
+      body: fd,
+    });
     return { status: res.status, body: (await res.json()) as any };
   };
   const bytes = async (url: string) => {
@@ -53,7 +57,11 @@ describe('assets transformations', () => {
     expect(legacy.body.data).toMatchObject({
       name: 'card',
       version: 1,
-      definition: { operations: [{ type: 'resize', width: 300, height: null, fit: 'inside', gravity: 'center' }], format: 'jpeg', quality: 70 },
+      definition: {
+        operations: [{ type: 'resize', width: 300, height: null, fit: 'inside', gravity: 'center' }],
+        format: 'jpeg',
+        quality: 70,
+      },
       eager: { enabled: false },
     });
     const typed = await t.rest('POST', '/api/v1/assets/transformations', {
@@ -67,7 +75,9 @@ describe('assets transformations', () => {
     });
     expect(typed.status).toBe(201);
     expect(typed.body.data).toMatchObject({ name: 'thumb', version: 2, eager: { enabled: true } });
-    expect((await t.rest('POST', '/api/v1/assets/transformations', { key, body: { name: 'thumb', width: 10 } })).status).toBe(409);
+    expect((await t.rest('POST', '/api/v1/assets/transformations', { key, body: { name: 'thumb', width: 10 } })).status).toBe(
+      409,
+    );
     const bad = await t.rest('POST', '/api/v1/assets/transformations', { key, body: { name: 'x', width: 10, fit: 'stretch' } });
     expect(bad.status).toBe(400);
     expect(bad.body.success).toBe(false);
@@ -84,8 +94,16 @@ describe('assets transformations', () => {
   it('materialises real derivatives (WebP, AVIF, JPEG; sizes; metadata stripped) and lists them', async () => {
     const { key } = await t.createKey();
     const mk = (body: unknown) => t.rest('POST', '/api/v1/assets/transformations', { key, body });
-    await mk({ name: 'thumb', version: 2, definition: { operations: [{ type: 'resize', width: 320, height: 200, fit: 'cover' }], format: 'webp', quality: 70 } });
-    await mk({ name: 'tiny-avif', version: 2, definition: { operations: [{ type: 'resize', width: 120 }], format: 'avif', quality: 50 } });
+    await mk({
+      name: 'thumb',
+      version: 2,
+      definition: { operations: [{ type: 'resize', width: 320, height: 200, fit: 'cover' }], format: 'webp', quality: 70 },
+    });
+    await mk({
+      name: 'tiny-avif',
+      version: 2,
+      definition: { operations: [{ type: 'resize', width: 120 }], format: 'avif', quality: 50 },
+    });
     await mk({ name: 'card', width: 300, height: 300, fit: 'inside', format: 'jpeg', quality: 70 });
     const up = await upload(key, photo, { key: 'img/photo.jpg', visibility: 'public' });
     expect(up.status).toBe(201);
@@ -93,7 +111,14 @@ describe('assets transformations', () => {
 
     const made = await t.rest('POST', `/api/v1/assets/${id}/transforms`, { key, body: { transformation: 'thumb' } });
     expect(made.status).toBe(201);
-    expect(made.body.data).toMatchObject({ asset_id: id, version: 1, format: 'webp', mime_type: 'image/webp', width: 320, height: 200 });
+    expect(made.body.data).toMatchObject({
+      asset_id: id,
+      version: 1,
+      format: 'webp',
+      mime_type: 'image/webp',
+      width: 320,
+      height: 200,
+    });
 
     const thumb = await bytes(`${cdnUrl}/t/thumb/assets/${id}`);
     expect(thumb.status).toBe(200);
@@ -113,18 +138,47 @@ describe('assets transformations', () => {
 
     const ders = await t.rest('GET', `/api/v1/assets/${id}/derivatives`, { key });
     expect(ders.status).toBe(200);
-    expect(ders.body.data.map((d: any) => `${d.format}:${d.width}x${d.height}`).sort()).toEqual(['avif:120x80', 'jpeg:300x200', 'webp:320x200']);
+    expect(ders.body.data.map((d: any) => `${d.format}:${d.width}x${d.height}`).sort()).toEqual([
+      'avif:120x80',
+      'jpeg:300x200',
+      'webp:320x200',
+    ]);
     // Unknown preset → 404; another account cannot list this asset's derivatives.
     expect((await fetch(`${cdnUrl}/t/nope/assets/${id}`)).status).toBe(404);
     const other = await t.createKey();
     expect((await t.rest('GET', `/api/v1/assets/${id}/derivatives`, { key: other.key })).status).toBe(404);
   });
 
+  it('eager definitions materialise on upload, as a job run by the worker', async () => {
+    const { key } = await t.createKey();
+    await t.rest('POST', '/api/v1/assets/transformations', {
+      key,
+      body: {
+        name: 'eager-s',
+        version: 2,
+        definition: { operations: [{ type: 'resize', width: 240 }], format: 'webp' },
+        eager: { enabled: true },
+      },
+    });
+    const up = await upload(key, photo, { key: 'img/eager.jpg', visibility: 'public' });
+    const id = up.body.data.id;
+    let ders: any[] = [];
+    for (let i = 0; i < 100 && ders.length === 0; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      ders = (await t.rest('GET', `/api/v1/assets/${id}/derivatives`, { key })).body.data;
+    }
+    expect(ders).toEqual([expect.objectContaining({ format: 'webp', width: 240, height: 160, version: 1 })]);
+  });
+
   it('single flight: 50 concurrent requests for an uncached transform compute it once', async () => {
     const { key } = await t.createKey();
     await t.rest('POST', '/api/v1/assets/transformations', {
       key,
-      body: { name: 'hero', version: 2, definition: { operations: [{ type: 'resize', width: 800, height: 400, fit: 'cover' }], format: 'webp' } },
+      body: {
+        name: 'hero',
+        version: 2,
+        definition: { operations: [{ type: 'resize', width: 800, height: 400, fit: 'cover' }], format: 'webp' },
+      },
     });
     const up = await upload(key, photo, { key: 'img/hero.jpg', visibility: 'public' });
     const before = svc.transforms.computations;
@@ -141,13 +195,20 @@ describe('assets transformations', () => {
     const { key } = await t.createKey();
     await t.rest('POST', '/api/v1/assets/transformations', {
       key,
-      body: { name: 'sq', version: 2, definition: { operations: [{ type: 'resize', width: 100, height: 100, fit: 'cover', gravity: 'north' }], format: 'png' } },
+      body: {
+        name: 'sq',
+        version: 2,
+        definition: { operations: [{ type: 'resize', width: 100, height: 100, fit: 'cover', gravity: 'north' }], format: 'png' },
+      },
     });
     const up = await upload(key, photo, { key: 'img/private.jpg', visibility: 'private' });
     const id = up.body.data.id;
     // A private asset has no named (public) transform.
     expect((await fetch(`${cdnUrl}/t/sq/assets/${id}`)).status).toBe(404);
-    const signed = await t.rest('POST', `/api/v1/assets/${id}/signed-url`, { key, body: { expires_in: 120, transformation: 'sq' } });
+    const signed = await t.rest('POST', `/api/v1/assets/${id}/signed-url`, {
+      key,
+      body: { expires_in: 120, transformation: 'sq' },
+    });
     expect(signed.status).toBe(201);
     const url = cdn(signed.body.data.url);
     expect(url).toMatch(new RegExp(`/assets/${id}/tr/w_100,h_100,c_cover,g_north,f_png,q_80/photo\\.png\\?exp=\\d+&sig=`));
@@ -171,9 +232,16 @@ describe('assets transformations', () => {
     expect((await fetch(`${cdnUrl}${pathname}?exp=${exp}&sig=${svc.transforms.signPath(pathname, exp)}`)).status).toBe(403);
     expect(svc.transforms.computations).toBe(before);
     // Unknown definition → 404; max_downloads does not apply to a transform address.
-    expect((await t.rest('POST', `/api/v1/assets/${id}/signed-url`, { key, body: { expires_in: 60, transformation: 'none' } })).status).toBe(404);
     expect(
-      (await t.rest('POST', `/api/v1/assets/${id}/signed-url`, { key, body: { expires_in: 60, transformation: 'sq', max_downloads: 1 } })).status,
+      (await t.rest('POST', `/api/v1/assets/${id}/signed-url`, { key, body: { expires_in: 60, transformation: 'none' } })).status,
+    ).toBe(404);
+    expect(
+      (
+        await t.rest('POST', `/api/v1/assets/${id}/signed-url`, {
+          key,
+          body: { expires_in: 60, transformation: 'sq', max_downloads: 1 },
+        })
+      ).status,
     ).toBe(400);
   });
 
@@ -183,12 +251,18 @@ describe('assets transformations', () => {
     const up = await upload(key, photo, { key: 'img/q.jpg', visibility: 'public' });
     const id = up.body.data.id;
     expect((await t.rest('POST', `/api/v1/assets/${id}/transforms`, { key, body: { transformation: 'w' } })).status).toBe(201);
-    const signed = cdn((await t.rest('POST', `/api/v1/assets/${id}/signed-url`, { key, body: { expires_in: 120, transformation: 'w' } })).body.data.url);
+    const signed = cdn(
+      (await t.rest('POST', `/api/v1/assets/${id}/signed-url`, { key, body: { expires_in: 120, transformation: 'w' } })).body.data
+        .url,
+    );
     expect((await fetch(signed)).status).toBe(200);
 
     for (const status of ['quarantined', 'failed']) {
       // A later scan verdict (or a failed processing) changes the record; this process forgets its cache.
-      await svc.m.Asset.updateOne({ _id: id }, { $set: { status, quarantineStatus: status === 'quarantined' ? 'quarantined' : 'none' } });
+      await svc.m.Asset.updateOne(
+        { _id: id },
+        { $set: { status, quarantineStatus: status === 'quarantined' ? 'quarantined' : 'none' } },
+      );
       svc.forget(id);
       const before = svc.transforms.computations;
       expect((await fetch(`${cdnUrl}/t/w/assets/${id}`)).status).toBe(404);
@@ -201,7 +275,9 @@ describe('assets transformations', () => {
     }
 
     const txt = await upload(key, 'plain text', { key: 'a.txt', visibility: 'public' }, 'a.txt');
-    expect((await t.rest('POST', `/api/v1/assets/${txt.body.data.id}/transforms`, { key, body: { transformation: 'w' } })).status).toBe(409);
+    expect(
+      (await t.rest('POST', `/api/v1/assets/${txt.body.data.id}/transforms`, { key, body: { transformation: 'w' } })).status,
+    ).toBe(409);
     expect((await fetch(`${cdnUrl}/t/w/assets/${txt.body.data.id}`)).status).toBe(404);
   });
 });
