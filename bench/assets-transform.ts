@@ -163,7 +163,16 @@ async function main(): Promise<void> {
     await new Promise<void>((r) => plain.listen(0, '127.0.0.1', r));
     const plainRps = await inWorker(`http://127.0.0.1:${(plain.address() as { port: number }).port}/d.webp`);
     const cdnRps = await inWorker(named);
+    // The same bytes as a plain public asset on {cdn_url}: the CDN listener's own baseline.
+    const fd2 = new FormData();
+    fd2.append('visibility', 'public');
+    fd2.append('file', new Blob([derivative]), 'd.webp');
+    const up2 = (await (
+      await fetch(`${bridge}/api/v1/assets/upload`, { method: 'POST', headers: { authorization: auth.authorization }, body: fd2 })
+    ).json()) as { data: { id: string } };
+    const assetRps = await inWorker(`${cdn}/assets/${up2.data.id}/versions/1/d.webp`);
     plain.close();
+    console.log(`same bytes as a plain public asset on {cdn_url}: ${assetRps.toFixed(0)} req/s`);
     console.log(
       `cached derivative (${(derivative.length / 1024).toFixed(0)} KiB WebP) /t/w800: ${cdnRps.toFixed(0)} req/s vs plain static server ${plainRps.toFixed(0)} req/s = ${((cdnRps / plainRps) * 100).toFixed(0)} % (c=32, ${CDN_SECONDS} s each)`,
     );
