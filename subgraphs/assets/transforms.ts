@@ -363,7 +363,8 @@ export class Transforms {
     const chunks: Buffer[] = [];
     for await (const c of this.assets.blobs.read(src.region, src.version.sha256)) chunks.push(c as Buffer);
     // `rotate()` applies EXIF orientation; sharp writes no metadata unless asked (strips EXIF/GPS).
-    let img = sharp(Buffer.concat(chunks), { limitInputPixels: 100_000_000 }).rotate();
+    const input = Buffer.concat(chunks);
+    let img = sharp(input, { limitInputPixels: 100_000_000 }).rotate();
     for (const op of spec.operations) {
       img = img.resize({
         width: op.width ?? undefined,
@@ -373,7 +374,7 @@ export class Transforms {
         withoutEnlargement: true,
       });
     }
-    const meta = await sharp(Buffer.concat(chunks)).metadata();
+    const meta = await sharp(input).metadata();
     const format: Format = spec.format ?? (FORMATS.includes(meta.format as Format) ? (meta.format as Format) : 'jpeg');
     img = img.toFormat(format, { quality: spec.quality, ...(format === 'avif' ? { effort: 2 } : {}) });
     const { data, info } = await img.toBuffer({ resolveWithObject: true });
