@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import rangeParser from 'range-parser';
 import type { AssetDoc, AssetVersion } from './model';
 import type { AssetsService } from './service';
+import { type DerivativeDoc, decodeSpec } from './transforms';
 
 /** Signed (private) deliveries are never stored by shared caches. */
 const PRIVATE_CACHE_CONTROL = 'private, no-store';
@@ -91,4 +92,68 @@ export async function assetsCdnPlane(app: FastifyInstance, assets: AssetsService
       return sendVersion(req, reply, assets, found, PRIVATE_CACHE_CONTROL);
     },
   });
+
+  /** Named transform of a public asset: `/t/{preset}/assets/{id}`. */
+  app.route<{ Params: { preset: string; id: string } }>({
+    method: ['GET', 'HEAD'],
+    url: '/t/:preset/assets/:id',
+    handler: async (req, reply) => {
+      // The public-delivery decision (cached ~1 s): a ready public asset with a copy, else 404.
+      const src = await assets.publicCurrent(req.params.id);
+      if (!src || src.asset.type !== 'image') return notFound(reply);
+      const def = await assets.transforms.named(src.asset.accountId, req.params.preset);
+      if (!def) return notFound(reply);
+      const d = await assets.transforms.materialise(src, def.spec);
+      return sendDerivative(req, reply, assets, d, src.asset.cacheControl);
+    },
+  });
+
+  /**
+   * Signed transform: `/assets/{id}/tr/{spec}/{filename}?exp=&sig=`. The signature covers the
+   * path and the expiry and is checked before anything is read, so a tampered or expired address
+   * costs one HMAC (403); an unknown spec or an asset without derivatives is a 404.
+   */
+  app.route<{ Params: { id: string; spec: string; filename: string }; Querystring: { exp?: string; sig?: string } }>({
+    method: ['GET', 'HEAD'],
+    url: '/assets/:id/tr/:spec/:filename',
+    handler: async (req, reply) => {
+      const pathname = req.url.split('?')[0];
+      if (!assets.transforms.verify(pathname, req.query.exp, req.query.sig)) {
+        return reply
+          .status(403)
+          .header('Cache-Control', 'no-store')
+          .send({
+            success: false,
+            error: { code: 'assets.signature_invalid', message: 'signature invalid or expired', details: {} },
+          });
+      }
+      const spec = decodeSpec(req.params.spec);
+      if (!spec) return notFound(reply);
+      const asset = await assets.anyAsset(req.params.id);
+      const src = asset && (await assets.transforms.source(asset));
+      if (!src) return notFound(reply);
+      const d = await assets.transforms.materialise(src, spec);
+      return sendDerivative(req, reply, assets, d, PRIVATE_CACHE_CONTROL);
+    },
+  });
+}
+
+async function sendDerivative(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  assets: AssetsService,
+  d: DerivativeDoc,
+  cacheControl: string,
+): Promise<FastifyReply> {
+  const etag = `"${d.sha256}"`;
+  reply
+    .header('ETag', etag)
+    .header('Cache-Control', cacheControl)
+    .header('Content-Type', d.mimeType)
+    .header('X-Content-Type-Options', 'nosniff')
+    .header('Vary', 'Accept');
+  if (matchesEtag(req.headers['if-none-match'], etag)) return reply.status(304).send();
+  reply.status(200).header('Content-Length', String(d.size));
+  if (req.method === 'HEAD') return reply.send();
+  return reply.send(assets.blobs.read(d.region, d.sha256));
 }

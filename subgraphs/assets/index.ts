@@ -9,6 +9,7 @@ import { S3BlobStore, s3Client } from './s3-blob-store';
 import { assetModels } from './model';
 import { AssetsResolver } from './resolvers';
 import { assetsRoutes } from './routes';
+import { AssetTransformsResolver } from './transform-resolvers';
 import { ClamdScanner, EicarScanner } from './scanner';
 import { AssetsService } from './service';
 import { type AssetsSettings, assetsSettingsSchema } from './settings';
@@ -63,7 +64,7 @@ export default defineArea<AssetsServices, AssetsSettings>({
     return { assets, relay, ports: ctx.ports };
   },
   subgraph: (s) => ({
-    resolvers: [AssetsResolver],
+    resolvers: [AssetsResolver, AssetTransformsResolver],
     createResolver: (cls) => new cls(s?.assets),
   }),
   routes: assetsRoutes,

@@ -171,8 +171,10 @@ export class AssetsResolver {
     @Arg('expiresIn', () => Int) expiresIn: number,
     @Ctx() ctx: RequestContext,
     @Arg('maxDownloads', () => Int, { nullable: true }) maxDownloads?: number,
+    @Arg('transformation', () => String, { nullable: true, description: 'A definition name: a signed `/tr/` address.' })
+    transformation?: string,
   ): Promise<SignedUrlType> {
-    const s = await this.svc.signedUrl(ctx.principal, id, expiresIn, maxDownloads);
+    const s = await this.svc.signedUrl(ctx.principal, id, expiresIn, maxDownloads, transformation);
     return { url: s.url, expiresAt: s.expiresAt, maxDownloads: s.maxDownloads };
   }
 

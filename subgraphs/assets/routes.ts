@@ -109,6 +109,58 @@ const signedUrlBody = z
   .object({
     expires_in: z.number().int().positive(),
     max_downloads: z.number().int().positive().nullable().optional(),
+    transformation: str.min(1).max(64).optional(),
+  })
+  .strict();
+/** Spec "not shown" shapes: CONTRACTS.md (legacy flat form, typed v2 form with an eager policy). */
+const edge = z.number().int().positive().nullable().optional();
+const legacyTransformation = z
+  .object({
+    name: str,
+    width: edge,
+    height: edge,
+    fit: str.optional(),
+    gravity: str.optional(),
+    format: str.optional(),
+    quality: z.number().int().optional(),
+  })
+  .strict();
+const typedTransformation = z
+  .object({
+    name: str,
+    version: z.literal(2),
+    definition: z
+      .object({
+        operations: z
+          .array(z.object({ type: str, width: edge, height: edge, fit: str.optional(), gravity: str.optional() }).strict())
+          .max(4),
+        format: str.optional(),
+        quality: z.number().int().optional(),
+      })
+      .strict(),
+    eager: z.object({ enabled: z.boolean() }).strict().optional(),
+  })
+  .strict();
+const transformationBody = z.union([typedTransformation, legacyTransformation]);
+type TransformationBody = z.infer<typeof transformationBody>;
+const transformationVars = (b: TransformationBody) =>
+  'version' in b
+    ? { name: b.name, version: 2, definition: b.definition, eager: b.eager?.enabled ?? false }
+    : {
+        name: b.name,
+        version: 1,
+        definition: {
+          operations:
+            b.width || b.height ? [{ type: 'resize', width: b.width, height: b.height, fit: b.fit, gravity: b.gravity }] : [],
+          format: b.format,
+          quality: b.quality,
+        },
+        eager: false,
+      };
+const transformBody = z
+  .object({
+    transformation: str.min(1).max(64).optional(),
+    definition: typedTransformation.shape.definition.optional(),
   })
   .strict();
 const branchBody = z.object({ name: str.min(1).max(64), from_version: z.number().int().positive().optional() }).strict();
@@ -504,7 +556,12 @@ export const assetsRoutes: AnyRoute[] = [
     operation: 'create-signed-url',
     body: signedUrlBody,
     scope: SCOPES.publish,
-    variables: (r) => ({ id: id(r), expiresIn: r.body.expires_in, maxDownloads: r.body.max_downloads ?? null }),
+    variables: (r) => ({
+      id: id(r),
+      expiresIn: r.body.expires_in,
+      maxDownloads: r.body.max_downloads ?? null,
+      transformation: r.body.transformation ?? null,
+    }),
     select: (d) => d.createAssetSignedUrl,
     status: 201,
     envelope: 'standard',
@@ -570,6 +627,68 @@ export const assetsRoutes: AnyRoute[] = [
     variables: (r) => ({ id: id(r), branch: r.params.branch, ifMatch: ifMatch(r) }),
     select: (d) => d.promoteAssetBranch,
     headers: revisionHeader,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'POST',
+    path: `${P}/transformations`,
+    summary: 'Create a transformation (legacy flat fields, or typed v2 definition with an eager policy)',
+    tag,
+    operation: 'create-transformation',
+    body: transformationBody,
+    scope: SCOPES.write,
+    variables: (r) => transformationVars(r.body),
+    select: (d) => d.createAssetTransformation,
+    status: 201,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'GET',
+    path: `${P}/transformations`,
+    summary: 'List transformations',
+    tag,
+    operation: 'list-transformations',
+    scope: SCOPES.read,
+    variables: () => ({}),
+    select: (d) => d.assetTransformations,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'DELETE',
+    path: `${P}/transformations/{name}`,
+    summary: 'Delete a transformation (its derivatives stay until the asset changes)',
+    tag,
+    operation: 'delete-transformation',
+    scope: SCOPES.write,
+    variables: (r) => ({ name: r.params.name }),
+    select: (d) => d,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'POST',
+    path: `${P}/{assetID}/transforms`,
+    summary: 'Materialise a definition (by name) or an inline typed definition now',
+    tag,
+    operation: 'transform-asset',
+    body: transformBody,
+    scope: SCOPES.write,
+    variables: (r) => ({ id: id(r), transformation: r.body.transformation ?? null, definition: r.body.definition ?? null }),
+    select: (d) => d.transformAsset,
+    status: 201,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'GET',
+    path: `${P}/{assetID}/derivatives`,
+    summary: 'Persisted transformation outputs of the asset',
+    tag,
+    operation: 'asset-derivatives',
+    scope: SCOPES.read,
+    variables: (r) => ({ id: id(r) }),
+    select: (d) => d.assetDerivatives,
     status: 200,
     envelope: 'standard',
   }),

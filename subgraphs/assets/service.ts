@@ -16,6 +16,7 @@ import type { AssetsSettings } from './settings';
 import { UploadCapabilities } from './capabilities';
 import { UploadSessions } from './upload-sessions';
 import { Uploads } from './uploads';
+import { Transforms } from './transforms';
 
 export const SCOPES = {
   read: 'assets:read',
@@ -96,6 +97,7 @@ export class AssetsService {
   readonly uploads: Uploads;
   readonly sessions: UploadSessions;
   readonly capabilities: UploadCapabilities;
+  readonly transforms: Transforms;
   private readonly deliveryCache = new Map<string, { found: Deliverable | null; until: number }>();
 
   constructor(
@@ -113,6 +115,8 @@ export class AssetsService {
     this.uploads = new Uploads(m, blobs, this.buckets, scanner, settings, objectsTopic);
     this.sessions = new UploadSessions(this);
     this.capabilities = new UploadCapabilities(this);
+    this.transforms = new Transforms(this);
+    this.uploads.onStored = (a) => this.transforms.enqueueEager(a);
   }
 
   reader(p: Principal | null | undefined): Principal {
@@ -602,13 +606,21 @@ export class AssetsService {
     id: string,
     expiresIn: number,
     maxDownloads: number | null | undefined,
-  ): Promise<{ url: string; token: string; expiresAt: Date; maxDownloads: number | null }> {
+    transformation?: string | null,
+  ): Promise<{ url: string; expiresAt: Date; maxDownloads: number | null }> {
     const { accountId } = this.writer(p, SCOPES.publish);
     if (!Number.isInteger(expiresIn) || expiresIn < 1 || expiresIn > this.settings.ASSETS_SIGNED_URL_MAX_SECONDS) {
       throw badRequest('validation_failed', `expires_in must be 1 to ${this.settings.ASSETS_SIGNED_URL_MAX_SECONDS} seconds`);
     }
     if (maxDownloads !== undefined && maxDownloads !== null && (!Number.isInteger(maxDownloads) || maxDownloads < 1)) {
       throw badRequest('validation_failed', 'max_downloads must be a positive integer');
+    }
+    if (transformation) {
+      // A signed transform address carries its own expiry and HMAC; downloads are not counted.
+      if (maxDownloads !== undefined && maxDownloads !== null) {
+        throw badRequest('validation_failed', 'max_downloads does not apply to a transformation address');
+      }
+      return { ...(await this.transforms.signedTransformUrl(p, id, transformation, expiresIn)), maxDownloads: null };
     }
     const asset = await this.get(p, id);
     if (asset.status === 'deleting') throw assetNotFound();
@@ -627,7 +639,7 @@ export class AssetsService {
     const token = `${grant._id}.${this.grantMac(grant._id)}`;
     const name = encodeURIComponent(asset.originalName);
     const url = `${this.cfg.cdnUrl}/private/assets/${id}/versions/${grant.version}/${name}?token=${encodeURIComponent(token)}`;
-    return { url, token, expiresAt: grant.expiresAt, maxDownloads: grant.maxDownloads };
+    return { url, expiresAt: grant.expiresAt, maxDownloads: grant.maxDownloads };
   }
 
   /** Where a deliverable version's bytes are: the home copy, else a replica that has them. */
@@ -652,8 +664,8 @@ export class AssetsService {
     return region ? { asset, version, region } : null;
   }
 
-  /** A public asset's current version, or null (404) when it is not deliverable. */
-  async publicDelivery(assetId: string, versionId: string): Promise<Deliverable | null> {
+  /** A public asset's current version (the cached delivery decision), or null. */
+  async publicCurrent(assetId: string): Promise<Deliverable | null> {
     const now = Date.now();
     let entry = this.deliveryCache.get(assetId);
     if (!entry || entry.until <= now) {
@@ -661,7 +673,17 @@ export class AssetsService {
       if (this.deliveryCache.size >= DELIVERY_CACHE_MAX) this.deliveryCache.clear();
       this.deliveryCache.set(assetId, entry);
     }
-    const found = entry.found;
+    return entry.found;
+  }
+
+  /** An asset record by id (any account): only for addresses already authorised by a signature. */
+  async anyAsset(assetId: string): Promise<AssetDoc | null> {
+    return this.m.Asset.findOne({ _id: assetId }, { outbox: 0 }).lean<AssetDoc>().exec();
+  }
+
+  /** A public asset's current version, or null (404) when it is not deliverable. */
+  async publicDelivery(assetId: string, versionId: string): Promise<Deliverable | null> {
+    const found = await this.publicCurrent(assetId);
     return found && String(found.asset.currentVersion) === versionId ? found : null;
   }
 

@@ -82,6 +82,9 @@ interface Accepted {
  * blob and no record outlive a refused upload.
  */
 export class Uploads {
+  /** Called with an asset whose new version is stored (eager transformations queue their job). */
+  onStored: (asset: AssetDoc) => Promise<void> = async () => undefined;
+
   constructor(
     private readonly m: AssetModels,
     private readonly blobs: BlobStore,
@@ -242,7 +245,9 @@ export class Uploads {
       sha256: staged.sha256,
     });
     await this.m.Asset.updateOne({ _id: doc._id, status: 'processing' }, { $set: set, $push: { outbox: event } });
-    return { ...doc, ...set };
+    const stored = { ...doc, ...set };
+    await this.onStored(stored);
+    return stored;
   }
 
   /**
@@ -325,6 +330,7 @@ export class Uploads {
       await this.dropBlobIfUnused(staged.sha256, [current.homeRegion]);
       throw revisionStale();
     }
+    await this.onStored(updated);
     return updated;
   }
 }

@@ -57,6 +57,7 @@ export function assetsWorker(assets: AssetsService, log: Logger): BackgroundWork
       }
     }
     if ((await assets.replicateOnce()) > 0) busy = true;
+    if (await assets.transforms.runEagerOnce()) busy = true;
     if (Date.now() - lastSweep > SWEEP_EVERY_MS) {
       lastSweep = Date.now();
       const swept = await sweepAbandonedUploads(assets);
