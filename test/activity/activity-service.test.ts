@@ -1,3 +1,5 @@
+import { PlatformError } from '../../core/errors';
+import '../../core/site-actions';
 import { randomBytes, randomUUID } from 'node:crypto';
 import type mongoose from 'mongoose';
 import type { EventBus, Subscription } from '../../core/events/event-bus';
@@ -67,6 +69,25 @@ describe('activity service (real MongoDB-wire server and Kafka)', () => {
   const ports = new Ports();
   ports.provide('projects', directory);
   ports.provide('activitySources', []);
+  // The publisher's siteActions port as this test needs it: a project with a provisioned site gets
+  // its restart enqueued under the caller's id (the e2e test runs the real port, lock and fencing).
+  ports.provide('siteActions', {
+    async run(r) {
+      if (await engine.get(r.operationId)) return { operationId: r.operationId };
+      const provisioned = await engine.model.findOne({ projectId: r.projectId, operationType: 'provision' }, { _id: 1 }).lean();
+      if (!provisioned) throw new PlatformError('site_not_found', 409, 'the project has no publishing site');
+      await engine.enqueue({
+        id: r.operationId,
+        accountId: r.accountId,
+        projectId: r.projectId,
+        resourceType: 'site',
+        resourceId: r.projectId,
+        operationType: r.action,
+        initiator: r.initiator,
+      });
+      return { operationId: r.operationId };
+    },
+  });
 
   const principal = (accountId: string, role: Principal['role'] = 'owner'): Principal => ({
     accountId,

@@ -156,6 +156,10 @@ describe('lifecycle actions', () => {
   it('allows one lifecycle operation per site: a second request of any kind gets 409 operation_in_progress', async () => {
     const { key } = await t.createKey();
     const projectId = await runningSite(t, key);
+    // Slow steps keep the restart running while the other requests arrive, however busy the machine.
+    const simulated = t.platform.services.publisher.simulated;
+    const stepDelay = simulated.stepDelayMs;
+    simulated.stepDelayMs = 3_000;
     const restart = await t.rest('POST', projectPath(projectId, '/actions'), { key, body: { action: 'restart' } });
     expect(restart.status).toBe(202);
     const second: Array<[string, unknown]> = [
@@ -169,6 +173,7 @@ describe('lifecycle actions', () => {
       expect([suffix, res.status, res.body.error.code]).toEqual([suffix, 409, 'operation_in_progress']);
       expect(res.body.error.details).toEqual({ operation_id: restart.body.data.operation.id, operation_type: 'restart' });
     }
+    simulated.stepDelayMs = stepDelay;
     await settled(t, key, projectId);
   });
 
