@@ -96,9 +96,17 @@ export class IdentityService {
     return { key, keyId, prefix, accountId: account._id, accountSlug: account.slug, plan: account.plan, role, scopes };
   }
 
-  async revokeApiKey(keyId: string): Promise<void> {
-    await this.models.ApiKey.updateOne({ _id: keyId }, { $set: { revokedAt: new Date() } });
+  /**
+   * `platform keys revoke`: the key stops here at once and in every other process within the
+   * principal cache's 5 s (open subscriptions are re-checked by the router). Revoking twice keeps
+   * the first revocation time; an unknown key id is a 404.
+   */
+  async revokeApiKey(keyId: string): Promise<{ keyId: string; revokedAt: Date }> {
+    await this.models.ApiKey.updateOne({ _id: keyId, revokedAt: null }, { $set: { revokedAt: new Date() } });
     this.cache.clear();
+    const record = await this.models.ApiKey.findById(keyId, { revokedAt: 1 }).lean();
+    if (!record?.revokedAt) throw notFound('key_not_found', 'no API key with this id');
+    return { keyId, revokedAt: record.revokedAt };
   }
 
   /** The principal a bearer key stands for, or null when the key is unknown, revoked or malformed. */
