@@ -2,6 +2,7 @@ import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypt
 import type { Connection } from 'mongoose';
 import { badRequest, notFound, unauthenticated } from '../../core/errors';
 import { isDuplicateKey } from '../../core/mongo';
+import { effectiveScopes, scopesOfRole } from '../../core/scopes';
 import { SUBSCRIPTION_STATES, type SubscriptionState } from '../../core/account-standing';
 import type { Plan, Principal, Role } from '../../core/principal';
 import { type AccountDoc, type IdentityModels, type ProjectDoc, identityModels } from './model';
@@ -83,7 +84,14 @@ export class IdentityService {
     const prefix = `pk_${randomBytes(6).toString('hex')}`;
     const key = `${prefix}_${randomBytes(24).toString('base64url')}`;
     const keyId = randomUUID();
-    const scopes = [...new Set((opts.scopes ?? []).map((s) => s.trim()).filter(Boolean))];
+    const given = [...new Set((opts.scopes ?? []).map((s) => s.trim()).filter(Boolean))];
+    const allowed: readonly string[] = scopesOfRole(role);
+    const refused = given.filter((s) => !allowed.includes(s));
+    if (refused.length) {
+      throw badRequest('invalid_scope', `scopes not known or not allowed for role ${role}: ${refused.join(', ')}`);
+    }
+    // No scopes given: every scope the role allows, stored, so the key's reach is visible and fixed.
+    const scopes = given.length ? given : [...allowed];
     await this.models.ApiKey.create({
       _id: keyId,
       accountId: account._id,
@@ -134,7 +142,7 @@ export class IdentityService {
       plan: account.plan,
       keyId: record._id,
       role: record.role,
-      scopes: record.scopes,
+      scopes: effectiveScopes(record.role, record.scopes),
     };
   }
 
