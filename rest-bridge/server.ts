@@ -9,6 +9,7 @@ import type { GraphQLExecutor } from './executor';
 import { buildOpenApi } from './openapi';
 import type { AreaRoute, EnvelopeKind } from '../core/rest-route';
 import { envelopeResolver, toFastifyPath } from './route-paths';
+import { bridgeUnavailable, withRetryAfter } from './retry-after';
 
 /** Largest JSON body any route accepts unless it says less: 1 MiB. */
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -91,7 +92,9 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
   installAccessLog(app, opts.log, 'bridge');
 
   const send = (reply: FastifyReply, kind: EnvelopeKind, status: number, error: BridgeError) =>
-    reply.status(status).send(errorEnvelope(kind, status, error));
+    withRetryAfter(reply, status, error.details)
+      .status(status)
+      .send(errorEnvelope(kind, status, error));
 
   app.setNotFoundHandler((req, reply) =>
     send(reply, envelopeForPath(req.url), 404, {
@@ -116,6 +119,8 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
     if (err.statusCode === 400 || err instanceof SyntaxError) {
       return send(reply, kind, 400, { code: 'invalid_json', message: 'request body is not valid JSON', details: {} });
     }
+    const unavailable = bridgeUnavailable(err);
+    if (unavailable) return send(reply, kind, 503, unavailable);
     opts.log.error({ err, requestId: req.id }, 'bridge request failed');
     return send(reply, kind, 500, { code: 'internal_error', message: 'internal error', details: {} });
   });
