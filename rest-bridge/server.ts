@@ -128,7 +128,7 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_req, reply) => {
     const checks = await opts.ready();
-    const ok = Object.values(checks).every((v) => v === 'ok');
+    const ok = Object.values(checks).every((v) => v === 'ok' || v === 'degraded');
     return reply.status(ok ? 200 : 503).send({ status: ok ? 'ready' : 'not_ready', checks });
   });
   const openapi = buildOpenApi(routes);

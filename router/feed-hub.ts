@@ -24,6 +24,9 @@ export class FeedHub {
   /** `<field>\u0000<key>` → listeners */
   private readonly listeners = new Map<string, Set<(e: Event) => void>>();
   private readonly subscriptions: Subscription[] = [];
+  /** Topics this hub has joined (a retried start joins only the rest). */
+  private readonly joined = new Set<string>();
+  private stopped = false;
   private readonly seen = new Set<string>();
 
   constructor(
@@ -39,9 +42,12 @@ export class FeedHub {
       const topic = `${this.topicPrefix}.${feed.topic}`;
       byTopic.set(topic, [...(byTopic.get(topic) ?? []), feed]);
     }
-    if (byTopic.size === 0) return;
-    await this.bus.ensureTopics([...byTopic.keys()]);
-    for (const [topic, feeds] of byTopic) {
+    const missing = [...byTopic.keys()].filter((t) => !this.joined.has(t));
+    if (missing.length === 0) return;
+    await this.bus.ensureTopics(missing);
+    for (const topic of missing) {
+      const feeds = byTopic.get(topic)!;
+      if (this.stopped) return;
       this.subscriptions.push(
         await this.bus.subscribe<Event>({
           groupId: `router-feed-${randomUUID()}`,
@@ -53,10 +59,35 @@ export class FeedHub {
           },
         }),
       );
+      this.joined.add(topic);
     }
   }
 
+  /**
+   * Joins the feeds' topics without holding up the router: when Kafka is unreachable the router
+   * serves queries and mutations at once, and the feed keeps trying (backoff from `retryMs` up to
+   * 30 s) until it has joined or the hub is stopped. Resolves when joined, or after `waitMs` with
+   * the join still going on in the background.
+   */
+  startInBackground(opts: { waitMs: number; retryMs?: number }): Promise<void> {
+    const joined = (async () => {
+      let delay = opts.retryMs ?? 1_000;
+      while (!this.stopped) {
+        try {
+          await this.start();
+          return;
+        } catch (err) {
+          this.log.warn({ err, retryInMs: delay }, 'feed hub could not join Kafka; retrying');
+          await new Promise((r) => setTimeout(r, delay).unref());
+          delay = Math.min(delay * 2, 30_000);
+        }
+      }
+    })();
+    return Promise.race([joined, new Promise<void>((r) => setTimeout(r, opts.waitMs).unref())]);
+  }
+
   async stop(): Promise<void> {
+    this.stopped = true;
     await Promise.all(this.subscriptions.map((s) => s.stop()));
   }
 
