@@ -186,6 +186,8 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
       feeds,
       ports,
       log,
+      rateLimitPerMinute: cfg.RATE_LIMIT_PER_MINUTE,
+      nodeEnv: cfg.NODE_ENV,
     });
     await router.start();
     routerUrl = await router.listen(cfg.HOST, opts.routerPort ?? cfg.ROUTER_PORT);
@@ -207,6 +209,7 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
       executor,
       routes: areaRoutes(),
       dataPlanes: planes,
+      rateLimitPerMinute: cfg.RATE_LIMIT_PER_MINUTE,
       log,
       ready: async () => {
         const mongo = mongoHostPort(cfg.mongodbUri);

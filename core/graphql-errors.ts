@@ -19,6 +19,8 @@ export interface PlatformErrorExtensions {
  */
 export function formatPlatformError(formatted: GraphQLFormattedError, error: unknown, log?: Logger): GraphQLFormattedError {
   let original = error instanceof GraphQLError ? (error.originalError ?? error) : error;
+  // Apollo wraps validation-rule errors once more (ValidationError → rule's GraphQLError → PlatformError).
+  if (original instanceof GraphQLError && isPlatformError(original.originalError)) original = original.originalError;
   // MongoDB or a remote subgraph unreachable: a retriable 503, never a 500.
   if (!isPlatformError(original) && isUnreachable(original)) original = serviceUnavailable();
   if (isPlatformError(original)) {

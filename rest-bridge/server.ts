@@ -10,6 +10,7 @@ import { buildOpenApi } from './openapi';
 import type { AreaRoute, EnvelopeKind } from '../core/rest-route';
 import { envelopeResolver, toFastifyPath } from './route-paths';
 import { bridgeUnavailable, withRetryAfter } from './retry-after';
+import { installRateLimit, RateLimiter, rateLimitedError } from '../core/rate-limit';
 
 /** Largest JSON body any route accepts unless it says less: 1 MiB. */
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -24,6 +25,8 @@ export interface BridgeOptions {
   routes: AreaRoute[];
   /** Raw byte routes of the areas (uploads, signed inbound hooks), each in its own Fastify scope. */
   dataPlanes?: Array<(app: FastifyInstance) => void | Promise<void>>;
+  /** Requests per minute per key (default DEFAULT_RATE_LIMIT_PER_MINUTE). */
+  rateLimitPerMinute?: number;
 }
 
 /** HTTP statuses of GraphQL error codes that carry no status of their own. */
@@ -90,6 +93,9 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
     reply.header('x-request-id', req.id);
   });
   installAccessLog(app, opts.log, 'bridge');
+  installRateLimit(app, new RateLimiter(opts.rateLimitPerMinute), (req, reply, retryAfterS) =>
+    send(reply, envelopeForPath(req.url), 429, rateLimitedError(retryAfterS)),
+  );
 
   const send = (reply: FastifyReply, kind: EnvelopeKind, status: number, error: BridgeError) =>
     withRetryAfter(reply, status, error.details)
