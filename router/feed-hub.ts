@@ -3,6 +3,8 @@ import type { FeedDefinition } from '../core/area';
 import type { EventBus, Subscription } from '../core/events/event-bus';
 import type { Logger } from '../core/logger';
 
+/** Event ids the hub remembers to drop re-deliveries; the least recently seen are forgotten first. */
+export const FEED_DEDUP_MAX = 50_000;
 /** Events a slow subscriber may have queued before it is dropped. */
 const MAX_QUEUED = 1000;
 
@@ -27,7 +29,8 @@ export class FeedHub {
   /** Topics this hub has joined (a retried start joins only the rest). */
   private readonly joined = new Set<string>();
   private stopped = false;
-  private readonly seen = new Set<string>();
+  /** Bounded LRU of `<field>\u0000<event id>` (Map order = recency). */
+  private readonly seen = new Map<string, true>();
 
   constructor(
     private readonly bus: EventBus,
@@ -96,9 +99,14 @@ export class FeedHub {
     const id = (feed.eventId ?? defaultEventId)(e);
     if (id) {
       const seenKey = `${feed.field}\u0000${id}`;
-      if (this.seen.has(seenKey)) return;
-      if (this.seen.size > 50_000) this.seen.clear();
-      this.seen.add(seenKey);
+      if (this.seen.has(seenKey)) {
+        this.seen.delete(seenKey);
+        this.seen.set(seenKey, true);
+        return;
+      }
+      this.seen.set(seenKey, true);
+      // Forget only the oldest: clearing everything would let a just-seen event through again.
+      if (this.seen.size > FEED_DEDUP_MAX) this.seen.delete(this.seen.keys().next().value as string);
     }
     const key = feed.keyOfEvent(e);
     if (key === null) return;
