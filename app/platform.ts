@@ -26,6 +26,8 @@ import { type AreaServices, areaFeeds, areaRoutes, areas, buildAreas, buildSubgr
 
 /** Idle scan interval of the operation engine and the outbox relay: 1 s. */
 const IDLE_SCAN_MS = 1000;
+/** How long start waits for the router's feed to join Kafka before going on without it: 10 s. */
+const FEED_JOIN_WAIT_MS = 10_000;
 /** How long /readyz waits for an engine's port: 1.5 s. */
 const READY_PROBE_MS = 1500;
 
@@ -165,7 +167,8 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
   if (role.kind === 'all' || role.kind === 'router') {
     const feeds = areaFeeds();
     const hub = new FeedHub(bus, log, feeds, topicPrefix);
-    await hub.start();
+    // Kafka down does not keep the router from serving: the feed joins in the background.
+    await hub.startInBackground({ waitMs: FEED_JOIN_WAIT_MS });
     stops.push(() => hub.stop());
     const remoteUrls = Object.fromEntries(
       areas().map((s) => [
@@ -183,6 +186,8 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
       feeds,
       ports,
       log,
+      rateLimitPerMinute: cfg.RATE_LIMIT_PER_MINUTE,
+      nodeEnv: cfg.NODE_ENV,
     });
     await router.start();
     routerUrl = await router.listen(cfg.HOST, opts.routerPort ?? cfg.ROUTER_PORT);
@@ -205,6 +210,7 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
       routes: areaRoutes(),
       dataPlanes: planes,
       trustProxy: cfg.TRUST_PROXY,
+      rateLimitPerMinute: cfg.RATE_LIMIT_PER_MINUTE,
       log,
       ready: async () => {
         const mongo = mongoHostPort(cfg.mongodbUri);
@@ -214,7 +220,9 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
           mongo ? portAnswers(mongo.port, mongo.host, READY_PROBE_MS) : conn.readyState === 1,
           portAnswers(kafka.port, kafka.host, READY_PROBE_MS),
         ]);
-        return { mongodb: mongoOk ? 'ok' : 'unreachable', kafka: kafkaOk ? 'ok' : 'unreachable' };
+        // Readiness follows MongoDB only: without Kafka requests are still served (events wait in
+        // the outbox), so Kafka down is reported as `degraded`.
+        return { mongodb: mongoOk ? 'ok' : 'unreachable', kafka: kafkaOk ? 'ok' : 'degraded' };
       },
     });
     bridgeUrl = await bridge.listen({ host: cfg.HOST, port: opts.bridgePort ?? cfg.BRIDGE_PORT });

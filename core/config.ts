@@ -59,6 +59,8 @@ const schema = z.object({
    */
   IDEMPOTENCY_LEASE_MS: z.coerce.number().int().min(100).default(10000),
   KAFKA_TOPIC_PREFIX: z.string().default('platform'),
+  /** Requests per minute per API key on the bridge and on the router (429 beyond it). */
+  RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(600),
 });
 
 export type Config = Omit<z.infer<typeof schema>, 'INTERNAL_SIGNING_KEY' | 'SECRET_ENCRYPTION_KEY' | 'CURSOR_SIGNING_KEY'> & {

@@ -1,5 +1,6 @@
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 import { ArgumentValidationError } from 'type-graphql';
+import { isUnreachable, serviceUnavailable } from './engine-errors';
 import { isPlatformError } from './errors';
 import { ForgedPrincipalError } from './principal';
 import type { Logger } from './logger';
@@ -17,7 +18,11 @@ export interface PlatformErrorExtensions {
  * validation errors become 400s; anything unknown becomes a 500 that leaks no internals.
  */
 export function formatPlatformError(formatted: GraphQLFormattedError, error: unknown, log?: Logger): GraphQLFormattedError {
-  const original = error instanceof GraphQLError ? (error.originalError ?? error) : error;
+  let original = error instanceof GraphQLError ? (error.originalError ?? error) : error;
+  // Apollo wraps validation-rule errors once more (ValidationError → rule's GraphQLError → PlatformError).
+  if (original instanceof GraphQLError && isPlatformError(original.originalError)) original = original.originalError;
+  // MongoDB or a remote subgraph unreachable: a retriable 503, never a 500.
+  if (!isPlatformError(original) && isUnreachable(original)) original = serviceUnavailable();
   if (isPlatformError(original)) {
     return {
       message: original.message,

@@ -2,6 +2,12 @@ import mongoose from 'mongoose';
 import { config } from './config';
 import { childLogger } from './logger';
 
+/**
+ * How long an operation waits for a reachable MongoDB before failing: 1.5 s, so a request answers
+ * 503 within 2 s when the database is down (spine point 12) instead of hanging.
+ */
+export const MONGO_SERVER_SELECTION_MS = 1_500;
+
 /** Connections per process and server; the MongoDB-wire servers here serialise per collection anyway. */
 const MAX_POOL_SIZE = 20;
 
@@ -21,7 +27,9 @@ export async function connectMongo(uri: string = config().mongodbUri, opts: Mong
     autoCreate: true,
     maxPoolSize: opts.maxPoolSize ?? MAX_POOL_SIZE,
     minPoolSize: 0,
-    serverSelectionTimeoutMS: opts.serverSelectionTimeoutMS ?? 10_000,
+    serverSelectionTimeoutMS: opts.serverSelectionTimeoutMS ?? MONGO_SERVER_SELECTION_MS,
+    // No queueing of commands while disconnected (mongoose would hold them 10 s): fail fast.
+    bufferCommands: false,
   });
   await conn.asPromise();
   childLogger('mongo').debug({ db: conn.name }, 'connected');

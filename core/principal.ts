@@ -1,6 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { config } from './config';
 import { forbidden, unauthenticated } from './errors';
+import { effectiveScopes, scopesOfRole } from './scopes';
 
 export type Role = 'owner' | 'member' | 'read_only';
 export type Plan = 'free' | 'pro';
@@ -119,7 +120,9 @@ export function requireWriter(principal: Principal | null | undefined): Principa
 export function requireScope(principal: Principal | null | undefined, scope: string): Principal {
   const p = requirePrincipal(principal);
   // Keys stored before scopes were recorded carry none: they keep every scope of their role.
-  if (p.scopes.length > 0 && !p.scopes.includes(scope)) {
+  // A scope no read-only key can hold: the role is the reason, say so (403 `read_only_key`).
+  if (!scopesOfRole(p.role).includes(scope as never) && !canWrite(p)) requireWriter(p);
+  if (!effectiveScopes(p.role, p.scopes).includes(scope)) {
     throw forbidden('insufficient_scope', `this key lacks the ${scope} scope`, { required_scope: scope });
   }
   return p;

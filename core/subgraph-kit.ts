@@ -2,8 +2,15 @@ import { buildSubgraphSchema } from '@apollo/subgraph';
 import type { GraphQLResolverMap } from '@apollo/subgraph/dist/schema-helper/resolverMap';
 import { printSchemaWithDirectives } from '@graphql-tools/utils';
 import { type GraphQLSchema, parse } from 'graphql';
-import { buildSchema, createResolversMap, type NonEmptyArray } from 'type-graphql';
-import { ForgedPrincipalError, type Principal, PRINCIPAL_HEADER, verifyPrincipal } from './principal';
+import { type AuthChecker, buildSchema, createResolversMap, type NonEmptyArray } from 'type-graphql';
+import {
+  ForgedPrincipalError,
+  type Principal,
+  PRINCIPAL_HEADER,
+  requirePrincipal,
+  requireScope,
+  verifyPrincipal,
+} from './principal';
 
 /** Federation spec version every subgraph links to. */
 export const FEDERATION_LINK =
@@ -50,6 +57,17 @@ export interface BuiltSubgraph {
 }
 
 /**
+ * `@Authorized('publisher:write')` on a resolver field: the caller's key must carry every scope
+ * named, else 401 (no key) or 403 `insufficient_scope`. Checked inside the subgraph, so neither the
+ * bridge nor a direct GraphQL client can bypass it.
+ */
+export const scopeAuthChecker: AuthChecker<RequestContext> = ({ context }, scopes) => {
+  requirePrincipal(context.principal);
+  for (const scope of scopes) requireScope(context.principal, scope);
+  return true;
+};
+
+/**
  * type-graphql classes → SDL with directives + federation @link → `buildSubgraphSchema`.
  * type-graphql's own schema check is skipped because entity stubs have no root field here.
  */
@@ -60,6 +78,7 @@ export async function buildSubgraph(def: SubgraphDefinition): Promise<BuiltSubgr
     orphanedTypes: def.orphanedTypes,
     skipCheck: true,
     validate: { forbidUnknownValues: false },
+    authChecker: scopeAuthChecker,
     container: {
       get: (cls: ResolverClass) => {
         let instance = instances.get(cls);

@@ -9,6 +9,8 @@ import type { GraphQLExecutor } from './executor';
 import { buildOpenApi } from './openapi';
 import type { AreaRoute, EnvelopeKind } from '../core/rest-route';
 import { envelopeResolver, toFastifyPath } from './route-paths';
+import { bridgeUnavailable, withRetryAfter } from './retry-after';
+import { installRateLimit, RateLimiter, rateLimitedError } from '../core/rate-limit';
 
 /** Largest JSON body any route accepts unless it says less: 1 MiB. */
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -25,6 +27,8 @@ export interface BridgeOptions {
   dataPlanes?: Array<(app: FastifyInstance) => void | Promise<void>>;
   /** TRUST_PROXY: proxies whose X-Forwarded-For names the client. */
   trustProxy?: string;
+  /** Requests per minute per key (default DEFAULT_RATE_LIMIT_PER_MINUTE). */
+  rateLimitPerMinute?: number;
 }
 
 /** HTTP statuses of GraphQL error codes that carry no status of their own. */
@@ -93,9 +97,14 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
     reply.header('x-request-id', req.id);
   });
   installAccessLog(app, opts.log, 'bridge');
+  installRateLimit(app, new RateLimiter(opts.rateLimitPerMinute), (req, reply, retryAfterS) =>
+    send(reply, envelopeForPath(req.url), 429, rateLimitedError(retryAfterS)),
+  );
 
   const send = (reply: FastifyReply, kind: EnvelopeKind, status: number, error: BridgeError) =>
-    reply.status(status).send(errorEnvelope(kind, status, error));
+    withRetryAfter(reply, status, error.details)
+      .status(status)
+      .send(errorEnvelope(kind, status, error));
 
   app.setNotFoundHandler((req, reply) =>
     send(reply, envelopeForPath(req.url), 404, {
@@ -120,6 +129,8 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
     if (err.statusCode === 400 || err instanceof SyntaxError) {
       return send(reply, kind, 400, { code: 'invalid_json', message: 'request body is not valid JSON', details: {} });
     }
+    const unavailable = bridgeUnavailable(err);
+    if (unavailable) return send(reply, kind, 503, unavailable);
     opts.log.error({ err, requestId: req.id }, 'bridge request failed');
     return send(reply, kind, 500, { code: 'internal_error', message: 'internal error', details: {} });
   });
@@ -127,7 +138,7 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_req, reply) => {
     const checks = await opts.ready();
-    const ok = Object.values(checks).every((v) => v === 'ok');
+    const ok = Object.values(checks).every((v) => v === 'ok' || v === 'degraded');
     return reply.status(ok ? 200 : 503).send({ status: ok ? 'ready' : 'not_ready', checks });
   });
   const openapi = buildOpenApi(routes);

@@ -3,6 +3,8 @@ import type { FeedDefinition } from '../core/area';
 import type { EventBus, Subscription } from '../core/events/event-bus';
 import type { Logger } from '../core/logger';
 
+/** Event ids the hub remembers to drop re-deliveries; the least recently seen are forgotten first. */
+export const FEED_DEDUP_MAX = 50_000;
 /** Events a slow subscriber may have queued before it is dropped. */
 const MAX_QUEUED = 1000;
 
@@ -24,7 +26,11 @@ export class FeedHub {
   /** `<field>\u0000<key>` → listeners */
   private readonly listeners = new Map<string, Set<(e: Event) => void>>();
   private readonly subscriptions: Subscription[] = [];
-  private readonly seen = new Set<string>();
+  /** Topics this hub has joined (a retried start joins only the rest). */
+  private readonly joined = new Set<string>();
+  private stopped = false;
+  /** Bounded LRU of `<field>\u0000<event id>` (Map order = recency). */
+  private readonly seen = new Map<string, true>();
 
   constructor(
     private readonly bus: EventBus,
@@ -39,9 +45,12 @@ export class FeedHub {
       const topic = `${this.topicPrefix}.${feed.topic}`;
       byTopic.set(topic, [...(byTopic.get(topic) ?? []), feed]);
     }
-    if (byTopic.size === 0) return;
-    await this.bus.ensureTopics([...byTopic.keys()]);
-    for (const [topic, feeds] of byTopic) {
+    const missing = [...byTopic.keys()].filter((t) => !this.joined.has(t));
+    if (missing.length === 0) return;
+    await this.bus.ensureTopics(missing);
+    for (const topic of missing) {
+      const feeds = byTopic.get(topic)!;
+      if (this.stopped) return;
       this.subscriptions.push(
         await this.bus.subscribe<Event>({
           groupId: `router-feed-${randomUUID()}`,
@@ -53,10 +62,35 @@ export class FeedHub {
           },
         }),
       );
+      this.joined.add(topic);
     }
   }
 
+  /**
+   * Joins the feeds' topics without holding up the router: when Kafka is unreachable the router
+   * serves queries and mutations at once, and the feed keeps trying (backoff from `retryMs` up to
+   * 30 s) until it has joined or the hub is stopped. Resolves when joined, or after `waitMs` with
+   * the join still going on in the background.
+   */
+  startInBackground(opts: { waitMs: number; retryMs?: number }): Promise<void> {
+    const joined = (async () => {
+      let delay = opts.retryMs ?? 1_000;
+      while (!this.stopped) {
+        try {
+          await this.start();
+          return;
+        } catch (err) {
+          this.log.warn({ err, retryInMs: delay }, 'feed hub could not join Kafka; retrying');
+          await new Promise((r) => setTimeout(r, delay).unref());
+          delay = Math.min(delay * 2, 30_000);
+        }
+      }
+    })();
+    return Promise.race([joined, new Promise<void>((r) => setTimeout(r, opts.waitMs).unref())]);
+  }
+
   async stop(): Promise<void> {
+    this.stopped = true;
     await Promise.all(this.subscriptions.map((s) => s.stop()));
   }
 
@@ -65,9 +99,14 @@ export class FeedHub {
     const id = (feed.eventId ?? defaultEventId)(e);
     if (id) {
       const seenKey = `${feed.field}\u0000${id}`;
-      if (this.seen.has(seenKey)) return;
-      if (this.seen.size > 50_000) this.seen.clear();
-      this.seen.add(seenKey);
+      if (this.seen.has(seenKey)) {
+        this.seen.delete(seenKey);
+        this.seen.set(seenKey, true);
+        return;
+      }
+      this.seen.set(seenKey, true);
+      // Forget only the oldest: clearing everything would let a just-seen event through again.
+      if (this.seen.size > FEED_DEDUP_MAX) this.seen.delete(this.seen.keys().next().value as string);
     }
     const key = feed.keyOfEvent(e);
     if (key === null) return;

@@ -6,6 +6,8 @@ import { randomUUID } from 'node:crypto';
 import { formatPlatformError } from '../core/graphql-errors';
 import type { Logger } from '../core/logger';
 import { installAccessLog } from '../core/access-log';
+import { introspectionAllowed, ROUTER_VALIDATION_RULES } from '../core/graphql-limits';
+import { installRouterRateLimit } from './rate-limit';
 import type { Principal } from '../core/principal';
 import type { BuiltSubgraph } from '../core/subgraph-kit';
 import { type GatewayContext, InProcessDataSource, SignedRemoteDataSource } from './data-sources';
@@ -26,6 +28,10 @@ export interface RouterOptions {
   feeds: readonly FeedDefinition<unknown, Record<string, unknown>>[];
   ports: Ports;
   log: Logger;
+  /** Requests per minute per key on `/graphql` over HTTP (default DEFAULT_RATE_LIMIT_PER_MINUTE). */
+  rateLimitPerMinute?: number;
+  /** NODE_ENV of the platform: introspection is off in production. */
+  nodeEnv?: string;
 }
 
 /** Parses `Authorization: Bearer <key>`; anything else is no credential. */
@@ -54,7 +60,8 @@ export class Router {
       gateway,
       formatError: (formatted, error) => formatPlatformError(formatted, error, opts.log),
       includeStacktraceInErrorResponses: false,
-      introspection: true,
+      introspection: introspectionAllowed(opts.nodeEnv),
+      validationRules: ROUTER_VALIDATION_RULES,
     });
   }
 
@@ -74,6 +81,7 @@ export class Router {
     const app = Fastify({ logger: false });
     this.app = app;
     installAccessLog(app, this.opts.log, 'router');
+    installRouterRateLimit(app, this.opts.rateLimitPerMinute);
     await app.register(fastifyApollo(this.apollo), {
       path: '/graphql',
       context: async (req) => this.context(req.headers.authorization, (req.headers['x-request-id'] as string) ?? req.id),

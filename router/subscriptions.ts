@@ -1,7 +1,7 @@
 import { buildSchema, GraphQLError, type GraphQLSchema } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import type { Server } from 'node:http';
-import { WebSocketServer } from 'ws';
+import { type WebSocket, WebSocketServer } from 'ws';
 import type { FeedDefinition } from '../core/area';
 import type { Logger } from '../core/logger';
 import type { Ports } from '../core/ports';
@@ -53,12 +53,33 @@ function subscriptionSchema(deps: SubscriptionDeps): GraphQLSchema {
 }
 
 /**
+ * How often open connections have their key checked again. With the 5 s principal cache of the
+ * identity area, a revoked key's subscriptions end within about 7 s of the revocation.
+ */
+export const SUBSCRIPTION_RECHECK_MS = 2_000;
+
+/**
  * graphql-ws on the router's `/graphql` path. Connections must carry a bearer key in
- * `connectionParams.authorization` (or the upgrade request's Authorization header).
+ * `connectionParams.authorization` (or the upgrade request's Authorization header); the key is
+ * checked again every SUBSCRIPTION_RECHECK_MS and the connection closed (4403) once it is revoked.
  */
 export function attachSubscriptions(server: Server, path: string, deps: SubscriptionDeps): { close(): Promise<void> } {
   const wss = new WebSocketServer({ server, path });
   const schema = subscriptionSchema(deps);
+  const open = new Map<WebSocket, string | undefined>();
+  const recheck = setInterval(() => {
+    for (const [socket, header] of open) {
+      deps.authenticate(header).then(
+        (principal) => {
+          if (principal || !open.has(socket)) return;
+          open.delete(socket);
+          socket.close(4403, 'Forbidden: key revoked');
+        },
+        () => undefined, // an engine hiccup is not a revocation; the next round checks again
+      );
+    }
+  }, SUBSCRIPTION_RECHECK_MS);
+  recheck.unref();
   const disposable = useServer<Record<string, unknown>, { principal?: Principal | null }>(
     {
       schema,
@@ -68,7 +89,11 @@ export function attachSubscriptions(server: Server, path: string, deps: Subscrip
         const principal = await deps.authenticate(header);
         if (!principal) return false; // closes with 4403 Forbidden
         ctx.extra.principal = principal;
+        open.set(ctx.extra.socket, header);
         return true;
+      },
+      onClose: (ctx) => {
+        open.delete(ctx.extra.socket);
       },
       context: (ctx) => ({ principal: ctx.extra.principal ?? null }),
     },
@@ -76,6 +101,7 @@ export function attachSubscriptions(server: Server, path: string, deps: Subscrip
   );
   return {
     close: async () => {
+      clearInterval(recheck);
       await disposable.dispose();
       await new Promise<void>((r) => wss.close(() => r()));
     },

@@ -106,6 +106,17 @@ export default defineArea({
       describe: (r) => `key ${r.key}\n(shown once; account ${r.account}, plan ${r.plan}, role ${r.role}, ${r.mode})`,
     },
     {
+      words: ['keys', 'revoke'],
+      usage: '--key-id ID',
+      options: { 'key-id': { type: 'string' } },
+      required: ['key-id'],
+      async run({ values, services }) {
+        const revoked = await services.revokeApiKey(need(values['key-id'], 'keys revoke needs --key-id ID'));
+        return { key_id: revoked.keyId, revoked: true, revoked_at: revoked.revokedAt };
+      },
+      describe: (r) => `key ${r.key_id} revoked: true (stops within 5 s, open subscriptions included)`,
+    },
+    {
       words: ['accounts', 'set'],
       usage: '--account SLUG [--plan free|pro] [--subscription active|paused]',
       options: { account: { type: 'string' }, plan: { type: 'string' }, subscription: { type: 'string' } },

@@ -1,5 +1,6 @@
-import { Arg, Ctx, ID, Mutation, Query, Resolver } from 'type-graphql';
+import { Arg, Authorized, Ctx, ID, Mutation, Query, Resolver } from 'type-graphql';
 import type { RequestContext } from '../../core/subgraph-kit';
+import { IDENTITY_SCOPES } from '../../core/scopes';
 import { forbidden } from '../../core/errors';
 import { canWrite } from '../../core/principal';
 import type { ProjectDoc } from './model';
@@ -24,16 +25,19 @@ export class IdentityResolver {
     return { account: { id: p.accountId, slug: p.accountSlug, plan: p.plan }, role: p.role, scopes: p.scopes };
   }
 
+  @Authorized(IDENTITY_SCOPES.read)
   @Query(() => Project)
   async project(@Arg('id', () => ID) id: string, @Ctx() ctx: RequestContext): Promise<Project> {
     return toProject(await this.identity.getProject(ctx.principal, id));
   }
 
+  @Authorized(IDENTITY_SCOPES.read)
   @Query(() => [Project])
   async projects(@Ctx() ctx: RequestContext): Promise<Project[]> {
     return (await this.identity.listProjects(ctx.principal)).map(toProject);
   }
 
+  @Authorized(IDENTITY_SCOPES.write)
   @Mutation(() => Project)
   async createProject(@Arg('name', () => String) name: string, @Ctx() ctx: RequestContext): Promise<Project> {
     const p = this.identity.requirePrincipal(ctx.principal);

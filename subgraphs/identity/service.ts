@@ -2,6 +2,7 @@ import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypt
 import type { Connection } from 'mongoose';
 import { badRequest, notFound, unauthenticated } from '../../core/errors';
 import { isDuplicateKey } from '../../core/mongo';
+import { effectiveScopes, scopesOfRole } from '../../core/scopes';
 import { SUBSCRIPTION_STATES, type SubscriptionState } from '../../core/account-standing';
 import { KEY_MODES, type KeyMode, type Plan, type Principal, type Role } from '../../core/principal';
 import { type AccountDoc, type IdentityModels, type ProjectDoc, identityModels } from './model';
@@ -92,7 +93,14 @@ export class IdentityService {
     const prefix = `pk_${randomBytes(6).toString('hex')}`;
     const key = `${prefix}_${randomBytes(24).toString('base64url')}`;
     const keyId = randomUUID();
-    const scopes = [...new Set((opts.scopes ?? []).map((s) => s.trim()).filter(Boolean))];
+    const given = [...new Set((opts.scopes ?? []).map((s) => s.trim()).filter(Boolean))];
+    const allowed: readonly string[] = scopesOfRole(role);
+    const refused = given.filter((s) => !allowed.includes(s));
+    if (refused.length) {
+      throw badRequest('invalid_scope', `scopes not known or not allowed for role ${role}: ${refused.join(', ')}`);
+    }
+    // No scopes given: every scope the role allows, stored, so the key's reach is visible and fixed.
+    const scopes = given.length ? given : [...allowed];
     await this.models.ApiKey.create({
       _id: keyId,
       accountId: account._id,
@@ -106,9 +114,17 @@ export class IdentityService {
     return { key, keyId, prefix, accountId: account._id, accountSlug: account.slug, plan: account.plan, role, scopes, mode };
   }
 
-  async revokeApiKey(keyId: string): Promise<void> {
-    await this.models.ApiKey.updateOne({ _id: keyId }, { $set: { revokedAt: new Date() } });
+  /**
+   * `platform keys revoke`: the key stops here at once and in every other process within the
+   * principal cache's 5 s (open subscriptions are re-checked by the router). Revoking twice keeps
+   * the first revocation time; an unknown key id is a 404.
+   */
+  async revokeApiKey(keyId: string): Promise<{ keyId: string; revokedAt: Date }> {
+    await this.models.ApiKey.updateOne({ _id: keyId, revokedAt: null }, { $set: { revokedAt: new Date() } });
     this.cache.clear();
+    const record = await this.models.ApiKey.findById(keyId, { revokedAt: 1 }).lean();
+    if (!record?.revokedAt) throw notFound('key_not_found', 'no API key with this id');
+    return { keyId, revokedAt: record.revokedAt };
   }
 
   /** The principal a bearer key stands for, or null when the key is unknown, revoked or malformed. */
@@ -136,7 +152,7 @@ export class IdentityService {
       plan: account.plan,
       keyId: record._id,
       role: record.role,
-      scopes: record.scopes,
+      scopes: effectiveScopes(record.role, record.scopes),
       mode: record.mode ?? 'live',
     };
   }

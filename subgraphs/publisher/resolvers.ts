@@ -1,7 +1,8 @@
-import { Arg, Ctx, FieldResolver, ID, Mutation, Query, Resolver, Root } from 'type-graphql';
+import { Arg, Authorized, Ctx, FieldResolver, ID, Mutation, Query, Resolver, Root } from 'type-graphql';
 import type { OperationDoc } from '../../core/operations/model';
 import { OperationType, toOperation } from '../../core/operations/graphql';
 import type { RequestContext } from '../../core/subgraph-kit';
+import { PUBLISHER_SCOPES } from '../../core/scopes';
 import type { RecoveryPointView } from './recovery-points';
 import type { PublisherService } from './service';
 import {
@@ -28,11 +29,13 @@ const maybeOperation = (op: OperationDoc | null) => (op ? toOperation(op) : null
 export class PublisherResolver {
   constructor(private readonly publisher: PublisherService) {}
 
+  @Authorized(PUBLISHER_SCOPES.read)
   @Query(() => [RuntimeOptionType], { description: 'Tested publishing runtime versions.' })
   runtimeOptions(@Ctx() ctx: RequestContext): RuntimeOptionType[] {
     return [...this.publisher.runtimeOptions(ctx.principal)];
   }
 
+  @Authorized(PUBLISHER_SCOPES.read)
   @Query(() => OperationType)
   async siteOperation(
     @Arg('projectId', () => ID) projectId: string,
@@ -42,28 +45,33 @@ export class PublisherResolver {
     return toOperation(await this.publisher.getOperation(ctx.principal, projectId, operationId));
   }
 
+  @Authorized(PUBLISHER_SCOPES.read)
   @Query(() => SiteMetadataType)
   async siteMetadata(@Arg('projectId', () => ID) projectId: string, @Ctx() ctx: RequestContext): Promise<SiteMetadataType> {
     const m = await this.publisher.metadata(ctx.principal, projectId);
     return { ...m, activeOperation: maybeOperation(m.activeOperation) };
   }
 
+  @Authorized(PUBLISHER_SCOPES.read)
   @Query(() => SiteHistoryType, { description: 'Latest lifecycle operation and recovery points.' })
   async siteHistory(@Arg('projectId', () => ID) projectId: string, @Ctx() ctx: RequestContext): Promise<SiteHistoryType> {
     const h = await this.publisher.history(ctx.principal, projectId);
     return { ...h, activeOperation: maybeOperation(h.activeOperation), latestOperation: maybeOperation(h.latestOperation) };
   }
 
+  @Authorized(PUBLISHER_SCOPES.read)
   @Query(() => [RecoveryPointType], { description: 'Newest first.' })
   async recoveryPoints(@Arg('projectId', () => ID) projectId: string, @Ctx() ctx: RequestContext): Promise<RecoveryPointType[]> {
     return (await this.publisher.listRecoveryPoints(ctx.principal, projectId)).map(toPoint);
   }
 
+  @Authorized(PUBLISHER_SCOPES.read)
   @Query(() => SiteMailSettingsType, { description: 'Transactional sender and newsletter provider, without secrets.' })
   siteMailSettings(@Arg('projectId', () => ID) projectId: string, @Ctx() ctx: RequestContext): Promise<SiteMailSettingsType> {
     return this.publisher.mailSettings(ctx.principal, projectId);
   }
 
+  @Authorized(PUBLISHER_SCOPES.write)
   @Mutation(() => CreateSiteResultType)
   async createSite(
     @Arg('input', () => CreateSiteInputType) input: CreateSiteInputType,
@@ -74,6 +82,7 @@ export class PublisherResolver {
     return { ...created, operation: toOperation(created.operation) };
   }
 
+  @Authorized(PUBLISHER_SCOPES.write)
   @Mutation(() => OperationType, { description: '`restart`, `start`, `stop` or `retry_provisioning`' })
   async siteAction(
     @Arg('projectId', () => ID) projectId: string,
@@ -83,6 +92,7 @@ export class PublisherResolver {
     return toOperation(await this.publisher.action(ctx.principal, projectId, action));
   }
 
+  @Authorized(PUBLISHER_SCOPES.write)
   @Mutation(() => SiteDomainType, { description: 'Attaches a custom domain; it waits in `pending_verification`.' })
   setSiteDomain(
     @Arg('projectId', () => ID) projectId: string,
@@ -92,6 +102,7 @@ export class PublisherResolver {
     return this.publisher.setDomain(ctx.principal, projectId, domain);
   }
 
+  @Authorized(PUBLISHER_SCOPES.write)
   @Mutation(() => RecoveryPointResultType)
   async createRecoveryPoint(
     @Arg('projectId', () => ID) projectId: string,
@@ -102,6 +113,7 @@ export class PublisherResolver {
     return { recoveryPoint: toPoint(r.recoveryPoint), operation: toOperation(r.operation) };
   }
 
+  @Authorized(PUBLISHER_SCOPES.write)
   @Mutation(() => RecoveryPointResultType, { description: 'Restores a completed recovery point.' })
   async restoreRecoveryPoint(
     @Arg('projectId', () => ID) projectId: string,
@@ -112,6 +124,7 @@ export class PublisherResolver {
     return { recoveryPoint: toPoint(r.recoveryPoint), operation: toOperation(r.operation) };
   }
 
+  @Authorized(PUBLISHER_SCOPES.write)
   @Mutation(() => StagingResultType, { description: 'A staging copy from a fresh recovery point.' })
   async createStagingSite(
     @Arg('projectId', () => ID) projectId: string,
@@ -122,6 +135,7 @@ export class PublisherResolver {
     return { ...r, sourceRecoveryPoint: toPoint(r.sourceRecoveryPoint), operation: toOperation(r.operation) };
   }
 
+  @Authorized(PUBLISHER_SCOPES.write)
   @Mutation(() => UpgradeResultType, { description: 'Upgrades along a catalog edge, after a pre-upgrade recovery point.' })
   async upgradeSite(
     @Arg('projectId', () => ID) projectId: string,
@@ -132,6 +146,7 @@ export class PublisherResolver {
     return { ...r, recoveryPoint: toPoint(r.recoveryPoint), operation: toOperation(r.operation) };
   }
 
+  @Authorized(PUBLISHER_SCOPES.write)
   @Mutation(() => SiteMailSettingsType, { description: 'Sets the transactional sender (a verified sender of the account).' })
   setMailSender(
     @Arg('projectId', () => ID) projectId: string,
@@ -141,6 +156,7 @@ export class PublisherResolver {
     return this.publisher.setMailSender(ctx.principal, projectId, senderEmail);
   }
 
+  @Authorized(PUBLISHER_SCOPES.write)
   @Mutation(() => SiteMailSettingsType, { description: 'Configures the newsletter provider; the API key is stored encrypted.' })
   setNewsletterProvider(
     @Arg('projectId', () => ID) projectId: string,
@@ -150,6 +166,7 @@ export class PublisherResolver {
     return this.publisher.setNewsletterProvider(ctx.principal, projectId, input);
   }
 
+  @Authorized(PUBLISHER_SCOPES.write)
   @Mutation(() => SiteMailSettingsType, { description: 'Removes the newsletter mapping and its encrypted configuration.' })
   deleteNewsletterProvider(
     @Arg('projectId', () => ID) projectId: string,

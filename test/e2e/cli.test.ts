@@ -38,7 +38,7 @@ describe('the platform CLI', () => {
       '--role',
       'member',
       '--scopes',
-      'a,b',
+      'publisher:read,identity:read',
       '--json',
     ]);
     expect(res.code).toBe(0);
@@ -50,7 +50,7 @@ describe('the platform CLI', () => {
       account,
       plan: 'pro',
       role: 'member',
-      scopes: ['a', 'b'],
+      scopes: ['publisher:read', 'identity:read'],
       mode: 'live',
     });
     const api = await t.rest('GET', '/api/v1/publisher/runtime-options', { key: created.key });

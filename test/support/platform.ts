@@ -53,6 +53,8 @@ export async function startTestPlatform(
   const config = loadConfig({
     ...process.env,
     SIMULATED_STEP_DELAY_MS: '40',
+    // Tests poll freely; the rate limit has its own test (test/core/router-limits.test.ts).
+    RATE_LIMIT_PER_MINUTE: '1000000',
     ...env,
     MONGODB_URI: dbUri,
     KAFKA_BROKERS: base.kafkaBrokers.join(','),

@@ -1,0 +1,39 @@
+import type { Role } from './principal';
+
+/**
+ * Every scope a key can carry, by area (spec 5.2 names the Assets ones; the others are this
+ * platform's choice, recorded in docs/spec-decisions.md). `<area>:read` covers queries,
+ * `<area>:write` covers changes. The object-store subscriptions act on Assets' buckets and use the
+ * Assets scopes.
+ */
+export const SCOPE_CATALOGUE = {
+  identity: ['identity:read', 'identity:write'],
+  publisher: ['publisher:read', 'publisher:write'],
+  assets: ['assets:read', 'assets:write', 'assets:process', 'assets:generate', 'assets:publish', 'assets:admin'],
+  mail: ['mail:read', 'mail:write'],
+  commerce: ['commerce:read', 'commerce:write'],
+  billing: ['billing:read', 'billing:write'],
+  activity: ['activity:read', 'activity:write'],
+} as const;
+
+export const PUBLISHER_SCOPES = { read: 'publisher:read', write: 'publisher:write' } as const;
+export const IDENTITY_SCOPES = { read: 'identity:read', write: 'identity:write' } as const;
+
+export type Scope = (typeof SCOPE_CATALOGUE)[keyof typeof SCOPE_CATALOGUE][number];
+
+export const ALL_SCOPES: readonly Scope[] = Object.values(SCOPE_CATALOGUE).flat();
+
+export const isScope = (s: string): s is Scope => (ALL_SCOPES as readonly string[]).includes(s);
+
+/**
+ * What a role may hold: owners and members every scope (what a member may not do is decided by
+ * the role checks, not by scopes); read-only keys the `:read` scopes.
+ */
+export function scopesOfRole(role: Role): Scope[] {
+  if (role === 'read_only') return ALL_SCOPES.filter((s) => s.endsWith(':read'));
+  return [...ALL_SCOPES];
+}
+
+/** The scopes a principal effectively has: keys stored before scopes were recorded (none) keep their role's. */
+export const effectiveScopes = (role: Role, stored: readonly string[]): string[] =>
+  stored.length > 0 ? [...stored] : scopesOfRole(role);

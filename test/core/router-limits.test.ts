@@ -1,0 +1,87 @@
+import { randomBytes } from 'node:crypto';
+import { buildSchema, parse, specifiedRules, validate } from 'graphql';
+import { readFileSync } from 'node:fs';
+import { areaRoutes } from '../../app/areas';
+import { MAX_ALIASES, MAX_QUERY_DEPTH, ROUTER_VALIDATION_RULES } from '../../core/graphql-limits';
+import { startTestPlatform, type TestPlatform } from '../support/platform';
+
+const post = (t: TestPlatform, query: string, key?: string) =>
+  fetch(t.routerUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
+    body: JSON.stringify({ query }),
+  });
+
+describe('rate limit, depth, aliases', () => {
+  let t: TestPlatform;
+  beforeAll(async () => {
+    t = await startTestPlatform({ RATE_LIMIT_PER_MINUTE: '5' }, { workers: false });
+  }, 60_000);
+  afterAll(async () => t?.stop());
+
+  it('the bridge answers 429 rate_limited with Retry-After and the envelope past the per-key limit, per key', async () => {
+    const a = await t.createKey();
+    const b = await t.createKey();
+    for (let i = 0; i < 5; i++)
+      expect((await t.rest('GET', '/api/v1/publisher/runtime-options', { key: a.key })).status).toBe(200);
+    const limited = await t.rest('GET', '/api/v1/publisher/runtime-options', { key: a.key });
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(limited.body).toMatchObject({ success: false, error: { code: 'rate_limited' } });
+    expect((await t.rest('GET', '/api/v1/publisher/runtime-options', { key: b.key })).status).toBe(200);
+  });
+
+  it('the router answers 429 rate_limited with Retry-After past the per-key limit', async () => {
+    const c = await t.createKey();
+    for (let i = 0; i < 5; i++) expect((await post(t, '{ runtimeOptions { version } }', c.key)).status).toBe(200);
+    const limited = await post(t, '{ runtimeOptions { version } }', c.key);
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(((await limited.json()) as any).errors[0].extensions).toMatchObject({ code: 'rate_limited', status: 429 });
+  });
+
+  it('refuses queries deeper than the depth limit and documents with too many aliases', async () => {
+    const d = await t.createKey();
+    let inner = '{ name }';
+    for (let i = 0; i < MAX_QUERY_DEPTH; i++) inner = `{ ofType ${inner} }`;
+    const deep = await post(t, `{ __schema { types { fields { type ${inner} } } } }`, d.key);
+    expect(deep.status).toBe(400);
+    expect(((await deep.json()) as any).errors.map((e: any) => e.extensions.code)).toContain('query_too_deep');
+
+    const e = await t.createKey();
+    const aliases = Array.from({ length: MAX_ALIASES + 1 }, (_, i) => `a${i}: __typename`).join(' ');
+    const wide = await post(t, `{ ${aliases} }`, e.key);
+    expect(wide.status).toBe(400);
+    expect(((await wide.json()) as any).errors.map((x: any) => x.extensions.code)).toContain('too_many_aliases');
+  });
+});
+
+it('every REST route document stays within the depth and alias limits', () => {
+  const schema = buildSchema(readFileSync('schema/supergraph.graphql', 'utf8'), { assumeValid: true });
+  const over = areaRoutes().flatMap((r) =>
+    validate(schema, parse(r.document), [...specifiedRules, ...ROUTER_VALIDATION_RULES])
+      .filter((e) => ['query_too_deep', 'too_many_aliases'].includes(String(e.extensions?.code)))
+      .map((e) => `${r.area}/${r.operation}: ${e.message}`),
+  );
+  expect(over).toEqual([]);
+});
+
+describe('introspection in production', () => {
+  let p: TestPlatform;
+  beforeAll(async () => {
+    const hex = () => randomBytes(32).toString('hex');
+    p = await startTestPlatform(
+      { NODE_ENV: 'production', INTERNAL_SIGNING_KEY: hex(), SECRET_ENCRYPTION_KEY: hex(), CURSOR_SIGNING_KEY: hex() },
+      { workers: false },
+    );
+  }, 60_000);
+  afterAll(async () => p?.stop());
+
+  it('is refused when NODE_ENV=production', async () => {
+    const { key } = await p.createKey();
+    const res = await post(p, '{ __schema { queryType { name } } }', key);
+    const body = (await res.json()) as any;
+    expect(body.data?.__schema).toBeUndefined();
+    expect(body.errors?.length).toBeGreaterThan(0);
+  });
+});
