@@ -5,6 +5,7 @@ import type { ZodError } from 'zod';
 import type { Logger } from '../core/logger';
 import { type BridgeError, errorEnvelope, successEnvelope } from './envelopes';
 import type { GraphQLExecutor } from './executor';
+import { registerMethodNotAllowed } from './method-not-allowed';
 import { buildOpenApi } from './openapi';
 import type { AreaRoute, EnvelopeKind } from '../core/rest-route';
 import { envelopeResolver, toFastifyPath } from './route-paths';
@@ -179,5 +180,6 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
       },
     });
   }
+  registerMethodNotAllowed(app, routes);
   return app;
 }

@@ -37,7 +37,8 @@ import type { SimulatedInfrastructure } from './simulated-infrastructure';
 
 /** Hosted sites an account may run, by plan (the `free` plan allows one); staging copies count. */
 export const HOSTED_SITE_LIMIT: Record<Plan, number> = { free: 1, pro: 100 };
-export const SITE_ACTIONS = ['restart', 'start', 'stop', 'retry_provisioning'] as const;
+export { SITE_ACTIONS } from './limits';
+import { SITE_ACTIONS } from './limits';
 export type SiteAction = (typeof SITE_ACTIONS)[number];
 /** What the publishing runtime is, as reported in `project.source_type` and `project.runtime`. */
 export const RUNTIME_KIND = 'publisher';

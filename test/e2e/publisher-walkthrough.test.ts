@@ -111,7 +111,7 @@ describe('publishing sites through the REST bridge', () => {
       body: { action: 'dance' },
     });
     expect(action.status).toBe(400);
-    expect(action.body.error.code).toBe('invalid_action');
+    expect(action.body.error).toMatchObject({ code: 'invalid_request', details: { fields: [{ field: 'action' }] } });
   });
 
   it('answers 402 when the free plan already hosts its one site, even under concurrent creates', async () => {
