@@ -1,40 +1,36 @@
 import type { FastifyInstance } from 'fastify';
-import type { AreaRoute, HttpMethod } from '../core/rest-route';
+import type { AreaRoute } from '../core/rest-route';
 import { errorEnvelope } from './envelopes';
-import { toFastifyPath } from './route-paths';
-
-/** Methods the bridge answers 405 for on a known path it does not serve them on. */
-const METHODS: readonly (HttpMethod | 'OPTIONS')[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
 
 /**
- * RFC 9110 15.5.6: a known path asked with a method it does not serve is a 405 with `Allow` (the
- * served methods, HEAD beside GET), in the envelope of the path's area — not a 404, so a client
- * learns the path exists.
+ * RFC 9110 15.5.6: a known path asked with a method it does not serve — any method, TRACE and
+ * QUERY included — is a 405 with `Allow` (the served methods, HEAD beside GET), in the envelope of
+ * the path's area, before any body is read: not a 404, so a client learns the path exists.
  */
 export function registerMethodNotAllowed(app: FastifyInstance, routes: readonly AreaRoute[]): void {
   const byPath = new Map<string, AreaRoute[]>();
   for (const r of routes) byPath.set(r.path, [...(byPath.get(r.path) ?? []), r]);
-  for (const [path, rows] of byPath) {
+  const known = [...byPath].map(([path, rows]) => {
     const served = new Set<string>(rows.map((r) => r.method));
     if (served.has('GET')) served.add('HEAD');
-    const allow = [...served].sort().join(', ');
-    const envelope = rows[0].envelope;
-    for (const method of METHODS.filter((m) => !served.has(m))) {
-      app.route({
-        method,
-        url: toFastifyPath(path),
-        handler: async (req, reply) =>
-          reply
-            .status(405)
-            .header('allow', allow)
-            .send(
-              errorEnvelope(envelope, 405, {
-                code: 'method_not_allowed',
-                message: `${req.method} is not served on ${path}; use ${allow}`,
-                details: { allow: [...served].sort() },
-              }),
-            ),
-      });
-    }
-  }
+    const pattern = new RegExp(`^${path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{\w+\}/g, '[^/]+')}/?$`);
+    return { path, pattern, served, envelope: rows[0].envelope };
+  });
+  app.addHook('onRequest', async (req, reply) => {
+    const url = req.url.split('?')[0];
+    const matches = known.filter((k) => k.pattern.test(url));
+    if (!matches.length || matches.some((k) => k.served.has(req.method))) return;
+    const allow = [...new Set(matches.flatMap((k) => [...k.served]))].sort();
+    await reply
+      .status(405)
+      .header('allow', allow.join(', '))
+      .send(
+        errorEnvelope(matches[0].envelope, 405, {
+          code: 'method_not_allowed',
+          message: `${req.method} is not served on ${matches[0].path}; use ${allow.join(', ')}`,
+          details: { allow },
+        }),
+      );
+    return reply;
+  });
 }

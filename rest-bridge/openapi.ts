@@ -155,6 +155,8 @@ export function buildOpenApi(routes: readonly AreaRoute[]): Json {
         ...(links ? { links } : {}),
       };
     }
+    // Node's HTTP parser refuses a request line and headers beyond 16 KiB before the bridge sees it.
+    responses['431'] = { description: 'Request Header Fields Too Large (request line and headers over 16 KiB; no body)' };
     for (const status of errorStatuses(r)) {
       responses[String(status)] = {
         description: STATUS_CODES[status] ?? 'error',

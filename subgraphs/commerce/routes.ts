@@ -10,7 +10,9 @@ import { COMMERCE_BODY_LIMIT, COMMERCE_PREFIX, ENVIRONMENTS, MAX_FIELD_LENGTH, M
  */
 const tag = 'Commerce hosting';
 const path = (suffix: string) => `${COMMERCE_PREFIX}${suffix}`;
-const common = { tag, envelope: 'commerce' as const, bodyLimit: COMMERCE_BODY_LIMIT };
+// Spec 4.2: the service refuses what the rows cannot say (kinds, formats, settings keys, states)
+// with 422 COMMERCE_INVALID_CONFIGURATION, and a plan without commerce with 402; states conflict (409).
+const common = { tag, envelope: 'commerce' as const, bodyLimit: COMMERCE_BODY_LIMIT, errors: [402, 409, 422] };
 const uuid = z.string().uuid();
 /** Path parameters as OpenAPI documents them: ids are UUIDs, environments a fixed list. */
 const params = (extra: Record<string, z.ZodString | z.ZodEnum<[string, ...string[]]>> = {}) =>

@@ -10,6 +10,7 @@ import {
   MAX_SITE_NAME_LENGTH,
   SITE_ACTIONS,
 } from './limits';
+import { NODE_TAG } from './nodes';
 import { RUNTIME_VERSIONS } from './runtime-catalog';
 
 const PREFIX = '/api/v1/publisher';
@@ -17,17 +18,24 @@ const tag = 'Publishing sites';
 const projectId = (r: { params: Record<string, string> }) => ({ projectId: r.params.projectID });
 const str = z.string();
 
-const createSiteBody = z
-  .object({
-    name: str.min(1).max(MAX_SITE_NAME_LENGTH),
-    runtime_version: z.enum(RUNTIME_VERSIONS).optional(),
-    deployment_mode: z.enum(['hosted', 'connected_node']).optional(),
-    target_node_id: str.uuid().optional(),
-    placement_mode: str.optional(),
-    node_selector_tags: z.array(str).max(MAX_NODE_SELECTOR_TAGS).optional(),
-    mail_enabled: z.boolean().optional(),
-  })
-  .strict();
+const siteFields = {
+  name: str.min(1).max(MAX_SITE_NAME_LENGTH),
+  runtime_version: z.enum(RUNTIME_VERSIONS).optional(),
+  mail_enabled: z.boolean().optional(),
+};
+// Two shapes (spec 4.1): a hosted site takes no node fields; a connected-node site names its node.
+const createSiteBody = z.union([
+  z.object({ ...siteFields, deployment_mode: z.literal('hosted').optional() }).strict(),
+  z
+    .object({
+      ...siteFields,
+      deployment_mode: z.literal('connected_node'),
+      target_node_id: str.uuid(),
+      placement_mode: z.literal('manual').optional(),
+      node_selector_tags: z.array(str.regex(NODE_TAG)).max(MAX_NODE_SELECTOR_TAGS).optional(),
+    })
+    .strict(),
+]);
 
 const actionBody = z.object({ action: z.enum(SITE_ACTIONS) }).strict();
 const domainBody = z.object({ domain: str.min(1).max(MAX_DOMAIN_INPUT_LENGTH) }).strict();
@@ -70,10 +78,12 @@ export const publisherRoutes: AnyRoute[] = [
     summary: 'Create a site; returns the project, addresses and the provisioning operation',
     tag,
     operation: 'create-site',
+    errors: [402, 409, 422],
     creates: { projectID: '/data/project/id', operationID: '/data/operation/id' },
     body: createSiteBody,
     variables: (r) => {
-      const b = r.body;
+      const b = r.body as z.infer<typeof createSiteBody> &
+        Partial<{ target_node_id: string; placement_mode: string; node_selector_tags: string[] }>;
       const key = r.headers['idempotency-key'];
       return {
         input: {
@@ -123,6 +133,7 @@ export const publisherRoutes: AnyRoute[] = [
     tag,
     params: projectParams,
     operation: 'site-action',
+    errors: [409],
     creates: { operationID: '/data/operation/id' },
     body: actionBody,
     variables: (r) => ({ ...projectId(r), action: r.body.action }),
@@ -149,6 +160,7 @@ export const publisherRoutes: AnyRoute[] = [
     tag,
     params: projectParams,
     operation: 'set-domain',
+    errors: [409],
     body: domainBody,
     variables: (r) => ({ ...projectId(r), domain: r.body.domain }),
     select: (d) => d.setSiteDomain,
@@ -174,6 +186,7 @@ export const publisherRoutes: AnyRoute[] = [
     tag,
     params: projectParams,
     operation: 'create-recovery-point',
+    errors: [409],
     creates: { recoveryPointID: '/data/recovery_point/id', operationID: '/data/operation/id' },
     body: recoveryPointBody,
     variables: (r) => ({ ...projectId(r), reason: r.body.reason ?? null }),
@@ -188,6 +201,7 @@ export const publisherRoutes: AnyRoute[] = [
     tag,
     params: z.object({ projectID: uuid, recoveryPointID: uuid }),
     operation: 'restore-recovery-point',
+    errors: [409],
     creates: { operationID: '/data/operation/id' },
     variables: (r) => ({ ...projectId(r), recoveryPointId: r.params.recoveryPointID }),
     select: (d) => d.restoreRecoveryPoint,
@@ -201,6 +215,7 @@ export const publisherRoutes: AnyRoute[] = [
     tag,
     params: projectParams,
     operation: 'create-staging',
+    errors: [402, 409],
     creates: { recoveryPointID: '/data/source_recovery_point/id', operationID: '/data/operation/id' },
     body: stagingBody,
     variables: (r) => ({ ...projectId(r), name: r.body.name ?? null }),
@@ -215,6 +230,7 @@ export const publisherRoutes: AnyRoute[] = [
     tag,
     params: projectParams,
     operation: 'upgrade-site',
+    errors: [409],
     creates: { recoveryPointID: '/data/recovery_point/id', operationID: '/data/operation/id' },
     body: upgradeBody,
     variables: (r) => ({ ...projectId(r), targetVersion: r.body.target_version }),

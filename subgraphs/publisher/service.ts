@@ -1,6 +1,6 @@
 import type { Connection } from 'mongoose';
 import { randomUUID } from 'node:crypto';
-import { badRequest, conflict, notFound, paymentRequired } from '../../core/errors';
+import { PlatformError, badRequest, conflict, notFound, paymentRequired } from '../../core/errors';
 import { IdempotencyStore } from '../../core/idempotency';
 import { isDuplicateKey } from '../../core/mongo';
 import { isUuid } from '../../core/ids';
@@ -276,7 +276,10 @@ export class PublisherService {
       if (!NODE_TAG.test(t)) throw badRequest('invalid_node_selector_tags', `tag "${t}" is not of the form <key>:<value>`);
     }
     const node = await this.deps.nodes.findForAccount(p.accountId, input.targetNodeId);
-    if (!node) throw badRequest('unknown_target_node', 'target_node_id is not a connected node of this account');
+    // A well-formed reference to nothing this account owns: 422 (the document's schema cannot say it).
+    if (!node) {
+      throw new PlatformError('unknown_target_node', 422, 'target_node_id is not a connected node of this account');
+    }
     return {
       name,
       runtime,
