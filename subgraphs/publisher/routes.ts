@@ -201,7 +201,7 @@ export const publisherRoutes: AnyRoute[] = [
     tag,
     params: z.object({ projectID: uuid, recoveryPointID: uuid }),
     operation: 'restore-recovery-point',
-    errors: [409],
+    errors: [400, 409],
     creates: { operationID: '/data/operation/id' },
     variables: (r) => ({ ...projectId(r), recoveryPointId: r.params.recoveryPointID }),
     select: (d) => d.restoreRecoveryPoint,
