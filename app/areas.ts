@@ -21,14 +21,19 @@ import { AREAS } from '../subgraphs/registry';
  */
 
 type AnyArea = AreaDefinition<any, any, string>;
-type Registered = (typeof AREAS)[number];
+type Registry = typeof AREAS;
 type ServicesOf<D> = D extends AreaDefinition<infer S, any, string> ? S : never;
 
 /** Each registered area's services, by area name. */
-export type AreaServices = { [D in Registered as D['name']]: ServicesOf<D> };
-export type AreaName = Registered['name'];
+export type AreaServices = { [K in keyof Registry]: ServicesOf<Registry[K]> };
+export type AreaName = keyof Registry;
 
-export const areas = (): readonly AnyArea[] => AREAS as readonly AnyArea[];
+/** The registered areas in port order; a registry key that is not its area's name is a wiring error. */
+export const areas = (): readonly AnyArea[] =>
+  Object.entries(AREAS).map(([key, area]) => {
+    if (area.name !== key) throw new Error(`subgraphs/registry.ts lists the ${area.name} area as "${key}"`);
+    return area as AnyArea;
+  });
 
 export function findArea(name: string): AnyArea {
   const area = areas().find((a) => a.name === name);

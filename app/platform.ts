@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Connection } from 'mongoose';
 import { brokerHostPort, mongoHostPort } from '../core/addresses';
 import { type Config, config as processConfig } from '../core/config';
+import { IdempotencyStore } from '../core/idempotency';
 import type { EventBus } from '../core/events/event-bus';
 import { createKafkaEventBus } from '../core/events/kafka-event-bus';
 import { TOPICS } from '../core/events/topics';
@@ -120,6 +121,9 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
   if (workerAreas.length > 0) {
     engine.start();
     stops.push(() => engine.stop());
+    // Idempotency keys past their 24 h retention are purged by a timer (no TTL indexes here).
+    const stopPurge = new IdempotencyStore(conn).startPurge(log);
+    stops.push(async () => stopPurge());
   }
   for (const area of workerAreas) {
     const own = (services as Record<string, unknown>)[area.name];

@@ -8,7 +8,7 @@
  * query of the router and subgraph lines (e.g. `{ __typename }` for the bare transport cost). Run: `npm run bench` (brings the engines up first).
  */
 import 'reflect-metadata';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { startPlatform } from '../app/platform';
@@ -25,6 +25,8 @@ interface Target {
   method: 'GET' | 'POST';
   headers: Record<string, string>;
   body?: string;
+  /** Signs a fresh principal header per request (bound to this subgraph and a new request id). */
+  signed?: { principal: Parameters<typeof signPrincipal>[0]; audience: string; key: string };
 }
 
 function pct(sorted: number[], p: number): number {
@@ -33,7 +35,17 @@ function pct(sorted: number[], p: number): number {
 
 function send(agent: http.Agent, t: Target): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = http.request(t.url, { method: t.method, headers: t.headers, agent }, (res) => {
+    let headers = t.headers;
+    if (t.signed) {
+      const requestId = randomUUID();
+      const binding = { audience: t.signed.audience, requestId };
+      headers = {
+        ...headers,
+        'x-request-id': requestId,
+        [PRINCIPAL_HEADER]: signPrincipal(t.signed.principal, binding, t.signed.key),
+      };
+    }
+    const req = http.request(t.url, { method: t.method, headers, agent }, (res) => {
       res.resume();
       res.on('end', () => resolve(res.statusCode ?? 0));
     });
@@ -98,8 +110,9 @@ async function main(): Promise<void> {
         name: 'subgraph',
         url: platform.subgraphUrls.publisher,
         method: 'POST',
-        // Signed once: valid for 5 minutes, longer than the run.
-        headers: { ...json, [PRINCIPAL_HEADER]: signPrincipal(principal) },
+        // Signed per request, as the router does: a principal header is valid for 30 s, one subgraph and one request id.
+        headers: json,
+        signed: { principal, audience: 'publisher', key: config.INTERNAL_SIGNING_KEY },
         body: query,
       },
     ];

@@ -127,8 +127,8 @@ export function addToRegistry(registry: string, name: string): string {
   const lastImport = registry.lastIndexOf('\nimport ');
   const afterImports = registry.indexOf('\n', lastImport + 1) + 1;
   const withImport = registry.slice(0, afterImports) + importLine + registry.slice(afterImports);
-  return withImport.replace(/export const AREAS = \[([^\]]*)\] as const;/, (_m, list: string) => {
-    return `export const AREAS = [${list.trim()}, ${id}] as const;`;
+  return withImport.replace(/export const AREAS = \{([^}]*)\} as const;/, (_m, list: string) => {
+    return `export const AREAS = { ${list.trim().replace(/,$/, '')}, ${id} } as const;`;
   });
 }
 

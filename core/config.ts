@@ -1,4 +1,7 @@
+import path from 'node:path';
 import { z } from 'zod';
+import { resolveKeys } from './keys';
+import { projectRoot } from './paths';
 
 /**
  * The platform's configuration, parsed once from the environment. Every process (all-in-one or a
@@ -24,19 +27,39 @@ const schema = z.object({
   /** Public addresses used when building URLs that users follow. */
   BASE_URL: z.string().optional(),
   CDN_URL: z.string().optional(),
-  /** HMAC key that signs the principal header between router and subgraphs. */
-  INTERNAL_SIGNING_KEY: z.string().min(16).default('dev-internal-signing-key-change-me'),
-  /** 32-byte key (hex or base64) for AES-256-GCM secret encryption at rest. */
-  SECRET_ENCRYPTION_KEY: z.string().default('0000000000000000000000000000000000000000000000000000000000000000'),
-  /** HMAC key for opaque cursors. */
-  CURSOR_SIGNING_KEY: z.string().min(16).default('dev-cursor-signing-key-change-me'),
+  /**
+   * HMAC key that signs the principal header between router and subgraphs. No default: see
+   * core/keys.ts (generated into the data folder in development, required in production).
+   */
+  INTERNAL_SIGNING_KEY: z.string().min(16).optional(),
+  /** 32-byte key (hex or base64) for AES-256-GCM secret encryption at rest (core/keys.ts). */
+  SECRET_ENCRYPTION_KEY: z.string().optional(),
+  /**
+   * Earlier encryption keys, comma-separated, still accepted for reading after a rotation (each
+   * sealed value names the key id it was sealed with; core/secrets.ts).
+   */
+  SECRET_ENCRYPTION_OLD_KEYS: z.string().optional(),
+  /** HMAC key for opaque cursors (core/keys.ts). */
+  CURSOR_SIGNING_KEY: z.string().min(16).optional(),
   LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
   /** Lease of a claimed operation, in milliseconds (heartbeats renew it). */
   OPERATION_LEASE_MS: z.coerce.number().int().min(100).default(15000),
+  /** Abort deadline of one operation step, in milliseconds (core/operations/engine.ts): 5 min. */
+  OPERATION_STEP_TIMEOUT_MS: z.coerce.number().int().min(10).default(300_000),
+  /** Overall deadline of one operation from its enqueue, in milliseconds: 1 h. */
+  OPERATION_DEADLINE_MS: z.coerce.number().int().min(10).default(3_600_000),
+  /**
+   * Lease of an `in_progress` idempotency key, in milliseconds (renewed while the request runs); a
+   * retry after a crash takes the key over once it lapses (core/idempotency.ts).
+   */
+  IDEMPOTENCY_LEASE_MS: z.coerce.number().int().min(100).default(10000),
   KAFKA_TOPIC_PREFIX: z.string().default('platform'),
 });
 
-export type Config = z.infer<typeof schema> & {
+export type Config = Omit<z.infer<typeof schema>, 'INTERNAL_SIGNING_KEY' | 'SECRET_ENCRYPTION_KEY' | 'CURSOR_SIGNING_KEY'> & {
+  INTERNAL_SIGNING_KEY: string;
+  SECRET_ENCRYPTION_KEY: string;
+  CURSOR_SIGNING_KEY: string;
   mongodbUri: string;
   kafkaBrokers: string[];
   /** True when the engines are external (given by env) and must not be started locally. */
@@ -55,8 +78,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new Error(`invalid configuration: ${problems}`);
   }
   const c = parsed.data;
+  const keys = resolveKeys(c, {
+    production: c.NODE_ENV === 'production',
+    keysDir: path.resolve(projectRoot(), c.DATA_DIR, 'keys'),
+  });
   return {
     ...c,
+    ...keys,
     mongodbUri: c.MONGODB_URI ?? `mongodb://127.0.0.1:${c.MONGODB_PORT}/platform`,
     kafkaBrokers: (c.KAFKA_BROKERS ?? `127.0.0.1:${c.KAFKA_PORT}`).split(',').map((s) => s.trim()),
     externalMongo: Boolean(c.MONGODB_URI),

@@ -1,5 +1,5 @@
 import { isPlatformError } from './errors';
-import { isWithin, normalizeDomain } from './domain-names';
+import { isWithin, normalizeDomain, relaxedAligned } from './domain-names';
 
 const codeOf = (input: string): string | null => {
   try {
@@ -71,5 +71,17 @@ describe('isWithin', () => {
     expect(isWithin('sites.localhost', 'sites.localhost')).toBe(true);
     expect(isWithin('a.sites.localhost', 'sites.localhost')).toBe(true);
     expect(isWithin('evilsites.localhost', 'sites.localhost')).toBe(false);
+  });
+});
+
+describe('relaxedAligned (DMARC organizational domains)', () => {
+  it('accepts the parent domain of a sending subdomain and refuses unrelated or sibling organizations', () => {
+    expect(relaxedAligned('example.com', 'mg.example.com')).toBe(true);
+    expect(relaxedAligned('news.example.co.uk', 'mg.example.co.uk')).toBe(true);
+    expect(relaxedAligned('elsewhere.com', 'mg.example.com')).toBe(false);
+    expect(relaxedAligned('example.co.uk', 'other.co.uk')).toBe(false);
+    // Private suffixes count: two github.io sites are two organizations.
+    expect(relaxedAligned('a.github.io', 'b.github.io')).toBe(false);
+    expect(relaxedAligned('co.uk', 'co.uk')).toBe(false);
   });
 });

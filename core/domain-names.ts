@@ -1,3 +1,4 @@
+import { getDomain } from 'tldts';
 import { isIP } from 'node:net';
 import { domainToASCII } from 'node:url';
 import { badRequest, isPlatformError } from './errors';
@@ -50,6 +51,24 @@ export function normalizeDomain(input: string): string {
 /** True when `domain` is `parent` or lies under it (both normalised). */
 export function isWithin(domain: string, parent: string): boolean {
   return domain === parent || domain.endsWith(`.${parent}`);
+}
+
+/**
+ * The organizational domain of `host` (DMARC, RFC 7489 §3.2): the registrable domain under the
+ * Public Suffix List, private suffixes included (`a.github.io` and `b.github.io` are different
+ * organizations). `null` for a public suffix itself or an IP address.
+ */
+export function organizationalDomain(host: string): string | null {
+  return getDomain(host, { allowPrivateDomains: true }) ?? null;
+}
+
+/**
+ * DMARC relaxed alignment: two hosts are aligned when they share an organizational domain
+ * (`news@example.com` sent through `mg.example.com`).
+ */
+export function relaxedAligned(a: string, b: string): boolean {
+  const orgA = organizationalDomain(a);
+  return orgA !== null && orgA === organizationalDomain(b);
 }
 
 /** Longest e-mail address (RFC 5321 path limit), in characters. */

@@ -18,7 +18,11 @@ export interface ProjectRecord {
 
 /** Projects and who may see them (provided by identity). */
 export interface ProjectDirectory {
-  createProject(accountId: string, name: string, sourceType?: string | null): Promise<ProjectRecord>;
+  /**
+   * `opts.id` fixes the project id (a resumed create passes the same one): when that project exists
+   * for the account it is returned, not created again.
+   */
+  createProject(accountId: string, name: string, sourceType?: string | null, opts?: { id?: string }): Promise<ProjectRecord>;
   findProject(projectId: string): Promise<ProjectRecord | null>;
   canAccessProject(principal: Principal | null, projectId: string): Promise<boolean>;
   /** Creates the account (with a plan) when it does not exist yet; returns its id. */
@@ -47,8 +51,18 @@ export interface CreditLedgerPort {
   recordUsage(usage: CreditUsage): Promise<{ entryId: string; balanceAfter: number }>;
 }
 
+/**
+ * Resolves a bearer key to its principal (provided by identity). For data planes that take raw
+ * bytes outside GraphQL (Assets uploads), where the router's own authentication does not run.
+ */
+export interface BearerAuthenticator {
+  authenticate(bearerKey: string): Promise<Principal | null>;
+}
+
 export interface KernelPorts {
   projects: ProjectDirectory;
+  /** Added by Assets for its upload data plane; see BearerAuthenticator. */
+  authenticator: BearerAuthenticator;
   senders: VerifiedSenders;
   credits: CreditLedgerPort;
   /** Every registered area's activity sources (collected by the composition root). */

@@ -17,26 +17,58 @@ export interface Principal {
 
 /** Header that carries the signed principal from the router (or bridge) to subgraphs. */
 export const PRINCIPAL_HEADER = 'x-platform-principal';
-/** Signed principals are accepted for this long after signing (clock skew between processes). */
-const MAX_AGE_MS = 5 * 60 * 1000;
+/**
+ * A signed principal is accepted for 30 s after signing: the router signs one per subgraph fetch,
+ * right before sending it, so anything older is a replay. A header from the future is refused
+ * beyond a small skew between the clocks of two hosts.
+ */
+export const PRINCIPAL_MAX_AGE_MS = 30_000;
+export const PRINCIPAL_MAX_FUTURE_SKEW_MS = 5_000;
+
+/**
+ * What a signature is bound to besides the principal: the subgraph it is sent to (a header
+ * captured on its way to one subgraph is refused by every other) and the request id it travels
+ * with (a header cannot be lifted onto another request's id).
+ */
+export interface PrincipalBinding {
+  audience: string;
+  requestId: string;
+}
+
+interface SignedPayload {
+  p: Principal | null;
+  iat: number;
+  aud: string;
+  rid: string;
+}
 
 function sign(payload: string, key: string): string {
   return createHmac('sha256', key).update(payload).digest('base64url');
 }
 
 /** `<base64url(json)>.<hmac>`; `null` principal means an anonymous caller. */
-export function signPrincipal(principal: Principal | null, key = config().INTERNAL_SIGNING_KEY): string {
-  const payload = Buffer.from(JSON.stringify({ p: principal, iat: Date.now() })).toString('base64url');
+export function signPrincipal(
+  principal: Principal | null,
+  binding: PrincipalBinding,
+  key = config().INTERNAL_SIGNING_KEY,
+): string {
+  const body: SignedPayload = { p: principal, iat: Date.now(), aud: binding.audience, rid: binding.requestId };
+  const payload = Buffer.from(JSON.stringify(body)).toString('base64url');
   return `${payload}.${sign(payload, key)}`;
 }
 
 export class ForgedPrincipalError extends Error {}
 
 /**
- * Verifies a principal header. Throws ForgedPrincipalError when it is missing, malformed, expired
- * or its signature does not match: subgraphs refuse such requests outright.
+ * Verifies a principal header for one subgraph and request. Throws ForgedPrincipalError when it is
+ * missing, malformed, too old or from the future, meant for another subgraph or request, or its
+ * signature does not match: subgraphs refuse such requests outright.
  */
-export function verifyPrincipal(header: string | undefined, key = config().INTERNAL_SIGNING_KEY): Principal | null {
+export function verifyPrincipal(
+  header: string | undefined,
+  binding: PrincipalBinding,
+  key = config().INTERNAL_SIGNING_KEY,
+): Principal | null {
   if (!header) throw new ForgedPrincipalError('missing principal header');
   const dot = header.indexOf('.');
   if (dot <= 0) throw new ForgedPrincipalError('malformed principal header');
@@ -46,15 +78,17 @@ export function verifyPrincipal(header: string | undefined, key = config().INTER
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
     throw new ForgedPrincipalError('principal signature mismatch');
   }
-  let decoded: { p: Principal | null; iat: number };
+  let decoded: SignedPayload;
   try {
     decoded = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
   } catch {
     throw new ForgedPrincipalError('malformed principal payload');
   }
-  if (typeof decoded.iat !== 'number' || Math.abs(Date.now() - decoded.iat) > MAX_AGE_MS) {
-    throw new ForgedPrincipalError('principal header expired');
-  }
+  const age = Date.now() - decoded.iat;
+  if (typeof decoded.iat !== 'number' || age > PRINCIPAL_MAX_AGE_MS) throw new ForgedPrincipalError('principal header expired');
+  if (age < -PRINCIPAL_MAX_FUTURE_SKEW_MS) throw new ForgedPrincipalError('principal header signed in the future');
+  if (decoded.aud !== binding.audience) throw new ForgedPrincipalError('principal header is meant for another subgraph');
+  if (decoded.rid !== binding.requestId) throw new ForgedPrincipalError('principal header belongs to another request');
   return decoded.p;
 }
 

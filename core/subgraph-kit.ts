@@ -3,8 +3,7 @@ import type { GraphQLResolverMap } from '@apollo/subgraph/dist/schema-helper/res
 import { printSchemaWithDirectives } from '@graphql-tools/utils';
 import { type GraphQLSchema, parse } from 'graphql';
 import { buildSchema, createResolversMap, type NonEmptyArray } from 'type-graphql';
-import { randomUUID } from 'node:crypto';
-import { type Principal, PRINCIPAL_HEADER, verifyPrincipal } from './principal';
+import { ForgedPrincipalError, type Principal, PRINCIPAL_HEADER, verifyPrincipal } from './principal';
 
 /** Federation spec version every subgraph links to. */
 export const FEDERATION_LINK =
@@ -16,12 +15,16 @@ export interface RequestContext {
   requestId: string;
 }
 
-/** Builds the resolver context from request headers; throws when the principal header is forged. */
-export function contextFromHeaders(headers: Record<string, string | string[] | undefined>): RequestContext {
-  const header = headers[PRINCIPAL_HEADER];
-  const principal = verifyPrincipal(Array.isArray(header) ? header[0] : header);
-  const rid = headers['x-request-id'];
-  return { principal, requestId: (Array.isArray(rid) ? rid[0] : rid) ?? randomUUID() };
+/**
+ * Builds the resolver context of subgraph `audience` from request headers; throws when the
+ * principal header is forged, stale, or signed for another subgraph or request id.
+ */
+export function contextFromHeaders(headers: Record<string, string | string[] | undefined>, audience: string): RequestContext {
+  const first = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
+  const requestId = first(headers['x-request-id']);
+  if (!requestId) throw new ForgedPrincipalError('missing request id');
+  const principal = verifyPrincipal(first(headers[PRINCIPAL_HEADER]), { audience, requestId });
+  return { principal, requestId };
 }
 
 type ResolverClass = new (...args: any[]) => object;

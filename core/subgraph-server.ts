@@ -2,6 +2,7 @@ import { ApolloServer } from '@apollo/server';
 import { ApolloServerPluginInlineTraceDisabled } from '@apollo/server/plugin/disabled';
 import fastifyApollo, { fastifyApolloDrainPlugin } from '@as-integrations/fastify';
 import Fastify from 'fastify';
+import { installAccessLog } from './access-log';
 import { GraphQLError } from 'graphql';
 import { formatPlatformError } from './graphql-errors';
 import type { Logger } from './logger';
@@ -19,6 +20,7 @@ export async function serveSubgraph(
   opts: { host: string; port: number; log: Logger },
 ): Promise<RunningServer> {
   const app = Fastify({ logger: false });
+  installAccessLog(app, opts.log, `subgraph:${subgraph.name}`);
   const apollo = new ApolloServer<RequestContext>({
     schema: subgraph.schema,
     plugins: [ApolloServerPluginInlineTraceDisabled(), fastifyApolloDrainPlugin(app)],
@@ -30,7 +32,7 @@ export async function serveSubgraph(
     path: '/graphql',
     context: async (request) => {
       try {
-        return contextFromHeaders(request.headers);
+        return contextFromHeaders(request.headers, subgraph.name);
       } catch (e) {
         if (e instanceof ForgedPrincipalError) {
           opts.log.warn({ subgraph: subgraph.name, reason: e.message }, 'refused a request without a valid principal');

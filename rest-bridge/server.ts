@@ -1,4 +1,5 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { installAccessLog } from '../core/access-log';
 import type { GraphQLFormattedError } from 'graphql';
 import { randomUUID } from 'node:crypto';
 import type { ZodError, ZodIssue } from 'zod';
@@ -95,6 +96,7 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
   app.addHook('onSend', async (req, reply) => {
     reply.header('x-request-id', req.id);
   });
+  installAccessLog(app, opts.log, 'bridge');
 
   const send = (reply: FastifyReply, kind: EnvelopeKind, status: number, error: BridgeError) =>
     reply.status(status).send(errorEnvelope(kind, status, error));

@@ -1,4 +1,5 @@
 import { type GraphQLDataSource, type GraphQLDataSourceProcessOptions, RemoteGraphQLDataSource } from '@apollo/gateway';
+import { randomUUID } from 'node:crypto';
 import { type DocumentNode, execute, parse, type GraphQLFormattedError } from 'graphql';
 import { formatPlatformError } from '../core/graphql-errors';
 import type { Logger } from '../core/logger';
@@ -33,10 +34,11 @@ export class InProcessDataSource implements GraphQLDataSource<GatewayContext> {
       if (this.parsed.size >= PARSED_CACHE_MAX) this.parsed.clear();
       this.parsed.set(query, document);
     }
-    const contextValue = contextFromHeaders({
-      [PRINCIPAL_HEADER]: signPrincipal(context.principal ?? null),
-      'x-request-id': context.requestId,
-    });
+    const binding = { audience: this.subgraph.name, requestId: context.requestId };
+    const contextValue = contextFromHeaders(
+      { [PRINCIPAL_HEADER]: signPrincipal(context.principal ?? null, binding), 'x-request-id': binding.requestId },
+      this.subgraph.name,
+    );
     const result = await execute({
       schema: this.subgraph.schema,
       document,
@@ -51,8 +53,17 @@ export class InProcessDataSource implements GraphQLDataSource<GatewayContext> {
 
 /** Reaches a subgraph in another process over HTTP, with the signed principal header. */
 export class SignedRemoteDataSource extends RemoteGraphQLDataSource<GatewayContext> {
+  /** `subgraph` names the audience the principal is signed for. */
+  constructor(
+    private readonly subgraph: string,
+    config: ConstructorParameters<typeof RemoteGraphQLDataSource<GatewayContext>>[0],
+  ) {
+    super(config);
+  }
+
   override willSendRequest({ request, context }: GraphQLDataSourceProcessOptions<GatewayContext>): void {
-    request.http?.headers.set(PRINCIPAL_HEADER, signPrincipal(context.principal ?? null));
-    if (context.requestId) request.http?.headers.set('x-request-id', context.requestId);
+    const requestId = context.requestId || randomUUID();
+    request.http?.headers.set(PRINCIPAL_HEADER, signPrincipal(context.principal ?? null, { audience: this.subgraph, requestId }));
+    request.http?.headers.set('x-request-id', requestId);
   }
 }

@@ -5,6 +5,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { randomUUID } from 'node:crypto';
 import { formatPlatformError } from '../core/graphql-errors';
 import type { Logger } from '../core/logger';
+import { installAccessLog } from '../core/access-log';
 import type { Principal } from '../core/principal';
 import type { BuiltSubgraph } from '../core/subgraph-kit';
 import { type GatewayContext, InProcessDataSource, SignedRemoteDataSource } from './data-sources';
@@ -46,7 +47,7 @@ export class Router {
       buildService: ({ name, url }): GraphQLDataSource => {
         const subgraph = local.get(name);
         if (subgraph) return new InProcessDataSource(subgraph, opts.log);
-        return new SignedRemoteDataSource({ url: opts.remoteUrls?.[name] ?? url });
+        return new SignedRemoteDataSource(name, { url: opts.remoteUrls?.[name] ?? url });
       },
     });
     this.apollo = new ApolloServer<GatewayContext>({
@@ -72,6 +73,7 @@ export class Router {
   async listen(host: string, port: number): Promise<string> {
     const app = Fastify({ logger: false });
     this.app = app;
+    installAccessLog(app, this.opts.log, 'router');
     await app.register(fastifyApollo(this.apollo), {
       path: '/graphql',
       context: async (req) => this.context(req.headers.authorization, (req.headers['x-request-id'] as string) ?? req.id),

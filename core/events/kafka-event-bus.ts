@@ -44,6 +44,14 @@ function headersToStrings(h: IHeaders | undefined): Record<string, string> {
   return out;
 }
 
+/** Writing a message's dead-letter copy failed; its offset stays uncommitted. */
+export class DeadLetterPublishError extends Error {
+  constructor(reason: string) {
+    super(`dead-letter publish failed: ${reason}`);
+    this.name = 'DeadLetterPublishError';
+  }
+}
+
 class KafkaEventBus implements EventBus {
   private readonly kafka: Kafka;
   private readonly log = childLogger('kafka');
@@ -240,7 +248,13 @@ class KafkaEventBus implements EventBus {
         },
       ]);
     } catch (e) {
-      log.error({ topic: m.topic, offset: m.offset, err: redactMessage(e) }, 'dead-letter publish failed; message skipped');
+      // The offset is not committed: the consumer restarts from this message and dead-letters it
+      // again, so a message is never lost because its dead-letter copy could not be written.
+      log.error(
+        { topic: m.topic, offset: m.offset, err: redactMessage(e) },
+        'dead-letter publish failed; the message will be redelivered',
+      );
+      throw new DeadLetterPublishError(redactMessage(e));
     }
   }
 

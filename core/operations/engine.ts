@@ -35,6 +35,33 @@ export class WorkerShutdownError extends PlatformError {
   }
 }
 
+/** A step overran its deadline: retriable (the next attempt runs it again with the same token). */
+export class StepTimeoutError extends PlatformError {
+  constructor(step: string, ms: number) {
+    super('step_timeout', 504, `step ${step} did not finish within ${ms} ms`, { step }, true);
+    this.name = 'StepTimeoutError';
+  }
+}
+
+/** The operation overran its overall deadline: final. */
+export class OperationDeadlineError extends PlatformError {
+  constructor(operationId: string) {
+    super('operation_deadline_exceeded', 504, `operation ${operationId} did not finish before its deadline`, {});
+    this.name = 'OperationDeadlineError';
+  }
+}
+
+/** What one step's work is given. */
+export interface StepContext {
+  /**
+   * `<operation id>:<step id>`: pass it to infrastructure calls as their idempotency token, so a
+   * step run again after a crash or a timeout is recognised, not performed twice.
+   */
+  readonly idempotencyToken: string;
+  /** Aborted at the step's deadline, when the lease is lost, or at the operation's deadline. */
+  readonly signal: AbortSignal;
+}
+
 export interface OperationContext {
   /** The operation as claimed (input, attempt, steps recorded by earlier attempts). */
   readonly op: OperationDoc;
@@ -42,13 +69,17 @@ export interface OperationContext {
    * Runs one named step once: records it running (the operation's `step`, with an event), runs
    * `fn`, records it completed with its result. A step completed by an earlier attempt is not run
    * again; its recorded result is returned. Results are stored: keep them small and JSON-like.
+   * The step is abandoned at its deadline (`timeoutMs`, default OPERATION_STEP_TIMEOUT_MS) with a
+   * retriable `step_timeout`, even when `fn` ignores its signal.
    */
-  step<T>(id: string, fn: () => Promise<T>): Promise<T>;
+  step<T>(id: string, fn: (s: StepContext) => Promise<T>, opts?: { timeoutMs?: number }): Promise<T>;
   /** Renews the lease now (the engine also does so every lease/3); throws LeaseLostError if lost. */
   heartbeat(): Promise<void>;
-  /** Aborted when the lease is lost or the worker shuts down. */
+  /** Aborted when the lease is lost, the worker shuts down or the operation's deadline passes. */
   readonly signal: AbortSignal;
   readonly log: Logger;
+  /** `<operation id>:<lease token>`: what this attempt stamps on the resource it changes (./fencing.ts). */
+  readonly fence: string;
 }
 
 export type OperationExecutor = (ctx: OperationContext) => Promise<unknown>;
@@ -64,6 +95,8 @@ export interface EnqueueInput {
   maxAttempts?: number;
   /** Chosen by the caller (e.g. to reference it first from its own document); enqueue is then idempotent. */
   id?: string;
+  /** Overall deadline from now, in milliseconds: the engine's `deadlineMs`. */
+  deadlineMs?: number;
 }
 
 export interface OperationEngineOptions {
@@ -87,6 +120,10 @@ export interface OperationEngineOptions {
   maxRetryDelayMs?: number;
   /** Topic of operation events: topicName('operations'). */
   topic?: string;
+  /** Default step deadline: config().OPERATION_STEP_TIMEOUT_MS (5 min). */
+  stepTimeoutMs?: number;
+  /** Default overall deadline of an operation from its enqueue: config().OPERATION_DEADLINE_MS (1 h). */
+  deadlineMs?: number;
 }
 
 export interface EngineStats {
@@ -110,6 +147,7 @@ interface Run {
   current: { status: OperationDoc['status']; step: string };
   controller: AbortController;
   heartbeat: NodeJS.Timeout | undefined;
+  deadline: NodeJS.Timeout | undefined;
   done: Promise<void>;
 }
 
@@ -134,6 +172,8 @@ export class OperationEngine {
   private readonly concurrency: number;
   private readonly retryBaseMs: number;
   private readonly maxRetryDelayMs: number;
+  private readonly stepTimeoutMs: number;
+  private readonly deadlineMs: number;
   private readonly log: Logger;
   private readonly runs = new Map<string, Run>();
   private readonly timers = new Set<NodeJS.Timeout>();
@@ -152,6 +192,8 @@ export class OperationEngine {
     this.concurrency = Math.max(1, opts.concurrency ?? 8);
     this.retryBaseMs = opts.retryBaseMs ?? 500;
     this.maxRetryDelayMs = opts.maxRetryDelayMs ?? 60_000;
+    this.stepTimeoutMs = opts.stepTimeoutMs ?? config().OPERATION_STEP_TIMEOUT_MS;
+    this.deadlineMs = opts.deadlineMs ?? config().OPERATION_DEADLINE_MS;
     this.ownsRelay = !opts.relay && Boolean(opts.bus);
     this.relay =
       opts.relay ??
@@ -190,6 +232,7 @@ export class OperationEngine {
       updatedAt: now,
       startedAt: null,
       finishedAt: null,
+      deadlineAt: new Date(now.getTime() + (op.deadlineMs ?? this.deadlineMs)),
       initiator: op.initiator ?? null,
     });
     try {
@@ -209,6 +252,53 @@ export class OperationEngine {
     this.relay?.nudge();
     this.nudge();
     return doc;
+  }
+
+  /**
+   * The operation `id`, or, when none exists, a terminal tombstone written under that id so that it
+   * never will: an `enqueue` with the id afterwards fails (409 `operation_id_conflict`). One unique
+   * insert decides between the two, with no clock: this is how a lock naming an operation that was
+   * never enqueued (its request died in between) is freed. A tombstone is `failed`
+   * (`operation_never_enqueued`), of resource type `void`, and publishes no event.
+   */
+  async getOrVoid(id: string, ref: Pick<EnqueueInput, 'accountId' | 'projectId' | 'resourceId'>): Promise<OperationDoc> {
+    const existing = await this.get(id);
+    if (existing) return existing;
+    const now = new Date();
+    const tombstone: OperationDoc = {
+      _id: id,
+      accountId: ref.accountId,
+      projectId: ref.projectId,
+      resourceType: 'void',
+      resourceId: ref.resourceId,
+      operationType: 'void',
+      status: 'failed',
+      step: STEP_QUEUED,
+      steps: [],
+      input: null,
+      result: null,
+      errorCode: 'operation_never_enqueued',
+      errorMessage: 'the request that took this lock ended before its operation was enqueued',
+      attempt: 0,
+      maxAttempts: 0,
+      runAfter: now,
+      lease: { owner: null, token: 0, until: null },
+      heartbeatAt: null,
+      createdAt: now,
+      updatedAt: now,
+      startedAt: null,
+      finishedAt: now,
+      deadlineAt: null,
+      initiator: null,
+      outbox: [],
+    };
+    try {
+      await this.model.create(tombstone);
+      return tombstone;
+    } catch (e) {
+      if (!isDuplicateKey(e)) throw e;
+      return (await this.get(id))!;
+    }
   }
 
   get(id: string): Promise<OperationDoc | null> {
@@ -347,13 +437,24 @@ export class OperationEngine {
       current: { status: op.status, step: op.step },
       controller,
       heartbeat: undefined,
+      deadline: undefined,
       done: Promise.resolve(),
     };
+    // Past the overall deadline the attempt is aborted and the operation fails for good.
+    if (op.deadlineAt) {
+      const left = new Date(op.deadlineAt).getTime() - Date.now();
+      const overrun = () => {
+        if (!controller.signal.aborted) controller.abort(new OperationDeadlineError(op._id));
+      };
+      if (left <= 0) overrun();
+      else run.deadline = setTimeout(overrun, left);
+    }
     // A claim that lands after halt() gets no heartbeats: its lease expires like the others.
     if (!this.halted) run.heartbeat = setInterval(() => void this.beat(run), Math.max(50, Math.floor(this.leaseMs / 3)));
     this.runs.set(op._id, run);
     run.done = this.execute(op, run).finally(() => {
       this.stopHeartbeat(run);
+      if (run.deadline) clearTimeout(run.deadline);
       this.runs.delete(op._id);
       this.nudge();
     });
@@ -401,11 +502,12 @@ export class OperationEngine {
       op,
       signal,
       log,
+      fence: `${op._id}:${op.lease.token}`,
       heartbeat: async () => {
         checkSignal();
         await this.fencedWrite(run, () => this.store.heartbeat(run.fence, this.leaseMs));
       },
-      step: async <T>(id: string, fn: () => Promise<T>): Promise<T> => {
+      step: async <T>(id: string, fn: (s: StepContext) => Promise<T>, stepOpts: { timeoutMs?: number } = {}): Promise<T> => {
         checkSignal();
         let index = steps.findIndex((s) => s.id === id);
         const prior = index >= 0 ? steps[index] : undefined;
@@ -431,8 +533,18 @@ export class OperationEngine {
         await this.fencedWrite(run, () => this.store.stepStarted(run.fence, op, index, entry, isNew, emit, now));
         if (emit) this.relay?.nudge();
         let result: T;
+        const timeoutMs = stepOpts.timeoutMs ?? this.stepTimeoutMs;
+        const stepController = new AbortController();
+        const follow = () => stepController.abort(signal.reason);
+        signal.addEventListener('abort', follow, { once: true });
+        const timer = setTimeout(() => stepController.abort(new StepTimeoutError(id, timeoutMs)), timeoutMs);
+        // The step ends at its deadline even when `fn` never looks at its signal.
+        const abandoned = new Promise<never>((_, reject) =>
+          stepController.signal.addEventListener('abort', () => reject(stepController.signal.reason), { once: true }),
+        );
+        abandoned.catch(() => undefined);
         try {
-          result = await fn();
+          result = await Promise.race([fn({ idempotencyToken: `${op._id}:${id}`, signal: stepController.signal }), abandoned]);
         } catch (e) {
           if (!signal.aborted) {
             entry.status = 'failed';
@@ -440,6 +552,9 @@ export class OperationEngine {
             await this.fencedWrite(run, () => this.store.stepFinished(run.fence, index, 'failed', null, detail, new Date()));
           }
           throw e;
+        } finally {
+          clearTimeout(timer);
+          signal.removeEventListener('abort', follow);
         }
         checkSignal();
         entry.status = 'completed';

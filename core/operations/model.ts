@@ -70,6 +70,11 @@ export interface OperationDoc {
   updatedAt: Date;
   startedAt: Date | null;
   finishedAt: Date | null;
+  /**
+   * The overall deadline: past it the operation fails `operation_deadline_exceeded` (a running
+   * attempt is aborted), so a hung operation never holds its resource's lock for ever.
+   */
+  deadlineAt: Date | null;
   initiator: unknown;
   outbox: OutboxEntry[];
 }
@@ -115,6 +120,7 @@ export const operationSchema = new Schema<OperationDoc>(
     updatedAt: { type: Date, required: true, default: () => new Date() },
     startedAt: { type: Date, default: null },
     finishedAt: { type: Date, default: null },
+    deadlineAt: { type: Date, default: null },
     initiator: { type: Schema.Types.Mixed, default: null },
     outbox: outboxField,
   },

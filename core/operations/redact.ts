@@ -4,7 +4,7 @@ export const MAX_MESSAGE_LENGTH = 1000;
 const MASK = '[redacted]';
 
 /** Names whose value, in `name=value` or `"name": "value"`, is a secret. */
-const SECRET_NAME =
+export const SECRET_NAME =
   '[A-Za-z0-9_.-]*(?:api[_-]?key|apikey|access[_-]?key|secret|token|passw(?:or)?d|pwd|credentials?|auth(?:orization)?|signature|sig|session|cookie|private[_-]?key)';
 
 const RULES: Array<[RegExp, string]> = [
@@ -28,7 +28,13 @@ const RULES: Array<[RegExp, string]> = [
  * strings. Used for operation `errorMessage` and dead-letter reasons, which users and logs see.
  */
 export function redactMessage(message: unknown): string {
-  let s = typeof message === 'string' ? message : message instanceof Error ? message.message : String(message);
-  for (const [re, replacement] of RULES) s = s.replace(re, replacement);
+  const s = redactText(typeof message === 'string' ? message : message instanceof Error ? message.message : String(message));
   return s.length > MAX_MESSAGE_LENGTH ? `${s.slice(0, MAX_MESSAGE_LENGTH - 1)}…` : s;
+}
+
+/** The same masking rules, without the length cut (log lines keep their full text). */
+export function redactText(text: string): string {
+  let s = text;
+  for (const [re, replacement] of RULES) s = s.replace(re, replacement);
+  return s;
 }

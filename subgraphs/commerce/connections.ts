@@ -72,6 +72,10 @@ export interface ConnectionDeps {
  * Connections, write-only environments and verification bound to the credentials (spec 2.2, 3.2).
  * Connect and verify answer 202 with a durable operation on the kernel engine.
  */
+
+/** The record a sealed environment secret belongs to (its AAD). */
+const secretAad = (environmentId: string, field: string) => `commerce_environments:${environmentId}:${field}`;
+
 export class Connections {
   constructor(private readonly d: ConnectionDeps) {}
 
@@ -238,8 +242,9 @@ export class Connections {
       let credentialsChanged = credentialIdsChanged(existing?.fields ?? {}, checked.fields);
       for (const [k, v] of Object.entries(checked.secrets)) {
         const stored = sealed[k];
-        if (!stored || decryptSecret(stored) !== v) credentialsChanged = true;
-        sealed[k] = encryptSecret(v);
+        // Bound to this environment and field: a sealed value copied elsewhere does not open.
+        if (!stored || decryptSecret(stored, secretAad(id, k)) !== v) credentialsChanged = true;
+        sealed[k] = encryptSecret(v, secretAad(id, k));
       }
       const verification =
         existing && !credentialsChanged
@@ -369,7 +374,7 @@ export class Connections {
   }
 
   private async checkCredentials(connection: ConnectionDoc, doc: EnvironmentDoc): Promise<void> {
-    const secret = (name: SecretName) => (doc.secrets[name] ? decryptSecret(doc.secrets[name]) : null);
+    const secret = (name: SecretName) => (doc.secrets[name] ? decryptSecret(doc.secrets[name], secretAad(doc._id, name)) : null);
     const bad = (message: string) => commerceError('COMMERCE_INVALID_CREDENTIALS', message, { environment: doc.name });
     if (connection.kind === 'app') {
       const token = secret('automation_token');

@@ -30,7 +30,8 @@ export default defineArea({
   services: (ctx) => new IdentityService(ctx.conn),
   provides(identity, ports) {
     const projects: ProjectDirectory = {
-      createProject: async (accountId, name, sourceType) => record(await identity.createProject(accountId, name, sourceType)),
+      createProject: async (accountId, name, sourceType, opts) =>
+        record(await identity.createProject(accountId, name, sourceType, opts)),
       findProject: async (id) => {
         const p = await identity.findProject(id);
         return p ? record(p) : null;
@@ -55,6 +56,7 @@ export default defineArea({
     ports.provide('projects', projects);
     ports.provide('accountStanding', { subscriptionOf: (accountId) => identity.subscriptionOf(accountId) });
     ports.provide('senders', verified);
+    ports.provide('authenticator', { authenticate: (key) => identity.authenticate(key) });
   },
   subgraph: (s) => ({
     resolvers: [IdentityResolver],

@@ -135,17 +135,30 @@ export class IdentityService {
     return principal;
   }
 
-  async createProject(accountId: string, name: string, sourceType: string | null = null): Promise<ProjectDoc> {
+  async createProject(
+    accountId: string,
+    name: string,
+    sourceType: string | null = null,
+    opts: { id?: string } = {},
+  ): Promise<ProjectDoc> {
     const trimmed = name.trim();
     if (!trimmed || trimmed.length > 100) throw badRequest('invalid_name', 'project name must be 1 to 100 characters');
-    const doc = await this.models.Project.create({
-      _id: randomUUID(),
-      accountId,
-      name: trimmed,
-      sourceType,
-      createdAt: new Date(),
-    });
-    return doc.toObject();
+    try {
+      const doc = await this.models.Project.create({
+        _id: opts.id ?? randomUUID(),
+        accountId,
+        name: trimmed,
+        sourceType,
+        createdAt: new Date(),
+      });
+      return doc.toObject();
+    } catch (e) {
+      // A given id that exists for this account is the same project (a resumed create).
+      if (!opts.id || !isDuplicateKey(e)) throw e;
+      const existing = await this.models.Project.findById(opts.id).lean();
+      if (!existing || existing.accountId !== accountId) throw e;
+      return existing;
+    }
   }
 
   /** A project the principal may see; any other (missing or another account's) is a 404. */

@@ -9,6 +9,7 @@ import {
   type OperationEngine,
   type OperationExecutor,
 } from '../../core/operations/engine';
+import { fencedUpdate, takeResourceFence } from '../../core/operations/fencing';
 import type { CaptureDoc, PublisherModels, SiteDoc, StoredSiteStatus } from './model';
 import { findRuntime } from './runtime-catalog';
 import type { SimulatedInfrastructure } from './simulated-infrastructure';
@@ -86,7 +87,13 @@ export function siteExecutors(deps: SiteExecutorDeps): Record<string, OperationE
   const executors: Record<string, OperationExecutor> = {};
   for (const [operationType, plan] of Object.entries(SITE_OPERATION_STEPS)) {
     executors[operationType] = async (ctx) => {
-      await runSteps(ctx, d, plan.steps, ctx.op.resourceId, () => ({ status: plan.leaves }));
+      try {
+        await runSteps(ctx, d, plan.steps, ctx.op.resourceId, () => ({ status: plan.leaves }));
+      } catch (e) {
+        // A provisioning that failed for good gives its hosted-site slot back (retry_provisioning takes it again).
+        if (operationType === 'provision' && isFinalFailure(ctx, e)) await releaseSlot(d, ctx.op.accountId, ctx.op.resourceId);
+        throw e;
+      }
       return { siteStatus: plan.leaves };
     };
   }
@@ -114,18 +121,31 @@ async function runSteps(
   before?: (step: string) => void,
 ): Promise<void> {
   const last = steps[steps.length - 1];
+  // Stamp the site with this attempt's lease token first: a worker whose lease was taken over
+  // can no longer change it (core/operations/fencing.ts).
+  await takeResourceFence(d.models.Site, siteId, ctx.op);
   for (const step of steps) {
     before?.(step);
-    await ctx.step(step, async () => {
-      await d.infra.perform(ctx.op.operationType, step, ctx.signal, ctx.op);
-      if (step === last) await setSite(d, siteId, ctx.op._id, finalState());
+    await ctx.step(step, async (s) => {
+      await d.infra.perform(ctx.op.operationType, step, s.signal, ctx.op, s.idempotencyToken);
+      if (step === last) await setSite(d, siteId, ctx, finalState());
       return null;
     });
   }
 }
 
-function setSite(d: SiteExecutorDeps, siteId: string, operationId: string, fields: Partial<SiteDoc>) {
-  return d.models.Site.updateOne({ _id: siteId, activeOperationId: operationId }, { $set: { ...fields, updatedAt: new Date() } });
+/** Gives back the hosted-site slot `siteId` holds, if any (idempotent: the quota lists its holders). */
+async function releaseSlot(d: SiteExecutorDeps, accountId: string, siteId: string): Promise<void> {
+  await d.models.SiteQuota.updateOne(
+    { _id: accountId, holders: siteId },
+    { $inc: { hostedSites: -1 }, $pull: { holders: siteId } },
+  );
+}
+
+/** Writes the site's state, fenced: only the current attempt of the operation holding the site may. */
+async function setSite(d: SiteExecutorDeps, siteId: string, ctx: OperationContext, fields: Partial<SiteDoc>) {
+  await takeResourceFence(d.models.Site, siteId, ctx.op);
+  await fencedUpdate(d.models.Site, siteId, ctx.op, { $set: { ...fields, updatedAt: new Date() } });
 }
 
 /** Simulated snapshot of one part; sizes are plausible, not meaningful. */
@@ -148,8 +168,8 @@ async function capture(ctx: OperationContext, d: SiteExecutorDeps, pointId: stri
   const RP = d.models.RecoveryPoint;
   for (const [step, part] of CAPTURE_STEPS) {
     try {
-      await ctx.step(step, async () => {
-        await d.infra.perform(ctx.op.operationType, step, ctx.signal, ctx.op);
+      await ctx.step(step, async (s) => {
+        await d.infra.perform(ctx.op.operationType, step, s.signal, ctx.op, s.idempotencyToken);
         let set: Record<string, unknown>;
         if (part === 'release') {
           const site = await d.models.Site.findById(siteId).lean();
@@ -244,9 +264,9 @@ async function upgrade(ctx: OperationContext, d: SiteExecutorDeps): Promise<unkn
   const writeResult = (result: Record<string, unknown>) =>
     d.engine.store.write({ id: ctx.op._id, owner: ctx.op.lease.owner ?? '', token: ctx.op.lease.token }, { $set: { result } });
   try {
-    await ctx.step(ROLLBACK_STEP, async () => {
-      await d.infra.perform(ctx.op.operationType, ROLLBACK_STEP, ctx.signal, ctx.op);
-      await setSite(d, siteId, ctx.op._id, { status: 'running', runtimeVersion: input.fromVersion });
+    await ctx.step(ROLLBACK_STEP, async (s) => {
+      await d.infra.perform(ctx.op.operationType, ROLLBACK_STEP, s.signal, ctx.op, s.idempotencyToken);
+      await setSite(d, siteId, ctx, { status: 'running', runtimeVersion: input.fromVersion });
       return { restored_recovery_point_id: input.recoveryPointId, runtime_version: input.fromVersion };
     });
   } catch (e) {

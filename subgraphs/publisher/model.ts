@@ -33,10 +33,12 @@ export interface SiteDoc {
   domainUpdatedAt: Date | null;
   /** Transactional sender; verified against the account's senders when set. */
   mailSenderEmail: string | null;
-  /** The lifecycle operation holding the site's lock; a terminal one frees it (a missing one after a grace). */
+  /** The lifecycle operation holding the site's lock; a terminal one frees it (site-locks.ts). */
   activeOperationId: string | null;
-  /** When the lock was taken: a holder not enqueued yet is still a holder for LOCK_ENQUEUE_GRACE_MS. */
+  /** When the lock was taken (informational; no rule reads the clock). */
   activeOperationAt: Date | null;
+  /** `<operation id>:<lease token>` of the attempt allowed to change the site (core/operations/fencing.ts). */
+  fence?: string | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -47,6 +49,8 @@ export type DomainStatus = 'pending_verification' | 'active';
 export interface SiteQuotaDoc {
   _id: string;
   hostedSites: number;
+  /** The sites holding a slot: reserving and releasing are idempotent per site. */
+  holders?: string[];
 }
 
 /** Who holds a custom domain: `_id` is the domain, so two sites can never hold the same one. */
@@ -141,14 +145,19 @@ const siteSchema = new mongoose.Schema<SiteDoc>(
     mailSenderEmail: { type: String, default: null },
     activeOperationId: { type: String, default: null },
     activeOperationAt: { type: Date, default: null },
+    fence: { type: String, default: null },
     createdAt: { type: Date, required: true },
     updatedAt: { type: Date, required: true },
   },
   { collection: 'publisher_sites', versionKey: false },
 );
+// The hot conditional updates match these unique indexes exactly (decision 0001: any other
+// filter is a full scan on the MongoDB-wire server): fenced writes and the lifecycle lock.
+siteSchema.index({ _id: 1, fence: 1 }, { unique: true });
+siteSchema.index({ _id: 1, activeOperationId: 1, status: 1 }, { unique: true });
 
 const quotaSchema = new mongoose.Schema<SiteQuotaDoc>(
-  { _id: String, hostedSites: { type: Number, required: true } },
+  { _id: String, hostedSites: { type: Number, required: true }, holders: { type: [String], default: undefined } },
   { collection: 'publisher_site_quota', versionKey: false },
 );
 

@@ -131,6 +131,12 @@ export interface PublisherDeps {
   infra: SimulatedInfrastructure;
 }
 
+/** Ids a site creation fixes up front, so a retried create resumes with them. */
+interface PlannedSite {
+  projectId: string;
+  operationId: string;
+}
+
 /** The publishing area's rules: catalog, sites, lifecycle operations, plan gates, access. */
 export class PublisherService {
   readonly models: PublisherModels;
@@ -159,29 +165,49 @@ export class PublisherService {
 
   async createSite(principal: Principal | null, input: CreateSiteInput, idempotencyKey?: string | null): Promise<CreatedSite> {
     const p = this.writer(principal);
-    if (!idempotencyKey) return this.provisionSite(p, input);
-    const { value } = await this.idempotency.run(`publisher.sites:${p.accountId}`, idempotencyKey, input, async () => {
-      const created = await this.provisionSite(p, input);
-      return { ...created, operation: { _id: created.operation._id } };
-    });
+    if (!idempotencyKey) return this.provisionSite(p, input, { projectId: randomUUID(), operationId: randomUUID() });
+    // The project and operation ids are fixed when the key is first claimed; a retry after a crash
+    // resumes with the same ids (every step below is idempotent per id) instead of creating twice.
+    const { value } = await this.idempotency.run(
+      `publisher.sites:${p.accountId}`,
+      idempotencyKey,
+      input,
+      async (attempt) => {
+        const created = await this.provisionSite(p, input, attempt.plan as unknown as PlannedSite, () =>
+          attempt.sideEffectsBegin(),
+        );
+        return { ...created, operation: { _id: created.operation._id } };
+      },
+      { plan: () => ({ projectId: randomUUID(), operationId: randomUUID() }) },
+    );
     const operation = await this.deps.engine.get(value.operation._id as string);
     if (!operation) throw notFound('operation_not_found', 'operation not found');
     return { ...value, operation };
   }
 
-  private async provisionSite(p: Principal, input: CreateSiteInput): Promise<CreatedSite> {
+  private async provisionSite(
+    p: Principal,
+    input: CreateSiteInput,
+    ids: PlannedSite,
+    sideEffectsBegin: () => Promise<void> = async () => undefined,
+  ): Promise<CreatedSite> {
     const spec = await this.validateCreate(p, input);
-    const operationId = randomUUID();
-    const site = await this.newSite(p, {
-      name: spec.name,
-      runtimeVersion: spec.runtime.version,
-      deploymentMode: spec.deploymentMode,
-      targetNodeId: spec.targetNodeId,
-      placementMode: spec.placementMode,
-      nodeSelectorTags: [...spec.nodeSelectorTags],
-      mailEnabled: spec.mailEnabled,
-      activeOperationId: operationId,
-    });
+    await sideEffectsBegin();
+    const operationId = ids.operationId;
+    const site = await this.newSite(
+      p,
+      {
+        name: spec.name,
+        runtimeVersion: spec.runtime.version,
+        deploymentMode: spec.deploymentMode,
+        targetNodeId: spec.targetNodeId,
+        placementMode: spec.placementMode,
+        nodeSelectorTags: [...spec.nodeSelectorTags],
+        mailEnabled: spec.mailEnabled,
+        activeOperationId: operationId,
+      },
+      ids.projectId,
+    );
     const operation = await this.enqueue(p, site._id, 'provision', operationId, {
       runtimeVersion: spec.runtime.version,
       name: spec.name,
@@ -193,19 +219,25 @@ export class PublisherService {
    * A new project and its site record (provisioning, holding `activeOperationId`'s lock). A hosted
    * site takes a slot of the plan first (402 when none is left), given back if the site is not created.
    */
-  private async newSite(p: Principal, fields: NewSiteFields): Promise<SiteDoc> {
+  private async newSite(p: Principal, fields: NewSiteFields, siteId: string = randomUUID()): Promise<SiteDoc> {
     const hosted = fields.deploymentMode === 'hosted';
-    if (hosted) await this.reserveHostedSite(p);
+    if (hosted) await this.reserveHostedSite(p, siteId);
     try {
-      return await this.createSiteRecord(p, fields);
+      return await this.createSiteRecord(p, fields, siteId);
     } catch (e) {
-      if (hosted) await this.releaseHostedSite(p);
+      if (hosted) await this.releaseHostedSite(p.accountId, siteId);
       throw e;
     }
   }
 
-  private async createSiteRecord(p: Principal, fields: NewSiteFields): Promise<SiteDoc> {
-    const project = await this.deps.projects().createProject(p.accountId, fields.name, RUNTIME_KIND);
+  /** The project and its site record with id `siteId`; when both exist already (a resumed create), the stored site. */
+  private async createSiteRecord(p: Principal, fields: NewSiteFields, siteId: string): Promise<SiteDoc> {
+    const existing = await this.models.Site.findById(siteId).lean();
+    if (existing) {
+      if (existing.accountId !== p.accountId) throw conflict('site_id_conflict', 'a site with this id already exists');
+      return existing;
+    }
+    const project = await this.deps.projects().createProject(p.accountId, fields.name, RUNTIME_KIND, { id: siteId });
     const slug = `${slugify(fields.name)}-${project.id.slice(0, 6)}`;
     const siteUrl = `https://${slug}.${this.deps.sitesDomain}`;
     const now = new Date();
@@ -228,7 +260,14 @@ export class PublisherService {
       ...fields,
       activeOperationAt: fields.activeOperationId ? now : null,
     };
-    await this.models.Site.create(doc);
+    try {
+      await this.models.Site.create(doc);
+    } catch (e) {
+      if (!isDuplicateKey(e)) throw e;
+      const raced = await this.models.Site.findById(siteId).lean();
+      if (!raced || raced.accountId !== p.accountId) throw e;
+      return raced;
+    }
     return doc;
   }
 
@@ -292,27 +331,37 @@ export class PublisherService {
   }
 
   /** Takes one hosted-site slot of the account's plan, atomically; 402 when none is left. */
-  private async reserveHostedSite(p: Principal): Promise<void> {
+  /**
+   * Takes a hosted-site slot of the plan for `siteId` (402 when none is left). Idempotent per site:
+   * the quota lists the sites holding a slot, so a resumed create does not take a second one and a
+   * release given twice does not free two.
+   */
+  private async reserveHostedSite(p: Principal, siteId: string): Promise<void> {
     const limit = HOSTED_SITE_LIMIT[p.plan];
     try {
       const updated = await this.models.SiteQuota.findOneAndUpdate(
-        { _id: p.accountId, hostedSites: { $lt: limit } },
-        { $inc: { hostedSites: 1 } },
+        { _id: p.accountId, hostedSites: { $lt: limit }, holders: { $ne: siteId } },
+        { $inc: { hostedSites: 1 }, $push: { holders: siteId } },
         { upsert: true, new: true },
       );
       if (updated) return;
     } catch (e) {
       if (!isDuplicateKey(e)) throw e;
     }
+    const quota = await this.models.SiteQuota.findById(p.accountId).lean();
+    if (quota?.holders?.includes(siteId)) return;
     throw paymentRequired('plan_limit_reached', `the ${p.plan} plan allows ${limit} hosted site${limit === 1 ? '' : 's'}`, {
       plan: p.plan,
       limit,
     });
   }
 
-  /** Gives back a slot taken by `reserveHostedSite` when what it was for could not go ahead. */
-  private async releaseHostedSite(p: Principal): Promise<void> {
-    await this.models.SiteQuota.updateOne({ _id: p.accountId, hostedSites: { $gt: 0 } }, { $inc: { hostedSites: -1 } });
+  /** Gives back the slot `siteId` holds (a failed create, a deleted site, a provisioning failed for good); idempotent. */
+  async releaseHostedSite(accountId: string, siteId: string): Promise<void> {
+    await this.models.SiteQuota.updateOne(
+      { _id: accountId, holders: siteId },
+      { $inc: { hostedSites: -1 }, $pull: { holders: siteId } },
+    );
   }
 
   /** An operation of the project, or one acting on its site (a staging copy's operation belongs to its source). */
@@ -405,9 +454,13 @@ export class PublisherService {
     const site = await this.site(p, projectId);
     if (action === 'retry_provisioning' && site.environment === 'staging') return this.retryStaging(p, site);
     const operationId = randomUUID();
-    await this.locks.begin(site, action as SiteAction, operationId);
+    const previous = await this.locks.begin(site, action as SiteAction, operationId);
     const operationType = action === 'retry_provisioning' ? 'provision' : action;
-    return this.enqueue(p, projectId, operationType, operationId, { runtimeVersion: site.runtimeVersion });
+    return this.locks.withLock(site, operationId, previous, async () => {
+      // A provisioning that failed for good gave its slot back: retrying takes one again (402 when none is left).
+      if (action === 'retry_provisioning' && site.deploymentMode === 'hosted') await this.reserveHostedSite(p, site._id);
+      return this.enqueue(p, projectId, operationType, operationId, { runtimeVersion: site.runtimeVersion });
+    });
   }
 
   /** Attaches a custom domain (replacing any other); it waits in `pending_verification` for DNS. */

@@ -22,6 +22,8 @@ type StoredFault = Required<Omit<InjectedFault, 'match'>> & Pick<InjectedFault, 
  */
 export class SimulatedInfrastructure {
   private faults: StoredFault[] = [];
+  /** Idempotency tokens seen, with how often each was presented (bounded by the test's lifetime). */
+  readonly tokens = new Map<string, number>();
   constructor(public stepDelayMs: number) {}
 
   injectFailure(fault: InjectedFault): void {
@@ -37,7 +39,10 @@ export class SimulatedInfrastructure {
     step: string,
     signal?: AbortSignal,
     op?: { _id: string; projectId: string; input?: unknown },
+    idempotencyToken?: string,
   ): Promise<void> {
+    // A real provider deduplicates on the token (`<operation id>:<step id>`); the stand-in counts them.
+    if (idempotencyToken) this.tokens.set(idempotencyToken, (this.tokens.get(idempotencyToken) ?? 0) + 1);
     await sleep(this.stepDelayMs, signal);
     const fault = this.faults.find(
       (f) =>

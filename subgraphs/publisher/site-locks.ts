@@ -23,17 +23,18 @@ export const ALLOWED_IN: Record<LifecycleRequest, SiteStatus[]> = {
 };
 
 const TERMINAL = new Set(['completed', 'failed']);
-/**
- * A lock is taken before its operation is enqueued. For this long a holder that does not exist yet
- * still holds the site; after it, a missing holder (the process died in between) frees the lock.
- */
-export const LOCK_ENQUEUE_GRACE_MS = 30_000;
 export const isRunning = (op: OperationDoc | null): op is OperationDoc => Boolean(op && !TERMINAL.has(op.status));
 
 /**
  * The per-site lifecycle lock: `activeOperationId` names the operation holding the site, taken by
- * a compare-and-swap on the holder that was read. A terminal or missing holder frees the lock, so
- * nothing ever has to release it — an operation ending is the release.
+ * a compare-and-swap on the holder and the site status that were read. A terminal holder frees
+ * the lock, so nothing ever has to release it — an operation ending is the release.
+ *
+ * A lock is taken before its operation is enqueued (the id is chosen first). A holder that does
+ * not exist yet may be about to, or its request died in between: no clock can tell. A lifecycle
+ * request that finds such a holder writes a tombstone under its id (`engine.getOrVoid`): one
+ * unique insert decides, so either the operation exists and holds the site, or it never will and
+ * the lock is free. Reads never write: they show such a site as busy.
  */
 export class SiteLocks {
   constructor(
@@ -42,13 +43,16 @@ export class SiteLocks {
   ) {}
 
   /** The site's state as users see it; a site still provisioning whose operation failed is `provision_failed`. */
-  async state(site: SiteDoc): Promise<{ status: SiteStatus; activeOperation: OperationDoc | null; enqueuing: boolean }> {
-    const activeOperation = site.activeOperationId ? await this.engine.get(site.activeOperationId) : null;
-    const enqueuing =
-      !activeOperation &&
-      site.activeOperationId !== null &&
-      site.activeOperationAt !== null &&
-      Date.now() - new Date(site.activeOperationAt).getTime() < LOCK_ENQUEUE_GRACE_MS;
+  async state(
+    site: SiteDoc,
+    settle = false,
+  ): Promise<{ status: SiteStatus; activeOperation: OperationDoc | null; enqueuing: boolean }> {
+    const id = site.activeOperationId;
+    let activeOperation = id ? await this.engine.get(id) : null;
+    if (id && !activeOperation && settle) {
+      activeOperation = await this.engine.getOrVoid(id, { accountId: site.accountId, projectId: site._id, resourceId: site._id });
+    }
+    const enqueuing = !activeOperation && id !== null;
     const failedProvision =
       site.status === 'provisioning' && !enqueuing && (!activeOperation || activeOperation.status === 'failed');
     return { status: failedProvision ? 'provision_failed' : site.status, activeOperation, enqueuing };
@@ -60,7 +64,7 @@ export class SiteLocks {
    * Returns the lock's previous holder (to give the lock back if the request goes no further).
    */
   async begin(site: SiteDoc, what: LifecycleRequest, operationId: string): Promise<string | null> {
-    const { status, activeOperation, enqueuing } = await this.state(site);
+    const { status, activeOperation, enqueuing } = await this.state(site, true);
     if (isRunning(activeOperation)) throw busy(activeOperation);
     if (enqueuing) throw busy(null, site.activeOperationId);
     if (!ALLOWED_IN[what].includes(status)) {
@@ -69,8 +73,10 @@ export class SiteLocks {
         site_status: status,
       });
     }
+    // The site's status is part of the condition: a site that changed state since it was read
+    // (an operation finished and wrote it) is judged again, not locked on a stale reading.
     const taken = await this.models.Site.findOneAndUpdate(
-      { _id: site._id, activeOperationId: site.activeOperationId },
+      { _id: site._id, activeOperationId: site.activeOperationId, status: site.status },
       { $set: { activeOperationId: operationId, activeOperationAt: new Date(), updatedAt: new Date() } },
     );
     if (!taken) {

@@ -61,18 +61,31 @@ describe('the federated graph', () => {
     expect(((await missing.json()) as any).errors[0].extensions.code).toBe('forbidden');
 
     const principal = { accountId: 'a', accountSlug: 'a', plan: 'pro' as const, keyId: 'k', role: 'owner' as const, scopes: [] };
-    const forged = await post({ [PRINCIPAL_HEADER]: signPrincipal(principal, 'not-the-real-signing-key') });
+    const rid = { 'x-request-id': 'fed-test-1' };
+    const bound = { audience: 'publisher', requestId: rid['x-request-id'] };
+    const forged = await post({ ...rid, [PRINCIPAL_HEADER]: signPrincipal(principal, bound, 'not-the-real-signing-key') });
     expect(forged.status).toBe(403);
 
-    const [payload, mac] = signPrincipal(principal).split('.');
+    const [payload, mac] = signPrincipal(principal, bound).split('.');
     const tampered = Buffer.from(
-      JSON.stringify({ p: { ...principal, role: 'owner', accountId: 'someone-else' }, iat: Date.now() }),
+      JSON.stringify({
+        p: { ...principal, role: 'owner', accountId: 'someone-else' },
+        iat: Date.now(),
+        aud: 'publisher',
+        rid: bound.requestId,
+      }),
     ).toString('base64url');
     expect(tampered).not.toBe(payload);
-    const altered = await post({ [PRINCIPAL_HEADER]: `${tampered}.${mac}` });
+    const altered = await post({ ...rid, [PRINCIPAL_HEADER]: `${tampered}.${mac}` });
     expect(altered.status).toBe(403);
 
-    const genuine = await post({ [PRINCIPAL_HEADER]: signPrincipal(principal) });
+    // Signed for another subgraph, or lifted onto another request id: refused.
+    const elsewhere = await post({ ...rid, [PRINCIPAL_HEADER]: signPrincipal(principal, { ...bound, audience: 'billing' }) });
+    expect(elsewhere.status).toBe(403);
+    const lifted = await post({ 'x-request-id': 'fed-test-2', [PRINCIPAL_HEADER]: signPrincipal(principal, bound) });
+    expect(lifted.status).toBe(403);
+
+    const genuine = await post({ ...rid, [PRINCIPAL_HEADER]: signPrincipal(principal, bound) });
     expect(genuine.status).toBe(200);
     expect(((await genuine.json()) as any).data.runtimeOptions.length).toBeGreaterThan(2);
   });

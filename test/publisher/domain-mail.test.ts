@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { decryptSecret } from '../../core/secrets';
+import { providerKeyAad } from '../../subgraphs/publisher/mail-settings';
 
 const LOG_FILE = path.join(tmpdir(), `publisher-mail-${process.pid}-${randomBytes(4).toString('hex')}.log`);
 process.env.LOG_FILE = LOG_FILE;
@@ -200,6 +201,13 @@ describe('mail settings', () => {
       body: { ...body, from_email: 'x@elsewhere.com' },
     });
     expect([offDomain.status, offDomain.body.error.code]).toEqual([400, 'invalid_from_email']);
+    // The usual setup: news@example.com sent through mg.example.com (DMARC relaxed alignment).
+    const parent = await t.rest('PUT', projectPath(projectId, '/mail/provider'), {
+      key,
+      body: { ...body, from_email: 'news@example.com' },
+    });
+    expect(parent.status).toBe(200);
+    expect(parent.body.data.newsletter_provider.from_email).toBe('news@example.com');
     const badDomain = await t.rest('PUT', projectPath(projectId, '/mail/provider'), {
       key,
       body: { ...body, domain: 'https://mg.example.com' },
@@ -232,9 +240,9 @@ describe('mail settings', () => {
     expect(meta.body.data.mail.newsletter_provider_configured).toBe(true);
 
     const stored = await t.platform.conn.collection('publisher_newsletter_providers').findOne({ _id: projectId as never });
-    expect(stored?.apiKeyCiphertext).toMatch(/^v1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/);
+    expect(stored?.apiKeyCiphertext).toMatch(/^v1\.[A-Za-z0-9_-]{8}\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/);
     expect(JSON.stringify(stored)).not.toContain(apiKey);
-    expect(decryptSecret(stored!.apiKeyCiphertext)).toBe(apiKey);
+    expect(decryptSecret(stored!.apiKeyCiphertext, providerKeyAad(projectId))).toBe(apiKey);
 
     // An update without api_key keeps the stored key.
     const renamed = await t.rest('PUT', projectPath(projectId, '/mail/provider'), {
@@ -244,7 +252,7 @@ describe('mail settings', () => {
     expect(renamed.status).toBe(200);
     expect(renamed.body.data.newsletter_provider).toMatchObject({ from_name: null, has_api_key: true });
     const kept = await t.platform.conn.collection('publisher_newsletter_providers').findOne({ _id: projectId as never });
-    expect(decryptSecret(kept!.apiKeyCiphertext)).toBe(apiKey);
+    expect(decryptSecret(kept!.apiKeyCiphertext, providerKeyAad(projectId))).toBe(apiKey);
 
     // Through GraphQL too, nothing selects the key.
     const gql = await t.gql(

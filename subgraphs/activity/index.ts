@@ -1,0 +1,50 @@
+import { defineArea } from '../../core/area';
+import { agentsAct } from './cli';
+import { ACTIVITY_TOPICS } from './events';
+import { activityFeeds } from './feeds';
+import { ActivityResolver } from './resolvers';
+import { activityRoutes } from './routes';
+import { ActivityService } from './service';
+
+export { ActivityService } from './service';
+
+/**
+ * Operation and agent activity (spec 2.6, 2.7, 4.6, 4.7): projections of every activity source
+ * (the kernel's operations and each area's declared sources) into read models, contract-v1 reads,
+ * agent actions with safe approval decisions, and live graphql-ws feeds.
+ */
+export default defineArea<ActivityService>({
+  name: 'activity',
+  portOffset: 7,
+  services: (ctx) =>
+    new ActivityService({
+      conn: ctx.conn,
+      bus: ctx.bus,
+      engine: ctx.engine,
+      ports: ctx.ports,
+      log: ctx.log,
+      topicOf: (name) => `${ctx.topicPrefix}.${name}`,
+    }),
+  subgraph: (services) => ({ resolvers: [ActivityResolver], createResolver: (cls) => new cls(services) }),
+  consumers: (services, ctx) =>
+    services.sources().map((source) => ({
+      // One group per source: replaying a source (a new group from the beginning) rebuilds its items.
+      name: `projection.${source.sourceKind}`,
+      topics: [`${ctx.topicPrefix}.${source.topic}`],
+      fromBeginning: true,
+      handler: (m) => services.consume(source, m.value),
+    })),
+  workers: (services, ctx) => [
+    {
+      name: 'activity-topics',
+      start: () =>
+        ctx.bus
+          .ensureTopics(Object.values(ACTIVITY_TOPICS).map((t) => `${ctx.topicPrefix}.${t}`))
+          .catch((e) => ctx.log.warn({ err: e }, 'activity topics not ensured')),
+      stop: () => undefined,
+    },
+  ],
+  routes: activityRoutes,
+  cli: [agentsAct],
+  feeds: activityFeeds,
+});

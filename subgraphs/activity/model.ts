@@ -1,0 +1,178 @@
+import mongoose, { Schema } from 'mongoose';
+import { model } from '../../core/mongo';
+
+/**
+ * Read models of the activity area. Both are rebuilt from what they record: items from the source
+ * topics (replaying a topic from the start gives the same documents), actions from the agent calls.
+ */
+
+/** One projected activity item (spec 2.6); `_id` is the item id `<source_kind>:<source UUID>`. */
+export interface ActivityItemDoc {
+  _id: string;
+  sourceKind: string;
+  sourceId: string;
+  accountId: string;
+  projectId: string | null;
+  resourceType: string;
+  resourceId: string;
+  /** `<resourceType>:<resourceId>`: the key of the application and database scopes. */
+  resourceKey: string;
+  title: string;
+  type: string;
+  status: string;
+  sourceStatus: string;
+  step: string | null;
+  terminal: { outcome: string; at: string } | null;
+  initiator: unknown;
+  createdAt: Date | null;
+  startedAt: Date | null;
+  updatedAt: Date | null;
+  finishedAt: Date | null;
+  /** History order: the creation time, else the earliest event seen. */
+  sortAt: Date;
+  /** Whether the item is still current (not terminal). */
+  current: boolean;
+  version: number;
+  extra: Record<string, unknown>;
+}
+
+const itemSchema = new Schema<ActivityItemDoc>(
+  {
+    _id: { type: String, required: true },
+    sourceKind: { type: String, required: true },
+    sourceId: { type: String, required: true },
+    accountId: { type: String, required: true },
+    projectId: { type: String, default: null },
+    resourceType: { type: String, required: true },
+    resourceId: { type: String, required: true },
+    resourceKey: { type: String, required: true },
+    title: { type: String, required: true },
+    type: { type: String, required: true },
+    status: { type: String, required: true },
+    sourceStatus: { type: String, required: true },
+    step: { type: String, default: null },
+    terminal: { type: Schema.Types.Mixed, default: null },
+    initiator: { type: Schema.Types.Mixed, default: null },
+    createdAt: { type: Date, default: null },
+    startedAt: { type: Date, default: null },
+    updatedAt: { type: Date, default: null },
+    finishedAt: { type: Date, default: null },
+    sortAt: { type: Date, required: true },
+    current: { type: Boolean, required: true },
+    version: { type: Number, required: true },
+    extra: { type: Schema.Types.Mixed, default: () => ({}) },
+  },
+  { collection: 'activity_items', versionKey: false, minimize: false, timestamps: false },
+);
+// Collection reads: one scope of one account, current or history, newest first then id. Scalar
+// keys only: the wire server does not index array fields (decision 0001).
+itemSchema.index({ accountId: 1, projectId: 1, current: 1, sortAt: -1, _id: -1 });
+itemSchema.index({ accountId: 1, resourceKey: 1, current: 1, sortAt: -1, _id: -1 });
+
+export const ACTION_STATES = [
+  'proposed',
+  'pending_approval',
+  'queued',
+  'running',
+  'succeeded',
+  'failed',
+  'cancelled',
+  'expired',
+  'superseded',
+  'unknown',
+] as const;
+export type ActionState = (typeof ACTION_STATES)[number];
+
+export const CONTINUATION_STATES = [
+  'waiting_approvals',
+  'queued',
+  'running',
+  'settled',
+  'blocked',
+  'unavailable',
+  'not_required',
+] as const;
+export type ContinuationState = (typeof CONTINUATION_STATES)[number];
+
+export type AuthorizationOutcome = 'human_approved' | 'automatic' | 'not_recorded';
+export type AuthorizationBasis = 'human_decision' | 'read_only_rule' | 'standing_policy' | null;
+
+export interface ApprovalDoc {
+  id: string;
+  status: 'pending' | 'approved' | 'denied' | 'expired';
+  expiresAt: Date;
+  decision: 'approved' | 'denied' | null;
+  decidedAt: Date | null;
+  decidedBy: string | null;
+}
+
+export interface OperationLinkDoc {
+  activityId: string;
+  resourceType: string;
+  resourceId: string;
+  projectId: string;
+  relation: 'originated' | 'controlled' | 'observed';
+}
+
+/** One governed tool call of an agent (spec 2.7), its approval embedded: one document, one atomic write. */
+export interface AgentActionDoc {
+  _id: string;
+  accountId: string;
+  projectId: string;
+  objectiveId: string;
+  actionKey: string;
+  actionHash: string;
+  status: ActionState;
+  continuation: ContinuationState;
+  /** Null while undecided or when denied: nothing authorised it. */
+  authorization: { outcome: AuthorizationOutcome; basis: AuthorizationBasis } | null;
+  approvalId: string | null;
+  approval: ApprovalDoc | null;
+  principal: { type: string; id: string | null };
+  operations: OperationLinkDoc[];
+  /** Machine code of the last continuation failure (e.g. no site to restart). */
+  errorCode: string | null;
+  current: boolean;
+  createdAt: Date;
+  updatedAt: Date;
+  finishedAt: Date | null;
+}
+
+const actionSchema = new Schema<AgentActionDoc>(
+  {
+    _id: { type: String, required: true },
+    accountId: { type: String, required: true },
+    projectId: { type: String, required: true },
+    objectiveId: { type: String, required: true },
+    actionKey: { type: String, required: true },
+    actionHash: { type: String, required: true },
+    status: { type: String, enum: ACTION_STATES, required: true },
+    continuation: { type: String, enum: CONTINUATION_STATES, required: true },
+    authorization: { type: Schema.Types.Mixed, default: null },
+    approvalId: { type: String, default: null },
+    approval: { type: Schema.Types.Mixed, default: null },
+    principal: { type: Schema.Types.Mixed, required: true },
+    operations: { type: Schema.Types.Mixed, default: () => [] },
+    errorCode: { type: String, default: null },
+    current: { type: Boolean, required: true },
+    createdAt: { type: Date, required: true },
+    updatedAt: { type: Date, required: true },
+    finishedAt: { type: Date, default: null },
+  },
+  { collection: 'agent_actions', versionKey: false, minimize: false, timestamps: false },
+);
+actionSchema.index({ accountId: 1, projectId: 1, status: 1, createdAt: -1, _id: -1 });
+actionSchema.index({ approvalId: 1 });
+actionSchema.index({ accountId: 1, objectiveId: 1 });
+
+export interface ActivityModels {
+  Item: mongoose.Model<ActivityItemDoc>;
+  Action: mongoose.Model<AgentActionDoc>;
+}
+
+export function activityModels(conn: mongoose.Connection): ActivityModels {
+  return {
+    Item: model(conn, 'activity', 'Item', itemSchema),
+    Action: model(conn, 'activity', 'AgentAction', actionSchema),
+  };
+}

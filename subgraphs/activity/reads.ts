@@ -1,0 +1,137 @@
+import type { FilterQuery } from 'mongoose';
+import { decodeCursor, encodeCursor } from '../../core/cursors';
+import { PlatformError, badRequest, notFound } from '../../core/errors';
+import { isUuid } from '../../core/ids';
+import type { ActivityItemDoc, ActivityModels, AgentActionDoc } from './model';
+
+/** Spec 8: `limit` 1–100, default 25; pending and current each capped at 1,000. */
+export const DEFAULT_LIMIT = 25;
+export const MAX_LIMIT = 100;
+export const CURRENT_CAP = 1000;
+
+export type ScopeType = 'project' | 'application' | 'database' | 'objective';
+export interface Scope {
+  type: ScopeType;
+  id: string;
+  /** For `/projects/{projectID}/databases/{databaseID}`: the project the database must belong to. */
+  projectId?: string | null;
+}
+
+export const notFoundActivity = (what = 'activity') => notFound('activity_not_found', `${what} not found`);
+
+/** The scope as the response shows it. */
+export const scopeView = (s: Scope) => ({ type: s.type, id: s.id, ...(s.projectId ? { project_id: s.projectId } : {}) });
+
+/** A path id: a UUID, else 400 (spec 7.5 "malformed IDs"). */
+export function checkId(id: string, name: string): string {
+  if (!isUuid(id)) throw badRequest('invalid_id', `${name} is not a valid id`);
+  return id;
+}
+
+/** An item id `<source_kind>:<UUID>`. */
+export function checkItemId(id: string): { kind: string; uuid: string } {
+  const m = /^([a-z][a-z0-9_]*):(.+)$/.exec(id);
+  if (!m || !isUuid(m[2])) throw badRequest('invalid_id', 'activity id must be <source_kind>:<uuid>');
+  return { kind: m[1], uuid: m[2] };
+}
+
+/** `limit` as the query string gave it (strings; absent → default). */
+export function parseLimit(raw: unknown): number {
+  if (raw === undefined) return DEFAULT_LIMIT;
+  if (typeof raw !== 'string' || !/^[0-9]{1,3}$/.test(raw))
+    throw badRequest('invalid_limit', `limit must be an integer from 1 to ${MAX_LIMIT}`);
+  const n = Number(raw);
+  if (n < 1 || n > MAX_LIMIT) throw badRequest('invalid_limit', `limit must be an integer from 1 to ${MAX_LIMIT}`);
+  return n;
+}
+
+export function parseCursor(raw: unknown, binding: string): { s: string; i: string } | null {
+  if (raw === undefined) return null;
+  if (typeof raw !== 'string' || raw.length === 0) throw badRequest('invalid_cursor', 'cursor must not be empty');
+  let p: { s?: unknown; i?: unknown };
+  try {
+    p = decodeCursor(raw, binding);
+  } catch (e) {
+    if (e instanceof PlatformError) throw e;
+    throw badRequest('invalid_cursor', 'cursor is malformed');
+  }
+  if (typeof p.s !== 'string' || typeof p.i !== 'string' || Number.isNaN(Date.parse(p.s))) {
+    throw badRequest('invalid_cursor', 'cursor is malformed');
+  }
+  return { s: p.s, i: p.i };
+}
+
+/** Rows after the cursor in (time desc, id desc) order. */
+function after(field: string, c: { s: string; i: string } | null) {
+  if (!c) return {};
+  const at = new Date(c.s);
+  return { $or: [{ [field]: { $lt: at } }, { [field]: at, _id: { $lt: c.i } }] };
+}
+
+export interface Page<T> {
+  items: T[];
+  hasMore: boolean;
+  nextCursor: string | null;
+}
+
+export async function itemPage(
+  models: ActivityModels,
+  filter: FilterQuery<ActivityItemDoc>,
+  limit: number,
+  cursor: { s: string; i: string } | null,
+  binding: string,
+): Promise<Page<ActivityItemDoc>> {
+  const rows = await models.Item.find({ ...filter, current: false, ...after('sortAt', cursor) })
+    .sort({ sortAt: -1, _id: -1 })
+    .limit(limit + 1)
+    .lean<ActivityItemDoc[]>()
+    .exec();
+  const hasMore = rows.length > limit;
+  const items = rows.slice(0, limit);
+  const last = items[items.length - 1];
+  return {
+    items,
+    hasMore,
+    nextCursor: hasMore && last ? encodeCursor({ s: last.sortAt.toISOString(), i: last._id }, binding) : null,
+  };
+}
+
+export async function currentItems(models: ActivityModels, filter: FilterQuery<ActivityItemDoc>) {
+  const rows = await models.Item.find({ ...filter, current: true })
+    .sort({ sortAt: -1, _id: -1 })
+    .limit(CURRENT_CAP + 1)
+    .lean<ActivityItemDoc[]>()
+    .exec();
+  return { items: rows.slice(0, CURRENT_CAP), complete: rows.length <= CURRENT_CAP };
+}
+
+export async function actionPage(
+  models: ActivityModels,
+  filter: FilterQuery<AgentActionDoc>,
+  limit: number,
+  cursor: { s: string; i: string } | null,
+  binding: string,
+): Promise<Page<AgentActionDoc>> {
+  const rows = await models.Action.find({ ...filter, current: false, ...after('createdAt', cursor) })
+    .sort({ createdAt: -1, _id: -1 })
+    .limit(limit + 1)
+    .lean<AgentActionDoc[]>()
+    .exec();
+  const hasMore = rows.length > limit;
+  const items = rows.slice(0, limit);
+  const last = items[items.length - 1];
+  return {
+    items,
+    hasMore,
+    nextCursor: hasMore && last ? encodeCursor({ s: last.createdAt.toISOString(), i: last._id }, binding) : null,
+  };
+}
+
+export async function cappedActions(models: ActivityModels, filter: FilterQuery<AgentActionDoc>) {
+  const rows = await models.Action.find({ ...filter, current: true })
+    .sort({ createdAt: -1, _id: -1 })
+    .limit(CURRENT_CAP + 1)
+    .lean<AgentActionDoc[]>()
+    .exec();
+  return { items: rows.slice(0, CURRENT_CAP), complete: rows.length <= CURRENT_CAP };
+}

@@ -1,0 +1,93 @@
+import { z } from 'zod';
+import { type AnyRoute, type RouteRequest, route } from '../../core/rest-route';
+
+/**
+ * REST rows of spec 4.6 and 4.7. Lists take only `limit` and `cursor`, each once (a repeated one
+ * arrives as an array and fails the string schema); exact reads take no query at all.
+ */
+const tag = 'Activity';
+const listQuery = z.object({ limit: z.string().optional(), cursor: z.string().optional() }).strict();
+const exactQuery = z.object({}).strict();
+
+interface ScopePath {
+  /** Path under `/api/v1` before the feed word. */
+  path: string;
+  scope: 'project' | 'application' | 'database' | 'objective';
+  vars: (p: Record<string, string>) => { id: string; projectId: string | null };
+}
+
+const SCOPES: ScopePath[] = [
+  { path: '/projects/{projectID}', scope: 'project', vars: (p) => ({ id: p.projectID, projectId: null }) },
+  { path: '/applications/{appID}', scope: 'application', vars: (p) => ({ id: p.appID, projectId: null }) },
+  { path: '/databases/{databaseID}', scope: 'database', vars: (p) => ({ id: p.databaseID, projectId: null }) },
+  {
+    path: '/projects/{projectID}/databases/{databaseID}',
+    scope: 'database',
+    vars: (p) => ({ id: p.databaseID, projectId: p.projectID }),
+  },
+  { path: '/agents/objectives/{objectiveID}', scope: 'objective', vars: (p) => ({ id: p.objectiveID, projectId: null }) },
+];
+
+function feedRoutes(feed: 'operation-activity' | 'agent-activity', s: ScopePath): AnyRoute[] {
+  const op = feed === 'operation-activity' ? 'operationActivity' : 'agentActivity';
+  const itemArg = feed === 'operation-activity' ? 'activityId' : 'actionId';
+  const base = `/api/v1${s.path}/${feed}`;
+  const scopeVars = (r: RouteRequest<unknown, Record<string, unknown>>) => ({ scope: s.scope, ...s.vars(r.params) });
+  return [
+    route({
+      method: 'GET',
+      path: base,
+      summary: `${feed === 'operation-activity' ? 'Operation' : 'Agent'} activity of a ${s.scope} (contract v1)`,
+      tag,
+      operation: feed,
+      query: listQuery,
+      variables: (r) => ({ ...scopeVars(r), limit: r.query.limit ?? null, cursor: r.query.cursor ?? null }),
+      select: (d) => d[op],
+      status: 200,
+      envelope: 'standard',
+    }),
+    route({
+      method: 'GET',
+      path: `${base}/{${feed === 'operation-activity' ? 'activityID' : 'actionID'}}`,
+      summary: `One ${feed === 'operation-activity' ? 'operation-activity item' : 'agent action'} (no query accepted)`,
+      tag,
+      operation: `${feed}-item`,
+      query: exactQuery,
+      variables: (r) => ({ ...scopeVars(r), [itemArg]: r.params.activityID ?? r.params.actionID }),
+      select: (d) => d[`${op}Item`],
+      status: 200,
+      envelope: 'standard',
+    }),
+  ];
+}
+
+const decisionBody = z
+  .object({
+    decision: z.enum(['approved', 'denied']),
+    action_hash: z.string().min(1).max(200),
+    note: z.string().max(2000).nullable().optional(),
+  })
+  .strict();
+
+export const activityRoutes: AnyRoute[] = [
+  ...SCOPES.flatMap((s) => feedRoutes('operation-activity', s)),
+  // There is no objective-scoped agent-activity feed (spec 4.7).
+  ...SCOPES.filter((s) => s.scope !== 'objective').flatMap((s) => feedRoutes('agent-activity', s)),
+  route({
+    method: 'POST',
+    path: '/api/v1/agents/approvals/{approvalID}/decision',
+    summary: 'Record a decision on an approval, or send its projected recovery request; owns the continuation',
+    tag,
+    operation: 'decide-approval',
+    body: decisionBody,
+    variables: (r) => ({
+      approvalId: r.params.approvalID,
+      decision: r.body.decision,
+      actionHash: r.body.action_hash,
+      note: r.body.note ?? null,
+    }),
+    select: (d) => d.decideApproval,
+    status: 200,
+    envelope: 'standard',
+  }),
+];

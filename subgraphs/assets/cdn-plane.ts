@@ -1,0 +1,94 @@
+import { create as contentDisposition } from 'content-disposition';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import rangeParser from 'range-parser';
+import type { AssetDoc, AssetVersion } from './model';
+import type { AssetsService } from './service';
+
+/** Signed (private) deliveries are never stored by shared caches. */
+const PRIVATE_CACHE_CONTROL = 'private, no-store';
+
+const notFound = (reply: FastifyReply) =>
+  reply
+    .status(404)
+    .header('Cache-Control', 'no-store')
+    .send({ success: false, error: { code: 'assets.not_found', message: 'not found', details: {} } });
+
+/** A strong validator of a version's bytes: their SHA-256. */
+const etagOfBytes = (v: AssetVersion) => `"${v.sha256}"`;
+
+function matchesEtag(header: string | undefined, etag: string): boolean {
+  if (!header) return false;
+  if (header.trim() === '*') return true;
+  return header.split(',').some((t) => t.trim().replace(/^W\//, '') === etag);
+}
+
+/**
+ * Sends one version's bytes with the HTTP caching and range semantics a CDN edge gives:
+ * `ETag` + `If-None-Match` (304), one `Range` (206, 416 when unsatisfiable; several ranges are
+ * answered with the whole body), `Cache-Control` from the asset, `Content-Disposition` with the
+ * original name.
+ */
+async function sendVersion(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  assets: AssetsService,
+  found: { asset: AssetDoc; version: AssetVersion; region: string },
+  cacheControl: string,
+): Promise<FastifyReply> {
+  const { version, region } = found;
+  const etag = etagOfBytes(version);
+  reply
+    .header('ETag', etag)
+    .header('Cache-Control', cacheControl)
+    .header('Accept-Ranges', 'bytes')
+    .header('Content-Type', version.mimeType)
+    .header('Content-Disposition', contentDisposition(version.originalName, { type: 'inline' }))
+    .header('X-Content-Type-Options', 'nosniff');
+  if (matchesEtag(req.headers['if-none-match'], etag)) return reply.status(304).send();
+  const rangeHeader = req.headers.range;
+  if (rangeHeader && version.size > 0) {
+    const ranges = rangeParser(version.size, rangeHeader, { combine: true });
+    if (ranges === -1) return reply.status(416).header('Content-Range', `bytes */${version.size}`).send();
+    if (Array.isArray(ranges) && ranges.type === 'bytes' && ranges.length === 1) {
+      const { start, end } = ranges[0];
+      reply
+        .status(206)
+        .header('Content-Range', `bytes ${start}-${end}/${version.size}`)
+        .header('Content-Length', String(end - start + 1));
+      if (req.method === 'HEAD') return reply.send();
+      return reply.send(assets.blobs.read(region, version.sha256, { start, end }));
+    }
+  }
+  reply.status(200).header('Content-Length', String(version.size));
+  if (req.method === 'HEAD') return reply.send();
+  return reply.send(assets.blobs.read(region, version.sha256));
+}
+
+interface DeliveryParams {
+  id: string;
+  version: string;
+  filename: string;
+}
+
+/** The `{cdn_url}` listener's asset routes (spec 4.3 delivery addresses). */
+export async function assetsCdnPlane(app: FastifyInstance, assets: AssetsService): Promise<void> {
+  app.route<{ Params: DeliveryParams }>({
+    method: ['GET', 'HEAD'],
+    url: '/assets/:id/versions/:version/:filename',
+    handler: async (req, reply) => {
+      const found = await assets.publicDelivery(req.params.id, req.params.version);
+      if (!found) return notFound(reply);
+      return sendVersion(req, reply, assets, found, found.asset.cacheControl);
+    },
+  });
+
+  app.route<{ Params: DeliveryParams; Querystring: { token?: string } }>({
+    method: ['GET', 'HEAD'],
+    url: '/private/assets/:id/versions/:version/:filename',
+    handler: async (req, reply) => {
+      const found = await assets.signedDelivery(req.params.id, req.params.version, req.query.token);
+      if (!found) return notFound(reply);
+      return sendVersion(req, reply, assets, found, PRIVATE_CACHE_CONTROL);
+    },
+  });
+}

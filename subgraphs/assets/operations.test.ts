@@ -1,0 +1,30 @@
+import 'reflect-metadata';
+import { readFileSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { parse, validate } from 'graphql';
+import { buildSubgraph } from '../../core/subgraph-kit';
+import area from './index';
+import { assetsRoutes } from './routes';
+
+/** Every route's document is valid against the assets subgraph schema, and every document has a route. */
+describe('assets operations', () => {
+  const dir = path.join(__dirname, 'operations');
+  const fragments = readFileSync(path.join(dir, '_fragments.graphql'), 'utf8');
+
+  it('validates each document against the subgraph schema', async () => {
+    const built = await buildSubgraph({ name: 'assets', ...area.subgraph(undefined as never) });
+    const docs = readdirSync(dir).filter((f) => f.endsWith('.graphql') && !f.startsWith('_'));
+    for (const f of docs) {
+      const text = readFileSync(path.join(dir, f), 'utf8');
+      const used = [...text.matchAll(/\.\.\.(\w+)/g)].map((m) => m[1]);
+      const frag = fragments
+        .split(/\n(?=fragment )/)
+        .filter((block) => used.some((u) => block.startsWith(`fragment ${u} `)))
+        .join('\n');
+      const errors = validate(built.schema, parse(`${text}\n${frag}`));
+      expect({ f, errors: errors.map((e) => e.message) }).toEqual({ f, errors: [] });
+    }
+    const names = new Set(docs.map((f) => f.replace(/\.graphql$/, '')));
+    for (const r of assetsRoutes) expect(names.has(r.operation)).toBe(true);
+  });
+});

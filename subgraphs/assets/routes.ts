@@ -1,0 +1,576 @@
+import { z } from 'zod';
+import { type AnyRoute, route } from '../../core/rest-route';
+import { VISIBILITIES } from './model';
+import { etagOf } from './revisions';
+import { SCOPES, SORT_FIELDS } from './service';
+import { MAX_KEY_LENGTH } from './uploads';
+
+/**
+ * Spec 4.3 JSON routes (the byte routes — upload, replace, CDN — are the data plane). Each row is
+ * one GraphQL operation in `operations/`; the scope is the narrowest that does the job.
+ */
+const P = '/api/v1/assets';
+const tag = 'Assets';
+const str = z.string();
+const id = (r: { params: Record<string, string> }) => r.params.assetID;
+const ifMatch = (r: { headers: Record<string, string | string[] | undefined> }) => {
+  const h = r.headers['if-match'];
+  return (Array.isArray(h) ? h[0] : h) ?? null;
+};
+const revisionHeader = (payload: unknown): Record<string, string> => {
+  const rev = (payload as { revision?: number } | null)?.revision;
+  return typeof rev === 'number' ? { ETag: etagOf(rev) } : {};
+};
+
+const listQuery = z
+  .object({
+    bucket: str.optional(),
+    prefix: str.optional(),
+    visibility: str.optional(),
+    query: str.optional(),
+    tag: str.optional(),
+    mime_type: str.optional(),
+    type: str.optional(),
+    folder: str.optional(),
+    checksum: str.optional(),
+    status: str.optional(),
+    scan_status: str.optional(),
+    replication_status: str.optional(),
+    moderation_status: str.optional(),
+    quarantine_status: str.optional(),
+    sort: z.enum(Object.keys(SORT_FIELDS) as [keyof typeof SORT_FIELDS]).optional(),
+    direction: z.enum(['asc', 'desc']).optional(),
+    cursor: str.optional(),
+    limit: z.coerce.number().int().min(1).max(200).optional(),
+  })
+  .strict();
+
+const patchBody = z
+  .object({
+    bucket: str.min(1).optional(),
+    key: str.min(1).max(MAX_KEY_LENGTH).optional(),
+    original_name: str.min(1).max(255).optional(),
+    cache_control: str.min(1).max(256).optional(),
+    visibility: z.enum(VISIBILITIES).optional(),
+  })
+  .strict();
+
+const bucketBody = z
+  .object({
+    name: str
+      .min(1)
+      .max(63)
+      .regex(/^[a-z0-9][a-z0-9._-]*$/i, 'letters, digits, . _ -'),
+    default_visibility: z.enum(VISIBILITIES).optional(),
+    cache_control: str.min(1).max(256).optional(),
+    versioning: z.boolean().optional(),
+    retention_days: z.number().int().min(0).nullable().optional(),
+    max_bytes: z.number().int().positive().nullable().optional(),
+    allowed_mime_types: z.array(str.min(1).max(127)).max(100).nullable().optional(),
+    allowed_origins: z.array(str.min(1).max(255)).max(100).optional(),
+    home_region: str.min(1).max(63).optional(),
+    replication_policy: z
+      .object({ regions: z.array(str.min(1).max(63)).max(10) })
+      .strict()
+      .optional(),
+    lifecycle_policy: z.record(z.unknown()).nullable().optional(),
+    domain: str.min(1).max(253).nullable().optional(),
+  })
+  .strict();
+type BucketBody = z.infer<typeof bucketBody>;
+const bucketInput = (b: Partial<BucketBody>) => ({
+  name: b.name,
+  defaultVisibility: b.default_visibility,
+  cacheControl: b.cache_control,
+  versioning: b.versioning,
+  retentionDays: b.retention_days,
+  maxBytes: b.max_bytes,
+  allowedMimeTypes: b.allowed_mime_types,
+  allowedOrigins: b.allowed_origins,
+  homeRegion: b.home_region,
+  replicationPolicy: b.replication_policy,
+  lifecyclePolicy: b.lifecycle_policy,
+  domain: b.domain,
+});
+
+const policyBody = z
+  .object({
+    allowed_mime_types: z.array(str.min(1).max(127)).max(200).nullable().optional(),
+    max_image_bytes: z.number().int().positive().optional(),
+    max_video_bytes: z.number().int().positive().optional(),
+    max_other_bytes: z.number().int().positive().optional(),
+    require_scan: z.boolean().optional(),
+  })
+  .strict();
+
+const tagsBody = z.object({ tags: z.array(str.min(1).max(128)).max(100) }).strict();
+const metadataBody = z.record(z.unknown());
+const signedUrlBody = z
+  .object({
+    expires_in: z.number().int().positive(),
+    max_downloads: z.number().int().positive().nullable().optional(),
+  })
+  .strict();
+const branchBody = z.object({ name: str.min(1).max(64), from_version: z.number().int().positive().optional() }).strict();
+
+const sessionShared = {
+  bucket: str.min(1).optional(),
+  key: str.min(1).max(MAX_KEY_LENGTH).optional(),
+  folder: str.max(MAX_KEY_LENGTH).optional(),
+  visibility: z.enum(VISIBILITIES).optional(),
+  metadata: z.record(z.unknown()).optional(),
+};
+const sessionBody = z
+  .object({
+    mode: z.enum(['chunked', 'single']).optional(),
+    file_name: str.min(1).max(255),
+    file_size: z.number().int().min(0),
+    mime_type: str.max(127).optional(),
+    checksum_sha256: str.regex(/^[0-9a-fA-F]{64}$/).optional(),
+    part_size: z.number().int().positive().optional(),
+    cache_control: str.min(1).max(256).optional(),
+    ...sessionShared,
+  })
+  .strict();
+/** The legacy alias takes the same body with camelCase names as well (spec 9.5). */
+const legacySessionBody = z
+  .object({
+    mode: z.enum(['chunked', 'single']).optional(),
+    file_name: str.min(1).max(255).optional(),
+    fileName: str.min(1).max(255).optional(),
+    file_size: z.number().int().min(0).optional(),
+    fileSize: z.number().int().min(0).optional(),
+    mime_type: str.max(127).optional(),
+    mimeType: str.max(127).optional(),
+    checksum_sha256: str.regex(/^[0-9a-fA-F]{64}$/).optional(),
+    checksumSha256: str.regex(/^[0-9a-fA-F]{64}$/).optional(),
+    part_size: z.number().int().positive().optional(),
+    partSize: z.number().int().positive().optional(),
+    cache_control: str.min(1).max(256).optional(),
+    cacheControl: str.min(1).max(256).optional(),
+    ...sessionShared,
+  })
+  .strict()
+  .refine((b) => (b.file_name ?? b.fileName) !== undefined && (b.file_size ?? b.fileSize) !== undefined, {
+    message: 'file_name and file_size are required',
+  });
+const idempotencyKey = (r: { headers: Record<string, string | string[] | undefined> }) => {
+  const h = r.headers['idempotency-key'];
+  return (Array.isArray(h) ? h[0] : h) || null;
+};
+
+const capabilityBody = z
+  .object({
+    bucket: str.min(1).optional(),
+    folder: str.max(MAX_KEY_LENGTH).optional(),
+    expires_in: z.number().int().positive().optional(),
+  })
+  .strict();
+
+export const assetsRoutes: AnyRoute[] = [
+  route({
+    method: 'POST',
+    path: `${P}/upload-capabilities`,
+    summary: 'One short-lived capability token for browser uploads at {base_url}/assets/widget',
+    tag,
+    operation: 'create-upload-capability',
+    body: capabilityBody,
+    scope: SCOPES.write,
+    variables: (r) => ({ bucket: r.body.bucket ?? null, folder: r.body.folder ?? null, expiresIn: r.body.expires_in ?? null }),
+    select: (d) => d.createAssetUploadCapability,
+    status: 201,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'POST',
+    path: `${P}/upload-sessions`,
+    summary: 'Create an upload session (single signed PUT, or chunked); send Idempotency-Key',
+    tag,
+    operation: 'create-upload-session',
+    body: sessionBody,
+    scope: SCOPES.write,
+    variables: (r) => ({
+      idempotencyKey: idempotencyKey(r),
+      input: {
+        mode: r.body.mode,
+        fileName: r.body.file_name,
+        fileSize: r.body.file_size,
+        mimeType: r.body.mime_type,
+        checksumSha256: r.body.checksum_sha256,
+        partSize: r.body.part_size,
+        bucket: r.body.bucket,
+        key: r.body.key,
+        folder: r.body.folder,
+        visibility: r.body.visibility,
+        cacheControl: r.body.cache_control,
+        metadata: r.body.metadata,
+      },
+    }),
+    select: (d) => d.createAssetUploadSession,
+    status: 201,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'POST',
+    path: `${P}/upload-url`,
+    summary: 'Legacy alias of POST /upload-sessions (accepts camelCase names)',
+    tag,
+    operation: 'create-upload-session',
+    body: legacySessionBody,
+    scope: SCOPES.write,
+    variables: (r) => ({
+      idempotencyKey: idempotencyKey(r),
+      input: {
+        mode: r.body.mode,
+        fileName: r.body.file_name ?? r.body.fileName,
+        fileSize: r.body.file_size ?? r.body.fileSize,
+        mimeType: r.body.mime_type ?? r.body.mimeType,
+        checksumSha256: r.body.checksum_sha256 ?? r.body.checksumSha256,
+        partSize: r.body.part_size ?? r.body.partSize,
+        bucket: r.body.bucket,
+        key: r.body.key,
+        folder: r.body.folder,
+        visibility: r.body.visibility,
+        cacheControl: r.body.cache_control ?? r.body.cacheControl,
+        metadata: r.body.metadata,
+      },
+    }),
+    select: (d) => d.createAssetUploadSession,
+    status: 201,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'GET',
+    path: `${P}/upload-sessions/{sessionID}`,
+    summary: 'An upload session with its received parts',
+    tag,
+    operation: 'get-upload-session',
+    scope: SCOPES.read,
+    variables: (r) => ({ id: r.params.sessionID }),
+    select: (d) => d.assetUploadSession,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'DELETE',
+    path: `${P}/upload-sessions/{sessionID}`,
+    summary: 'Cancel an upload session and remove its parts',
+    tag,
+    operation: 'cancel-upload-session',
+    scope: SCOPES.write,
+    variables: (r) => ({ id: r.params.sessionID }),
+    select: (d) => d.cancelAssetUploadSession,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'POST',
+    path: `${P}/upload-sessions/{sessionID}/complete`,
+    summary: 'Complete a chunked session: assemble the parts and check the whole-file checksum',
+    tag,
+    operation: 'complete-upload-session',
+    scope: SCOPES.write,
+    variables: (r) => ({ id: r.params.sessionID }),
+    select: (d) => d.completeAssetUploadSession,
+    headers: revisionHeader,
+    status: 201,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'GET',
+    path: P,
+    summary: 'List assets: filters, sort and direction, total and an opaque cursor bound to the sort',
+    tag,
+    operation: 'list-assets',
+    query: listQuery,
+    scope: SCOPES.read,
+    variables: ({ query: q }) => ({
+      filter: {
+        bucket: q.bucket,
+        prefix: q.prefix,
+        visibility: q.visibility,
+        query: q.query,
+        tag: q.tag,
+        mimeType: q.mime_type,
+        type: q.type,
+        folder: q.folder,
+        checksum: q.checksum,
+        status: q.status,
+        scanStatus: q.scan_status,
+        replicationStatus: q.replication_status,
+        moderationStatus: q.moderation_status,
+        quarantineStatus: q.quarantine_status,
+      },
+      sort: q.sort,
+      direction: q.direction,
+      cursor: q.cursor,
+      limit: q.limit,
+    }),
+    select: (d) => d.assets,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'GET',
+    path: `${P}/buckets`,
+    summary: 'List buckets',
+    tag,
+    operation: 'list-buckets',
+    scope: SCOPES.read,
+    variables: () => ({}),
+    select: (d) => d.assetBuckets,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'POST',
+    path: `${P}/buckets`,
+    summary: 'Create a bucket',
+    tag,
+    operation: 'create-bucket',
+    body: bucketBody,
+    scope: SCOPES.admin,
+    variables: ({ body }) => ({ input: bucketInput(body) }),
+    select: (d) => d.createAssetBucket,
+    headers: revisionHeader,
+    status: 201,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'PUT',
+    path: `${P}/buckets/{bucketID}`,
+    summary: 'Update a bucket; needs If-Match with its revision',
+    tag,
+    operation: 'update-bucket',
+    body: bucketBody.partial(),
+    scope: SCOPES.admin,
+    variables: (r) => ({ id: r.params.bucketID, input: bucketInput(r.body), ifMatch: ifMatch(r) }),
+    select: (d) => d.updateAssetBucket,
+    headers: revisionHeader,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'DELETE',
+    path: `${P}/buckets/{bucketID}`,
+    summary: 'Delete an empty bucket; needs If-Match with its revision',
+    tag,
+    operation: 'delete-bucket',
+    scope: SCOPES.admin,
+    variables: (r) => ({ id: r.params.bucketID, ifMatch: ifMatch(r) }),
+    select: (d) => d.deleteAssetBucket,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'GET',
+    path: `${P}/policy`,
+    summary: 'Content policy',
+    tag,
+    operation: 'get-policy',
+    scope: SCOPES.read,
+    variables: () => ({}),
+    select: (d) => d.assetContentPolicy,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'PUT',
+    path: `${P}/policy`,
+    summary: 'Replace the content policy (fields left out return to their defaults)',
+    tag,
+    operation: 'put-policy',
+    body: policyBody,
+    scope: SCOPES.admin,
+    variables: ({ body: b }) => ({
+      input: {
+        allowedMimeTypes: b.allowed_mime_types,
+        maxImageBytes: b.max_image_bytes,
+        maxVideoBytes: b.max_video_bytes,
+        maxOtherBytes: b.max_other_bytes,
+        requireScan: b.require_scan,
+      },
+    }),
+    select: (d) => d.putAssetContentPolicy,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'GET',
+    path: `${P}/jobs/{jobID}`,
+    summary: 'Poll a job',
+    tag,
+    operation: 'get-job',
+    scope: SCOPES.read,
+    variables: (r) => ({ id: r.params.jobID }),
+    select: (d) => d.assetJob,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'POST',
+    path: `${P}/jobs/{jobID}/cancel`,
+    summary: 'Cancel a queued job (409 once it runs or has finished)',
+    tag,
+    operation: 'cancel-job',
+    scope: SCOPES.write,
+    variables: (r) => ({ id: r.params.jobID }),
+    select: (d) => d.cancelAssetJob,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'GET',
+    path: `${P}/{assetID}`,
+    summary: 'One asset (revision also as ETag)',
+    tag,
+    operation: 'get-asset',
+    scope: SCOPES.read,
+    variables: (r) => ({ id: id(r) }),
+    select: (d) => d.asset,
+    headers: revisionHeader,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'PATCH',
+    path: `${P}/{assetID}`,
+    summary: 'Change bucket, key, original name, cache control or visibility; needs If-Match',
+    tag,
+    operation: 'patch-asset',
+    body: patchBody,
+    scope: SCOPES.write,
+    variables: (r) => ({
+      id: id(r),
+      ifMatch: ifMatch(r),
+      input: {
+        bucket: r.body.bucket,
+        key: r.body.key,
+        originalName: r.body.original_name,
+        cacheControl: r.body.cache_control,
+        visibility: r.body.visibility,
+      },
+    }),
+    select: (d) => d.patchAsset,
+    headers: revisionHeader,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'DELETE',
+    path: `${P}/{assetID}`,
+    summary: 'Revision-checked asynchronous delete; 202 with a job',
+    tag,
+    operation: 'delete-asset',
+    scope: SCOPES.write,
+    variables: (r) => ({ id: id(r), ifMatch: ifMatch(r) }),
+    select: (d) => d.deleteAsset,
+    status: 202,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'PUT',
+    path: `${P}/{assetID}/tags`,
+    summary: 'Replace the tag set',
+    tag,
+    operation: 'set-asset-tags',
+    body: tagsBody,
+    scope: SCOPES.write,
+    variables: (r) => ({ id: id(r), tags: r.body.tags, ifMatch: ifMatch(r) }),
+    select: (d) => d.setAssetTags,
+    headers: revisionHeader,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'PATCH',
+    path: `${P}/{assetID}/metadata`,
+    summary: 'Merge the supplied JSON keys into the metadata (null removes a key)',
+    tag,
+    operation: 'merge-asset-metadata',
+    body: metadataBody,
+    scope: SCOPES.write,
+    variables: (r) => ({ id: id(r), metadata: r.body, ifMatch: ifMatch(r) }),
+    select: (d) => d.mergeAssetMetadata,
+    headers: revisionHeader,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'POST',
+    path: `${P}/{assetID}/signed-url`,
+    summary: 'A private download URL: expires_in seconds, optional max_downloads',
+    tag,
+    operation: 'create-signed-url',
+    body: signedUrlBody,
+    scope: SCOPES.publish,
+    variables: (r) => ({ id: id(r), expiresIn: r.body.expires_in, maxDownloads: r.body.max_downloads ?? null }),
+    select: (d) => d.createAssetSignedUrl,
+    status: 201,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'POST',
+    path: `${P}/{assetID}/purge`,
+    summary: 'Request CDN cache invalidation',
+    tag,
+    operation: 'purge-asset',
+    scope: SCOPES.publish,
+    variables: (r) => ({ id: id(r) }),
+    select: (d) => d.purgeAsset,
+    status: 202,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'GET',
+    path: `${P}/{assetID}/versions`,
+    summary: 'Version history and branches',
+    tag,
+    operation: 'asset-versions',
+    scope: SCOPES.read,
+    variables: (r) => ({ id: id(r) }),
+    select: (d) => d.assetVersions,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'POST',
+    path: `${P}/{assetID}/versions/{versionID}/restore`,
+    summary: 'Make a copy of a version the current one',
+    tag,
+    operation: 'restore-version',
+    scope: SCOPES.write,
+    variables: (r) => ({ id: id(r), versionId: r.params.versionID, ifMatch: ifMatch(r) }),
+    select: (d) => d.restoreAssetVersion,
+    headers: revisionHeader,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'POST',
+    path: `${P}/{assetID}/branches`,
+    summary: 'Create a branch at a version (default: the current one)',
+    tag,
+    operation: 'create-branch',
+    body: branchBody,
+    scope: SCOPES.write,
+    variables: (r) => ({ id: id(r), name: r.body.name, fromVersion: r.body.from_version ?? null }),
+    select: (d) => d.createAssetBranch,
+    headers: revisionHeader,
+    status: 201,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'POST',
+    path: `${P}/{assetID}/branches/{branch}/promote`,
+    summary: "Make the branch's version the current one",
+    tag,
+    operation: 'promote-branch',
+    scope: SCOPES.write,
+    variables: (r) => ({ id: id(r), branch: r.params.branch, ifMatch: ifMatch(r) }),
+    select: (d) => d.promoteAssetBranch,
+    headers: revisionHeader,
+    status: 200,
+    envelope: 'standard',
+  }),
+];

@@ -1,0 +1,698 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { Config } from '../../core/config';
+import { decodeCursor, encodeCursor } from '../../core/cursors';
+import { PlatformError, badRequest, notFound } from '../../core/errors';
+import { newId } from '../../core/ids';
+import { isDuplicateKey } from '../../core/mongo';
+import { type Principal, requireScope, requireWriter } from '../../core/principal';
+import type { BlobStore } from './blob-store';
+import { type BucketInput, Buckets } from './buckets';
+import { type ContentPolicy, DEFAULT_POLICY, policyOf } from './content-policy';
+import { objectEventEntry } from './events';
+import type { AssetDoc, AssetModels, AssetVersion, GrantDoc, JobDoc } from './model';
+import { requiredRevision, revisionStale } from './revisions';
+import type { Scanner } from './scanner';
+import type { AssetsSettings } from './settings';
+import { UploadCapabilities } from './capabilities';
+import { UploadSessions } from './upload-sessions';
+import { Uploads } from './uploads';
+
+export const SCOPES = {
+  read: 'assets:read',
+  write: 'assets:write',
+  process: 'assets:process',
+  generate: 'assets:generate',
+  publish: 'assets:publish',
+  admin: 'assets:admin',
+} as const;
+
+/** Spec 4.3 sort keys and their stored fields. */
+export const SORT_FIELDS = {
+  created_at: 'createdAt',
+  updated_at: 'updatedAt',
+  size: 'size',
+  key: 'key',
+  original_name: 'originalName',
+  mime_type: 'mimeType',
+} as const;
+export type SortKey = keyof typeof SORT_FIELDS;
+export const LIST_LIMIT_DEFAULT = 50;
+export const LIST_LIMIT_MAX = 200;
+
+export interface ListFilter {
+  bucket?: string;
+  prefix?: string;
+  visibility?: string;
+  query?: string;
+  tag?: string;
+  mimeType?: string;
+  type?: string;
+  folder?: string;
+  checksum?: string;
+  status?: string;
+  scanStatus?: string;
+  replicationStatus?: string;
+  moderationStatus?: string;
+  quarantineStatus?: string;
+}
+
+export interface ListArgs {
+  filter: ListFilter;
+  sort?: SortKey;
+  direction?: 'asc' | 'desc';
+  cursor?: string;
+  limit?: number;
+}
+
+export interface AssetPatch {
+  bucket?: string;
+  key?: string;
+  originalName?: string;
+  cacheControl?: string;
+  visibility?: 'public' | 'private';
+}
+
+const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const assetNotFound = () => notFound('assets.not_found', 'asset not found');
+const jobNotFound = () => notFound('assets.job_not_found', 'job not found');
+const BRANCH_RE = /^[a-z0-9][a-z0-9._-]{0,63}$/i;
+/**
+ * Public delivery remembers a resolved asset for 1 s (a CDN edge caches far longer): the hot path
+ * then costs no database round trip. Changes made in this process forget the entry at once; another
+ * process's change is seen within the second.
+ */
+export const DELIVERY_CACHE_MS = 1000;
+const DELIVERY_CACHE_MAX = 10_000;
+
+interface Deliverable {
+  asset: AssetDoc;
+  version: AssetVersion;
+  region: string;
+}
+
+/** The rules of the assets area: every method takes the caller and answers only within its account. */
+export class AssetsService {
+  readonly buckets: Buckets;
+  readonly uploads: Uploads;
+  readonly sessions: UploadSessions;
+  readonly capabilities: UploadCapabilities;
+  private readonly deliveryCache = new Map<string, { found: Deliverable | null; until: number }>();
+
+  constructor(
+    readonly m: AssetModels,
+    readonly blobs: BlobStore,
+    readonly scanner: Scanner,
+    readonly settings: AssetsSettings,
+    /** The platform's configuration (its addresses are read at call time: tests pick free ports). */
+    readonly cfg: Config,
+    private readonly objectsTopic: () => string,
+    /** Tells the outbox relay there is something to publish. */
+    readonly nudge: () => void = () => undefined,
+  ) {
+    this.buckets = new Buckets(m, settings.ASSETS_REGIONS);
+    this.uploads = new Uploads(m, blobs, this.buckets, scanner, settings, objectsTopic);
+    this.sessions = new UploadSessions(this);
+    this.capabilities = new UploadCapabilities(this);
+  }
+
+  reader(p: Principal | null | undefined): Principal {
+    return requireScope(p, SCOPES.read);
+  }
+
+  writer(p: Principal | null | undefined, scope: string = SCOPES.write): Principal {
+    return requireWriter(requireScope(p, scope));
+  }
+
+  // ---- buckets and policy -------------------------------------------------------------------
+
+  listBuckets(p: Principal | null) {
+    return this.buckets.list(this.reader(p).accountId);
+  }
+  createBucket(p: Principal | null, input: BucketInput) {
+    return this.buckets.create(this.writer(p, SCOPES.admin).accountId, input);
+  }
+  updateBucket(p: Principal | null, id: string, ifMatch: string | null | undefined, input: BucketInput) {
+    return this.buckets.update(this.writer(p, SCOPES.admin).accountId, id, ifMatch, input);
+  }
+  deleteBucket(p: Principal | null, id: string, ifMatch: string | null | undefined) {
+    return this.buckets.remove(this.writer(p, SCOPES.admin).accountId, id, ifMatch);
+  }
+
+  async getPolicy(p: Principal | null): Promise<ContentPolicy> {
+    return this.uploads.policy(this.reader(p).accountId);
+  }
+
+  /** Replaces the content policy; fields left out return to their defaults. */
+  async putPolicy(p: Principal | null, input: Partial<ContentPolicy>): Promise<ContentPolicy> {
+    const { accountId } = this.writer(p, SCOPES.admin);
+    const next: ContentPolicy = {
+      ...DEFAULT_POLICY,
+      ...Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)),
+    };
+    const doc = await this.m.AccountState.findOneAndUpdate(
+      { _id: accountId },
+      { $set: { ...next, updatedAt: new Date() }, $inc: { policyRevision: 1 } },
+      { upsert: true, new: true },
+    )
+      .lean()
+      .exec();
+    return policyOf(doc);
+  }
+
+  // ---- reading ------------------------------------------------------------------------------
+
+  async get(p: Principal | null, id: string): Promise<AssetDoc> {
+    const { accountId } = this.reader(p);
+    const doc = await this.m.Asset.findOne({ _id: id, accountId }, { outbox: 0 }).lean<AssetDoc>().exec();
+    if (!doc) throw assetNotFound();
+    return doc;
+  }
+
+  async list(p: Principal | null, args: ListArgs): Promise<{ assets: AssetDoc[]; total: number; nextCursor: string }> {
+    const { accountId } = this.reader(p);
+    const sort: SortKey = args.sort ?? 'created_at';
+    if (!(sort in SORT_FIELDS))
+      throw badRequest('validation_failed', `sort must be one of ${Object.keys(SORT_FIELDS).join(', ')}`);
+    const direction = args.direction ?? 'desc';
+    const field = SORT_FIELDS[sort];
+    const limit = Math.min(Math.max(args.limit ?? LIST_LIMIT_DEFAULT, 1), LIST_LIMIT_MAX);
+    const f = args.filter;
+    const filter: Record<string, unknown> = { accountId };
+    const exact: [keyof ListFilter, string][] = [
+      ['bucket', 'bucketId'],
+      ['visibility', 'visibility'],
+      ['mimeType', 'mimeType'],
+      ['type', 'type'],
+      ['checksum', 'checksum'],
+      ['status', 'status'],
+      ['scanStatus', 'scanStatus'],
+      ['replicationStatus', 'replicationStatus'],
+      ['moderationStatus', 'moderationStatus'],
+      ['quarantineStatus', 'quarantineStatus'],
+    ];
+    for (const [k, path] of exact) if (f[k]) filter[path] = f[k];
+    if (f.folder !== undefined && f.folder !== '') filter.folder = f.folder.replace(/^\/+|\/+$/g, '');
+    if (f.tag) filter.tags = f.tag;
+    if (f.prefix) filter.key = { $regex: `^${escapeRe(f.prefix)}` };
+    if (f.query) {
+      const re = { $regex: escapeRe(f.query), $options: 'i' };
+      filter.$or = [{ key: re }, { originalName: re }];
+    }
+    const total = await this.m.Asset.countDocuments(filter);
+    // The cursor is bound to the sort, the direction and the filter: reused elsewhere it is refused.
+    const binding = `${sort}:${direction}:${JSON.stringify(f)}`;
+    const query: Record<string, unknown> = { ...filter };
+    if (args.cursor) {
+      const pos = decodeCursor<{ v: unknown; id: string }>(args.cursor, binding);
+      const v = field === 'createdAt' || field === 'updatedAt' ? new Date(pos.v as string) : pos.v;
+      const op = direction === 'asc' ? '$gt' : '$lt';
+      const after = { $or: [{ [field]: { [op]: v } }, { [field]: v, _id: { [op]: pos.id } }] };
+      query.$and = [...((query.$and as unknown[]) ?? []), after];
+    }
+    const dir = direction === 'asc' ? 1 : -1;
+    const docs = await this.m.Asset.find(query, { outbox: 0 })
+      .sort({ [field]: dir, _id: dir })
+      .limit(limit + 1)
+      .lean<AssetDoc[]>()
+      .exec();
+    const more = docs.length > limit;
+    const page = more ? docs.slice(0, limit) : docs;
+    const last = page[page.length - 1];
+    const nextCursor =
+      more && last ? encodeCursor({ v: (last as unknown as Record<string, unknown>)[field], id: last._id }, binding) : '';
+    return { assets: page, total, nextCursor };
+  }
+
+  // ---- changing one asset -------------------------------------------------------------------
+
+  private async guardedUpdate(
+    accountId: string,
+    id: string,
+    revision: number,
+    update: Record<string, unknown>,
+  ): Promise<AssetDoc> {
+    let updated: AssetDoc | null;
+    try {
+      updated = await this.m.Asset.findOneAndUpdate({ _id: id, accountId, revision, status: { $ne: 'deleting' } }, update, {
+        new: true,
+        projection: { outbox: 0 },
+      })
+        .lean<AssetDoc>()
+        .exec();
+    } catch (e) {
+      if (isDuplicateKey(e)) throw new PlatformError('assets.duplicate_key', 409, 'that key already exists in the bucket');
+      throw e;
+    }
+    if (updated) {
+      this.forget(id);
+      this.nudge();
+      return updated;
+    }
+    const now = await this.m.Asset.findOne({ _id: id, accountId }, { revision: 1, status: 1 }).lean<AssetDoc>().exec();
+    if (!now || now.status === 'deleting') throw assetNotFound();
+    throw revisionStale(now.revision);
+  }
+
+  /** PATCH: bucket, key, original name, cache control, visibility; `If-Match` required. */
+  async patch(p: Principal | null, id: string, ifMatch: string | null | undefined, patch: AssetPatch): Promise<AssetDoc> {
+    const { accountId } = this.writer(p);
+    const revision = requiredRevision(ifMatch);
+    const current = await this.get(p, id);
+    const set: Record<string, unknown> = { updatedAt: new Date() };
+    if (patch.bucket !== undefined) set.bucketId = (await this.buckets.get(accountId, patch.bucket))._id;
+    if (patch.key !== undefined) set.key = patch.key;
+    if (patch.originalName !== undefined) set.originalName = patch.originalName;
+    if (patch.cacheControl !== undefined) set.cacheControl = patch.cacheControl;
+    if (patch.visibility !== undefined) set.visibility = patch.visibility;
+    const update: Record<string, unknown> = { $set: set, $inc: { revision: 1 } };
+    const moved = (set.bucketId ?? current.bucketId) !== current.bucketId || (set.key ?? current.key) !== current.key;
+    if (moved) {
+      // A move is the old object gone and a new one there, for object-store subscribers.
+      const v = current.versions.find((x) => x.number === current.currentVersion);
+      const base = { version: current.currentVersion, size: current.size, contentType: current.mimeType };
+      const moved2 = {
+        ...current,
+        bucketId: (set.bucketId as string) ?? current.bucketId,
+        key: (set.key as string) ?? current.key,
+      };
+      update.$push = {
+        outbox: {
+          $each: [
+            objectEventEntry(this.objectsTopic(), { type: 'object.deleted', asset: current, ...base, sha256: null }),
+            objectEventEntry(this.objectsTopic(), {
+              type: 'object.created',
+              asset: moved2,
+              ...base,
+              sha256: v?.sha256 ?? current.checksum,
+            }),
+          ],
+        },
+      };
+    }
+    return this.guardedUpdate(accountId, id, revision, update);
+  }
+
+  /** Replaces the tag set (`If-Match` honoured when sent). */
+  async setTags(p: Principal | null, id: string, ifMatch: string | null | undefined, tags: string[]): Promise<AssetDoc> {
+    const { accountId } = this.writer(p);
+    const current = await this.get(p, id);
+    const revision = ifMatch ? requiredRevision(ifMatch) : current.revision;
+    const clean = [...new Set(tags.map((t) => t.trim()).filter(Boolean))];
+    return this.guardedUpdate(accountId, id, revision, { $set: { tags: clean, updatedAt: new Date() }, $inc: { revision: 1 } });
+  }
+
+  /** Merges keys into the metadata; a key set to null is removed (JSON merge patch, one level). */
+  async mergeMetadata(
+    p: Principal | null,
+    id: string,
+    ifMatch: string | null | undefined,
+    patch: Record<string, unknown>,
+  ): Promise<AssetDoc> {
+    const { accountId } = this.writer(p);
+    const current = await this.get(p, id);
+    const revision = ifMatch ? requiredRevision(ifMatch) : current.revision;
+    const metadata: Record<string, unknown> = { ...(current.metadata ?? {}) };
+    for (const [k, v] of Object.entries(patch)) {
+      if (v === null) delete metadata[k];
+      else metadata[k] = v;
+    }
+    return this.guardedUpdate(accountId, id, revision, { $set: { metadata, updatedAt: new Date() }, $inc: { revision: 1 } });
+  }
+
+  // ---- versions and branches ----------------------------------------------------------------
+
+  async versions(p: Principal | null, id: string): Promise<{ asset: AssetDoc; versions: AssetVersion[] }> {
+    const asset = await this.get(p, id);
+    if (asset.status === 'deleting') throw assetNotFound();
+    return { asset, versions: [...asset.versions].sort((a, b) => b.number - a.number) };
+  }
+
+  /** Makes a copy of version `n` the new current version (history stays linear and complete). */
+  private async promoteVersion(
+    p: Principal | null,
+    id: string,
+    ifMatch: string | null | undefined,
+    n: number,
+  ): Promise<AssetDoc> {
+    const { accountId } = this.writer(p);
+    const current = await this.get(p, id);
+    const revision = ifMatch ? requiredRevision(ifMatch) : current.revision;
+    const from = current.versions.find((v) => v.number === n);
+    if (!from) throw notFound('assets.version_not_found', 'version not found');
+    const number = Math.max(...current.versions.map((v) => v.number)) + 1;
+    const now = new Date();
+    const version: AssetVersion = { ...from, number, branch: 'main', createdAt: now };
+    const event = objectEventEntry(this.objectsTopic(), {
+      type: 'object.overwritten',
+      asset: current,
+      version: number,
+      size: from.size,
+      contentType: from.mimeType,
+      sha256: from.sha256,
+    });
+    await this.uploads.reserve(this.writer(p), from.size);
+    try {
+      return await this.guardedUpdate(accountId, id, revision, {
+        $push: { versions: version, outbox: event },
+        $inc: { revision: 1 },
+        $set: {
+          currentVersion: number,
+          size: from.size,
+          checksum: from.sha256,
+          mimeType: from.mimeType,
+          originalName: from.originalName,
+          updatedAt: now,
+        },
+      });
+    } catch (e) {
+      await this.uploads.release(accountId, from.size);
+      throw e;
+    }
+  }
+
+  restoreVersion(p: Principal | null, id: string, versionId: string, ifMatch?: string | null): Promise<AssetDoc> {
+    const n = Number(versionId);
+    if (!Number.isInteger(n) || n < 1) throw notFound('assets.version_not_found', 'version not found');
+    return this.promoteVersion(p, id, ifMatch, n);
+  }
+
+  async createBranch(p: Principal | null, id: string, name: string, fromVersion?: number | null): Promise<AssetDoc> {
+    const { accountId } = this.writer(p);
+    if (!BRANCH_RE.test(name) || name === 'main')
+      throw badRequest('validation_failed', 'branch name must be 1–64 letters, digits, . _ - and not main');
+    const current = await this.get(p, id);
+    const version = fromVersion ?? current.currentVersion;
+    if (!current.versions.some((v) => v.number === version)) throw notFound('assets.version_not_found', 'version not found');
+    if (current.branches.some((b) => b.name === name))
+      throw new PlatformError('assets.branch_exists', 409, `branch ${name} exists`);
+    const branches = [...current.branches, { name, version, createdAt: new Date() }];
+    return this.guardedUpdate(accountId, id, current.revision, {
+      $set: { branches, updatedAt: new Date() },
+      $inc: { revision: 1 },
+    });
+  }
+
+  async promoteBranch(p: Principal | null, id: string, name: string, ifMatch?: string | null): Promise<AssetDoc> {
+    const current = await this.get(p, id);
+    const branch = current.branches.find((b) => b.name === name);
+    if (!branch) throw notFound('assets.branch_not_found', 'branch not found');
+    return this.promoteVersion(p, id, ifMatch, branch.version);
+  }
+
+  // ---- delete jobs --------------------------------------------------------------------------
+
+  /** Revision-checked asynchronous delete: the asset goes `deleting` and a job removes its bytes. */
+  async requestDelete(p: Principal | null, id: string, ifMatch: string | null | undefined): Promise<JobDoc> {
+    const { accountId } = this.writer(p);
+    const revision = requiredRevision(ifMatch);
+    const current = await this.get(p, id);
+    if (current.status === 'deleting') throw assetNotFound();
+    const now = new Date();
+    const job: JobDoc = {
+      _id: newId(),
+      accountId,
+      type: 'delete',
+      assetId: id,
+      status: 'queued',
+      error: null,
+      priorStatus: current.status,
+      leaseUntil: null,
+      snapshot: null,
+      outbox: [],
+      createdAt: now,
+      updatedAt: now,
+      finishedAt: null,
+    };
+    await this.m.Job.create(job);
+    try {
+      await this.guardedUpdate(accountId, id, revision, { $set: { status: 'deleting', updatedAt: now }, $inc: { revision: 1 } });
+    } catch (e) {
+      await this.m.Job.deleteOne({ _id: job._id });
+      throw e;
+    }
+    return job;
+  }
+
+  async getJob(p: Principal | null, jobId: string): Promise<JobDoc> {
+    const { accountId } = this.reader(p);
+    const job = await this.m.Job.findOne({ _id: jobId, accountId }, { outbox: 0 }).lean<JobDoc>().exec();
+    if (!job) throw jobNotFound();
+    return job;
+  }
+
+  /** A queued job can be cancelled (the asset returns to its state); a running or finished one cannot. */
+  async cancelJob(p: Principal | null, jobId: string): Promise<JobDoc> {
+    const { accountId } = this.writer(p);
+    const job = await this.getJob(p, jobId);
+    const now = new Date();
+    const cancelled = await this.m.Job.findOneAndUpdate(
+      { _id: jobId, accountId, status: 'queued' },
+      { $set: { status: 'cancelled', updatedAt: now, finishedAt: now } },
+      { new: true, projection: { outbox: 0 } },
+    )
+      .lean<JobDoc>()
+      .exec();
+    if (!cancelled) {
+      throw new PlatformError('assets.job_not_cancellable', 409, `the job is ${job.status} and can no longer be cancelled`, {
+        status: job.status,
+      });
+    }
+    this.forget(job.assetId);
+    await this.m.Asset.updateOne(
+      { _id: job.assetId, accountId, status: 'deleting' },
+      { $set: { status: job.priorStatus ?? 'ready', updatedAt: now }, $inc: { revision: 1 } },
+    );
+    return cancelled;
+  }
+
+  /**
+   * Runs one delete job: removes bytes no other version uses from every region, then the record,
+   * then marks the job done with the `object.deleted` event in the same write. Safe to run again
+   * after a crash at any point.
+   */
+  async runDeleteJob(job: JobDoc): Promise<void> {
+    this.forget(job.assetId);
+    const asset = await this.m.Asset.findOne({ _id: job.assetId, accountId: job.accountId }).lean<AssetDoc>().exec();
+    let snapshot = job.snapshot;
+    if (asset) {
+      snapshot = {
+        bucketId: asset.bucketId,
+        key: asset.key,
+        versions: asset.versions,
+        homeRegion: asset.homeRegion,
+        replicaRegions: asset.replicaRegions,
+      };
+      await this.m.Job.updateOne({ _id: job._id }, { $set: { snapshot } });
+      const regions = [asset.homeRegion, ...asset.replicaRegions];
+      for (const sha of new Set(asset.versions.map((v) => v.sha256)))
+        await this.uploads.dropBlobIfUnused(sha, regions, asset._id);
+      const res = await this.m.Asset.deleteOne({ _id: asset._id, status: 'deleting' });
+      if (res.deletedCount === 1)
+        await this.uploads.release(
+          job.accountId,
+          asset.versions.reduce((s, v) => s + v.size, 0),
+        );
+    }
+    const now = new Date();
+    const last = snapshot?.versions[snapshot.versions.length - 1];
+    const events = snapshot
+      ? [
+          objectEventEntry(this.objectsTopic(), {
+            type: 'object.deleted',
+            asset: { _id: job.assetId, accountId: job.accountId, bucketId: snapshot.bucketId, key: snapshot.key },
+            version: asset?.currentVersion ?? last?.number ?? 0,
+            size: asset?.size ?? last?.size ?? 0,
+            contentType: asset?.mimeType ?? last?.mimeType ?? null,
+            sha256: null,
+          }),
+        ]
+      : [];
+    await this.m.Job.updateOne(
+      { _id: job._id, status: 'running' },
+      { $set: { status: 'succeeded', updatedAt: now, finishedAt: now, leaseUntil: null }, $push: { outbox: { $each: events } } },
+    );
+    this.nudge();
+  }
+
+  /** Claims the next due delete job (queued past the delay, or running with a lapsed lease). */
+  async claimJob(leaseMs = 30_000): Promise<JobDoc | null> {
+    const now = new Date();
+    const due = new Date(now.getTime() - this.settings.ASSETS_DELETE_DELAY_MS);
+    const candidates = await this.m.Job.find(
+      {
+        $or: [
+          { status: 'queued', createdAt: { $lte: due } },
+          { status: 'running', leaseUntil: { $lt: now } },
+        ],
+      },
+      { _id: 1, status: 1, leaseUntil: 1 },
+    )
+      .sort({ createdAt: 1 })
+      .limit(10)
+      .lean<JobDoc[]>()
+      .exec();
+    for (const c of candidates) {
+      const claimed = await this.m.Job.findOneAndUpdate(
+        { _id: c._id, status: c.status, leaseUntil: c.leaseUntil },
+        { $set: { status: 'running', leaseUntil: new Date(now.getTime() + leaseMs), updatedAt: now } },
+        { new: true },
+      )
+        .lean<JobDoc>()
+        .exec();
+      if (claimed) return claimed;
+    }
+    return null;
+  }
+
+  /** Spec 4.3 purge: requests cache invalidation. The local CDN keeps no cache, so it is done at once. */
+  async purge(p: Principal | null, id: string): Promise<AssetDoc> {
+    this.writer(p, SCOPES.publish);
+    const asset = await this.get(p, id);
+    if (asset.status === 'deleting') throw assetNotFound();
+    return asset;
+  }
+
+  // ---- replication --------------------------------------------------------------------------
+
+  /**
+   * Copies pending assets' current bytes into their replica regions; returns how many it finished.
+   * Only committed assets (not `processing`): their home copy exists. A failed copy stays `pending`
+   * and is retried next round, unless the home copy itself is gone (`failed`).
+   */
+  async replicateOnce(batch = 20): Promise<number> {
+    const pending = await this.m.Asset.find(
+      { replicationStatus: 'pending', status: { $in: ['ready', 'quarantined'] } },
+      { outbox: 0 },
+    )
+      .limit(batch)
+      .lean<AssetDoc[]>()
+      .exec();
+    let done = 0;
+    for (const a of pending) {
+      const sha = a.checksum;
+      const copied: string[] = [];
+      let failed = false;
+      for (const r of a.replicaRegions) {
+        try {
+          await this.blobs.copy(a.homeRegion, r, sha);
+          copied.push(r);
+        } catch {
+          failed = true;
+        }
+      }
+      if (failed && (await this.blobs.stat(a.homeRegion, sha)) !== null) continue;
+      await this.m.Asset.updateOne(
+        { _id: a._id, replicationStatus: 'pending', checksum: sha },
+        { $set: { replicationStatus: failed ? 'failed' : 'replicated', replicatedRegions: copied } },
+      );
+      this.forget(a._id);
+      done++;
+    }
+    return done;
+  }
+
+  // ---- signed URLs and delivery -------------------------------------------------------------
+
+  private grantMac(grantId: string): string {
+    return createHmac('sha256', this.cfg.INTERNAL_SIGNING_KEY).update(`assets-grant:${grantId}`).digest('base64url');
+  }
+
+  async signedUrl(
+    p: Principal | null,
+    id: string,
+    expiresIn: number,
+    maxDownloads: number | null | undefined,
+  ): Promise<{ url: string; token: string; expiresAt: Date; maxDownloads: number | null }> {
+    const { accountId } = this.writer(p, SCOPES.publish);
+    if (!Number.isInteger(expiresIn) || expiresIn < 1 || expiresIn > this.settings.ASSETS_SIGNED_URL_MAX_SECONDS) {
+      throw badRequest('validation_failed', `expires_in must be 1 to ${this.settings.ASSETS_SIGNED_URL_MAX_SECONDS} seconds`);
+    }
+    if (maxDownloads !== undefined && maxDownloads !== null && (!Number.isInteger(maxDownloads) || maxDownloads < 1)) {
+      throw badRequest('validation_failed', 'max_downloads must be a positive integer');
+    }
+    const asset = await this.get(p, id);
+    if (asset.status === 'deleting') throw assetNotFound();
+    const now = new Date();
+    const grant: GrantDoc = {
+      _id: newId(),
+      accountId,
+      assetId: id,
+      version: asset.currentVersion,
+      expiresAt: new Date(now.getTime() + expiresIn * 1000),
+      maxDownloads: maxDownloads ?? null,
+      downloads: 0,
+      createdAt: now,
+    };
+    await this.m.Grant.create(grant);
+    const token = `${grant._id}.${this.grantMac(grant._id)}`;
+    const name = encodeURIComponent(asset.originalName);
+    const url = `${this.cfg.cdnUrl}/private/assets/${id}/versions/${grant.version}/${name}?token=${encodeURIComponent(token)}`;
+    return { url, token, expiresAt: grant.expiresAt, maxDownloads: grant.maxDownloads };
+  }
+
+  /** Where a deliverable version's bytes are: the home copy, else a replica that has them. */
+  async locate(asset: AssetDoc, sha256: string): Promise<string | null> {
+    for (const r of [asset.homeRegion, ...asset.replicatedRegions]) {
+      if ((await this.blobs.stat(r, sha256)) !== null) return r;
+    }
+    return null;
+  }
+
+  /** Drops a cached delivery decision (after any change to the asset in this process). */
+  forget(assetId: string): void {
+    this.deliveryCache.delete(assetId);
+  }
+
+  private async resolvePublic(assetId: string): Promise<Deliverable | null> {
+    const asset = await this.m.Asset.findOne({ _id: assetId }, { outbox: 0 }).lean<AssetDoc>().exec();
+    if (!asset || asset.visibility !== 'public' || asset.status !== 'ready') return null;
+    const version = asset.versions.find((v) => v.number === asset.currentVersion);
+    if (!version) return null;
+    const region = await this.locate(asset, version.sha256);
+    return region ? { asset, version, region } : null;
+  }
+
+  /** A public asset's current version, or null (404) when it is not deliverable. */
+  async publicDelivery(assetId: string, versionId: string): Promise<Deliverable | null> {
+    const now = Date.now();
+    let entry = this.deliveryCache.get(assetId);
+    if (!entry || entry.until <= now) {
+      entry = { found: await this.resolvePublic(assetId), until: now + DELIVERY_CACHE_MS };
+      if (this.deliveryCache.size >= DELIVERY_CACHE_MAX) this.deliveryCache.clear();
+      this.deliveryCache.set(assetId, entry);
+    }
+    const found = entry.found;
+    return found && String(found.asset.currentVersion) === versionId ? found : null;
+  }
+
+  /**
+   * A signed private version: the token must be this asset's and version's, unexpired, and, with
+   * `max_downloads`, not used up — counted by one conditional `$inc`, so concurrent downloads
+   * cannot exceed it.
+   */
+  async signedDelivery(
+    assetId: string,
+    versionId: string,
+    token: string | undefined,
+  ): Promise<{ asset: AssetDoc; version: AssetVersion; region: string } | null> {
+    if (!token) return null;
+    const [grantId, mac] = token.split('.');
+    if (!grantId || !mac) return null;
+    const expected = Buffer.from(this.grantMac(grantId));
+    if (mac.length !== expected.length || !timingSafeEqual(Buffer.from(mac), expected)) return null;
+    const grant = await this.m.Grant.findById(grantId).lean<GrantDoc>().exec();
+    if (!grant || grant.assetId !== assetId || String(grant.version) !== versionId) return null;
+    const asset = await this.m.Asset.findOne({ _id: assetId, accountId: grant.accountId }, { outbox: 0 }).lean<AssetDoc>().exec();
+    if (!asset || asset.status !== 'ready') return null;
+    const version = asset.versions.find((v) => v.number === grant.version);
+    if (!version) return null;
+    const region = await this.locate(asset, version.sha256);
+    if (!region) return null;
+    const now = new Date();
+    const filter: Record<string, unknown> = { _id: grantId, expiresAt: { $gt: now } };
+    if (grant.maxDownloads !== null) filter.downloads = { $lt: grant.maxDownloads };
+    const res = await this.m.Grant.updateOne(filter, { $inc: { downloads: 1 } });
+    if (res.modifiedCount !== 1) return null;
+    return { asset, version, region };
+  }
+}

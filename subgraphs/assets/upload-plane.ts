@@ -1,0 +1,202 @@
+import multipart from '@fastify/multipart';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Readable } from 'node:stream';
+import { PlatformError, badRequest, isPlatformError, notFound } from '../../core/errors';
+import type { Ports } from '../../core/ports';
+import type { Principal } from '../../core/principal';
+import type { StagedBlob } from './blob-store';
+import { etagOf } from './revisions';
+import type { AssetsService } from './service';
+import { parseUploadFields } from './uploads';
+import { assetView } from './views';
+
+/** Routes of the upload byte path, under the assets prefix (spec 4.3). */
+export const ASSETS_PREFIX = '/api/v1/assets';
+/** Text fields of a form, each at most 64 KiB; a form holds at most 32 of them and exactly one file. */
+const FIELD_LIMITS = { fieldSize: 64 * 1024, fields: 32, files: 1, parts: 40 };
+
+/** How the data plane learns the caller (it runs outside GraphQL, so the router's check does not). */
+export type Authenticate = (req: FastifyRequest) => Promise<Principal | null>;
+
+/** The bearer key of `Authorization`, resolved by the kernel's authenticator port. */
+export function bearerAuthenticate(ports: Ports): Authenticate {
+  return async (req) => {
+    const m = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '');
+    return m ? ports.get('authenticator').authenticate(m[1]) : null;
+  };
+}
+
+export function sendError(reply: FastifyReply, e: unknown, log: FastifyRequest['log']): FastifyReply {
+  if (isPlatformError(e)) {
+    return reply.status(e.status).send({ success: false, error: { code: e.code, message: e.message, details: e.details } });
+  }
+  const code = (e as { code?: string }).code;
+  if (typeof code === 'string' && code.startsWith('FST_')) {
+    return reply
+      .status(400)
+      .send({ success: false, error: { code: 'validation_failed', message: (e as Error).message, details: {} } });
+  }
+  log.error({ err: e }, 'assets data plane failed');
+  return reply.status(500).send({ success: false, error: { code: 'internal', message: 'internal error', details: {} } });
+}
+
+interface ReadForm {
+  staged: StagedBlob | null;
+  fileName: string | undefined;
+  fields: Record<string, string>;
+}
+
+/**
+ * Reads a multipart form part by part: the file streams into a staged blob as it arrives (never
+ * buffered whole), text fields are collected, whichever order they come in.
+ */
+async function readForm(req: FastifyRequest, assets: AssetsService, principal: Principal): Promise<ReadForm> {
+  const form: ReadForm = { staged: null, fileName: undefined, fields: {} };
+  try {
+    for await (const part of req.parts({ limits: FIELD_LIMITS })) {
+      if (part.type === 'file') {
+        if (part.fieldname !== 'file') throw badRequest('validation_failed', `unexpected file field ${part.fieldname}`);
+        form.fileName = part.filename;
+        form.staged = await assets.uploads.stage(principal.accountId, part.file);
+        if (part.file.truncated) throw badRequest('validation_failed', 'file was truncated');
+      } else {
+        if (typeof part.value !== 'string') throw badRequest('validation_failed', `field ${part.fieldname} must be text`);
+        form.fields[part.fieldname] = part.value;
+      }
+    }
+  } catch (e) {
+    if (form.staged) await assets.blobs.discard(form.staged);
+    throw e;
+  }
+  if (!form.staged) throw badRequest('validation_failed', 'the form has no file field');
+  return form;
+}
+
+/**
+ * The upload byte path on the bridge listener: `POST /upload` and `PUT /{id}/replace`. Registered
+ * by the composition root in its own encapsulated scope, so its multipart parser touches nothing
+ * else on the listener.
+ */
+export async function assetsUploadPlane(app: FastifyInstance, assets: AssetsService, authenticate: Authenticate): Promise<void> {
+  // Raw-byte session routes in their own scope (no body parsers but a pass-through).
+  await app.register(async (scope) => assetsSessionPlane(scope, assets));
+  // No size cap here: the content policy caps the stream while it is staged.
+  await app.register(multipart, { limits: { fileSize: Number.MAX_SAFE_INTEGER } });
+
+  const handle =
+    (run: (p: Principal, form: ReadForm, req: FastifyRequest) => Promise<import('./model').AssetDoc>, status: number) =>
+    async (req: FastifyRequest, reply: FastifyReply) => {
+      let staged: StagedBlob | null = null;
+      try {
+        const principal = assets.writer(await authenticate(req));
+        if (!req.isMultipart()) throw badRequest('validation_failed', 'expected a multipart/form-data body');
+        const form = await readForm(req, assets, principal);
+        staged = form.staged;
+        const asset = await run(principal, form, req);
+        assets.forget(asset._id);
+        assets.nudge();
+        reply.header('ETag', etagOf(asset.revision));
+        return reply.status(status).send({ success: true, data: assetView(asset, assets.cfg.cdnUrl) });
+      } catch (e) {
+        // Nothing stays behind a refusal: the staged bytes go before the answer does.
+        if (staged) await assets.blobs.discard(staged).catch(() => undefined);
+        // Drain what the client still sends, so it reads our answer instead of a reset.
+        req.raw.resume();
+        return sendError(reply, e, req.log);
+      }
+    };
+
+  app.post(
+    `${ASSETS_PREFIX}/upload`,
+    handle(async (p, form) => {
+      const asset = await assets.uploads.create(p, form.staged as StagedBlob, form.fileName, parseUploadFields(form.fields));
+      return asset;
+    }, 201),
+  );
+
+  // Browser uploads with a capability token instead of the key (spec 5.7); outside /api/v1.
+  app.post('/assets/widget', async (req, reply) => {
+    let staged: StagedBlob | null = null;
+    try {
+      const h = req.headers['x-upload-capability'];
+      const cap = assets.capabilities.verify(Array.isArray(h) ? h[0] : h);
+      if (!cap) throw new PlatformError('assets.invalid_capability', 401, 'X-Upload-Capability is missing, invalid or expired');
+      if (!req.isMultipart()) throw badRequest('validation_failed', 'expected a multipart/form-data body');
+      const form = await readForm(req, assets, cap.principal);
+      staged = form.staged;
+      const fields = parseUploadFields(form.fields);
+      if (cap.bucket) fields.bucket = cap.bucket;
+      if (cap.folder) fields.folder = cap.folder;
+      const asset = await assets.uploads.create(cap.principal, staged as StagedBlob, form.fileName, fields);
+      assets.nudge();
+      reply.header('ETag', etagOf(asset.revision));
+      return reply.status(201).send({ success: true, data: assetView(asset, assets.cfg.cdnUrl) });
+    } catch (e) {
+      if (staged) await assets.blobs.discard(staged).catch(() => undefined);
+      req.raw.resume();
+      return sendError(reply, e, req.log);
+    }
+  });
+
+  app.put<{ Params: { id: string } }>(
+    `${ASSETS_PREFIX}/:id/replace`,
+    handle(async (p, form, req) => {
+      const ifMatch = req.headers['if-match'];
+      const { id } = req.params as { id: string };
+      const fields = parseUploadFields(form.fields);
+      for (const k of ['bucket', 'key', 'folder', 'visibility', 'cache_control', 'metadata', 'tags'] as const) {
+        if (fields[k] !== undefined) throw badRequest('validation_failed', `${k} cannot be changed by replace (use PATCH)`);
+      }
+      return assets.uploads.replace(p, id, ifMatch, form.staged as StagedBlob, form.fileName, fields);
+    }, 200),
+  );
+}
+
+/**
+ * The session byte routes: `PUT {url}` (single) and `PUT {url}/parts/{n}` (chunked, with
+ * `X-Content-SHA256`). The capability in the path authorises them. Bodies are raw bytes of any
+ * content type, streamed to the blob store unparsed.
+ */
+export async function assetsSessionPlane(app: FastifyInstance, assets: AssetsService): Promise<void> {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (_req, payload, done) => done(null, payload));
+  const capabilityRefused = () => notFound('assets.upload_session_not_found', 'upload session not found');
+
+  app.put<{ Params: { cap: string } }>(`${ASSETS_PREFIX}/uploads/:cap`, async (req, reply) => {
+    try {
+      const s = await assets.sessions.byCapability(req.params.cap);
+      if (!s) throw capabilityRefused();
+      const asset = await assets.sessions.putSingle(s, req.body as Readable);
+      reply.header('ETag', etagOf(asset.revision));
+      return reply.status(201).send({ success: true, data: assetView(asset, assets.cfg.cdnUrl) });
+    } catch (e) {
+      req.raw.resume();
+      return sendError(reply, e, req.log);
+    }
+  });
+
+  app.put<{ Params: { cap: string; n: string } }>(`${ASSETS_PREFIX}/uploads/:cap/parts/:n`, async (req, reply) => {
+    try {
+      const s = await assets.sessions.byCapability(req.params.cap);
+      if (!s) throw capabilityRefused();
+      const n = Number(req.params.n);
+      if (!Number.isInteger(n)) throw badRequest('validation_failed', 'part number must be an integer');
+      const sha = req.headers['x-content-sha256'];
+      const updated = await assets.sessions.putPart(s, n, Array.isArray(sha) ? sha[0] : sha, req.body as Readable);
+      const part = updated.parts.find((x) => x.number === n);
+      return reply.status(200).send({
+        success: true,
+        data: {
+          upload_session_id: s._id,
+          part_number: n,
+          size: part?.size,
+          checksum_sha256: part?.sha256,
+          received_parts: updated.parts.length,
+        },
+      });
+    } catch (e) {
+      req.raw.resume();
+      return sendError(reply, e, req.log);
+    }
+  });
+}

@@ -1,0 +1,330 @@
+import type { Readable } from 'node:stream';
+import { z } from 'zod';
+import { PlatformError, badRequest, notFound, paymentRequired } from '../../core/errors';
+import { newId } from '../../core/ids';
+import { isDuplicateKey } from '../../core/mongo';
+import type { Principal } from '../../core/principal';
+import { BlobTooLargeError, type BlobStore, type StagedBlob } from './blob-store';
+import type { Buckets } from './buckets';
+import { assetTypeOf, checkContent, type ContentPolicy, largestAllowed, policyOf, sniffMime } from './content-policy';
+import { objectEventEntry } from './events';
+import { type AssetDoc, type AssetModels, VISIBILITIES } from './model';
+import { requiredRevision, revisionStale } from './revisions';
+import type { Scanner } from './scanner';
+import type { AssetsSettings } from './settings';
+
+/** Longest object key and folder (spec leaves them open; docs/spec-decisions.md). */
+export const MAX_KEY_LENGTH = 1024;
+export const MAX_METADATA_BYTES = 16 * 1024;
+
+/** The text fields of a multipart upload (spec 2.3), as strings from the form. */
+export const uploadFieldsSchema = z
+  .object({
+    bucket: z.string().min(1).optional(),
+    key: z.string().min(1).max(MAX_KEY_LENGTH).optional(),
+    folder: z.string().max(MAX_KEY_LENGTH).optional(),
+    visibility: z.enum(VISIBILITIES).optional(),
+    cache_control: z.string().min(1).max(256).optional(),
+    metadata: z.string().max(MAX_METADATA_BYTES).optional(),
+    checksum_sha256: z
+      .string()
+      .regex(/^[0-9a-fA-F]{64}$/)
+      .optional(),
+    tags: z.string().max(4096).optional(),
+    /** Replace only: the branch the new version goes on (default: the main line). */
+    branch: z.string().max(64).optional(),
+  })
+  .strict();
+export type UploadFields = z.infer<typeof uploadFieldsSchema>;
+
+export function parseUploadFields(raw: Record<string, string>): UploadFields {
+  const parsed = uploadFieldsSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw badRequest('validation_failed', `${issue.path.join('.') || 'form'}: ${issue.message}`);
+  }
+  return parsed.data;
+}
+
+function parseMetadata(raw: string | undefined): Record<string, unknown> {
+  if (raw === undefined || raw === '') return {};
+  let v: unknown;
+  try {
+    v = JSON.parse(raw);
+  } catch {
+    throw badRequest('validation_failed', 'metadata must be a JSON object');
+  }
+  if (v === null || typeof v !== 'object' || Array.isArray(v))
+    throw badRequest('validation_failed', 'metadata must be a JSON object');
+  return v as Record<string, unknown>;
+}
+
+function parseTags(raw: string | undefined): string[] {
+  if (!raw) return [];
+  const tags = raw.trim().startsWith('[') ? (JSON.parse(raw) as unknown) : raw.split(',');
+  if (!Array.isArray(tags) || tags.some((t) => typeof t !== 'string'))
+    throw badRequest('validation_failed', 'tags must be strings');
+  return [...new Set((tags as string[]).map((t) => t.trim()).filter(Boolean))];
+}
+
+const normFolder = (f: string | undefined) => (f ?? '').replace(/^\/+|\/+$/g, '');
+const safeName = (n: string | undefined) => (n && n.trim() ? n.trim().slice(0, 255) : 'file');
+
+/** The checks every new version goes through, in the order a user sees their failures. */
+interface Accepted {
+  mime: string;
+  infected: boolean;
+}
+
+/**
+ * Streamed uploads: the bytes go from the socket to a staged blob (hashed and counted on the way),
+ * are checked, and only then committed and recorded. Any failure discards the staged bytes, so no
+ * blob and no record outlive a refused upload.
+ */
+export class Uploads {
+  constructor(
+    private readonly m: AssetModels,
+    private readonly blobs: BlobStore,
+    private readonly buckets: Buckets,
+    private readonly scanner: Scanner,
+    private readonly settings: AssetsSettings,
+    private readonly objectsTopic: () => string,
+  ) {}
+
+  async policy(accountId: string): Promise<ContentPolicy> {
+    return policyOf(await this.m.AccountState.findById(accountId).lean().exec());
+  }
+
+  /** Streams one file into a staged blob, capped at the largest size the policy allows any type. */
+  async stage(accountId: string, source: Readable): Promise<StagedBlob> {
+    const policy = await this.policy(accountId);
+    try {
+      return await this.blobs.stage(source, { maxBytes: largestAllowed(policy) });
+    } catch (e) {
+      if (e instanceof BlobTooLargeError) {
+        throw new PlatformError('assets.policy_violation', 400, `a file may be at most ${e.maxBytes} bytes`, {
+          limit: e.maxBytes,
+        });
+      }
+      throw e;
+    }
+  }
+
+  private quota(p: Principal): number {
+    return p.plan === 'pro' ? this.settings.ASSETS_QUOTA_BYTES_PRO : this.settings.ASSETS_QUOTA_BYTES_FREE;
+  }
+
+  /** Takes `bytes` of the account's quota with one conditional `$inc` (402 when it would overflow). */
+  async reserve(p: Principal, bytes: number): Promise<void> {
+    const limit = this.quota(p);
+    await this.m.AccountState.updateOne({ _id: p.accountId }, { $setOnInsert: { usedBytes: 0 } }, { upsert: true });
+    const res = await this.m.AccountState.updateOne(
+      { _id: p.accountId, usedBytes: { $lte: limit - bytes } },
+      { $inc: { usedBytes: bytes } },
+    );
+    if (res.modifiedCount !== 1) {
+      throw paymentRequired('assets.quota_exceeded', 'the account has no room for this file', {
+        quota_bytes: limit,
+        size: bytes,
+      });
+    }
+  }
+
+  async release(accountId: string, bytes: number): Promise<void> {
+    if (bytes > 0) await this.m.AccountState.updateOne({ _id: accountId }, { $inc: { usedBytes: -bytes } });
+  }
+
+  private async accept(
+    accountId: string,
+    staged: StagedBlob,
+    bucket: Parameters<typeof checkContent>[1],
+    fields: UploadFields,
+  ): Promise<Accepted> {
+    const mime = await sniffMime(staged.head);
+    checkContent(await this.policy(accountId), bucket, mime, staged.size);
+    if (fields.checksum_sha256 && fields.checksum_sha256.toLowerCase() !== staged.sha256) {
+      throw new PlatformError('assets.checksum_mismatch', 422, 'the bytes do not match checksum_sha256', {
+        expected: fields.checksum_sha256.toLowerCase(),
+        received: staged.sha256,
+      });
+    }
+    const verdict = await this.scanner.scan(staged.head, staged.size, () => {
+      throw new Error('the default scanner reads only the head');
+    });
+    return { mime, infected: verdict === 'infected' };
+  }
+
+  /** Removes a committed blob unless another version (of any asset) still uses it. */
+  async dropBlobIfUnused(sha256: string, regions: string[], exceptAssetId?: string): Promise<void> {
+    const filter: Record<string, unknown> = { 'versions.sha256': sha256 };
+    if (exceptAssetId) filter._id = { $ne: exceptAssetId };
+    if (await this.m.Asset.exists(filter)) return;
+    for (const r of regions) await this.blobs.remove(r, sha256);
+  }
+
+  /** A new asset from a staged file. The caller discards `staged` afterwards whatever happens. */
+  async create(p: Principal, staged: StagedBlob, fileName: string | undefined, fields: UploadFields): Promise<AssetDoc> {
+    const bucket = fields.bucket
+      ? await this.buckets.get(p.accountId, fields.bucket).catch(() => {
+          throw notFound('assets.bucket_not_found', 'bucket not found');
+        })
+      : await this.buckets.ensureDefault(p.accountId);
+    const originalName = safeName(fileName);
+    const folder = normFolder(fields.folder);
+    const key = fields.key ?? (folder ? `${folder}/${originalName}` : originalName);
+    const metadata = parseMetadata(fields.metadata);
+    const tags = parseTags(fields.tags);
+    const { mime, infected } = await this.accept(p.accountId, staged, bucket, fields);
+    await this.reserve(p, staged.size);
+    const now = new Date();
+    const replicas = bucket.replicationPolicy?.regions ?? [];
+    const doc: AssetDoc = {
+      _id: newId(),
+      accountId: p.accountId,
+      bucketId: bucket._id,
+      key,
+      folder,
+      visibility: fields.visibility ?? bucket.defaultVisibility,
+      cacheControl: fields.cache_control ?? bucket.cacheControl,
+      metadata,
+      originalName,
+      tags,
+      mimeType: mime,
+      type: assetTypeOf(mime),
+      size: staged.size,
+      checksum: staged.sha256,
+      status: 'processing',
+      scanStatus: 'pending',
+      replicationStatus: replicas.length > 0 ? 'pending' : 'not_required',
+      moderationStatus: 'not_requested',
+      quarantineStatus: 'none',
+      revision: 1,
+      currentVersion: 1,
+      versions: [
+        { number: 1, sha256: staged.sha256, size: staged.size, mimeType: mime, originalName, branch: 'main', createdAt: now },
+      ],
+      branches: [],
+      homeRegion: bucket.homeRegion,
+      replicaRegions: replicas,
+      replicatedRegions: [],
+      createdAt: now,
+      updatedAt: now,
+      outbox: [],
+    };
+    // The record first (as `processing`), so a duplicate key is refused before any blob is committed.
+    try {
+      await this.m.Asset.create(doc);
+    } catch (e) {
+      await this.release(p.accountId, staged.size);
+      if (isDuplicateKey(e))
+        throw new PlatformError('assets.duplicate_key', 409, `key ${key} already exists in this bucket`, { key });
+      throw e;
+    }
+    try {
+      await this.blobs.commit(staged, bucket.homeRegion);
+    } catch (e) {
+      await this.m.Asset.deleteOne({ _id: doc._id });
+      await this.release(p.accountId, staged.size);
+      throw e;
+    }
+    const set = {
+      status: infected ? 'quarantined' : 'ready',
+      scanStatus: infected ? 'infected' : 'clean',
+      quarantineStatus: infected ? 'quarantined' : 'none',
+      updatedAt: new Date(),
+    } as const;
+    const event = objectEventEntry(this.objectsTopic(), {
+      type: 'object.created',
+      asset: doc,
+      version: 1,
+      size: staged.size,
+      contentType: mime,
+      sha256: staged.sha256,
+    });
+    await this.m.Asset.updateOne({ _id: doc._id, status: 'processing' }, { $set: set, $push: { outbox: event } });
+    return { ...doc, ...set };
+  }
+
+  /**
+   * A new version of an existing asset (same id). With `branch`, the version goes on that branch
+   * and the current version stays; otherwise it becomes current. `If-Match` is honoured when sent.
+   */
+  async replace(
+    p: Principal,
+    assetId: string,
+    ifMatch: string | null | undefined,
+    staged: StagedBlob,
+    fileName: string | undefined,
+    fields: UploadFields,
+  ): Promise<AssetDoc> {
+    const current = await this.m.Asset.findOne({ _id: assetId, accountId: p.accountId }).lean<AssetDoc>().exec();
+    if (!current || current.status === 'deleting') throw notFound('assets.not_found', 'asset not found');
+    const expected = ifMatch ? requiredRevision(ifMatch) : current.revision;
+    if (expected !== current.revision) throw revisionStale(current.revision);
+    const bucket = await this.buckets.get(p.accountId, current.bucketId);
+    const { mime, infected } = await this.accept(p.accountId, staged, bucket, fields);
+    const branch = fields.branch && fields.branch !== 'main' ? fields.branch : null;
+    if (branch && !current.branches.some((b) => b.name === branch)) throw notFound('assets.branch_not_found', 'branch not found');
+    await this.reserve(p, staged.size);
+    const now = new Date();
+    const number = Math.max(...current.versions.map((v) => v.number)) + 1;
+    const originalName = fileName ? safeName(fileName) : current.originalName;
+    const version = {
+      number,
+      sha256: staged.sha256,
+      size: staged.size,
+      mimeType: mime,
+      originalName,
+      branch: branch ?? 'main',
+      createdAt: now,
+    };
+    try {
+      await this.blobs.commit(staged, current.homeRegion);
+    } catch (e) {
+      await this.release(p.accountId, staged.size);
+      throw e;
+    }
+    const update: Record<string, unknown> = { $push: { versions: version }, $inc: { revision: 1 }, $set: { updatedAt: now } };
+    if (branch) {
+      // The whole array under the revision guard (the wire server has no arrayFilters).
+      (update.$set as Record<string, unknown>).branches = current.branches.map((b) =>
+        b.name === branch ? { ...b, version: number } : b,
+      );
+    } else {
+      Object.assign(update.$set as Record<string, unknown>, {
+        currentVersion: number,
+        mimeType: mime,
+        type: assetTypeOf(mime),
+        size: staged.size,
+        checksum: staged.sha256,
+        originalName,
+        status: infected ? 'quarantined' : 'ready',
+        scanStatus: infected ? 'infected' : 'clean',
+        quarantineStatus: infected ? 'quarantined' : 'none',
+        replicationStatus: current.replicaRegions.length > 0 ? 'pending' : 'not_required',
+        replicatedRegions: [],
+      });
+      (update.$push as Record<string, unknown>).outbox = objectEventEntry(this.objectsTopic(), {
+        type: 'object.overwritten',
+        asset: current,
+        version: number,
+        size: staged.size,
+        contentType: mime,
+        sha256: staged.sha256,
+      });
+    }
+    const updated = await this.m.Asset.findOneAndUpdate(
+      { _id: assetId, accountId: p.accountId, revision: current.revision, status: { $ne: 'deleting' } },
+      update,
+      { new: true },
+    )
+      .lean<AssetDoc>()
+      .exec();
+    if (!updated) {
+      await this.release(p.accountId, staged.size);
+      await this.dropBlobIfUnused(staged.sha256, [current.homeRegion]);
+      throw revisionStale();
+    }
+    return updated;
+  }
+}

@@ -1,0 +1,73 @@
+import { Arg, Ctx, Int, Mutation, Query, Resolver } from 'type-graphql';
+import { badRequest } from '../../core/errors';
+import type { RequestContext } from '../../core/subgraph-kit';
+import type { MailServices } from './services';
+import { MailAuditType, MailChecklistType, MailMigrationGuideType, MailMigrationPlanType } from './types';
+
+/** `download=1` asks for an attachment; `0` or absent does not; anything else is `invalid_audit`. */
+function wantsDownload(value: string | null): boolean {
+  if (value === null || value === '' || value === '0') return false;
+  if (value === '1') return true;
+  throw badRequest('invalid_audit', 'download takes 1 (or 0)', { parameter: 'download' });
+}
+
+@Resolver()
+export class MailPublicResolver {
+  constructor(private readonly mail: MailServices) {}
+
+  @Query(() => MailAuditType, { description: 'Public domain audit (no authentication).' })
+  async mailAudit(
+    @Arg('domain', () => String) domain: string,
+    @Arg('selectors', () => String, { nullable: true }) selectors: string | null,
+    @Arg('download', () => String, { nullable: true, description: '`1` for an attachment' }) download: string | null,
+    @Arg('clientIp', () => String, { nullable: true, description: 'The caller address the REST bridge saw' })
+    clientIp: string | null,
+  ): Promise<MailAuditType> {
+    const asFile = wantsDownload(download);
+    const report = await this.mail.audit.audit({ domain, selectors: selectors ?? undefined, clientIp: clientIp ?? 'unknown' });
+    return { ...report, downloadName: asFile ? 'mail-domain-audit.json' : null };
+  }
+
+  @Query(() => MailMigrationPlanType, { description: 'Public migration plan for one provider (no authentication).' })
+  async mailMigrationPlan(
+    @Arg('domain', () => String) domain: string,
+    @Arg('provider', () => String) provider: string,
+    @Arg('selectors', () => String, { nullable: true }) selectors: string | null,
+    @Arg('download', () => String, { nullable: true, description: '`1` for an attachment' }) download: string | null,
+    @Arg('clientIp', () => String, { nullable: true }) clientIp: string | null,
+  ): Promise<MailMigrationPlanType> {
+    const asFile = wantsDownload(download);
+    const plan = await this.mail.migrationPlan({
+      domain,
+      provider,
+      selectors: selectors ?? undefined,
+      clientIp: clientIp ?? 'unknown',
+    });
+    return { ...plan, downloadName: asFile ? 'mail-migration-plan.json' : null };
+  }
+
+  @Query(() => [MailMigrationGuideType], { description: 'Every provider guide (no authentication).' })
+  mailMigrationGuides(): MailMigrationGuideType[] {
+    return this.mail.guides();
+  }
+
+  @Query(() => MailChecklistType, { description: 'The workspace migration checklist (live keys only).' })
+  mailMigrationChecklist(
+    @Arg('domain', () => String) domain: string,
+    @Arg('provider', () => String) provider: string,
+    @Ctx() ctx: RequestContext,
+  ): Promise<MailChecklistType> {
+    return this.mail.checklist.get(ctx.principal, { domain, provider });
+  }
+
+  @Mutation(() => MailChecklistType, { description: 'Saves checklist progress; a stale revision is a conflict.' })
+  updateMailMigrationChecklist(
+    @Arg('domain', () => String) domain: string,
+    @Arg('provider', () => String) provider: string,
+    @Arg('completed', () => [String]) completed: string[],
+    @Arg('revision', () => Int) revision: number,
+    @Ctx() ctx: RequestContext,
+  ): Promise<MailChecklistType> {
+    return this.mail.checklist.put(ctx.principal, { domain, provider, completed, revision });
+  }
+}

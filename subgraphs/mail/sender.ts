@@ -1,0 +1,409 @@
+import nodemailer, { type Transporter } from 'nodemailer';
+import { badRequest, forbidden, notFound } from '../../core/errors';
+import { outboxPush, type OutboxEvent } from '../../core/events/outbox';
+import { newId } from '../../core/ids';
+import type { Logger } from '../../core/logger';
+import type { Ports } from '../../core/ports';
+import { type Principal, requireWriter, requirePrincipal } from '../../core/principal';
+import { mailEvent, type MailEventType } from './events';
+import type { MessageDoc, RecipientStatus, SendingModels, TimelineItem } from './sending-model';
+
+/**
+ * `POST /v1/mail/send` and the durable sender behind it. A message is one document: its status,
+ * per-recipient outcome, timeline and the events still to publish change together in one update.
+ * The sender claims due messages with a lease (a crashed sender's claim expires and another takes
+ * it), hands them to SMTP with nodemailer, retries 4xx answers with backoff, and turns a 5xx into a
+ * bounce and a suppression. Suppressed addresses are never sent to again.
+ */
+export interface SendInput {
+  from: string;
+  to: string | string[];
+  cc?: string[];
+  bcc?: string[];
+  subject: string;
+  html?: string | null;
+  text?: string | null;
+  tags?: string[];
+}
+
+export interface SenderOptions {
+  smtpUrl: string;
+  /** First retry after this long, doubling per attempt (default 30 s). */
+  retryBaseMs: number;
+  /** Longest wait between attempts (1 h). */
+  retryMaxMs: number;
+  /** Attempts before a message that keeps being deferred fails (default 8). */
+  maxAttempts: number;
+  /** How long a claim lasts before another sender may take the message (60 s). */
+  leaseMs: number;
+  /** Idle scan interval (1 s); a send nudges the sender at once. */
+  pollMs: number;
+}
+
+/** Most recipients per message across to, cc and bcc. */
+export const MAX_RECIPIENTS = 50;
+const ADDRESS = /^[^\s@<>(),;:"[\]]+@[^\s@<>(),;:"[\]]+\.[^\s@<>(),;:"[\]]+$/;
+
+/** `Name <a@b>` or `a@b` → `a@b` in lower case; anything else is `invalid_address`. */
+export function bareAddress(input: string): string {
+  const m = /<([^<>]+)>\s*$/.exec(input);
+  const addr = (m ? m[1] : input).trim().toLowerCase();
+  if (!ADDRESS.test(addr) || addr.length > 320)
+    throw badRequest('invalid_address', `"${input.slice(0, 100)}" is not an email address`);
+  return addr;
+}
+
+const item = (
+  type: MailEventType,
+  label: string,
+  metadata: Record<string, unknown> | null = null,
+  at = new Date(),
+): TimelineItem => ({
+  type,
+  label,
+  createdAt: at,
+  metadata,
+});
+
+export function isTestKey(p: Principal): boolean {
+  return (p as Principal & { mode?: string }).mode === 'test';
+}
+
+export class SendService {
+  private transport: Transporter | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private running = false;
+  private scanning: Promise<void> | null = null;
+  private again = false;
+
+  constructor(
+    private readonly models: SendingModels,
+    private readonly ports: Ports,
+    private readonly topic: string,
+    private readonly opts: SenderOptions,
+    private readonly log: Logger,
+    /** Called after a write that queued events, so the outbox relay publishes at once. */
+    private readonly onEvents: () => void = () => undefined,
+  ) {}
+
+  private events(
+    doc: Pick<MessageDoc, '_id' | 'accountId'>,
+    entries: { type: MailEventType; data?: Record<string, unknown> }[],
+    at: Date,
+  ): OutboxEvent[] {
+    return entries.map((e) =>
+      mailEvent(
+        this.topic,
+        {
+          type: e.type,
+          accountId: doc.accountId,
+          resourceType: 'message',
+          resourceId: doc._id,
+          messageId: doc._id,
+          data: e.data ?? {},
+        },
+        at,
+      ),
+    );
+  }
+
+  async send(principal: Principal | null, input: SendInput): Promise<{ id: string; status: string }> {
+    const p = requireWriter(requirePrincipal(principal));
+    const from = bareAddress(input.from);
+    const to = (Array.isArray(input.to) ? input.to : [input.to]).map(bareAddress);
+    const cc = (input.cc ?? []).map(bareAddress);
+    const bcc = (input.bcc ?? []).map(bareAddress);
+    const all = [...new Set([...to, ...cc, ...bcc])];
+    if (to.length === 0) throw badRequest('invalid_recipients', 'to needs at least one address');
+    if (all.length > MAX_RECIPIENTS) throw badRequest('invalid_recipients', `at most ${MAX_RECIPIENTS} recipients per message`);
+    if (!input.html && !input.text) throw badRequest('invalid_message', 'a message needs html or text');
+    if (!(await this.ports.get('senders').isVerified(p.accountId, from))) {
+      throw forbidden('sender_not_verified', `${from} is not a verified sender of this account (platform senders verify)`);
+    }
+    const test = isTestKey(p);
+    const now = new Date();
+    const id = newId();
+    const base = { _id: id, accountId: p.accountId };
+    const timeline = [item('mail.message.accepted', 'Accepted', { recipients: all.length }, now)];
+    const evts: { type: MailEventType; data?: Record<string, unknown> }[] = [
+      { type: 'mail.message.accepted', data: { from, recipients: all.length } },
+    ];
+    if (!test) {
+      timeline.push(item('mail.message.queued', 'Queued for delivery', null, now));
+      evts.push({ type: 'mail.message.queued' });
+    }
+    await this.models.Message.create({
+      ...base,
+      test,
+      from,
+      to,
+      cc,
+      bcc,
+      subject: input.subject,
+      html: input.html ?? null,
+      text: input.text ?? null,
+      tags: input.tags ?? [],
+      status: test ? 'recorded' : 'queued',
+      recipients: all.map((address) => ({ address, status: 'pending' as RecipientStatus, detail: null })),
+      attempts: 0,
+      nextAttemptAt: test ? null : now,
+      leaseUntil: null,
+      timeline,
+      outbox: outboxPush(this.events(base, evts, now), now).outbox.$each,
+      createdAt: now,
+      updatedAt: now,
+    });
+    this.onEvents();
+    if (!test) this.nudge();
+    return { id, status: test ? 'recorded' : 'queued' };
+  }
+
+  async timeline(principal: Principal | null, messageId: string): Promise<TimelineItem[]> {
+    const p = requirePrincipal(principal);
+    const doc = await this.models.Message.findById(messageId, { accountId: 1, timeline: 1 }).lean();
+    if (!doc || doc.accountId !== p.accountId) throw notFound('message_not_found', 'no such message');
+    return doc.timeline;
+  }
+
+  // --- the durable sender -------------------------------------------------------------------
+
+  start(): void {
+    this.running = true;
+    this.schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    if (this.timer) clearTimeout(this.timer);
+    await this.scanning;
+    this.transport?.close();
+  }
+
+  nudge(): void {
+    if (!this.running) return;
+    if (this.scanning) this.again = true;
+    else this.schedule(0);
+  }
+
+  private schedule(ms: number) {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.scan(), ms);
+  }
+
+  private async scan(): Promise<void> {
+    if (!this.running || this.scanning) return;
+    this.scanning = (async () => {
+      try {
+        for (;;) {
+          const worked = await this.sendDue();
+          if (!worked || !this.running) break;
+        }
+      } catch (e) {
+        this.log.warn({ err: (e as Error).message }, 'mail sender scan failed');
+      }
+    })();
+    await this.scanning;
+    this.scanning = null;
+    if (!this.running) return;
+    const next = this.again ? 0 : await this.msUntilNextDue();
+    this.again = false;
+    this.schedule(next);
+  }
+
+  private async msUntilNextDue(): Promise<number> {
+    const next = await this.models.Message.findOne({ status: { $in: ['queued', 'deferred'] } }, { nextAttemptAt: 1 })
+      .sort({ nextAttemptAt: 1 })
+      .lean();
+    if (!next?.nextAttemptAt) return this.opts.pollMs;
+    return Math.max(0, Math.min(this.opts.pollMs, new Date(next.nextAttemptAt).getTime() - Date.now()));
+  }
+
+  /** Claims and sends due messages; false when none was due. */
+  private async sendDue(): Promise<boolean> {
+    const now = new Date();
+    const due = await this.models.Message.find(
+      {
+        $or: [
+          { status: { $in: ['queued', 'deferred'] }, nextAttemptAt: { $lte: now } },
+          { status: 'sending', leaseUntil: { $lte: now } },
+        ],
+      },
+      { _id: 1, status: 1, leaseUntil: 1 },
+    )
+      .limit(20)
+      .lean();
+    if (!due.length) return false;
+    await Promise.all(due.map((d) => this.claimAndSend(d._id, d.status, d.leaseUntil)));
+    return true;
+  }
+
+  private async claimAndSend(id: string, status: string, leaseUntil: Date | null): Promise<void> {
+    const now = new Date();
+    const claimed = await this.models.Message.findOneAndUpdate(
+      { _id: id, status, leaseUntil },
+      {
+        $set: { status: 'sending', leaseUntil: new Date(now.getTime() + this.opts.leaseMs), updatedAt: now },
+        $inc: { attempts: 1 },
+        $push: { timeline: item('mail.message.sending', 'Handing to the mail server', null, now) },
+      },
+      { new: true },
+    ).lean();
+    if (!claimed) return; // another sender took it
+    await this.deliver(claimed);
+  }
+
+  private smtp(): Transporter {
+    this.transport ??= nodemailer.createTransport(this.opts.smtpUrl, { pool: true, maxConnections: 4 } as never);
+    return this.transport;
+  }
+
+  private async deliver(msg: MessageDoc): Promise<void> {
+    const now = new Date();
+    const fence = { _id: msg._id, status: 'sending', leaseUntil: msg.leaseUntil };
+    const events: { type: MailEventType; data?: Record<string, unknown> }[] = [
+      { type: 'mail.message.sending', data: { attempt: msg.attempts } },
+    ];
+    const timeline: TimelineItem[] = [];
+    const recipients = msg.recipients.map((r) => ({ ...r }));
+
+    // Suppressed addresses are never handed to SMTP.
+    const open = recipients.filter((r) => r.status === 'pending' || r.status === 'deferred');
+    const suppressed = await this.models.Suppression.find(
+      { _id: { $in: open.map((r) => `${msg.accountId}:${r.address}`) } },
+      { address: 1 },
+    ).lean();
+    const blocked = new Set(suppressed.map((s) => s.address));
+    for (const r of open) if (blocked.has(r.address)) r.status = 'suppressed';
+    if (blocked.size) {
+      events.push({ type: 'mail.message.suppressed', data: { recipients: [...blocked] } });
+      timeline.push(item('mail.message.suppressed', 'Not sent to suppressed recipients', { recipients: [...blocked] }, now));
+    }
+
+    const targets = recipients.filter((r) => r.status === 'pending' || r.status === 'deferred');
+    let accepted: string[] = [];
+    const rejected = new Map<string, { code: number; response: string }>();
+    let transportError: string | null = null;
+    if (targets.length) {
+      const addresses = targets.map((r) => r.address);
+      try {
+        const info = await this.smtp().sendMail({
+          envelope: { from: msg.from, to: addresses },
+          from: msg.from,
+          to: msg.to,
+          cc: msg.cc,
+          subject: msg.subject,
+          html: msg.html ?? undefined,
+          text: msg.text ?? undefined,
+          messageId: `<${msg._id}@platform.mail>`,
+          headers: msg.tags.length ? { 'X-Platform-Tags': msg.tags.join(',') } : undefined,
+        });
+        accepted = (info.accepted as (string | { address: string })[]).map((a) =>
+          (typeof a === 'string' ? a : a.address).toLowerCase(),
+        );
+        for (const e of (info as { rejectedErrors?: { recipient?: string; responseCode?: number; response?: string }[] })
+          .rejectedErrors ?? []) {
+          if (e.recipient) rejected.set(e.recipient.toLowerCase(), { code: e.responseCode ?? 450, response: e.response ?? '' });
+        }
+      } catch (e) {
+        const err = e as {
+          responseCode?: number;
+          response?: string;
+          rejectedErrors?: { recipient?: string; responseCode?: number; response?: string }[];
+          message: string;
+        };
+        if (err.rejectedErrors?.length) {
+          for (const r of err.rejectedErrors)
+            if (r.recipient) rejected.set(r.recipient.toLowerCase(), { code: r.responseCode ?? 450, response: r.response ?? '' });
+        } else if (err.responseCode && err.responseCode >= 500) {
+          for (const a of addresses) rejected.set(a, { code: err.responseCode, response: err.response ?? err.message });
+        } else transportError = err.response ?? err.message;
+      }
+      for (const r of targets) {
+        const rej = rejected.get(r.address);
+        if (accepted.includes(r.address)) r.status = 'delivered';
+        else if (rej && rej.code >= 500) {
+          r.status = 'bounced';
+          r.detail = `${rej.code} ${rej.response}`.slice(0, 300);
+        } else {
+          r.status = 'deferred';
+          r.detail = rej ? `${rej.code} ${rej.response}`.slice(0, 300) : (transportError ?? 'not accepted').slice(0, 300);
+        }
+      }
+    }
+
+    const delivered = targets.filter((r) => r.status === 'delivered').map((r) => r.address);
+    const bounced = targets.filter((r) => r.status === 'bounced');
+    const deferred = targets.filter((r) => r.status === 'deferred');
+    if (delivered.length) {
+      events.push({ type: 'mail.message.mta_accepted', data: { recipients: delivered } });
+      timeline.push(item('mail.message.mta_accepted', 'Accepted by the mail server', { recipients: delivered }, now));
+      events.push({ type: 'mail.delivery.delivered', data: { recipients: delivered } });
+      timeline.push(item('mail.delivery.delivered', 'Delivered', { recipients: delivered }, now));
+    }
+    for (const b of bounced) {
+      events.push({ type: 'mail.message.bounced', data: { recipient: b.address, bounceType: 'hard', response: b.detail } });
+      timeline.push(item('mail.message.bounced', 'Bounced (hard)', { recipient: b.address, response: b.detail }, now));
+    }
+
+    let status: MessageDoc['status'];
+    let nextAttemptAt: Date | null = null;
+    if (deferred.length && msg.attempts < this.opts.maxAttempts) {
+      status = 'deferred';
+      const wait = Math.min(this.opts.retryMaxMs, this.opts.retryBaseMs * 2 ** (msg.attempts - 1));
+      nextAttemptAt = new Date(now.getTime() + wait);
+      const data = {
+        recipients: deferred.map((r) => r.address),
+        attempt: msg.attempts,
+        nextAttemptAt: nextAttemptAt.toISOString(),
+        response: deferred[0].detail,
+      };
+      events.push({ type: 'mail.delivery.delayed', data });
+      timeline.push(item('mail.delivery.delayed', 'Delayed; will retry', data, now));
+    } else if (deferred.length) {
+      status = 'failed';
+      events.push({ type: 'mail.message.failed', data: { recipients: deferred.map((r) => r.address), attempts: msg.attempts } });
+      timeline.push(item('mail.message.failed', 'Failed after retries', { attempts: msg.attempts }, now));
+    } else if (recipients.some((r) => r.status === 'delivered')) status = 'delivered';
+    else if (recipients.some((r) => r.status === 'bounced')) status = 'bounced';
+    else status = 'suppressed';
+
+    const updated = await this.models.Message.updateOne(fence, {
+      $set: { status, recipients, nextAttemptAt, leaseUntil: null, updatedAt: now },
+      $push: { timeline: { $each: timeline }, ...outboxPush(this.events(msg, events, now), now) },
+    });
+    if (updated.modifiedCount === 0) return; // our lease was lost; the new holder decides
+    this.onEvents();
+    // A hard bounce suppresses the address for the account (idempotent on the address).
+    for (const b of bounced) await this.suppress(msg.accountId, b.address, msg._id, b.detail ?? 'hard bounce');
+  }
+
+  private async suppress(accountId: string, address: string, messageId: string, reason: string): Promise<void> {
+    const now = new Date();
+    const _id = `${accountId}:${address}`;
+    const event = mailEvent(
+      this.topic,
+      {
+        type: 'mail.suppression.created',
+        accountId,
+        resourceType: 'suppression',
+        resourceId: _id,
+        messageId,
+        data: { address, reason },
+      },
+      now,
+    );
+    try {
+      await this.models.Suppression.create({
+        _id,
+        accountId,
+        address,
+        reason,
+        messageId,
+        createdAt: now,
+        outbox: outboxPush([event], now).outbox.$each,
+      });
+    } catch (e) {
+      if ((e as { code?: number }).code !== 11000) throw e;
+    }
+  }
+}

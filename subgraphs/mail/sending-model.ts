@@ -1,0 +1,230 @@
+import mongoose, { type Connection, type Model } from 'mongoose';
+import { type OutboxEntry, outboxPlugin } from '../../core/events/outbox';
+import { model } from '../../core/mongo';
+
+/** The sending side's collections. Every id is the `_id`, so reads and claims are exact-key matches. */
+export type MessageStatus = 'queued' | 'sending' | 'deferred' | 'delivered' | 'bounced' | 'failed' | 'suppressed' | 'recorded';
+export type RecipientStatus = 'pending' | 'delivered' | 'deferred' | 'bounced' | 'suppressed';
+
+export interface TimelineItem {
+  type: string;
+  label: string;
+  createdAt: Date;
+  metadata: Record<string, unknown> | null;
+}
+
+export interface MessageDoc {
+  _id: string;
+  accountId: string;
+  /** Test-key mail is recorded only (`recorded`), never handed to SMTP. */
+  test: boolean;
+  from: string;
+  to: string[];
+  cc: string[];
+  bcc: string[];
+  subject: string;
+  html: string | null;
+  text: string | null;
+  tags: string[];
+  status: MessageStatus;
+  recipients: { address: string; status: RecipientStatus; detail: string | null }[];
+  attempts: number;
+  nextAttemptAt: Date | null;
+  leaseUntil: Date | null;
+  timeline: TimelineItem[];
+  outbox: OutboxEntry[];
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface SuppressionDoc {
+  _id: string; // `${accountId}:${address}`
+  accountId: string;
+  address: string;
+  reason: string;
+  messageId: string | null;
+  outbox: OutboxEntry[];
+  createdAt: Date;
+}
+
+export interface EventDoc {
+  _id: string; // the event id
+  accountId: string;
+  type: string;
+  resourceType: string;
+  resourceId: string;
+  messageId: string | null;
+  createdAt: Date;
+  data: Record<string, unknown>;
+}
+
+export interface WebhookDoc {
+  _id: string;
+  accountId: string;
+  url: string;
+  eventTypes: string[];
+  description: string | null;
+  enabled: boolean;
+  /** `whsec_…`, sealed with AES-256-GCM; never selected by a GraphQL type. */
+  secretSealed: string;
+  outbox: OutboxEntry[];
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface DeliveryAttempt {
+  statusCode: number | null;
+  durationMs: number;
+  at: Date;
+  responseExcerpt: string | null;
+  error: string | null;
+}
+
+export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
+
+export interface DeliveryDoc {
+  _id: string; // `${eventId}:${webhookId}`: one delivery per event and endpoint
+  accountId: string;
+  webhookId: string;
+  eventId: string;
+  eventType: string;
+  /** The exact body signed and sent (the same on every retry). */
+  body: string;
+  status: DeliveryStatus;
+  attempts: DeliveryAttempt[];
+  nextAttemptAt: Date | null;
+  leaseUntil: Date | null;
+  outbox: OutboxEntry[];
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+const mixed = mongoose.Schema.Types.Mixed;
+
+const messageSchema = new mongoose.Schema<MessageDoc>(
+  {
+    _id: String,
+    accountId: { type: String, required: true },
+    test: { type: Boolean, default: false },
+    from: String,
+    to: [String],
+    cc: [String],
+    bcc: [String],
+    subject: String,
+    html: { type: String, default: null },
+    text: { type: String, default: null },
+    tags: [String],
+    status: { type: String, required: true },
+    recipients: { type: [{ _id: false, address: String, status: String, detail: { type: String, default: null } }], default: [] },
+    attempts: { type: Number, default: 0 },
+    nextAttemptAt: { type: Date, default: null },
+    leaseUntil: { type: Date, default: null },
+    timeline: {
+      type: [{ _id: false, type: { type: String }, label: String, createdAt: Date, metadata: { type: mixed, default: null } }],
+      default: [],
+    },
+    createdAt: Date,
+    updatedAt: Date,
+  },
+  { collection: 'mail_messages', versionKey: false, minimize: false },
+);
+messageSchema.index({ status: 1, nextAttemptAt: 1 });
+messageSchema.plugin(outboxPlugin);
+
+const suppressionSchema = new mongoose.Schema<SuppressionDoc>(
+  {
+    _id: String,
+    accountId: String,
+    address: String,
+    reason: String,
+    messageId: { type: String, default: null },
+    createdAt: Date,
+  },
+  { collection: 'mail_suppressions', versionKey: false },
+);
+suppressionSchema.plugin(outboxPlugin);
+
+const eventSchema = new mongoose.Schema<EventDoc>(
+  {
+    _id: String,
+    accountId: { type: String, required: true },
+    type: String,
+    resourceType: String,
+    resourceId: String,
+    messageId: { type: String, default: null },
+    createdAt: Date,
+    data: { type: mixed, default: {} },
+  },
+  { collection: 'mail_events', versionKey: false, minimize: false },
+);
+eventSchema.index({ accountId: 1, createdAt: -1 });
+
+const webhookSchema = new mongoose.Schema<WebhookDoc>(
+  {
+    _id: String,
+    accountId: { type: String, required: true },
+    url: String,
+    eventTypes: [String],
+    description: { type: String, default: null },
+    enabled: { type: Boolean, default: true },
+    secretSealed: String,
+    createdAt: Date,
+    updatedAt: Date,
+  },
+  { collection: 'mail_webhooks', versionKey: false },
+);
+webhookSchema.index({ accountId: 1 });
+webhookSchema.plugin(outboxPlugin);
+
+const deliverySchema = new mongoose.Schema<DeliveryDoc>(
+  {
+    _id: String,
+    accountId: String,
+    webhookId: String,
+    eventId: String,
+    eventType: String,
+    body: String,
+    status: String,
+    attempts: {
+      type: [
+        {
+          _id: false,
+          statusCode: { type: Number, default: null },
+          durationMs: Number,
+          at: Date,
+          responseExcerpt: { type: String, default: null },
+          error: { type: String, default: null },
+        },
+      ],
+      default: [],
+    },
+    nextAttemptAt: { type: Date, default: null },
+    leaseUntil: { type: Date, default: null },
+    createdAt: Date,
+    updatedAt: Date,
+  },
+  { collection: 'mail_webhook_deliveries', versionKey: false, minimize: false },
+);
+deliverySchema.index({ webhookId: 1, createdAt: -1 });
+deliverySchema.index({ status: 1, nextAttemptAt: 1 });
+deliverySchema.plugin(outboxPlugin);
+
+export interface SendingModels {
+  Message: Model<MessageDoc>;
+  Suppression: Model<SuppressionDoc>;
+  Event: Model<EventDoc>;
+  Webhook: Model<WebhookDoc>;
+  Delivery: Model<DeliveryDoc>;
+}
+
+const get = <T>(conn: Connection, name: string, schema: mongoose.Schema<T>) => model<T>(conn, 'mail', name, schema);
+
+export function sendingModels(conn: Connection): SendingModels {
+  return {
+    Message: get(conn, 'Message', messageSchema),
+    Suppression: get(conn, 'Suppression', suppressionSchema),
+    Event: get(conn, 'Event', eventSchema),
+    Webhook: get(conn, 'Webhook', webhookSchema),
+    Delivery: get(conn, 'WebhookDelivery', deliverySchema),
+  };
+}

@@ -1,0 +1,213 @@
+import type { Zones } from '../../../core/dns/stand-in-server';
+import type { SpfStatus } from '../spf';
+
+/**
+ * DNS fixtures for the audit: each case is a zone set plus what RFC 7208 says about the domain.
+ * The unit tests, the end-to-end tests and the benchmark serve these from the DNS stand-in.
+ */
+export const PLATFORM_SPF_DOMAIN = '_spf.platform.test';
+
+export interface SpfCase {
+  domain: string;
+  status: SpfStatus;
+  lookupCount?: number;
+  voidLookups?: number;
+  proposed?: string | null;
+  /** A fragment one of the reasons must contain. */
+  reason?: string;
+}
+
+const host = (ip: string) => ({ A: [ip] });
+const spf = (...txt: string[]) => ({ TXT: txt });
+
+export const AUDIT_ZONES: Zones = {
+  [PLATFORM_SPF_DOMAIN]: spf('v=spf1 ip4:192.0.2.0/24 -all'),
+  'h1.test': host('198.51.100.1'),
+  'h2.test': host('198.51.100.2'),
+  'h3.test': host('198.51.100.3'),
+  'h4.test': host('198.51.100.4'),
+  'h5.test': host('198.51.100.5'),
+  'h6.test': host('198.51.100.6'),
+  'h7.test': host('198.51.100.7'),
+  'h8.test': host('198.51.100.8'),
+  'leaf.test': spf('v=spf1 ip4:203.0.113.0/24 -all'),
+  'simple.test': { ...spf('v=spf1 ip4:1.2.3.4 -all'), MX: [{ priority: 10, exchange: 'mx1.mailbox.test' }] },
+  'softfail.test': spf('v=spf1 include:leaf.test ~all'),
+  'noall.test': spf('v=spf1 ip4:1.2.3.4'),
+  'bare.test': spf('v=spf1'),
+  'redirect.test': spf('v=spf1 ip4:1.1.1.1 redirect=r-target.test'),
+  'r-target.test': { ...spf('v=spf1 a -all'), A: ['198.51.100.9'] },
+  'redirect-with-all.test': spf('v=spf1 -all redirect=absent-target.test'),
+  'none.test': spf('google-site-verification=abc'),
+  'spf10.test': spf('v=spf10 ip4:1.2.3.4 -all'),
+  'two-spf.test': spf('v=spf1 ip4:1.2.3.4 -all', 'v=spf1 include:leaf.test ~all'),
+  'loop-a.test': spf('v=spf1 include:loop-b.test -all'),
+  'loop-b.test': spf('v=spf1 include:loop-a.test -all'),
+  'self-include.test': spf('v=spf1 include:self-include.test -all'),
+  'redirect-loop.test': spf('v=spf1 redirect=redirect-loop2.test'),
+  'redirect-loop2.test': spf('v=spf1 redirect=redirect-loop.test'),
+  'five-a.test': spf('v=spf1 a:h1.test a:h2.test a:h3.test a:h4.test -all'),
+  'five-b.test': spf('v=spf1 a:h5.test a:h6.test a:h7.test a:h8.test -all'),
+  'nine.test': spf('v=spf1 include:five-a.test a:h5.test a:h6.test a:h7.test a:h8.test -all'),
+  'ten.test': spf('v=spf1 include:five-a.test include:five-b.test -all'),
+  'eleven.test': {
+    ...spf('v=spf1 include:five-a.test include:five-b.test mx -all'),
+    MX: [{ priority: 10, exchange: 'mx1.mailbox.test' }],
+  },
+  'nested.test': spf('v=spf1 include:n1.test -all'),
+  'n1.test': spf('v=spf1 include:n2.test ?all'),
+  'n2.test': { ...spf('v=spf1 a mx -all'), A: ['198.51.100.20'], MX: [{ priority: 5, exchange: 'h1.test' }] },
+  'voids2.test': spf('v=spf1 a:void1.test a:void2.test ip4:1.2.3.4 -all'),
+  'voids3.test': spf('v=spf1 a:void1.test a:void2.test exists:void3.test -all'),
+  'macro.test': spf('v=spf1 exists:%{i}.bl.test -all'),
+  'macro-include.test': spf('v=spf1 include:%{d}.spf.test -all'),
+  'malformed.test': spf('v=spf1 foo:bar -all'),
+  'bad-ip4.test': spf('v=spf1 ip4:999.1.1.1 -all'),
+  'ip6.test': spf('v=spf1 ip6:2001:db8::/32 -all'),
+  'bad-ip6.test': spf('v=spf1 ip6:2001:db8::/129 -all'),
+  'two-redirect.test': spf('v=spf1 redirect=leaf.test redirect=leaf.test'),
+  'servfail.test': { behavior: 'servfail' },
+  'timeout.test': { behavior: 'timeout' },
+  'servfail-inc.test': { behavior: 'servfail' },
+  'timeout-inc.test': { behavior: 'timeout' },
+  'nested-servfail.test': spf('v=spf1 include:servfail-inc.test -all'),
+  'nested-timeout.test': spf('v=spf1 include:timeout-inc.test -all'),
+  'plain.test': spf('just some text'),
+  'include-no-spf.test': spf('v=spf1 include:plain.test -all'),
+  'include-nx.test': spf('v=spf1 include:nx-target.test -all'),
+  'redirect-nx.test': spf('v=spf1 redirect=nx-target.test'),
+  'already.test': spf('v=spf1 include:_spf.platform.test -all'),
+  'provider.test': spf('v=spf1 include:_spf.platform.test ip4:203.0.113.7 -all'),
+  'already-nested.test': spf('v=spf1 include:provider.test ~all'),
+  'mx-many.test': {
+    ...spf('v=spf1 mx -all'),
+    MX: Array.from({ length: 11 }, (_, i) => ({ priority: i, exchange: `mx${i}.mailbox.test` })),
+  },
+  'mx-ok.test': {
+    ...spf('v=spf1 mx -all'),
+    MX: [
+      { priority: 10, exchange: 'mx1.mailbox.test' },
+      { priority: 20, exchange: 'mx2.mailbox.test' },
+    ],
+  },
+  'ptr.test': spf('v=spf1 ptr -all'),
+  'upper.test': spf('V=SPF1 IP4:1.2.3.4 -ALL'),
+  'long.test': spf(`v=spf1 ${Array.from({ length: 40 }, (_, i) => `ip4:10.0.${i}.0/24`).join(' ')} -all`),
+  'exp.test': spf('v=spf1 -all exp=explain.exp.test'),
+  'unknown-modifier.test': spf('v=spf1 ip4:1.2.3.4 custom=value ~all'),
+  'a-cidr.test': { ...spf('v=spf1 a/24 mx:h1.test/24//64 -all'), A: ['198.51.100.30'] },
+  'h1-mx.test': { MX: [{ priority: 1, exchange: 'h1.test' }] },
+  'exists-ok.test': spf('v=spf1 exists:h2.test -all'),
+  'mixed.test': spf('v=spf1 include:leaf.test redirect=leaf.test'),
+  'plus-all.test': spf('v=spf1 +all'),
+  'question-all.test': spf('v=spf1 include:leaf.test ?all'),
+  'chain.test': spf('v=spf1 include:chain1.test -all'),
+  'chain1.test': spf('v=spf1 redirect=chain2.test'),
+  'chain2.test': spf('v=spf1 include:leaf.test mx:h1-mx.test -all'),
+  'dmarc-ok.test': { ...spf('v=spf1 -all'), MX: [{ priority: 10, exchange: 'mx1.mailbox.test' }] },
+  '_dmarc.dmarc-ok.test': spf('v=DMARC1; p=quarantine; rua=mailto:d@dmarc-ok.test'),
+  'sel1._domainkey.dmarc-ok.test': spf('v=DKIM1; k=rsa; p=MIGfMA0GCSqGSIb3DQEBAQUAA4GNADCBiQKBgQC'),
+};
+
+export const SPF_CASES: SpfCase[] = [
+  { domain: 'simple.test', status: 'safe_merge', lookupCount: 0, proposed: 'v=spf1 ip4:1.2.3.4 include:_spf.platform.test -all' },
+  {
+    domain: 'softfail.test',
+    status: 'safe_merge',
+    lookupCount: 1,
+    proposed: 'v=spf1 include:leaf.test include:_spf.platform.test ~all',
+  },
+  { domain: 'noall.test', status: 'safe_merge', lookupCount: 0, proposed: 'v=spf1 ip4:1.2.3.4 include:_spf.platform.test' },
+  { domain: 'bare.test', status: 'safe_merge', lookupCount: 0, proposed: 'v=spf1 include:_spf.platform.test' },
+  {
+    domain: 'redirect.test',
+    status: 'safe_merge',
+    lookupCount: 2,
+    proposed: 'v=spf1 ip4:1.1.1.1 include:_spf.platform.test redirect=r-target.test',
+  },
+  {
+    domain: 'redirect-with-all.test',
+    status: 'safe_merge',
+    lookupCount: 0,
+    proposed: 'v=spf1 include:_spf.platform.test -all redirect=absent-target.test',
+    reason: 'ignored',
+  },
+  { domain: 'none.test', status: 'safe_merge', lookupCount: 0, proposed: 'v=spf1 include:_spf.platform.test ~all' },
+  { domain: 'nx-domain.test', status: 'safe_merge', lookupCount: 0, proposed: 'v=spf1 include:_spf.platform.test ~all' },
+  { domain: 'spf10.test', status: 'safe_merge', proposed: 'v=spf1 include:_spf.platform.test ~all' },
+  { domain: 'two-spf.test', status: 'manual_review', proposed: null, reason: '2 SPF records' },
+  { domain: 'loop-a.test', status: 'manual_review', proposed: null, reason: 'loops back' },
+  { domain: 'self-include.test', status: 'manual_review', proposed: null, reason: 'loops back' },
+  { domain: 'redirect-loop.test', status: 'manual_review', proposed: null, reason: 'loops back' },
+  {
+    domain: 'nine.test',
+    status: 'safe_merge',
+    lookupCount: 9,
+    proposed: 'v=spf1 include:five-a.test a:h5.test a:h6.test a:h7.test a:h8.test include:_spf.platform.test -all',
+  },
+  { domain: 'ten.test', status: 'manual_review', lookupCount: 10, proposed: null, reason: 'would bring the policy to 11' },
+  { domain: 'eleven.test', status: 'manual_review', lookupCount: 11, proposed: null, reason: 'more than 10 DNS lookups' },
+  { domain: 'nested.test', status: 'safe_merge', lookupCount: 4 },
+  { domain: 'voids2.test', status: 'safe_merge', lookupCount: 2, voidLookups: 2 },
+  { domain: 'voids3.test', status: 'manual_review', lookupCount: 3, voidLookups: 3, reason: 'void lookups' },
+  { domain: 'macro.test', status: 'manual_review', lookupCount: 1, proposed: null, reason: 'macro' },
+  { domain: 'macro-include.test', status: 'manual_review', lookupCount: 1, proposed: null, reason: 'macro' },
+  { domain: 'malformed.test', status: 'manual_review', proposed: null, reason: 'not a known mechanism' },
+  { domain: 'bad-ip4.test', status: 'manual_review', proposed: null, reason: 'not an IPv4 address' },
+  {
+    domain: 'ip6.test',
+    status: 'safe_merge',
+    lookupCount: 0,
+    proposed: 'v=spf1 ip6:2001:db8::/32 include:_spf.platform.test -all',
+  },
+  { domain: 'bad-ip6.test', status: 'manual_review', proposed: null, reason: 'IPv6 CIDR' },
+  { domain: 'two-redirect.test', status: 'manual_review', proposed: null, reason: 'more than one redirect' },
+  { domain: 'servfail.test', status: 'unknown', proposed: null, reason: 'servfail' },
+  { domain: 'timeout.test', status: 'unknown', proposed: null, reason: 'timeout' },
+  { domain: 'nested-servfail.test', status: 'manual_review', lookupCount: 1, proposed: null, reason: 'servfail' },
+  { domain: 'nested-timeout.test', status: 'manual_review', lookupCount: 1, proposed: null, reason: 'timeout' },
+  { domain: 'include-no-spf.test', status: 'manual_review', lookupCount: 1, proposed: null, reason: 'no SPF record' },
+  { domain: 'include-nx.test', status: 'manual_review', lookupCount: 1, voidLookups: 1, proposed: null, reason: 'no SPF record' },
+  { domain: 'redirect-nx.test', status: 'manual_review', lookupCount: 1, proposed: null, reason: 'no SPF record' },
+  {
+    domain: 'already.test',
+    status: 'safe_merge',
+    lookupCount: 1,
+    proposed: 'v=spf1 include:_spf.platform.test -all',
+    reason: 'already includes',
+  },
+  {
+    domain: 'already-nested.test',
+    status: 'safe_merge',
+    lookupCount: 2,
+    proposed: 'v=spf1 include:provider.test ~all',
+    reason: 'already includes',
+  },
+  { domain: 'mx-many.test', status: 'manual_review', lookupCount: 1, proposed: null, reason: 'more than 10 MX' },
+  { domain: 'mx-ok.test', status: 'safe_merge', lookupCount: 1, proposed: 'v=spf1 mx include:_spf.platform.test -all' },
+  { domain: 'ptr.test', status: 'safe_merge', lookupCount: 1, reason: 'ptr' },
+  { domain: 'upper.test', status: 'safe_merge', lookupCount: 0, proposed: 'V=SPF1 IP4:1.2.3.4 include:_spf.platform.test -ALL' },
+  { domain: 'long.test', status: 'safe_merge', lookupCount: 0 },
+  {
+    domain: 'exp.test',
+    status: 'safe_merge',
+    lookupCount: 0,
+    proposed: 'v=spf1 include:_spf.platform.test -all exp=explain.exp.test',
+  },
+  {
+    domain: 'unknown-modifier.test',
+    status: 'safe_merge',
+    proposed: 'v=spf1 ip4:1.2.3.4 custom=value include:_spf.platform.test ~all',
+  },
+  { domain: 'a-cidr.test', status: 'safe_merge', lookupCount: 2 },
+  { domain: 'exists-ok.test', status: 'safe_merge', lookupCount: 1 },
+  {
+    domain: 'mixed.test',
+    status: 'safe_merge',
+    lookupCount: 2,
+    proposed: 'v=spf1 include:leaf.test include:_spf.platform.test redirect=leaf.test',
+  },
+  { domain: 'plus-all.test', status: 'safe_merge', proposed: 'v=spf1 include:_spf.platform.test +all' },
+  { domain: 'question-all.test', status: 'safe_merge', proposed: 'v=spf1 include:leaf.test include:_spf.platform.test ?all' },
+  { domain: 'chain.test', status: 'safe_merge', lookupCount: 4 },
+];

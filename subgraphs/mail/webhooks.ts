@@ -1,0 +1,518 @@
+import { randomBytes } from 'node:crypto';
+import { Webhook } from 'standardwebhooks';
+import { decodeCursor, encodeCursor } from '../../core/cursors';
+import { badRequest, notFound } from '../../core/errors';
+import { outboxPush } from '../../core/events/outbox';
+import { newId } from '../../core/ids';
+import type { Logger } from '../../core/logger';
+import { type Principal, requirePrincipal, requireWriter } from '../../core/principal';
+import { decryptSecret, encryptSecret } from '../../core/secrets';
+import { mailEvent, MAIL_EVENT_TYPES, type MailEvent, type MailEventType } from './events';
+import { checkWebhookUrl, safePost } from './outbound';
+import type { DeliveryDoc, EventDoc, SendingModels, WebhookDoc } from './sending-model';
+
+/**
+ * Webhook endpoints, the event store and signed deliveries (spec 6.4, Standard Webhooks). The event
+ * consumer records each event once (its id is the key) and creates one delivery per subscribed
+ * endpoint (`${eventId}:${webhookId}`, so a redelivered event makes no second delivery). Deliveries
+ * are claimed with a lease and retried with backoff; every attempt is kept.
+ */
+export const LIST_LIMIT_DEFAULT = 25;
+export const LIST_LIMIT_MAX = 100;
+/** Delivery retries: 30 s doubling to at most 1 h, eight attempts in all (configurable for tests). */
+export interface DeliveryOptions {
+  retryBaseMs: number;
+  retryMaxMs: number;
+  maxAttempts: number;
+  leaseMs: number;
+  pollMs: number;
+  allowHosts: Set<string>;
+}
+
+const newSecret = () => `whsec_${randomBytes(24).toString('base64')}`;
+
+export interface WebhookView {
+  id: string;
+  url: string;
+  eventTypes: string[];
+  description: string | null;
+  enabled: boolean;
+  createdAt: Date;
+  updatedAt: Date;
+}
+const view = (w: WebhookDoc): WebhookView => ({
+  id: w._id,
+  url: w.url,
+  eventTypes: w.eventTypes,
+  description: w.description,
+  enabled: w.enabled,
+  createdAt: w.createdAt,
+  updatedAt: w.updatedAt,
+});
+
+export interface DeliveryView {
+  id: string;
+  webhookId: string;
+  eventId: string;
+  eventType: string;
+  status: string;
+  attemptCount: number;
+  nextAttemptAt: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+  attempts: DeliveryDoc['attempts'];
+}
+const deliveryView = (d: DeliveryDoc): DeliveryView => ({
+  id: d._id,
+  webhookId: d.webhookId,
+  eventId: d.eventId,
+  eventType: d.eventType,
+  status: d.status,
+  attemptCount: d.attempts.length,
+  nextAttemptAt: d.nextAttemptAt,
+  createdAt: d.createdAt,
+  updatedAt: d.updatedAt,
+  attempts: d.attempts,
+});
+
+function checkEventTypes(types: string[]): string[] {
+  const unknown = types.filter((t) => !(MAIL_EVENT_TYPES as readonly string[]).includes(t));
+  if (unknown.length)
+    throw badRequest('invalid_event_types', `unknown event types: ${unknown.join(', ')}`, { unknownEventTypes: unknown });
+  if (!types.length) throw badRequest('invalid_event_types', 'eventTypes needs at least one event type');
+  return [...new Set(types)];
+}
+
+function limitOf(limit: number | null | undefined): number {
+  if (limit === null || limit === undefined) return LIST_LIMIT_DEFAULT;
+  if (!Number.isInteger(limit) || limit < 1 || limit > LIST_LIMIT_MAX)
+    throw badRequest('invalid_limit', `limit is 1 to ${LIST_LIMIT_MAX}`);
+  return limit;
+}
+
+function dateOf(value: string | null | undefined, name: string): Date | null {
+  if (!value) return null;
+  const d = new Date(value);
+  if (Number.isNaN(d.getTime())) throw badRequest('invalid_time', `${name} is not an RFC 3339 time`);
+  return d;
+}
+
+type Page = { createdAt: string; id: string };
+const pageFilter = (cursor: string | null | undefined, binding: string) => {
+  if (!cursor) return {};
+  const p = decodeCursor<Page>(cursor, binding);
+  const t = new Date(p.createdAt);
+  return { $or: [{ createdAt: { $lt: t } }, { createdAt: t, _id: { $lt: p.id } }] };
+};
+
+/** The record a sealed signing secret belongs to (its AAD). */
+const secretAad = (webhookId: string) => `mail_webhooks:${webhookId}:secret`;
+
+export class WebhookService {
+  private timer: NodeJS.Timeout | null = null;
+  private running = false;
+  private scanning: Promise<void> | null = null;
+  private again = false;
+
+  constructor(
+    private readonly models: SendingModels,
+    private readonly topic: string,
+    private readonly opts: DeliveryOptions,
+    private readonly log: Logger,
+    /** Called after a write that queued events, so the outbox relay publishes at once. */
+    private readonly onEvents: () => void = () => undefined,
+  ) {}
+
+  // --- endpoints ------------------------------------------------------------------------------
+
+  async create(principal: Principal | null, input: { url: string; eventTypes: string[]; description?: string | null }) {
+    const p = requireWriter(principal);
+    const url = checkWebhookUrl(input.url, this.opts.allowHosts);
+    const eventTypes = checkEventTypes(input.eventTypes);
+    const secret = newSecret();
+    const now = new Date();
+    const _id = newId();
+    const evt = mailEvent(
+      this.topic,
+      {
+        type: 'mail.webhook.created',
+        accountId: p.accountId,
+        resourceType: 'webhook',
+        resourceId: _id,
+        messageId: null,
+        data: { url, eventTypes },
+      },
+      now,
+    );
+    const doc = await this.models.Webhook.create({
+      _id,
+      accountId: p.accountId,
+      url,
+      eventTypes,
+      description: input.description ?? null,
+      enabled: true,
+      secretSealed: encryptSecret(secret, secretAad(_id)),
+      outbox: outboxPush([evt], now).outbox.$each,
+      createdAt: now,
+      updatedAt: now,
+    });
+    this.onEvents();
+    return { ...view(doc.toObject()), secret };
+  }
+
+  async list(principal: Principal | null): Promise<WebhookView[]> {
+    const p = requirePrincipal(principal);
+    const docs = await this.models.Webhook.find({ accountId: p.accountId }, { secretSealed: 0, outbox: 0 })
+      .sort({ createdAt: 1 })
+      .lean();
+    return docs.map((d) => view(d as WebhookDoc));
+  }
+
+  private async own(p: Principal, webhookId: string): Promise<WebhookDoc> {
+    const doc = await this.models.Webhook.findById(webhookId).lean();
+    if (!doc || doc.accountId !== p.accountId) throw notFound('webhook_not_found', 'no such webhook');
+    return doc;
+  }
+
+  async update(
+    principal: Principal | null,
+    webhookId: string,
+    input: { url?: string | null; eventTypes?: string[] | null; enabled?: boolean | null },
+  ) {
+    const p = requireWriter(principal);
+    const current = await this.own(p, webhookId);
+    const set: Partial<WebhookDoc> = { updatedAt: new Date() };
+    if (input.url) set.url = checkWebhookUrl(input.url, this.opts.allowHosts);
+    if (input.eventTypes) set.eventTypes = checkEventTypes(input.eventTypes);
+    if (input.enabled !== undefined && input.enabled !== null) set.enabled = input.enabled;
+    const now = set.updatedAt as Date;
+    const type: MailEventType = set.enabled === false && current.enabled ? 'mail.webhook.disabled' : 'mail.webhook.updated';
+    const evt = mailEvent(
+      this.topic,
+      {
+        type,
+        accountId: p.accountId,
+        resourceType: 'webhook',
+        resourceId: webhookId,
+        messageId: null,
+        data: {
+          url: set.url ?? current.url,
+          eventTypes: set.eventTypes ?? current.eventTypes,
+          enabled: set.enabled ?? current.enabled,
+        },
+      },
+      now,
+    );
+    const doc = await this.models.Webhook.findOneAndUpdate(
+      { _id: webhookId, accountId: p.accountId },
+      { $set: set, $push: outboxPush([evt], now) },
+      { new: true },
+    ).lean();
+    if (!doc) throw notFound('webhook_not_found', 'no such webhook');
+    this.onEvents();
+    return view(doc);
+  }
+
+  async rotate(principal: Principal | null, webhookId: string): Promise<{ secret: string }> {
+    const p = requireWriter(principal);
+    await this.own(p, webhookId);
+    const secret = newSecret();
+    const res = await this.models.Webhook.updateOne(
+      { _id: webhookId, accountId: p.accountId },
+      { $set: { secretSealed: encryptSecret(secret, secretAad(webhookId)), updatedAt: new Date() } },
+    );
+    if (res.matchedCount === 0) throw notFound('webhook_not_found', 'no such webhook');
+    return { secret };
+  }
+
+  async remove(principal: Principal | null, webhookId: string): Promise<boolean> {
+    const p = requireWriter(principal);
+    const res = await this.models.Webhook.deleteOne({ _id: webhookId, accountId: p.accountId });
+    if (res.deletedCount === 0) throw notFound('webhook_not_found', 'no such webhook');
+    return true;
+  }
+
+  // --- events ---------------------------------------------------------------------------------
+
+  /** The consumer: records the event once and fans it out to the endpoints subscribed to it. */
+  async record(event: MailEvent & { eventId?: string }): Promise<void> {
+    const id = event.eventId ?? event.id;
+    const createdAt = new Date(event.createdAt);
+    try {
+      await this.models.Event.create({
+        _id: id,
+        accountId: event.accountId,
+        type: event.type,
+        resourceType: event.resourceType,
+        resourceId: event.resourceId,
+        messageId: event.messageId,
+        createdAt,
+        data: event.data ?? {},
+      });
+    } catch (e) {
+      if ((e as { code?: number }).code !== 11000) throw e;
+    }
+    // A delivery's own events are not fanned out again about a delivery event: no endless chains.
+    if (
+      event.type.startsWith('mail.webhook.delivery.') &&
+      String(event.data?.eventType ?? '').startsWith('mail.webhook.delivery.')
+    )
+      return;
+    const hooks = await this.models.Webhook.find({ accountId: event.accountId, enabled: true }, { eventTypes: 1 }).lean();
+    const { eventId: _relayId, ...fields } = event;
+    const body = JSON.stringify({ type: event.type, timestamp: event.createdAt, data: { ...fields, id } });
+    let created = 0;
+    for (const h of hooks.filter((w) => w.eventTypes.includes(event.type))) {
+      const now = new Date();
+      try {
+        await this.models.Delivery.create({
+          _id: `${id}:${h._id}`,
+          accountId: event.accountId,
+          webhookId: h._id,
+          eventId: id,
+          eventType: event.type,
+          body,
+          status: 'pending',
+          attempts: [],
+          nextAttemptAt: now,
+          leaseUntil: null,
+          outbox: [],
+          createdAt: now,
+          updatedAt: now,
+        });
+        created++;
+      } catch (e) {
+        if ((e as { code?: number }).code !== 11000) throw e;
+      }
+    }
+    if (created) this.nudge();
+  }
+
+  async events(
+    principal: Principal | null,
+    q: {
+      type?: string | null;
+      resourceType?: string | null;
+      resourceId?: string | null;
+      messageId?: string | null;
+      from?: string | null;
+      to?: string | null;
+      limit?: number | null;
+      cursor?: string | null;
+    },
+  ): Promise<{ items: EventDoc[]; nextCursor: string | null }> {
+    const p = requirePrincipal(principal);
+    const limit = limitOf(q.limit);
+    const filter: Record<string, unknown> = { accountId: p.accountId };
+    if (q.type) filter.type = q.type;
+    if (q.resourceType) filter.resourceType = q.resourceType;
+    if (q.resourceId) filter.resourceId = q.resourceId;
+    if (q.messageId) filter.messageId = q.messageId;
+    const from = dateOf(q.from, 'from');
+    const to = dateOf(q.to, 'to');
+    if (from || to) filter.createdAt = { ...(from ? { $gte: from } : {}), ...(to ? { $lt: to } : {}) };
+    const binding = `events:${p.accountId}`;
+    const docs = await this.models.Event.find({ ...filter, ...pageFilter(q.cursor, binding) })
+      .sort({ createdAt: -1, _id: -1 })
+      .limit(limit + 1)
+      .lean();
+    const items = docs.slice(0, limit);
+    const last = items[items.length - 1];
+    const nextCursor =
+      docs.length > limit && last
+        ? encodeCursor({ createdAt: new Date(last.createdAt).toISOString(), id: last._id }, binding)
+        : null;
+    return { items, nextCursor };
+  }
+
+  // --- deliveries -----------------------------------------------------------------------------
+
+  async deliveries(
+    principal: Principal | null,
+    webhookId: string,
+    q: { status?: string | null; limit?: number | null; cursor?: string | null },
+  ) {
+    const p = requirePrincipal(principal);
+    await this.own(p, webhookId);
+    const limit = limitOf(q.limit);
+    const filter: Record<string, unknown> = { webhookId, accountId: p.accountId };
+    if (q.status) {
+      if (!['pending', 'succeeded', 'failed'].includes(q.status))
+        throw badRequest('invalid_status', 'status is pending, succeeded or failed');
+      filter.status = q.status;
+    }
+    const binding = `deliveries:${webhookId}`;
+    const docs = await this.models.Delivery.find({ ...filter, ...pageFilter(q.cursor, binding) }, { body: 0, outbox: 0 })
+      .sort({ createdAt: -1, _id: -1 })
+      .limit(limit + 1)
+      .lean();
+    const items = docs.slice(0, limit).map((d) => deliveryView(d as DeliveryDoc));
+    const last = items[items.length - 1];
+    const nextCursor =
+      docs.length > limit && last
+        ? encodeCursor({ createdAt: new Date(last.createdAt).toISOString(), id: last.id }, binding)
+        : null;
+    return { items, nextCursor };
+  }
+
+  async delivery(principal: Principal | null, deliveryId: string): Promise<DeliveryView> {
+    const p = requirePrincipal(principal);
+    const d = await this.models.Delivery.findById(deliveryId, { body: 0, outbox: 0 }).lean();
+    if (!d || d.accountId !== p.accountId) throw notFound('delivery_not_found', 'no such webhook delivery');
+    return deliveryView(d as DeliveryDoc);
+  }
+
+  /** Queues another attempt now, whatever the delivery's state (the same `webhook-id` and body). */
+  async retry(principal: Principal | null, deliveryId: string): Promise<DeliveryView> {
+    const p = requireWriter(principal);
+    const d = await this.models.Delivery.findOneAndUpdate(
+      { _id: deliveryId, accountId: p.accountId },
+      { $set: { status: 'pending', nextAttemptAt: new Date(), leaseUntil: null, updatedAt: new Date() } },
+      { new: true, projection: { body: 0, outbox: 0 } },
+    ).lean();
+    if (!d) throw notFound('delivery_not_found', 'no such webhook delivery');
+    this.nudge();
+    return deliveryView(d as DeliveryDoc);
+  }
+
+  // --- the delivery worker --------------------------------------------------------------------
+
+  start(): void {
+    this.running = true;
+    this.schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    if (this.timer) clearTimeout(this.timer);
+    await this.scanning;
+  }
+
+  nudge(): void {
+    if (!this.running) return;
+    if (this.scanning) this.again = true;
+    else this.schedule(0);
+  }
+
+  private schedule(ms: number) {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.scan(), ms);
+  }
+
+  private async scan(): Promise<void> {
+    if (!this.running || this.scanning) return;
+    this.scanning = (async () => {
+      try {
+        for (;;) {
+          const now = new Date();
+          const due = await this.models.Delivery.find(
+            {
+              $or: [
+                { status: 'pending', nextAttemptAt: { $lte: now }, leaseUntil: null },
+                { status: 'pending', leaseUntil: { $lte: now } },
+              ],
+            },
+            { _id: 1, leaseUntil: 1 },
+          )
+            .limit(20)
+            .lean();
+          if (!due.length || !this.running) break;
+          await Promise.all(due.map((d) => this.attempt(d._id, d.leaseUntil)));
+        }
+      } catch (e) {
+        this.log.warn({ err: (e as Error).message }, 'webhook delivery scan failed');
+      }
+    })();
+    await this.scanning;
+    this.scanning = null;
+    if (!this.running) return;
+    const again = this.again;
+    this.again = false;
+    this.schedule(again ? 0 : await this.msUntilNextDue());
+  }
+
+  private async msUntilNextDue(): Promise<number> {
+    const next = await this.models.Delivery.findOne({ status: 'pending' }, { nextAttemptAt: 1 })
+      .sort({ nextAttemptAt: 1 })
+      .lean();
+    if (!next?.nextAttemptAt) return this.opts.pollMs;
+    return Math.max(0, Math.min(this.opts.pollMs, new Date(next.nextAttemptAt).getTime() - Date.now()));
+  }
+
+  private async attempt(id: string, leaseUntil: Date | null): Promise<void> {
+    const now = new Date();
+    const lease = new Date(now.getTime() + this.opts.leaseMs);
+    const d = await this.models.Delivery.findOneAndUpdate(
+      { _id: id, status: 'pending', leaseUntil },
+      { $set: { leaseUntil: lease } },
+      { new: true },
+    ).lean();
+    if (!d) return;
+    const hook = await this.models.Webhook.findById(d.webhookId).lean();
+    let result;
+    if (!hook) result = { statusCode: null, durationMs: 0, responseExcerpt: null, error: 'the webhook was deleted' };
+    else {
+      const secret = decryptSecret(hook.secretSealed, secretAad(hook._id));
+      const at = new Date();
+      // `webhook-id` is the event id: the same on every retry, so receivers can deduplicate.
+      const signature = new Webhook(secret).sign(d.eventId, at, d.body);
+      result = await safePost(
+        hook.url,
+        d.body,
+        {
+          'webhook-id': d.eventId,
+          'webhook-timestamp': Math.floor(at.getTime() / 1000).toString(),
+          'webhook-signature': signature,
+          'user-agent': 'platform-mail-webhooks/1',
+        },
+        this.opts.allowHosts,
+      );
+    }
+    const ok = result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300;
+    const attempts = d.attempts.length + 1;
+    const exhausted = !ok && (attempts >= this.opts.maxAttempts || !hook);
+    const status = ok ? 'succeeded' : exhausted ? 'failed' : 'pending';
+    const wait = Math.min(this.opts.retryMaxMs, this.opts.retryBaseMs * 2 ** (attempts - 1));
+    const done = new Date();
+    const evt = mailEvent(
+      this.topic,
+      {
+        type: ok ? 'mail.webhook.delivery.succeeded' : 'mail.webhook.delivery.failed',
+        accountId: d.accountId,
+        resourceType: 'webhook_delivery',
+        resourceId: d._id,
+        messageId: null,
+        data: {
+          webhookId: d.webhookId,
+          eventId: d.eventId,
+          eventType: d.eventType,
+          attempt: attempts,
+          statusCode: result.statusCode,
+          final: status !== 'pending',
+        },
+      },
+      done,
+    );
+    await this.models.Delivery.updateOne(
+      { _id: id, leaseUntil: lease },
+      {
+        $set: {
+          status,
+          leaseUntil: null,
+          nextAttemptAt: status === 'pending' ? new Date(done.getTime() + wait) : null,
+          updatedAt: done,
+        },
+        $push: {
+          attempts: {
+            statusCode: result.statusCode,
+            durationMs: result.durationMs,
+            at: done,
+            responseExcerpt: result.responseExcerpt,
+            error: result.error,
+          },
+          ...outboxPush([evt], done),
+        },
+      },
+    );
+  }
+}

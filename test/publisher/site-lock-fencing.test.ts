@@ -1,0 +1,73 @@
+import { randomUUID } from 'node:crypto';
+import { startTestPlatform, type TestPlatform } from '../support/platform';
+import { projectPath, runningSite, settled, waitForOperation } from './helpers';
+
+/** Issue 8 points 10 and 11, through the bridge: the site lock needs no clock, and writes are fenced. */
+let t: TestPlatform;
+
+beforeAll(async () => {
+  t = await startTestPlatform();
+});
+afterAll(async () => {
+  await t.stop();
+});
+
+describe('site lock without a wall-clock grace', () => {
+  it('a lock naming an operation whose request died before enqueueing is freed at once by the next action', async () => {
+    const { key } = await t.createKey();
+    const projectId = await runningSite(t, key);
+    // A request took the lock and died before its operation existed.
+    const ghost = randomUUID();
+    await t.platform.conn
+      .collection('publisher_sites')
+      .updateOne({ _id: projectId as never }, { $set: { activeOperationId: ghost, activeOperationAt: new Date() } });
+
+    // Reads show the site as it was; nothing is written by a read.
+    const meta = await t.rest('GET', projectPath(projectId, '/metadata'), { key });
+    expect(meta.status).toBe(200);
+    expect(await t.platform.conn.collection('operations').findOne({ _id: ghost as never })).toBeNull();
+
+    // The next lifecycle action does not wait 30 s: it voids the ghost and proceeds.
+    const restart = await t.rest('POST', projectPath(projectId, '/actions'), { key, body: { action: 'restart' } });
+    expect(restart.status).toBe(202);
+    const tomb = await t.platform.conn.collection('operations').findOne({ _id: ghost as never });
+    expect(tomb).toMatchObject({ status: 'failed', errorCode: 'operation_never_enqueued', resourceType: 'void' });
+    await settled(t, key, projectId);
+    const meta2 = await t.rest('GET', projectPath(projectId, '/metadata'), { key });
+    expect(meta2.body.data.installation.status).toBe('running');
+  });
+
+  it('the site carries the fence of the attempt that changed it last', async () => {
+    const { key } = await t.createKey();
+    const projectId = await runningSite(t, key);
+    const site = await t.platform.conn.collection('publisher_sites').findOne({ _id: projectId as never });
+    expect(site?.fence).toMatch(new RegExp(`^${site?.activeOperationId}:\\d+$`));
+  });
+});
+
+describe('hosted-site slot', () => {
+  it('a provisioning that failed for good gives its slot back; retrying takes it again', async () => {
+    const { key } = await t.createKey({ plan: 'free' });
+    const name = `Doomed ${randomUUID().slice(0, 8)}`;
+    t.platform.services.publisher.simulated.injectFailure({
+      operationType: 'provision',
+      step: 'health_check',
+      retriable: false,
+      code: 'infrastructure_failure',
+      match: (op) => (op.input as { name?: string })?.name === name,
+    });
+    const doomed = await t.rest('POST', '/api/v1/publisher/sites', { key, body: { name } });
+    expect(doomed.status).toBe(202);
+    const failed = await waitForOperation(t, key, doomed.body.data.project.id, doomed.body.data.operation.id);
+    expect(failed.status).toBe('failed');
+    // The free plan's one slot is free again: another site can be created.
+    const next = await t.rest('POST', '/api/v1/publisher/sites', { key, body: { name: 'Second' } });
+    expect(next.status).toBe(202);
+    // Retrying the failed one now finds no slot: 402, and its lock is given back.
+    const retry = await t.rest('POST', projectPath(doomed.body.data.project.id, '/actions'), {
+      key,
+      body: { action: 'retry_provisioning' },
+    });
+    expect([retry.status, retry.body.error?.code]).toEqual([402, 'plan_limit_reached']);
+  });
+});
