@@ -14,11 +14,17 @@ export function registerMethodNotAllowed(app: FastifyInstance, routes: readonly 
     const served = new Set<string>(rows.map((r) => r.method));
     if (served.has('GET')) served.add('HEAD');
     const pattern = new RegExp(`^${path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{\w+\}/g, '[^/]+')}/?$`);
-    return { path, pattern, served, envelope: rows[0].envelope };
+    // The router prefers literal segments (`/assets/buckets` over `/assets/{assetID}`): so does Allow.
+    const literals = path.split('/').filter((w) => w && !w.startsWith('{')).length;
+    return { path, pattern, served, literals, envelope: rows[0].envelope };
   });
   app.addHook('onRequest', async (req, reply) => {
+    // Only where the router found nothing: a data plane's raw route on a similar path is served.
+    if (!req.is404) return;
     const url = req.url.split('?')[0];
-    const matches = known.filter((k) => k.pattern.test(url));
+    const all = known.filter((k) => k.pattern.test(url));
+    const best = Math.max(...all.map((k) => k.literals));
+    const matches = all.filter((k) => k.literals === best);
     if (!matches.length || matches.some((k) => k.served.has(req.method))) return;
     const allow = [...new Set(matches.flatMap((k) => [...k.served]))].sort();
     await reply

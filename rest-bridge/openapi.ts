@@ -8,8 +8,26 @@ type Json = Record<string, unknown>;
 /** The path parameters of an OpenAPI-style path, in order. */
 export const pathParams = (p: string): string[] => [...p.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
 
-/** The OpenAPI operationId of a row: unique across areas. */
-export const operationId = (r: Pick<AreaRoute, 'area' | 'operation'>): string => `${r.area}.${r.operation}`;
+/**
+ * The OpenAPI operationId of each row: `<area>.<operation>`, and when several rows share one
+ * document (list and exact reads of one feed, say), the later ones add their method and path words
+ * so every id stays unique and stable.
+ */
+export function operationIds(routes: readonly AreaRoute[]): Map<AreaRoute, string> {
+  const ids = new Map<AreaRoute, string>();
+  const seen = new Set<string>();
+  for (const r of routes) {
+    let id = `${r.area}.${r.operation}`;
+    if (seen.has(id)) {
+      const words = r.path.split('/').filter((w) => w && !w.startsWith('{') && w !== 'api' && w !== 'v1');
+      id = `${id}.${r.method.toLowerCase()}-${words.join('-')}`;
+      for (let n = 2; seen.has(id); n++) id = `${id}-${n}`;
+    }
+    seen.add(id);
+    ids.set(r, id);
+  }
+  return ids;
+}
 
 /**
  * Every error status a row can answer with, derived from the row and widened by its `errors`:
@@ -112,7 +130,7 @@ const SHARED_PARAMS = new Set(['projectID']);
  * parameters it can fill: what it created (a pointer into its response) plus its own path
  * parameters (`$request.path.…`). A target must take at least one created value.
  */
-function linksOf(source: AreaRoute, all: readonly AreaRoute[]): Json | undefined {
+function linksOf(source: AreaRoute, all: readonly AreaRoute[], ids: Map<AreaRoute, string>): Json | undefined {
   if (!source.creates) return undefined;
   const own = new Set(pathParams(source.path));
   const links: Json = {};
@@ -125,8 +143,8 @@ function linksOf(source: AreaRoute, all: readonly AreaRoute[]): Json | undefined
     const parameters = Object.fromEntries(
       needs.map((n) => [n, created(n) ? `$response.body#${source.creates![n]}` : `$request.path.${n}`]),
     );
-    links[target.operation.replace(/(^|-)(\w)/g, (_, _d, c: string) => c.toUpperCase())] = {
-      operationId: operationId(target),
+    links[ids.get(target)!.replace(/(^|[-.@ ])(\w)/g, (_, _d, c: string) => c.toUpperCase())] = {
+      operationId: ids.get(target),
       parameters,
       description: `${target.method} ${target.path} with what this operation created`,
     };
@@ -138,6 +156,7 @@ function linksOf(source: AreaRoute, all: readonly AreaRoute[]): Json | undefined
 export function buildOpenApi(routes: readonly AreaRoute[]): Json {
   const paths: Record<string, Json> = {};
   const kinds = new Set<EnvelopeKind>();
+  const ids = operationIds(routes);
   for (const r of routes) {
     kinds.add(r.envelope);
     const schemas = paramSchemas(r);
@@ -146,7 +165,7 @@ export function buildOpenApi(routes: readonly AreaRoute[]): Json {
       ...queryParameters(r),
     ];
     const responses: Json = {};
-    const links = linksOf(r, routes);
+    const links = linksOf(r, routes, ids);
     if (r.status === 204) responses['204'] = { description: 'success (no content)', ...(links ? { links } : {}) };
     else {
       responses[String(r.status)] = {
@@ -164,7 +183,7 @@ export function buildOpenApi(routes: readonly AreaRoute[]): Json {
       };
     }
     const op: Json = {
-      operationId: operationId(r),
+      operationId: ids.get(r),
       summary: r.summary,
       tags: [r.tag],
       security: [{ bearer: [] }],
