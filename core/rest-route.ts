@@ -38,6 +38,8 @@ export interface RouteDef<B = unknown, Q = Record<string, unknown>> {
    * 429, 503; a body: 400, 413, 415; a query: 400; path parameters: 404), e.g. `[409, 422]`.
    */
   errors?: number[];
+  /** A route anyone may call without a key (documented with no security and no 401/403). */
+  public?: boolean;
   /**
    * What this route creates that other routes take as path parameters: parameter name → JSON
    * pointer into the success body, e.g. `{ projectID: '/data/project/id' }`. OpenAPI links this

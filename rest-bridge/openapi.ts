@@ -31,12 +31,12 @@ export function operationIds(routes: readonly AreaRoute[]): Map<AreaRoute, strin
 
 /**
  * Every error status a row can answer with, derived from the row and widened by its `errors`:
- * every route is authenticated (401 no or bad key, 403 role or scope), rate-limited (429) and
+ * every route but a `public` one is authenticated (401 no or bad key, 403 role or scope), rate-limited (429) and
  * answers 503 when an engine behind it is down; a body can be invalid (400), too large (413) or not
  * JSON (415); a query can be invalid (400); a path parameter can name nothing the caller sees (404).
  */
 export function errorStatuses(r: AreaRoute): number[] {
-  const s = new Set<number>([401, 403, 429, 503, ...(r.errors ?? [])]);
+  const s = new Set<number>([...(r.public ? [] : [401, 403]), 429, 503, ...(r.errors ?? [])]);
   if (r.body) [400, 413, 415].forEach((x) => s.add(x));
   if (r.query) s.add(400);
   if (pathParams(r.path).length) s.add(404);
@@ -186,7 +186,7 @@ export function buildOpenApi(routes: readonly AreaRoute[]): Json {
       operationId: ids.get(r),
       summary: r.summary,
       tags: [r.tag],
-      security: [{ bearer: [] }],
+      security: r.public ? [] : [{ bearer: [] }],
       parameters,
       responses,
     };

@@ -79,6 +79,7 @@ describe('precise schemas from the rows', () => {
       ...extra,
     });
     expect(errorStatuses(row({}))).toEqual([401, 403, 404, 429, 503]);
+    expect(errorStatuses(row({ public: true }))).toEqual([404, 429, 503]);
     expect(errorStatuses(row({ body: z.object({ a: z.string() }).strict(), errors: [409] }))).toEqual([
       400, 401, 403, 404, 409, 413, 415, 429, 503,
     ]);
