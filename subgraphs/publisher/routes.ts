@@ -19,7 +19,8 @@ const projectId = (r: { params: Record<string, string> }) => ({ projectId: r.par
 const str = z.string();
 
 const siteFields = {
-  name: str.min(1).max(MAX_SITE_NAME_LENGTH),
+  // The service trims the name: one visible character at least.
+  name: str.min(1).max(MAX_SITE_NAME_LENGTH).regex(/\S/),
   runtime_version: z.enum(RUNTIME_VERSIONS).optional(),
   mail_enabled: z.boolean().optional(),
 };

@@ -16,7 +16,7 @@ describe('precise schemas from the rows', () => {
     expect(create.required).toBe(true);
     const [hosted, connected] = create.content['application/json'].schema.anyOf;
     expect(hosted).toMatchObject({ required: ['name'], additionalProperties: false });
-    expect(hosted.properties.name).toEqual({ type: 'string', minLength: 1, maxLength: 63 });
+    expect(hosted.properties.name).toEqual({ type: 'string', minLength: 1, maxLength: 63, pattern: '\\S' });
     expect(hosted.properties.runtime_version.enum).toEqual(expect.arrayContaining(['6.4.0']));
     expect(connected.required).toEqual(expect.arrayContaining(['deployment_mode', 'target_node_id']));
     expect(connected.properties.target_node_id).toMatchObject({ format: 'uuid' });
