@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { PlatformError, badRequest, conflict, forbidden } from '../../core/errors';
 import { isUuid } from '../../core/ids';
+import type { SiteActions } from '../../core/site-actions';
 import type { OperationEngine } from '../../core/operations/engine';
 import type { Principal } from '../../core/principal';
 import type { ActivityModels, AgentActionDoc, AuthorizationBasis, AuthorizationOutcome, OperationLinkDoc } from './model';
@@ -49,6 +50,8 @@ export interface ActInput {
 export interface ActionDeps {
   models: ActivityModels;
   engine: OperationEngine;
+  /** The publisher's lifecycle actions (kernel port, read at call time). */
+  siteActions: () => SiteActions;
   /** Told after every change of an action (the live feed). */
   changed?: (a: AgentActionDoc) => Promise<void> | void;
 }
@@ -61,24 +64,17 @@ type Work = (a: AgentActionDoc, d: ActionDeps) => Promise<OperationLinkDoc[]>;
 const KNOWN_WORK: Record<string, Work> = {
   /** Restarts the project's publishing site through the publisher's own `restart` operation. */
   'publisher.site.restart': async (a, d) => {
-    const site = await d.engine.model
-      .findOne({ projectId: a.projectId, resourceType: 'site', resourceId: a.projectId, operationType: 'provision' }, { _id: 1 })
-      .lean()
-      .exec();
-    if (!site) throw new PlatformError('site_not_found', 409, 'the project has no publishing site to restart');
-    const op = await d.engine.enqueue({
-      id: originatedOperationId(a._id),
+    // Through the publisher's own port: the restart takes the site's lifecycle lock and fencing.
+    const op = await d.siteActions().run({
       accountId: a.accountId,
       projectId: a.projectId,
-      resourceType: 'site',
-      resourceId: a.projectId,
-      operationType: 'restart',
-      input: { originatedBy: `agent_tool_execution:${a._id}` },
+      action: 'restart',
+      operationId: originatedOperationId(a._id),
       initiator: { type: 'agent_tool_execution', id: a._id, objective_id: a.objectiveId },
     });
     return [
       {
-        activityId: `operation:${op._id}`,
+        activityId: `operation:${op.operationId}`,
         resourceType: 'site',
         resourceId: a.projectId,
         projectId: a.projectId,

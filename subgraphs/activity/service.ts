@@ -1,3 +1,4 @@
+import '../../core/site-actions';
 import type { ActivityRecord, ActivitySource } from '../../core/activity-source';
 import type { EventBus } from '../../core/events/event-bus';
 import { PlatformError, badRequest } from '../../core/errors';
@@ -52,7 +53,12 @@ export class ActivityService {
 
   constructor(private readonly d: ActivityDeps) {
     this.models = activityModels(d.conn);
-    this.actions = new AgentActions({ models: this.models, engine: d.engine, changed: (a) => this.publishAgent(a) });
+    this.actions = new AgentActions({
+      models: this.models,
+      engine: d.engine,
+      siteActions: () => d.ports.get('siteActions'),
+      changed: (a) => this.publishAgent(a),
+    });
   }
 
   /** The kernel's operations source and every area's declared sources, once per kind. */

@@ -1,7 +1,7 @@
 import type { BackgroundWorker } from '../../core/area';
 import { childLogger } from '../../core/logger';
 import type { AttemptDoc, DeliveryDoc, DeliveryStatus, ObjstoreModels } from './model';
-import { parseAllowHosts, postPinned, resolveTarget } from './outbound-http';
+import { parseAllowHosts, postPinned, resolveTarget } from '../../core/outbound-http';
 import { type ObjstoreSettings, PUSH_MAX_FAILURES, RESPONSE_EXCERPT_BYTES, pushBackoffMs } from './settings';
 import { DELIVERY_ID_HEADER, EVENT_ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, signPush } from './signing';
 import type { Subscriptions } from './subscriptions';

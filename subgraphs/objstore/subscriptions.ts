@@ -6,7 +6,7 @@ import { type Principal, requireScope, requireWriter } from '../../core/principa
 import { decryptSecret, encryptSecret } from '../../core/secrets';
 import type { BucketDirectory } from './buckets';
 import type { DeliveryMode, ObjstoreModels, SubscriptionDoc } from './model';
-import { parseAllowHosts, resolveTarget } from './outbound-http';
+import { parseAllowHosts, resolveTarget } from '../../core/outbound-http';
 import type { ObjstoreSettings } from './settings';
 import { newSigningSecret } from './signing';
 

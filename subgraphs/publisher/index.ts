@@ -1,5 +1,6 @@
 import { CliUsageError, defineArea } from '../../core/area';
 import { operationFeed } from '../../core/operations/feed';
+import '../../core/site-actions';
 import { ConnectedNodes } from './nodes';
 import { ProjectSiteResolver, PublisherResolver } from './resolvers';
 import { publisherRoutes } from './routes';
@@ -47,6 +48,9 @@ export default defineArea({
     createResolver: (cls) => new cls(s?.sites),
     referenceResolvers: { Project: { __resolveReference: (ref: { id: string }) => ({ id: ref.id }) } },
   }),
+  provides(s, ports) {
+    ports.provide('siteActions', { run: (request) => s.sites.runTrustedAction(request) });
+  },
   executors: (s) => s.sites.executors(),
   routes: publisherRoutes,
   feeds: [operationFeed],

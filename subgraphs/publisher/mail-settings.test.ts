@@ -56,14 +56,19 @@ describe('validateProvider', () => {
     expect(validateProvider({ ...base, fromEmail: 'a@news.mg.example.com' }).fromEmail).toBe('a@news.mg.example.com');
   });
 
+  it('accepts a from_email aligned by organizational domain (the DMARC relaxed rule)', () => {
+    expect(validateProvider({ ...base, fromEmail: 'letters@example.com' }).fromEmail).toBe('letters@example.com');
+    expect(validateProvider({ ...base, fromEmail: 'a@other.example.com' }).fromEmail).toBe('a@other.example.com');
+  });
+
   it.each([
     [{ domain: 'mg.example.com:443' }, 'invalid_domain'],
     [{ region: 'u' }, 'invalid_region'],
     [{ region: 'us east' }, 'invalid_region'],
     [{ apiKey: 'short' }, 'invalid_api_key'],
     [{ apiKey: 'has a space in it' }, 'invalid_api_key'],
-    [{ fromEmail: 'letters@example.com' }, 'invalid_from_email'],
-    [{ fromEmail: 'letters@evilmg.example.com' }, 'invalid_from_email'],
+    [{ fromEmail: 'letters@example.org' }, 'invalid_from_email'],
+    [{ fromEmail: 'letters@mg.example.com.evil.net' }, 'invalid_from_email'],
     [{ fromEmail: 'nope' }, 'invalid_email'],
     [{ fromName: 'Line\nBreak' }, 'invalid_from_name'],
     [{ fromName: 'x'.repeat(101) }, 'invalid_from_name'],

@@ -2,10 +2,11 @@ import { lookup as dnsLookup } from 'node:dns/promises';
 import http from 'node:http';
 import https from 'node:https';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
-import { badRequest } from '../../core/errors';
+import { badRequest } from './errors';
 
 /**
- * Outbound HTTP for push deliveries (CONTRACTS.md "Outbound HTTP"): only public HTTPS; private,
+ * Outbound HTTP for push deliveries and webhooks (CONTRACTS.md "Outbound HTTP"), one rule set for
+ * every area: only public HTTPS; private,
  * loopback, link-local, reserved and IPv4-mapped IPv6 addresses, plain HTTP and credentials in the
  * URL are refused; redirects are never followed (a 3xx is a failed attempt), so no redirect can lead
  * anywhere unsafe. The address checked is the address connected to: each send resolves the host,
@@ -75,25 +76,35 @@ export function parseAllowHosts(raw: string | undefined): Set<string> {
 
 const hostOf = (u: URL) => u.hostname.toLowerCase().replace(/^\[|\]$/g, '');
 
-/** Refusal of a push destination: 400 `unsafe_push_url` (or `invalid_push_url` when not a URL). */
-export const unsafeUrl = (reason: string) => badRequest('unsafe_push_url', `push url refused: ${reason}`, { reason });
+/** The error codes an area answers a refused destination with (400 either way). */
+export interface UrlRefusals {
+  /** Not a usable absolute URL. */
+  invalid: string;
+  /** A URL the outbound rules refuse. */
+  unsafe: string;
+}
+
+/** Object-store push: `invalid_push_url` / `unsafe_push_url` (the default). */
+export const PUSH_URL_REFUSALS: UrlRefusals = { invalid: 'invalid_push_url', unsafe: 'unsafe_push_url' };
+
+const unsafeUrl = (codes: UrlRefusals, reason: string) => badRequest(codes.unsafe, `url refused: ${reason}`, { reason });
 
 /** The shape rules that need no DNS: scheme, credentials, literal addresses. Returns the parsed URL. */
-export function checkUrlShape(raw: string, allowHosts: Set<string>): URL {
+export function checkUrlShape(raw: string, allowHosts: Set<string>, codes: UrlRefusals = PUSH_URL_REFUSALS): URL {
   let u: URL;
   try {
     u = new URL(raw);
   } catch {
-    throw badRequest('invalid_push_url', 'url must be an absolute https URL');
+    throw badRequest(codes.invalid, 'url must be an absolute https URL');
   }
-  if (raw.length > 2048) throw badRequest('invalid_push_url', 'url is longer than 2048 characters');
+  if (raw.length > 2048) throw badRequest(codes.invalid, 'url is longer than 2048 characters');
   const allowed = allowHosts.has(hostOf(u));
-  if (u.protocol !== 'https:' && !(allowed && u.protocol === 'http:')) throw unsafeUrl('only https is allowed');
-  if (u.username || u.password) throw unsafeUrl('credentials in the url are not allowed');
-  if (u.hash) throw badRequest('invalid_push_url', 'url must not carry a fragment');
+  if (u.protocol !== 'https:' && !(allowed && u.protocol === 'http:')) throw unsafeUrl(codes, 'only https is allowed');
+  if (u.username || u.password) throw unsafeUrl(codes, 'credentials in the url are not allowed');
+  if (u.hash) throw badRequest(codes.invalid, 'url must not carry a fragment');
   const host = hostOf(u);
-  if (!allowed && isIP(host) && isForbiddenAddress(host)) throw unsafeUrl('private or reserved address');
-  if (!allowed && (host === 'localhost' || host.endsWith('.localhost'))) throw unsafeUrl('loopback host');
+  if (!allowed && isIP(host) && isForbiddenAddress(host)) throw unsafeUrl(codes, 'private or reserved address');
+  if (!allowed && (host === 'localhost' || host.endsWith('.localhost'))) throw unsafeUrl(codes, 'loopback host');
   return u;
 }
 
@@ -114,9 +125,10 @@ export interface CheckedTarget {
 export async function resolveTarget(
   raw: string,
   allowHosts: Set<string>,
-  opts: { lenient?: boolean; resolver?: Resolver } = {},
+  opts: { lenient?: boolean; resolver?: Resolver; refusals?: UrlRefusals } = {},
 ): Promise<CheckedTarget | null> {
-  const url = checkUrlShape(raw, allowHosts);
+  const codes = opts.refusals ?? PUSH_URL_REFUSALS;
+  const url = checkUrlShape(raw, allowHosts, codes);
   const host = hostOf(url);
   const allowed = allowHosts.has(host);
   const literal = isIP(host);
@@ -126,14 +138,14 @@ export async function resolveTarget(
     answers = await (opts.resolver ?? systemResolver)(host);
   } catch {
     if (opts.lenient) return null;
-    throw unsafeUrl('host does not resolve');
+    throw unsafeUrl(codes, 'host does not resolve');
   }
   if (answers.length === 0) {
     if (opts.lenient) return null;
-    throw unsafeUrl('host does not resolve');
+    throw unsafeUrl(codes, 'host does not resolve');
   }
   if (!allowed && answers.some((a) => isForbiddenAddress(a.address)))
-    throw unsafeUrl('host resolves to a private or reserved address');
+    throw unsafeUrl(codes, 'host resolves to a private or reserved address');
   return { url, address: answers[0].address, family: answers[0].family === 6 ? 6 : 4 };
 }
 
