@@ -30,6 +30,24 @@ export interface RouteDef<B = unknown, Q = Record<string, unknown>> {
   body?: z.ZodType<B>;
   /** Schema of the query string. */
   query?: z.ZodType<Q>;
+  /**
+   * Schema of the path parameters (e.g. `{ projectID: z.string().uuid() }`): documented in OpenAPI
+   * (`format: uuid`, enums). The service still answers a malformed id as not found (404).
+   */
+  params?: z.ZodType<Record<string, string>>;
+  /**
+   * Error statuses this route can answer beyond those derived from the row (every route: 401, 403,
+   * 429, 503; a body: 400, 413, 415; a query: 400; path parameters: 404), e.g. `[409, 422]`.
+   */
+  errors?: number[];
+  /** A route anyone may call without a key (documented with no security and no 401/403). */
+  public?: boolean;
+  /**
+   * What this route creates that other routes take as path parameters: parameter name → JSON
+   * pointer into the success body, e.g. `{ projectID: '/data/project/id' }`. OpenAPI links this
+   * operation to every route (of any area) whose path parameters it can then fill.
+   */
+  creates?: Record<string, string>;
   variables: (req: RouteRequest<B, Q>) => Record<string, unknown>;
   /** Picks the payload out of the operation's `data`. */
   select: (data: Record<string, unknown>) => unknown;

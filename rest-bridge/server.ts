@@ -2,10 +2,11 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest }
 import { installAccessLog } from '../core/access-log';
 import type { GraphQLFormattedError } from 'graphql';
 import { randomUUID } from 'node:crypto';
-import type { ZodError } from 'zod';
+import type { ZodError, ZodIssue } from 'zod';
 import type { Logger } from '../core/logger';
 import { type BridgeError, errorEnvelope, successEnvelope } from './envelopes';
 import type { GraphQLExecutor } from './executor';
+import { registerMethodNotAllowed } from './method-not-allowed';
 import { buildOpenApi } from './openapi';
 import type { AreaRoute, EnvelopeKind } from '../core/rest-route';
 import { envelopeResolver, toFastifyPath } from './route-paths';
@@ -56,12 +57,19 @@ export function fromGraphQLErrors(errors: readonly GraphQLFormattedError[]): { s
   };
 }
 
+/** A union's issues are those of the branch the input came closest to (fewest issues). */
+function flatIssues(e: ZodError): ZodIssue[] {
+  return e.issues.flatMap((i) =>
+    i.code === 'invalid_union' ? flatIssues([...i.unionErrors].sort((a, b) => a.issues.length - b.issues.length)[0]) : [i],
+  );
+}
+
 function fromZod(where: 'body' | 'query', e: ZodError): BridgeError {
   return {
     code: 'invalid_request',
     message: `request ${where} is invalid`,
     details: {
-      fields: e.issues.map((i) => ({
+      fields: flatIssues(e).map((i) => ({
         field: i.path.join('.') || (i.code === 'unrecognized_keys' ? i.keys.join(',') : where),
         problem: i.message,
       })),
@@ -197,5 +205,6 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
       },
     });
   }
+  registerMethodNotAllowed(app, routes);
   return app;
 }

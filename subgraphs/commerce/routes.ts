@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { type AnyRoute, route } from '../../core/rest-route';
-import { COMMERCE_BODY_LIMIT, COMMERCE_PREFIX, MAX_FIELD_LENGTH, MAX_SECRET_LENGTH, MAX_PAGE } from './limits';
+import { COMMERCE_BODY_LIMIT, COMMERCE_PREFIX, ENVIRONMENTS, MAX_FIELD_LENGTH, MAX_SECRET_LENGTH, MAX_PAGE } from './limits';
 
 /**
  * Spec 4.2: every commerce route, each onto one GraphQL operation, with the commerce envelope and
@@ -10,7 +10,13 @@ import { COMMERCE_BODY_LIMIT, COMMERCE_PREFIX, MAX_FIELD_LENGTH, MAX_SECRET_LENG
  */
 const tag = 'Commerce hosting';
 const path = (suffix: string) => `${COMMERCE_PREFIX}${suffix}`;
-const common = { tag, envelope: 'commerce' as const, bodyLimit: COMMERCE_BODY_LIMIT };
+// Spec 4.2: the service refuses what the rows cannot say (kinds, formats, settings keys, states)
+// with 422 COMMERCE_INVALID_CONFIGURATION, and a plan without commerce with 402; states conflict (409).
+const common = { tag, envelope: 'commerce' as const, bodyLimit: COMMERCE_BODY_LIMIT, errors: [402, 409, 422] };
+const uuid = z.string().uuid();
+/** Path parameters as OpenAPI documents them: ids are UUIDs, environments a fixed list. */
+const params = (extra: Record<string, z.ZodString | z.ZodEnum<[string, ...string[]]>> = {}) =>
+  z.object({ projectID: uuid, ...extra });
 const projectId = (r: { params: Record<string, string> }) => r.params.projectID;
 const idempotencyKey = (h: Record<string, string | string[] | undefined>) => {
   const v = h['idempotency-key'];
@@ -60,6 +66,7 @@ const analyticsQuery = z.object({ range: z.string().max(16).optional() });
 export const commerceRoutes: AnyRoute[] = [
   route({
     ...common,
+    params: params(),
     method: 'GET',
     path: path(''),
     summary: "The project's commerce connection, its state and its environments (secrets only as has_*)",
@@ -70,10 +77,12 @@ export const commerceRoutes: AnyRoute[] = [
   }),
   route({
     ...common,
+    params: params(),
     method: 'POST',
     path: path('/connect'),
     summary: 'Connect an app (development_branch) or a storefront (confirm_generic_storefront); 202 operation',
     operation: 'commerce-connect',
+    creates: { operationID: '/data/id' },
     body: connectBody,
     variables: (r) => ({
       projectId: projectId(r),
@@ -91,6 +100,7 @@ export const commerceRoutes: AnyRoute[] = [
   }),
   route({
     ...common,
+    params: params({ operationID: uuid }),
     method: 'GET',
     path: path('/operations/{operationID}'),
     summary: 'A commerce operation: queued, running, succeeded or failed, with error_code and error_message',
@@ -101,6 +111,7 @@ export const commerceRoutes: AnyRoute[] = [
   }),
   route({
     ...common,
+    params: params({ environment: z.enum(ENVIRONMENTS) }),
     method: 'PUT',
     path: path('/environments/{environment}'),
     summary: 'Set an environment; secrets are write-only (omitted or empty keeps the stored one)',
@@ -118,10 +129,12 @@ export const commerceRoutes: AnyRoute[] = [
   }),
   route({
     ...common,
+    params: params({ environment: z.enum(ENVIRONMENTS) }),
     method: 'POST',
     path: path('/environments/{environment}/verify'),
     summary: "Verify the environment's credentials against the commerce platform; 202 operation",
     operation: 'commerce-verify',
+    creates: { operationID: '/data/id' },
     variables: (r) => ({
       projectId: projectId(r),
       environment: r.params.environment,
@@ -132,6 +145,7 @@ export const commerceRoutes: AnyRoute[] = [
   }),
   route({
     ...common,
+    params: params(),
     method: 'GET',
     path: path('/releases'),
     summary: 'Releases, newest first (data.items, data.next_cursor)',
@@ -143,16 +157,19 @@ export const commerceRoutes: AnyRoute[] = [
   }),
   route({
     ...common,
+    params: params({ releaseID: uuid }),
     method: 'POST',
     path: path('/releases/{releaseID}/retry'),
     summary: 'Retry a failed or degraded release through the health gate; 202 release',
     operation: 'commerce-retry-release',
+    creates: { releaseID: '/data/id' },
     variables: (r) => ({ projectId: projectId(r), releaseId: r.params.releaseID }),
     select: (d) => d.commerceRetryRelease,
     status: 202,
   }),
   route({
     ...common,
+    params: params(),
     method: 'GET',
     path: path('/webhooks'),
     summary: 'Webhook observations, newest first (data.items, data.next_cursor)',
@@ -164,6 +181,7 @@ export const commerceRoutes: AnyRoute[] = [
   }),
   route({
     ...common,
+    params: params({ webhookID: uuid }),
     method: 'GET',
     path: path('/webhooks/{webhookID}'),
     summary: 'One webhook observation',
@@ -174,6 +192,7 @@ export const commerceRoutes: AnyRoute[] = [
   }),
   route({
     ...common,
+    params: params(),
     method: 'PUT',
     path: path('/storefront/settings'),
     summary: 'Storefront settings (documented keys only; credential-shaped keys are refused)',
@@ -185,6 +204,7 @@ export const commerceRoutes: AnyRoute[] = [
   }),
   route({
     ...common,
+    params: params(),
     method: 'GET',
     path: path('/storefront/analytics'),
     summary: 'Storefront analytics: range 1h, 24h, 7d (with an hour timeseries) or 30d; anything else is 7d',
@@ -196,10 +216,12 @@ export const commerceRoutes: AnyRoute[] = [
   }),
   route({
     ...common,
+    params: params(),
     method: 'POST',
     path: path('/storefront/promotions'),
     summary: 'Promote a healthy preview release to production; 202 release',
     operation: 'commerce-promote',
+    creates: { releaseID: '/data/id' },
     body: promotionBody,
     variables: (r) => ({ projectId: projectId(r), previewId: r.body.preview_id }),
     select: (d) => d.commercePromote,

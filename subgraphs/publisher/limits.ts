@@ -17,3 +17,6 @@ export const MAX_PROVIDER_API_KEY_LENGTH = 512;
 export const MAX_VERSION_LENGTH = 64;
 /** Most node-selector tags on one site. */
 export const MAX_NODE_SELECTOR_TAGS = 20;
+
+/** Lifecycle actions of `POST …/actions` (the REST body's enum and the service's check). */
+export const SITE_ACTIONS = ['restart', 'start', 'stop', 'retry_provisioning'] as const;

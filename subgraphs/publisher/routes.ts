@@ -8,31 +8,41 @@ import {
   MAX_REASON_LENGTH,
   MAX_REGION_LENGTH,
   MAX_SITE_NAME_LENGTH,
-  MAX_VERSION_LENGTH,
+  SITE_ACTIONS,
 } from './limits';
+import { NODE_TAG } from './nodes';
+import { RUNTIME_VERSIONS } from './runtime-catalog';
 
 const PREFIX = '/api/v1/publisher';
 const tag = 'Publishing sites';
 const projectId = (r: { params: Record<string, string> }) => ({ projectId: r.params.projectID });
 const str = z.string();
 
-const createSiteBody = z
-  .object({
-    name: str.min(1).max(MAX_SITE_NAME_LENGTH),
-    runtime_version: str.min(1).max(MAX_VERSION_LENGTH).optional(),
-    deployment_mode: z.enum(['hosted', 'connected_node']).optional(),
-    target_node_id: str.uuid().optional(),
-    placement_mode: str.optional(),
-    node_selector_tags: z.array(str).max(MAX_NODE_SELECTOR_TAGS).optional(),
-    mail_enabled: z.boolean().optional(),
-  })
-  .strict();
+const siteFields = {
+  // The service trims the name: one visible character at least.
+  name: str.min(1).max(MAX_SITE_NAME_LENGTH).regex(/\S/),
+  runtime_version: z.enum(RUNTIME_VERSIONS).optional(),
+  mail_enabled: z.boolean().optional(),
+};
+// Two shapes (spec 4.1): a hosted site takes no node fields; a connected-node site names its node.
+const createSiteBody = z.union([
+  z.object({ ...siteFields, deployment_mode: z.literal('hosted').optional() }).strict(),
+  z
+    .object({
+      ...siteFields,
+      deployment_mode: z.literal('connected_node'),
+      target_node_id: str.uuid(),
+      placement_mode: z.literal('manual').optional(),
+      node_selector_tags: z.array(str.regex(NODE_TAG)).max(MAX_NODE_SELECTOR_TAGS).optional(),
+    })
+    .strict(),
+]);
 
-const actionBody = z.object({ action: str }).strict();
+const actionBody = z.object({ action: z.enum(SITE_ACTIONS) }).strict();
 const domainBody = z.object({ domain: str.min(1).max(MAX_DOMAIN_INPUT_LENGTH) }).strict();
 const recoveryPointBody = z.object({ reason: str.max(MAX_REASON_LENGTH).optional() }).strict();
 const stagingBody = z.object({ name: str.min(1).max(MAX_SITE_NAME_LENGTH).optional() }).strict();
-const upgradeBody = z.object({ target_version: str.min(1).max(MAX_VERSION_LENGTH) }).strict();
+const upgradeBody = z.object({ target_version: z.enum(RUNTIME_VERSIONS) }).strict();
 const senderBody = z.object({ sender_email: str.min(1).max(MAX_EMAIL_LENGTH) }).strict();
 const providerBody = z
   .object({
@@ -44,6 +54,9 @@ const providerBody = z
     from_name: str.max(MAX_FROM_NAME_LENGTH).nullable().optional(),
   })
   .strict();
+
+const uuid = z.string().uuid();
+const projectParams = z.object({ projectID: uuid });
 
 const project = (suffix: string) => `${PREFIX}/projects/{projectID}${suffix}`;
 
@@ -66,9 +79,12 @@ export const publisherRoutes: AnyRoute[] = [
     summary: 'Create a site; returns the project, addresses and the provisioning operation',
     tag,
     operation: 'create-site',
+    errors: [402, 409, 422],
+    creates: { projectID: '/data/project/id', operationID: '/data/operation/id' },
     body: createSiteBody,
     variables: (r) => {
-      const b = r.body;
+      const b = r.body as z.infer<typeof createSiteBody> &
+        Partial<{ target_node_id: string; placement_mode: string; node_selector_tags: string[] }>;
       const key = r.headers['idempotency-key'];
       return {
         input: {
@@ -92,6 +108,7 @@ export const publisherRoutes: AnyRoute[] = [
     path: project('/metadata'),
     summary: 'Installation, project, managed database, active operation and mail flags',
     tag,
+    params: projectParams,
     operation: 'site-metadata',
     variables: projectId,
     select: (d) => d.siteMetadata,
@@ -103,6 +120,7 @@ export const publisherRoutes: AnyRoute[] = [
     path: project('/operations/{operationID}'),
     summary: 'The full durable operation',
     tag,
+    params: z.object({ projectID: uuid, operationID: uuid }),
     operation: 'site-operation',
     variables: (r) => ({ projectId: r.params.projectID, operationId: r.params.operationID }),
     select: (d) => d.siteOperation,
@@ -114,7 +132,10 @@ export const publisherRoutes: AnyRoute[] = [
     path: project('/actions'),
     summary: 'Lifecycle action: restart, start, stop or retry_provisioning; returns the operation (202)',
     tag,
+    params: projectParams,
     operation: 'site-action',
+    errors: [409],
+    creates: { operationID: '/data/operation/id' },
     body: actionBody,
     variables: (r) => ({ ...projectId(r), action: r.body.action }),
     select: (d) => ({ operation: d.siteAction }),
@@ -126,6 +147,7 @@ export const publisherRoutes: AnyRoute[] = [
     path: project('/history'),
     summary: 'Latest lifecycle operation (active_operation, latest_operation) and recovery points, newest first',
     tag,
+    params: projectParams,
     operation: 'site-history',
     variables: projectId,
     select: (d) => d.siteHistory,
@@ -137,7 +159,9 @@ export const publisherRoutes: AnyRoute[] = [
     path: project('/domain'),
     summary: 'Attach a custom domain (a bare name; Unicode is stored as punycode); returns the domain record',
     tag,
+    params: projectParams,
     operation: 'set-domain',
+    errors: [409],
     body: domainBody,
     variables: (r) => ({ ...projectId(r), domain: r.body.domain }),
     select: (d) => d.setSiteDomain,
@@ -149,6 +173,7 @@ export const publisherRoutes: AnyRoute[] = [
     path: project('/recovery-points'),
     summary: 'Recovery points, newest first',
     tag,
+    params: projectParams,
     operation: 'recovery-points',
     variables: projectId,
     select: (d) => d.recoveryPoints,
@@ -160,7 +185,10 @@ export const publisherRoutes: AnyRoute[] = [
     path: project('/recovery-points'),
     summary: 'Take a recovery point; returns the point and its operation (202)',
     tag,
+    params: projectParams,
     operation: 'create-recovery-point',
+    errors: [409],
+    creates: { recoveryPointID: '/data/recovery_point/id', operationID: '/data/operation/id' },
     body: recoveryPointBody,
     variables: (r) => ({ ...projectId(r), reason: r.body.reason ?? null }),
     select: (d) => d.createRecoveryPoint,
@@ -172,7 +200,10 @@ export const publisherRoutes: AnyRoute[] = [
     path: project('/recovery-points/{recoveryPointID}/restore'),
     summary: 'Restore a completed recovery point; returns the point and the restore operation (202)',
     tag,
+    params: z.object({ projectID: uuid, recoveryPointID: uuid }),
     operation: 'restore-recovery-point',
+    errors: [400, 409],
+    creates: { operationID: '/data/operation/id' },
     variables: (r) => ({ ...projectId(r), recoveryPointId: r.params.recoveryPointID }),
     select: (d) => d.restoreRecoveryPoint,
     status: 202,
@@ -183,7 +214,10 @@ export const publisherRoutes: AnyRoute[] = [
     path: project('/staging'),
     summary: 'Staging copy from a fresh recovery point; returns the source point, the operation and the staging project (202)',
     tag,
+    params: projectParams,
     operation: 'create-staging',
+    errors: [402, 409],
+    creates: { recoveryPointID: '/data/source_recovery_point/id', operationID: '/data/operation/id' },
     body: stagingBody,
     variables: (r) => ({ ...projectId(r), name: r.body.name ?? null }),
     select: (d) => d.createStagingSite,
@@ -195,7 +229,10 @@ export const publisherRoutes: AnyRoute[] = [
     path: project('/upgrades'),
     summary: 'Upgrade along a catalog edge; returns the pre-upgrade recovery point and the operation (202)',
     tag,
+    params: projectParams,
     operation: 'upgrade-site',
+    errors: [409],
+    creates: { recoveryPointID: '/data/recovery_point/id', operationID: '/data/operation/id' },
     body: upgradeBody,
     variables: (r) => ({ ...projectId(r), targetVersion: r.body.target_version }),
     select: (d) => d.upgradeSite,
@@ -207,6 +244,7 @@ export const publisherRoutes: AnyRoute[] = [
     path: project('/mail/sender'),
     summary: 'Transactional and newsletter-provider status, without secrets',
     tag,
+    params: projectParams,
     operation: 'mail-sender',
     variables: projectId,
     select: (d) => d.siteMailSettings,
@@ -218,6 +256,7 @@ export const publisherRoutes: AnyRoute[] = [
     path: project('/mail/sender'),
     summary: 'Set the transactional sender (a verified sender of the account)',
     tag,
+    params: projectParams,
     operation: 'set-mail-sender',
     body: senderBody,
     variables: (r) => ({ ...projectId(r), senderEmail: r.body.sender_email }),
@@ -230,6 +269,7 @@ export const publisherRoutes: AnyRoute[] = [
     path: project('/mail/provider'),
     summary: 'Transactional and newsletter-provider status, without secrets',
     tag,
+    params: projectParams,
     operation: 'mail-provider',
     variables: projectId,
     select: (d) => d.siteMailSettings,
@@ -241,6 +281,7 @@ export const publisherRoutes: AnyRoute[] = [
     path: project('/mail/provider'),
     summary: 'Configure the newsletter provider; api_key is write-only and stored encrypted',
     tag,
+    params: projectParams,
     operation: 'set-mail-provider',
     body: providerBody,
     variables: (r) => {
@@ -265,6 +306,7 @@ export const publisherRoutes: AnyRoute[] = [
     path: project('/mail/provider'),
     summary: 'Remove the newsletter mapping and the encrypted provider configuration',
     tag,
+    params: projectParams,
     operation: 'delete-mail-provider',
     variables: projectId,
     select: (d) => d.deleteNewsletterProvider,

@@ -80,3 +80,6 @@ export function isUpgradeEdge(from: string, to: string): boolean {
 export function upgradeTargets(from: string): string[] {
   return RUNTIME_CATALOG.filter((r) => r.upgradePredecessors.includes(from)).map((r) => r.version);
 }
+
+/** The catalog's versions: the REST rows' enum for `runtime_version` and `target_version`. */
+export const RUNTIME_VERSIONS = RUNTIME_CATALOG.map((r) => r.version) as [string, ...string[]];

@@ -26,7 +26,8 @@ import type { SimulatedInfrastructure } from './simulated-infrastructure';
 export type { SiteStatus } from './site-locks';
 export type { CreateSiteInput, CreatedSite } from './site-creation';
 
-export const SITE_ACTIONS = ['restart', 'start', 'stop', 'retry_provisioning'] as const;
+export { SITE_ACTIONS } from './limits';
+import { SITE_ACTIONS } from './limits';
 export type SiteAction = (typeof SITE_ACTIONS)[number];
 export interface SiteMetadata {
   installation: {

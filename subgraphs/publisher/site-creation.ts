@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { badRequest, conflict, notFound } from '../../core/errors';
+import { PlatformError, badRequest, conflict, notFound } from '../../core/errors';
 import type { IdempotencyStore } from '../../core/idempotency';
 import { isUuid } from '../../core/ids';
 import { isDuplicateKey } from '../../core/mongo';
@@ -222,7 +222,10 @@ export class SiteCreation {
       if (!NODE_TAG.test(t)) throw badRequest('invalid_node_selector_tags', `tag "${t}" is not of the form <key>:<value>`);
     }
     const node = await this.d.nodes.findForAccount(p.accountId, input.targetNodeId);
-    if (!node) throw badRequest('unknown_target_node', 'target_node_id is not a connected node of this account');
+    // A well-formed reference to nothing this account owns: 422 (the document's schema cannot say it).
+    if (!node) {
+      throw new PlatformError('unknown_target_node', 422, 'target_node_id is not a connected node of this account');
+    }
     return {
       name,
       runtime,

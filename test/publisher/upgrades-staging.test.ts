@@ -27,7 +27,7 @@ describe('upgrades', () => {
     });
     expect((await upgrade(key, projectId, '5.101.2')).body.error.code).toBe('unsupported_upgrade_path');
     const unknown = await upgrade(key, projectId, '7.0.0');
-    expect([unknown.status, unknown.body.error.code]).toEqual([400, 'unsupported_runtime_version']);
+    expect([unknown.status, unknown.body.error.code]).toEqual([400, 'invalid_request']);
     const missing = await t.rest('POST', projectPath(projectId, '/upgrades'), { key, body: {} });
     expect([missing.status, missing.body.error.code]).toEqual([400, 'invalid_request']);
     // Nothing was recorded or started by the refusals.

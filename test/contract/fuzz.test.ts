@@ -1,0 +1,103 @@
+import { spawn } from 'node:child_process';
+import { randomInt } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { ensureSchemathesis } from '../../infra/schemathesis';
+import { startTestPlatform, type TestPlatform } from '../support/platform';
+
+/**
+ * The contract stage: schemathesis runs every operation of the committed `schema/openapi.json`
+ * against a platform started for this test, as a pro key, with the stateful phase on (OpenAPI
+ * links feed created ids to the routes that use them), every check, and at least 100 examples per
+ * operation. Any failure fails `npm test`. Replay one with `FUZZ_SEED=<printed seed> npx jest
+ * test/contract/fuzz.test.ts`.
+ */
+const SCHEMA = path.join(__dirname, '..', '..', 'schema', 'openapi.json');
+const MAX_EXAMPLES = Number(process.env.FUZZ_MAX_EXAMPLES ?? 100);
+/** The whole stage's bound; the run is killed (and the test fails) past it. */
+const BOUND_MS = Number(process.env.FUZZ_BOUND_MS ?? 15 * 60_000);
+
+let t: TestPlatform;
+let st: string;
+
+beforeAll(async () => {
+  st = await ensureSchemathesis();
+  t = await startTestPlatform();
+}, 600_000);
+afterAll(async () => {
+  await t?.stop();
+});
+
+function runFuzzer(args: string[]): Promise<{ code: number | null; output: string; timedOut: boolean }> {
+  return new Promise((resolve) => {
+    const child = spawn(st, args, {
+      env: { ...process.env, NO_COLOR: '1', PYTHONUNBUFFERED: '1', SCHEMATHESIS_HOOKS: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (b: Buffer) => (output += b.toString('utf8')));
+    child.stderr.on('data', (b: Buffer) => (output += b.toString('utf8')));
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill('SIGTERM');
+    }, BOUND_MS);
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, output, timedOut });
+    });
+  });
+}
+
+it(
+  'every route of schema/openapi.json passes schemathesis (stateful, all checks)',
+  async () => {
+    // The committed document is the one the platform serves: the rows are its single source.
+    const served = await t.rest('GET', '/api/v1/openapi.json');
+    expect(served.body).toEqual(JSON.parse(fs.readFileSync(SCHEMA, 'utf8')));
+
+    const { key } = await t.createKey({ plan: 'pro' });
+    const seed = Number(process.env.FUZZ_SEED ?? randomInt(1, 2 ** 31));
+    const started = Date.now();
+    process.stdout.write(`fuzz: schemathesis seed ${seed} (replay: FUZZ_SEED=${seed})\n`);
+    const { code, output, timedOut } = await runFuzzer([
+      '--config-file',
+      path.join(__dirname, 'schemathesis.toml'),
+      'run',
+      SCHEMA,
+      '--url',
+      t.bridgeUrl,
+      '--header',
+      `Authorization: Bearer ${key}`,
+      '--checks',
+      'all',
+      '--phases',
+      'examples,coverage,fuzzing,stateful',
+      '--max-examples',
+      String(MAX_EXAMPLES),
+      '--seed',
+      String(seed),
+      '--generation-database',
+      'none',
+      '--suppress-health-check',
+      'all',
+      '--request-timeout',
+      '20',
+      '--workers',
+      '2',
+      '--no-color',
+    ]);
+    const seconds = ((Date.now() - started) / 1000).toFixed(0);
+    const log = path.join(__dirname, '..', '..', '.data', 'schemathesis', 'last-run.log');
+    fs.mkdirSync(path.dirname(log), { recursive: true });
+    fs.writeFileSync(log, output);
+    const summary = output.trimEnd().split('\n').slice(-40).join('\n');
+    process.stdout.write(`fuzz: ${seconds}s, exit ${code}, seed ${seed}, full output in ${log}\n${summary}\n`);
+    if (timedOut || code !== 0) {
+      throw new Error(
+        `schemathesis ${timedOut ? `ran past ${BOUND_MS / 1000}s` : `failed (exit ${code})`}; seed ${seed}; see ${log}`,
+      );
+    }
+  },
+  30 * 60_000,
+);
