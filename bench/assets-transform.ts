@@ -19,6 +19,7 @@ import path from 'node:path';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import sharp from 'sharp';
 import { startPlatform } from '../app/platform';
+import { hammer } from './keep-alive-load';
 import { loadConfig } from '../core/config';
 import type { AssetsService } from '../subgraphs/assets/service';
 
@@ -26,33 +27,6 @@ process.env.APOLLO_TELEMETRY_DISABLED = '1';
 const CDN_SECONDS = Number(process.env.BENCH_CDN_SECONDS ?? 5);
 const SEQUENTIAL = Number(process.env.BENCH_TRANSFORMS ?? 8);
 const MiB = 1024 ** 2;
-
-async function hammer(url: string, concurrency: number, seconds: number): Promise<number> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
-  const get = () =>
-    new Promise<void>((resolve, reject) => {
-      http
-        .get(url, { agent }, (res) => {
-          if (res.statusCode !== 200) reject(new Error(`HTTP ${res.statusCode} from ${url}`));
-          res.resume();
-          res.on('end', resolve);
-        })
-        .on('error', reject);
-    });
-  for (let i = 0; i < 50; i++) await get();
-  let done = 0;
-  const until = performance.now() + seconds * 1000;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (performance.now() < until) {
-        await get();
-        done++;
-      }
-    }),
-  );
-  agent.destroy();
-  return done / seconds;
-}
 
 const inWorker = (url: string): Promise<number> =>
   new Promise((resolve, reject) => {
@@ -211,5 +185,5 @@ if (isMainThread) {
   });
 } else {
   const { url, concurrency, seconds } = workerData as { url: string; concurrency: number; seconds: number };
-  void hammer(url, concurrency, seconds).then((rps) => parentPort!.postMessage(rps));
+  void hammer(url, concurrency, seconds, 50).then((rps) => parentPort!.postMessage(rps));
 }

@@ -23,6 +23,7 @@ import { pipeline } from 'node:stream/promises';
 import { promisify } from 'node:util';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { startPlatform } from '../app/platform';
+import { hammer } from './keep-alive-load';
 import { loadConfig } from '../core/config';
 import { newId } from '../core/ids';
 
@@ -87,34 +88,6 @@ async function sha256File(file: string): Promise<string> {
   const h = createHash('sha256');
   for await (const c of createReadStream(file)) h.update(c as Buffer);
   return h.digest('hex');
-}
-
-/** Runs in a worker thread: keep-alive GETs at `concurrency` for `seconds`; answers req/s. */
-async function hammer(url: string, concurrency: number, seconds: number): Promise<number> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
-  const get = () =>
-    new Promise<void>((resolve, reject) => {
-      http
-        .get(url, { agent }, (res) => {
-          if (res.statusCode !== 200) reject(new Error(`HTTP ${res.statusCode} from ${url}`));
-          res.resume();
-          res.on('end', resolve);
-        })
-        .on('error', reject);
-    });
-  for (let i = 0; i < 100; i++) await get();
-  let done = 0;
-  const until = performance.now() + seconds * 1000;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (performance.now() < until) {
-        await get();
-        done++;
-      }
-    }),
-  );
-  agent.destroy();
-  return done / seconds;
 }
 
 function inWorker(url: string): Promise<number> {
