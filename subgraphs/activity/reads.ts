@@ -1,4 +1,4 @@
-import type { FilterQuery } from 'mongoose';
+import type { FilterQuery, Model } from 'mongoose';
 import { decodeCursor, encodeCursor } from '../../core/cursors';
 import { PlatformError, badRequest, notFound } from '../../core/errors';
 import { isUuid } from '../../core/ids';
@@ -74,64 +74,61 @@ export interface Page<T> {
   nextCursor: string | null;
 }
 
-export async function itemPage(
+/** Rows newest first by `field`, then id: one page after the cursor, and the `current` ones capped. */
+
+async function keysetPage<T extends { _id: string }, F extends keyof T & string>(
+  model: Model<T>,
+  field: F,
+  filter: FilterQuery<T>,
+  limit: number,
+  cursor: { s: string; i: string } | null,
+  binding: string,
+): Promise<Page<T>> {
+  const rows = await model
+    .find({ ...filter, current: false, ...after(field, cursor) } as FilterQuery<T>)
+    .sort({ [field]: -1, _id: -1 })
+    .limit(limit + 1)
+    .lean<T[]>()
+    .exec();
+  const hasMore = rows.length > limit;
+  const items = rows.slice(0, limit);
+  const last = items[items.length - 1];
+  return {
+    items,
+    hasMore,
+    nextCursor:
+      hasMore && last ? encodeCursor({ s: (last[field] as unknown as Date).toISOString(), i: last._id }, binding) : null,
+  };
+}
+
+async function capped<T extends { _id: string }>(model: Model<T>, field: keyof T & string, filter: FilterQuery<T>) {
+  const rows = await model
+    .find({ ...filter, current: true } as FilterQuery<T>)
+    .sort({ [field]: -1, _id: -1 })
+    .limit(CURRENT_CAP + 1)
+    .lean<T[]>()
+    .exec();
+  return { items: rows.slice(0, CURRENT_CAP), complete: rows.length <= CURRENT_CAP };
+}
+
+export const itemPage = (
   models: ActivityModels,
   filter: FilterQuery<ActivityItemDoc>,
   limit: number,
   cursor: { s: string; i: string } | null,
   binding: string,
-): Promise<Page<ActivityItemDoc>> {
-  const rows = await models.Item.find({ ...filter, current: false, ...after('sortAt', cursor) })
-    .sort({ sortAt: -1, _id: -1 })
-    .limit(limit + 1)
-    .lean<ActivityItemDoc[]>()
-    .exec();
-  const hasMore = rows.length > limit;
-  const items = rows.slice(0, limit);
-  const last = items[items.length - 1];
-  return {
-    items,
-    hasMore,
-    nextCursor: hasMore && last ? encodeCursor({ s: last.sortAt.toISOString(), i: last._id }, binding) : null,
-  };
-}
+): Promise<Page<ActivityItemDoc>> => keysetPage(models.Item, 'sortAt', filter, limit, cursor, binding);
 
-export async function currentItems(models: ActivityModels, filter: FilterQuery<ActivityItemDoc>) {
-  const rows = await models.Item.find({ ...filter, current: true })
-    .sort({ sortAt: -1, _id: -1 })
-    .limit(CURRENT_CAP + 1)
-    .lean<ActivityItemDoc[]>()
-    .exec();
-  return { items: rows.slice(0, CURRENT_CAP), complete: rows.length <= CURRENT_CAP };
-}
+export const currentItems = (models: ActivityModels, filter: FilterQuery<ActivityItemDoc>) =>
+  capped(models.Item, 'sortAt', filter);
 
-export async function actionPage(
+export const actionPage = (
   models: ActivityModels,
   filter: FilterQuery<AgentActionDoc>,
   limit: number,
   cursor: { s: string; i: string } | null,
   binding: string,
-): Promise<Page<AgentActionDoc>> {
-  const rows = await models.Action.find({ ...filter, current: false, ...after('createdAt', cursor) })
-    .sort({ createdAt: -1, _id: -1 })
-    .limit(limit + 1)
-    .lean<AgentActionDoc[]>()
-    .exec();
-  const hasMore = rows.length > limit;
-  const items = rows.slice(0, limit);
-  const last = items[items.length - 1];
-  return {
-    items,
-    hasMore,
-    nextCursor: hasMore && last ? encodeCursor({ s: last.createdAt.toISOString(), i: last._id }, binding) : null,
-  };
-}
+): Promise<Page<AgentActionDoc>> => keysetPage(models.Action, 'createdAt', filter, limit, cursor, binding);
 
-export async function cappedActions(models: ActivityModels, filter: FilterQuery<AgentActionDoc>) {
-  const rows = await models.Action.find({ ...filter, current: true })
-    .sort({ createdAt: -1, _id: -1 })
-    .limit(CURRENT_CAP + 1)
-    .lean<AgentActionDoc[]>()
-    .exec();
-  return { items: rows.slice(0, CURRENT_CAP), complete: rows.length <= CURRENT_CAP };
-}
+export const cappedActions = (models: ActivityModels, filter: FilterQuery<AgentActionDoc>) =>
+  capped(models.Action, 'createdAt', filter);
