@@ -1,4 +1,4 @@
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { type ProcessRole, startPlatform } from '../app/platform';
@@ -130,6 +130,8 @@ async function start(args: string[]): Promise<void> {
     stopping = true;
     process.stderr.write(`platform: ${signal}, stopping…\n`);
     await platform.stop();
+    // The stand-ins stopped with it: later CLI calls must not be sent to their old addresses.
+    await rm(STAND_INS_FILE(), { force: true });
     if (infraStarted && (infraStarted.mongoStarted || infraStarted.kafkaStarted)) {
       await infraDown({ mongo: infraStarted.mongoStarted, kafka: infraStarted.kafkaStarted });
     }
