@@ -16,10 +16,9 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import sharp from 'sharp';
 import { startPlatform } from '../app/platform';
-import { hammer } from './keep-alive-load';
+import { hammerInWorker } from './keep-alive-load';
 import { loadConfig } from '../core/config';
 import type { AssetsService } from '../subgraphs/assets/service';
 
@@ -27,13 +26,6 @@ process.env.APOLLO_TELEMETRY_DISABLED = '1';
 const CDN_SECONDS = Number(process.env.BENCH_CDN_SECONDS ?? 5);
 const SEQUENTIAL = Number(process.env.BENCH_TRANSFORMS ?? 8);
 const MiB = 1024 ** 2;
-
-const inWorker = (url: string): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const w = new Worker(__filename, { workerData: { url, concurrency: 32, seconds: CDN_SECONDS } });
-    w.once('message', resolve);
-    w.once('error', reject);
-  });
 
 async function main(): Promise<void> {
   const id = randomBytes(4).toString('hex');
@@ -135,8 +127,13 @@ async function main(): Promise<void> {
       createReadStream(file).pipe(res);
     });
     await new Promise<void>((r) => plain.listen(0, '127.0.0.1', r));
-    const plainRps = await inWorker(`http://127.0.0.1:${(plain.address() as { port: number }).port}/d.webp`);
-    const cdnRps = await inWorker(named);
+    const plainRps = await hammerInWorker(
+      `http://127.0.0.1:${(plain.address() as { port: number }).port}/d.webp`,
+      32,
+      CDN_SECONDS,
+      50,
+    );
+    const cdnRps = await hammerInWorker(named, 32, CDN_SECONDS, 50);
     // The same bytes as a plain public asset on {cdn_url}: the CDN listener's own baseline.
     const fd2 = new FormData();
     fd2.append('visibility', 'public');
@@ -144,7 +141,7 @@ async function main(): Promise<void> {
     const up2 = (await (
       await fetch(`${bridge}/api/v1/assets/upload`, { method: 'POST', headers: { authorization: auth.authorization }, body: fd2 })
     ).json()) as { data: { id: string } };
-    const assetRps = await inWorker(`${cdn}/assets/${up2.data.id}/versions/1/d.webp`);
+    const assetRps = await hammerInWorker(`${cdn}/assets/${up2.data.id}/versions/1/d.webp`, 32, CDN_SECONDS, 50);
     plain.close();
     console.log(`same bytes as a plain public asset on {cdn_url}: ${assetRps.toFixed(0)} req/s`);
     console.log(
@@ -178,12 +175,7 @@ async function main(): Promise<void> {
   process.exit(0);
 }
 
-if (isMainThread) {
-  main().catch((e) => {
-    console.error(e);
-    process.exit(1);
-  });
-} else {
-  const { url, concurrency, seconds } = workerData as { url: string; concurrency: number; seconds: number };
-  void hammer(url, concurrency, seconds, 50).then((rps) => parentPort!.postMessage(rps));
-}
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

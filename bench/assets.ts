@@ -21,9 +21,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { promisify } from 'node:util';
-import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { startPlatform } from '../app/platform';
-import { hammer } from './keep-alive-load';
+import { hammerInWorker } from './keep-alive-load';
 import { loadConfig } from '../core/config';
 import { newId } from '../core/ids';
 
@@ -88,14 +87,6 @@ async function sha256File(file: string): Promise<string> {
   const h = createHash('sha256');
   for await (const c of createReadStream(file)) h.update(c as Buffer);
   return h.digest('hex');
-}
-
-function inWorker(url: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const w = new Worker(__filename, { workerData: { url, concurrency: 32, seconds: CDN_SECONDS } });
-    w.once('message', resolve);
-    w.once('error', reject);
-  });
 }
 
 async function main(): Promise<void> {
@@ -212,8 +203,8 @@ async function main(): Promise<void> {
       });
       await new Promise<void>((r) => plain.listen(0, '127.0.0.1', r));
       const plainUrl = `http://127.0.0.1:${(plain.address() as { port: number }).port}/small.bin`;
-      const plainRps = await inWorker(plainUrl);
-      const cdnRps = await inWorker(publicUrl);
+      const plainRps = await hammerInWorker(plainUrl, 32, CDN_SECONDS);
+      const cdnRps = await hammerInWorker(publicUrl, 32, CDN_SECONDS);
       plain.close();
       console.log(
         `CDN 100 KiB public asset: ${cdnRps.toFixed(0)} req/s vs plain static server ${plainRps.toFixed(0)} req/s = ${((cdnRps / plainRps) * 100).toFixed(0)} % (c=32, ${CDN_SECONDS} s each)`,
@@ -294,12 +285,7 @@ async function main(): Promise<void> {
   process.exit(0);
 }
 
-if (isMainThread) {
-  main().catch((e) => {
-    console.error(e);
-    process.exit(1);
-  });
-} else {
-  const { url, concurrency, seconds } = workerData as { url: string; concurrency: number; seconds: number };
-  void hammer(url, concurrency, seconds).then((rps) => parentPort!.postMessage(rps));
-}
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

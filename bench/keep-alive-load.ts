@@ -1,4 +1,5 @@
 import http from 'node:http';
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 
 /**
  * A keep-alive GET load generator: `warmup` requests one at a time, then `concurrency` clients for
@@ -30,4 +31,27 @@ export async function hammer(url: string, concurrency: number, seconds: number, 
   );
   agent.destroy();
   return done / seconds;
+}
+
+interface LoadJob {
+  keepAliveLoad: true;
+  url: string;
+  concurrency: number;
+  seconds: number;
+  warmup: number;
+}
+
+/** `hammer` in a worker thread of its own: the server under test keeps this event loop to itself. */
+export function hammerInWorker(url: string, concurrency: number, seconds: number, warmup = 100): Promise<number> {
+  const job: LoadJob = { keepAliveLoad: true, url, concurrency, seconds, warmup };
+  return new Promise((resolve, reject) => {
+    const w = new Worker(__filename, { workerData: job });
+    w.once('message', resolve);
+    w.once('error', reject);
+  });
+}
+
+if (!isMainThread && (workerData as Partial<LoadJob> | null)?.keepAliveLoad) {
+  const job = workerData as LoadJob;
+  void hammer(job.url, job.concurrency, job.seconds, job.warmup).then((rps) => parentPort!.postMessage(rps));
 }
