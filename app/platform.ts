@@ -10,6 +10,7 @@ import { createKafkaEventBus } from '../core/events/kafka-event-bus';
 import { TOPICS } from '../core/events/topics';
 import Fastify from 'fastify';
 import { portAnswers } from '../infra/tools';
+import { closeListener } from '../core/http-close';
 import { childLogger } from '../core/logger';
 import { connectMongo, ensureIndexes } from '../core/mongo';
 import { OperationEngine } from '../core/operations/engine';
@@ -228,7 +229,7 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
     bridgeUrl = await bridge.listen({ host: cfg.HOST, port: opts.bridgePort ?? cfg.BRIDGE_PORT });
     // With a port picked at random (tests), the addresses areas hand out follow the real one.
     if (!cfg.BASE_URL) cfg.baseUrl = bridgeUrl;
-    stops.push(() => bridge.close());
+    stops.push(() => closeListener(bridge));
   }
 
   // {cdn_url}: its own listener, for the areas that deliver bytes (Assets).
@@ -242,7 +243,7 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
     }
     cdnUrl = await cdn.listen({ host: cfg.HOST, port: opts.cdnPort ?? cfg.CDN_PORT });
     if (!cfg.CDN_URL) cfg.cdnUrl = cdnUrl;
-    stops.push(() => cdn.close());
+    stops.push(() => closeListener(cdn));
   }
 
   log.info({ bridgeUrl, routerUrl, cdnUrl, subgraphUrls, workers: workerAreas.map((a) => a.name) }, 'platform started');

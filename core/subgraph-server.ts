@@ -3,6 +3,7 @@ import { ApolloServerPluginInlineTraceDisabled } from '@apollo/server/plugin/dis
 import fastifyApollo, { fastifyApolloDrainPlugin } from '@as-integrations/fastify';
 import Fastify from 'fastify';
 import { installAccessLog } from './access-log';
+import { closeListener } from './http-close';
 import { GraphQLError } from 'graphql';
 import { formatPlatformError } from './graphql-errors';
 import type { Logger } from './logger';
@@ -48,7 +49,7 @@ export async function serveSubgraph(
   return {
     url: `${address}/graphql`,
     close: async () => {
-      await app.close();
+      await closeListener(app);
     },
   };
 }

@@ -4,6 +4,7 @@ import fastifyApollo from '@as-integrations/fastify';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { randomUUID } from 'node:crypto';
 import { formatPlatformError } from '../core/graphql-errors';
+import { closeListener } from '../core/http-close';
 import type { Logger } from '../core/logger';
 import { installAccessLog } from '../core/access-log';
 import { introspectionAllowed, ROUTER_VALIDATION_RULES } from '../core/graphql-limits';
@@ -100,7 +101,7 @@ export class Router {
 
   async stop(): Promise<void> {
     await this.subs?.close();
-    await this.app?.close();
+    if (this.app) await closeListener(this.app);
     await this.apollo.stop();
   }
 }

@@ -1,6 +1,7 @@
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import mongoose, { type Connection } from 'mongoose';
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { closeListener } from '../../core/http-close';
 import { ADMIN_TOKEN_HEADER, APP_KEY_HEADER, STOREFRONT_TOKEN_HEADER } from './platform-client';
 import { WEBHOOK_HEADERS, signWebhook } from './webhook-signature';
 
@@ -287,7 +288,7 @@ export async function startCommerceStandIn(opts: StandInOptions): Promise<Runnin
     url: baseUrl,
     app,
     async stop() {
-      await app.close();
+      await closeListener(app);
       await conn.close();
     },
   };

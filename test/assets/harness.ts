@@ -5,6 +5,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type mongoose from 'mongoose';
 import { loadConfig } from '../../core/config';
+import { closeListener } from '../../core/http-close';
 import { connectMongo, ensureIndexes } from '../../core/mongo';
 import type { Principal } from '../../core/principal';
 import { newId } from '../../core/ids';
@@ -81,8 +82,8 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
       return { authorization: `Bearer ${key}`, ...extra };
     },
     async close() {
-      await bridge.close();
-      await cdn.close();
+      await closeListener(bridge);
+      await closeListener(cdn);
       await conn.dropDatabase().catch(() => undefined);
       await conn.close();
       await rm(blobRoot, { recursive: true, force: true });

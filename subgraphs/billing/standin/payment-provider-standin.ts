@@ -1,6 +1,7 @@
 import Fastify from 'fastify';
 import mongoose, { type Connection } from 'mongoose';
 import { randomUUID } from 'node:crypto';
+import { closeListener } from '../../../core/http-close';
 import { connectMongo, isDuplicateKey } from '../../../core/mongo';
 import { DEV_WEBHOOK_SECRET, webhookSigner } from '../payment-provider';
 
@@ -156,7 +157,7 @@ export async function startPaymentProviderStandIn(opts: {
   return {
     url: base,
     async stop() {
-      await app.close();
+      await closeListener(app);
       await conn.close();
     },
   };
