@@ -23,6 +23,9 @@ import type { Ports } from '../core/ports';
 import type { Subscription } from '../core/events/event-bus';
 import { FeedHub } from '../router/feed-hub';
 import { Router } from '../router/server';
+import { addScrapeProbe, collectRuntimeMetrics } from '../core/telemetry/metrics';
+import { platformProbe } from '../core/telemetry/probes';
+import { initTracing } from '../core/telemetry/tracing';
 import { type AreaServices, areaFeeds, areaRoutes, areas, buildAreas, buildSubgraphs, subgraphPort } from './areas';
 
 /** Idle scan interval of the operation engine and the outbox relay: 1 s. */
@@ -80,6 +83,9 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
   const stops: Array<() => Promise<void>> = [];
   const topicPrefix = opts.topicPrefix ?? cfg.KAFKA_TOPIC_PREFIX;
   const operationsTopic = `${topicPrefix}.${TOPICS.operations}`;
+  // Before any listener or client starts: spans export only when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+  initTracing();
+  collectRuntimeMetrics();
 
   const conn = await connectMongo(cfg.mongodbUri);
   stops.push(() => conn.close());
@@ -111,6 +117,9 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
 
   const { services, ports, contexts } = buildAreas({ config: cfg, conn, bus, engine, topicPrefix });
   await ensureIndexes(conn);
+  // Queue depths, outbox backlog and consumer lag, read when /metrics is scraped.
+  const removeProbe = addScrapeProbe(platformProbe(conn, bus));
+  stops.push(async () => void removeProbe());
 
   const runsArea = (name: string) => role.kind === 'all' || (role.kind === 'subgraph' && role.name === name);
   const subgraphs = await buildSubgraphs(services, runsArea);

@@ -1,6 +1,7 @@
 import pino, { type Logger } from 'pino';
 import { config } from './config';
 import { redactText, SECRET_NAME } from './operations/redact';
+import { logCorrelation } from './telemetry/tracing';
 
 /**
  * Key names whose values never reach a log line, wherever they sit in the logged object (compared
@@ -99,7 +100,8 @@ export function redactingOptions(): pino.LoggerOptions {
 export function logger(): Logger {
   if (!root) {
     const dest = process.env.LOG_FILE ? pino.destination({ dest: process.env.LOG_FILE, sync: true }) : undefined;
-    root = pino({ level: config().LOG_LEVEL, base: { service: 'platform' }, ...redactingOptions() }, dest);
+    // Every line written inside a request, message or operation run names its trace and request.
+    root = pino({ level: config().LOG_LEVEL, base: { service: 'platform' }, mixin: logCorrelation, ...redactingOptions() }, dest);
   }
   return root;
 }

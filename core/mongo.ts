@@ -1,6 +1,7 @@
 import mongoose from 'mongoose';
 import { config } from './config';
 import { childLogger } from './logger';
+import { observeMongo } from './telemetry/mongo';
 
 /**
  * How long an operation waits for a reachable MongoDB before failing: 1.5 s, so a request answers
@@ -30,8 +31,11 @@ export async function connectMongo(uri: string = config().mongodbUri, opts: Mong
     serverSelectionTimeoutMS: opts.serverSelectionTimeoutMS ?? MONGO_SERVER_SELECTION_MS,
     // No queueing of commands while disconnected (mongoose would hold them 10 s): fail fast.
     bufferCommands: false,
+    // Command events feed the MongoDB duration histogram and spans (./telemetry/mongo.ts).
+    monitorCommands: true,
   });
   await conn.asPromise();
+  observeMongo(conn);
   childLogger('mongo').debug({ db: conn.name }, 'connected');
   return conn;
 }

@@ -3,6 +3,7 @@ import { ApolloServerPluginInlineTraceDisabled } from '@apollo/server/plugin/dis
 import fastifyApollo, { fastifyApolloDrainPlugin } from '@as-integrations/fastify';
 import Fastify from 'fastify';
 import { installAccessLog } from './access-log';
+import { installMetricsRoute } from './telemetry/http';
 import { closeListener } from './http-close';
 import { GraphQLError } from 'graphql';
 import { formatPlatformError } from './graphql-errors';
@@ -45,6 +46,7 @@ export async function serveSubgraph(
       }
     },
   });
+  installMetricsRoute(app);
   const address = await app.listen({ host: opts.host, port: opts.port });
   return {
     url: `${address}/graphql`,

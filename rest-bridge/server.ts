@@ -1,5 +1,6 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { installAccessLog } from '../core/access-log';
+import { installMetricsRoute } from '../core/telemetry/http';
 import type { GraphQLFormattedError } from 'graphql';
 import { randomUUID } from 'node:crypto';
 import type { ZodError, ZodIssue } from 'zod';
@@ -151,6 +152,7 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
   });
   const openapi = buildOpenApi(routes);
   app.get('/api/v1/openapi.json', async () => openapi);
+  installMetricsRoute(app);
 
   for (const plane of opts.dataPlanes ?? []) await app.register(async (scope) => plane(scope));
 

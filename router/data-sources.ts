@@ -5,6 +5,8 @@ import { formatPlatformError } from '../core/graphql-errors';
 import type { Logger } from '../core/logger';
 import { PRINCIPAL_HEADER, type Principal, signPrincipal } from '../core/principal';
 import { type BuiltSubgraph, contextFromHeaders } from '../core/subgraph-kit';
+import { measureSubgraphFetch } from '../core/telemetry/graphql';
+import { context as otelContext, propagation } from '@opentelemetry/api';
 
 /** What the gateway carries per request and hands to every data source. */
 export interface GatewayContext {
@@ -26,7 +28,11 @@ export class InProcessDataSource implements GraphQLDataSource<GatewayContext> {
     private readonly log: Logger,
   ) {}
 
-  async process({ request, context }: GraphQLDataSourceProcessOptions<GatewayContext>) {
+  process(options: GraphQLDataSourceProcessOptions<GatewayContext>) {
+    return measureSubgraphFetch(this.subgraph.name, 'local', () => this.run(options));
+  }
+
+  private async run({ request, context }: GraphQLDataSourceProcessOptions<GatewayContext>) {
     const query = request.query ?? '';
     let document = this.parsed.get(query);
     if (!document) {
@@ -65,5 +71,12 @@ export class SignedRemoteDataSource extends RemoteGraphQLDataSource<GatewayConte
     const requestId = context.requestId || randomUUID();
     request.http?.headers.set(PRINCIPAL_HEADER, signPrincipal(context.principal ?? null, { audience: this.subgraph, requestId }));
     request.http?.headers.set('x-request-id', requestId);
+    // The subgraph's spans join the caller's trace (W3C traceparent).
+    const headers = request.http?.headers;
+    if (headers) propagation.inject(otelContext.active(), headers, { set: (h, k, v) => h.set(k, v) });
+  }
+
+  override process(options: GraphQLDataSourceProcessOptions<GatewayContext>) {
+    return measureSubgraphFetch(this.subgraph, 'http', () => super.process(options));
   }
 }

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { tracer } from '../core/telemetry/tracing';
 import type { FeedDefinition } from '../core/area';
 import type { EventBus, Subscription } from '../core/events/event-bus';
 import type { Logger } from '../core/logger';
@@ -110,7 +111,12 @@ export class FeedHub {
     }
     const key = feed.keyOfEvent(e);
     if (key === null) return;
-    for (const listener of this.listeners.get(`${feed.field}\u0000${key}`) ?? []) listener(e);
+    const listeners = this.listeners.get(`${feed.field}\u0000${key}`);
+    if (!listeners?.size) return;
+    // The hand-off to live subscribers, in the trace of the consumed message (and so of its request).
+    const span = tracer().startSpan(`subscription ${feed.field}`, { attributes: { 'platform.subscribers': listeners.size } });
+    for (const listener of listeners) listener(e);
+    span.end();
   }
 
   /** An async iterator of one feed's events for one key, ended by `return()`. */

@@ -7,6 +7,8 @@ import { formatPlatformError } from '../core/graphql-errors';
 import { closeListener } from '../core/http-close';
 import type { Logger } from '../core/logger';
 import { installAccessLog } from '../core/access-log';
+import { graphqlMetricsPlugin } from '../core/telemetry/graphql';
+import { installMetricsRoute } from '../core/telemetry/http';
 import { introspectionAllowed, ROUTER_VALIDATION_RULES } from '../core/graphql-limits';
 import { installRouterRateLimit } from './rate-limit';
 import type { Principal } from '../core/principal';
@@ -63,6 +65,7 @@ export class Router {
       includeStacktraceInErrorResponses: false,
       introspection: introspectionAllowed(opts.nodeEnv),
       validationRules: ROUTER_VALIDATION_RULES,
+      plugins: [graphqlMetricsPlugin()],
     });
   }
 
@@ -88,6 +91,7 @@ export class Router {
       context: async (req) => this.context(req.headers.authorization, (req.headers['x-request-id'] as string) ?? req.id),
     });
     app.get('/healthz', async () => ({ status: 'ok' }));
+    installMetricsRoute(app);
     const address = await app.listen({ host, port });
     this.subs = attachSubscriptions(app.server, '/graphql', {
       hub: this.opts.hub,

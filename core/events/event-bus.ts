@@ -44,4 +44,12 @@ export interface EventBus {
   subscribe<T>(opts: SubscribeOptions<T>): Promise<Subscription>;
   ensureTopics(topics: string[]): Promise<void>;
   close(): Promise<void>;
+  /** Messages not yet consumed by this bus's consumer groups (implementations that can tell). */
+  consumerLag?(): Promise<ConsumerLag[]>;
+}
+
+export interface ConsumerLag {
+  groupId: string;
+  topic: string;
+  lag: number;
 }

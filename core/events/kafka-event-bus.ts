@@ -4,8 +4,9 @@ import { config } from '../config';
 import { isPlatformError } from '../errors';
 import { childLogger, type Logger } from '../logger';
 import { redactMessage } from '../operations/redact';
-import type { BusMessage, EventBus, ReceivedMessage, SubscribeOptions, Subscription } from './event-bus';
+import type { BusMessage, ConsumerLag, EventBus, ReceivedMessage, SubscribeOptions, Subscription } from './event-bus';
 import { dlqTopic } from './topics';
+import { consumeInContext, countConsumed, startProducerSpans } from '../telemetry/kafka';
 
 export interface KafkaEventBusOptions {
   brokers?: string[];
@@ -60,6 +61,8 @@ class KafkaEventBus implements EventBus {
   private admin: Promise<Admin> | undefined;
   private readonly knownTopics = new Set<string>();
   private readonly consumers = new Set<Consumer>();
+  /** Group and topics of each running consumer, for the consumer-lag figures. */
+  private readonly groups = new Map<Consumer, { groupId: string; topics: string[] }>();
   private closed = false;
 
   constructor(opts: KafkaEventBusOptions) {
@@ -135,13 +138,19 @@ class KafkaEventBus implements EventBus {
   async publish(messages: BusMessage[]): Promise<void> {
     if (messages.length === 0) return;
     if (this.closed) throw new Error('event bus is closed');
+    const traced = startProducerSpans(messages);
     const byTopic = new Map<string, BusMessage[]>();
-    for (const m of messages) {
+    for (const m of messages.map((msg, i) => ({ ...msg, headers: traced.headers[i] }))) {
       const list = byTopic.get(m.topic) ?? [];
       list.push(m);
       byTopic.set(m.topic, list);
     }
-    await this.ensureTopics([...byTopic.keys()]);
+    try {
+      await this.ensureTopics([...byTopic.keys()]);
+    } catch (e) {
+      traced.end(e);
+      throw e;
+    }
     try {
       const producer = await this.getProducer();
       await producer.sendBatch({
@@ -151,7 +160,9 @@ class KafkaEventBus implements EventBus {
           messages: list.map((m) => ({ key: m.key, value: JSON.stringify(m.value), headers: m.headers })),
         })),
       });
+      traced.end();
     } catch (e) {
+      traced.end(e);
       await this.resetProducer();
       throw e;
     }
@@ -170,6 +181,7 @@ class KafkaEventBus implements EventBus {
       maxWaitTimeInMs: 500,
     });
     this.consumers.add(consumer);
+    this.groups.set(consumer, { groupId: opts.groupId, topics: opts.topics });
     try {
       await consumer.connect();
       await consumer.subscribe({ topics: opts.topics, fromBeginning: opts.fromBeginning ?? false });
@@ -193,26 +205,32 @@ class KafkaEventBus implements EventBus {
             return;
           }
           const received: ReceivedMessage<T> = { ...base, value };
-          for (let attempt = 1; ; attempt++) {
-            try {
-              await opts.handler(received);
-              return;
-            } catch (e) {
-              const retriable = !isPlatformError(e) || e.retriable;
-              if (!retriable || attempt >= maxAttempts) {
-                await this.deadLetter(log, received, opts.groupId, e);
+          // The handler continues the producer's trace (W3C traceparent in the headers).
+          await consumeInContext(topic, opts.groupId, headers, async () => {
+            for (let attempt = 1; ; attempt++) {
+              try {
+                await opts.handler(received);
+                countConsumed('ok');
                 return;
+              } catch (e) {
+                const retriable = !isPlatformError(e) || e.retriable;
+                if (!retriable || attempt >= maxAttempts) {
+                  await this.deadLetter(log, received, opts.groupId, e);
+                  countConsumed('dead_lettered');
+                  return;
+                }
+                log.warn({ topic, partition, offset: message.offset, attempt, err: redactMessage(e) }, 'handler failed, retrying');
+                await sleep(HANDLER_RETRY_BASE_MS * 2 ** (attempt - 1));
+                await heartbeat().catch(() => undefined);
               }
-              log.warn({ topic, partition, offset: message.offset, attempt, err: redactMessage(e) }, 'handler failed, retrying');
-              await sleep(HANDLER_RETRY_BASE_MS * 2 ** (attempt - 1));
-              await heartbeat().catch(() => undefined);
             }
-          }
+          });
         },
       });
       await joined;
     } catch (e) {
       this.consumers.delete(consumer);
+      this.groups.delete(consumer);
       await consumer.disconnect().catch(() => undefined);
       throw e;
     }
@@ -222,6 +240,7 @@ class KafkaEventBus implements EventBus {
         if (stopped) return;
         stopped = true;
         this.consumers.delete(consumer);
+        this.groups.delete(consumer);
         await consumer.disconnect();
       },
     };
@@ -256,6 +275,28 @@ class KafkaEventBus implements EventBus {
       );
       throw new DeadLetterPublishError(redactMessage(e));
     }
+  }
+
+  /** Messages not yet consumed by this process's consumer groups, per group and topic. */
+  async consumerLag(): Promise<ConsumerLag[]> {
+    const admin = await this.getAdmin();
+    const out: ConsumerLag[] = [];
+    for (const { groupId, topics } of new Map([...this.groups.values()].map((g) => [g.groupId, g])).values()) {
+      for (const topic of topics) {
+        const [committed, ends] = await Promise.all([
+          admin.fetchOffsets({ groupId, topics: [topic] }),
+          admin.fetchTopicOffsets(topic),
+        ]);
+        const done = new Map((committed[0]?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
+        // A partition with no committed offset yet (-1) counts as caught up: the group starts at its end.
+        const lag = ends.reduce((sum, p) => {
+          const at = done.get(p.partition) ?? -1;
+          return sum + (at < 0 ? 0 : Math.max(0, Number(p.high) - at));
+        }, 0);
+        out.push({ groupId, topic, lag });
+      }
+    }
+    return out;
   }
 
   async close(): Promise<void> {

@@ -3,6 +3,8 @@ import { newId } from '../ids';
 import { childLogger } from '../logger';
 import { redactMessage } from '../operations/redact';
 import type { BusMessage, EventBus } from './event-bus';
+import { currentTraceparent, requestScope } from '../telemetry/tracing';
+import { REQUEST_ID_HEADER } from '../telemetry/kafka';
 
 /**
  * The transactional outbox without transactions: an event is embedded in the same document as the
@@ -17,6 +19,9 @@ export interface OutboxEntry {
   key: string;
   payload: unknown;
   createdAt: Date;
+  /** W3C traceparent of the request that caused the event: its publish and consumers join that trace. */
+  traceparent?: string;
+  requestId?: string;
 }
 
 export interface OutboxEvent {
@@ -37,6 +42,8 @@ const outboxEntrySchema = new Schema<OutboxEntry>(
     key: { type: String, required: true },
     payload: { type: Schema.Types.Mixed },
     createdAt: { type: Date, required: true },
+    traceparent: { type: String },
+    requestId: { type: String },
   },
   { _id: false, minimize: false },
 );
@@ -60,7 +67,17 @@ export function outboxPlugin(schema: Schema): void {
 
 /** Entries for `events`, with their ids and times. */
 export function outboxEntries(events: OutboxEvent[], now: Date = new Date()): OutboxEntry[] {
-  return events.map((e) => ({ eventId: newId(), topic: e.topic, key: e.key, payload: e.payload, createdAt: now }));
+  const traceparent = currentTraceparent();
+  const requestId = requestScope()?.requestId;
+  return events.map((e) => ({
+    eventId: newId(),
+    topic: e.topic,
+    key: e.key,
+    payload: e.payload,
+    createdAt: now,
+    ...(traceparent ? { traceparent } : {}),
+    ...(requestId ? { requestId } : {}),
+  }));
 }
 
 /** The `$push` fragment to merge into a state-changing update: `{ $push: { ...outboxPush(evts) } }`. */
@@ -72,7 +89,10 @@ export function outboxPush(events: OutboxEvent[], now: Date = new Date()): { out
 export function outboxMessage(e: OutboxEntry): BusMessage {
   const payload =
     e.payload !== null && typeof e.payload === 'object' && !Array.isArray(e.payload) ? e.payload : { value: e.payload };
-  return { topic: e.topic, key: e.key, value: { ...payload, eventId: e.eventId }, headers: { 'event-id': e.eventId } };
+  const headers: Record<string, string> = { 'event-id': e.eventId };
+  if (e.traceparent) headers.traceparent = e.traceparent;
+  if (e.requestId) headers[REQUEST_ID_HEADER] = e.requestId;
+  return { topic: e.topic, key: e.key, value: { ...payload, eventId: e.eventId }, headers };
 }
 
 // Accepts any model whose documents carry an outbox; mongoose models are invariant in their type.

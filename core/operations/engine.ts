@@ -1,4 +1,6 @@
 import { hostname } from 'node:os';
+import { operationRuns, operationsEnqueued } from '../telemetry/metrics';
+import { contextFromTraceparent, currentTraceparent, inSpan } from '../telemetry/tracing';
 import type mongoose from 'mongoose';
 import { config } from '../config';
 import { PlatformError, conflict, isPlatformError } from '../errors';
@@ -234,6 +236,7 @@ export class OperationEngine {
       finishedAt: null,
       deadlineAt: new Date(now.getTime() + (op.deadlineMs ?? this.deadlineMs)),
       initiator: op.initiator ?? null,
+      traceparent: currentTraceparent() ?? null,
     });
     try {
       await this.model.create(doc);
@@ -249,6 +252,7 @@ export class OperationEngine {
       if (!same) throw conflict('operation_id_conflict', 'an operation with this id already exists');
       return existing;
     }
+    operationsEnqueued.inc({ type: op.operationType });
     this.relay?.nudge();
     this.nudge();
     return doc;
@@ -452,7 +456,8 @@ export class OperationEngine {
     // A claim that lands after halt() gets no heartbeats: its lease expires like the others.
     if (!this.halted) run.heartbeat = setInterval(() => void this.beat(run), Math.max(50, Math.floor(this.leaseMs / 3)));
     this.runs.set(op._id, run);
-    run.done = this.execute(op, run).finally(() => {
+    const span = { parent: contextFromTraceparent(op.traceparent ?? undefined), attributes: { 'platform.operation.id': op._id } };
+    run.done = inSpan(`operation ${op.operationType}`, span, () => this.execute(op, run)).finally(() => {
       this.stopHeartbeat(run);
       if (run.deadline) clearTimeout(run.deadline);
       this.runs.delete(op._id);
@@ -583,22 +588,28 @@ export class OperationEngine {
       const reason: unknown = run.controller.signal.reason;
       if (failure instanceof LeaseLostError || reason instanceof LeaseLostError) {
         this.stats.leaseLost++;
+        operationRuns.inc({ type: op.operationType, outcome: 'lease_lost' });
         log.warn('lease lost; another worker resumes the operation');
         return;
       }
       if (ok) {
         if (await this.store.complete(run.fence, op, result)) {
           this.stats.completed++;
+          operationRuns.inc({ type: op.operationType, outcome: 'completed' });
           log.info('operation completed');
         } else {
           this.stats.fencedWrites++;
           this.stats.leaseLost++;
+          operationRuns.inc({ type: op.operationType, outcome: 'lease_lost' });
           log.warn('completion refused: lease lost');
         }
         return;
       }
       if (reason instanceof WorkerShutdownError) {
-        if (await this.store.release(run.fence)) this.stats.released++;
+        if (await this.store.release(run.fence)) {
+          this.stats.released++;
+          operationRuns.inc({ type: op.operationType, outcome: 'released' });
+        }
         return;
       }
       await this.finishWithError(op, run, failure, log);
@@ -619,6 +630,7 @@ export class OperationEngine {
       const runAfter = new Date(Date.now() + delay);
       if (await this.store.retry(run.fence, op, step, code, message, runAfter)) {
         this.stats.retried++;
+        operationRuns.inc({ type: op.operationType, outcome: 'retried' });
         log.warn({ errorCode: code, err: redactMessage(message), delayMs: delay }, 'operation failed; will retry');
         const t = setTimeout(() => {
           this.timers.delete(t);
@@ -630,6 +642,7 @@ export class OperationEngine {
     }
     if (await this.store.fail(run.fence, op, step, code, message)) {
       this.stats.failed++;
+      operationRuns.inc({ type: op.operationType, outcome: 'failed' });
       log.error({ errorCode: code, err: redactMessage(message) }, 'operation failed');
     } else this.stats.fencedWrites++;
   }

@@ -76,6 +76,8 @@ export interface OperationDoc {
    */
   deadlineAt: Date | null;
   initiator: unknown;
+  /** W3C traceparent of the request that enqueued it: each run is a span of that trace. */
+  traceparent?: string | null;
   outbox: OutboxEntry[];
 }
 
@@ -122,6 +124,7 @@ export const operationSchema = new Schema<OperationDoc>(
     finishedAt: { type: Date, default: null },
     deadlineAt: { type: Date, default: null },
     initiator: { type: Schema.Types.Mixed, default: null },
+    traceparent: { type: String, default: null },
     outbox: outboxField,
   },
   { collection: 'operations', versionKey: false, minimize: false, timestamps: false },
