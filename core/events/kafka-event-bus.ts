@@ -219,7 +219,10 @@ class KafkaEventBus implements EventBus {
                   countConsumed('dead_lettered');
                   return;
                 }
-                log.warn({ topic, partition, offset: message.offset, attempt, err: redactMessage(e) }, 'handler failed, retrying');
+                log.warn(
+                  { topic, partition, offset: message.offset, attempt, err: redactMessage(e) },
+                  'handler failed, retrying',
+                );
                 await sleep(HANDLER_RETRY_BASE_MS * 2 ** (attempt - 1));
                 await heartbeat().catch(() => undefined);
               }

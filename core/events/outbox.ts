@@ -3,7 +3,7 @@ import { newId } from '../ids';
 import { childLogger } from '../logger';
 import { redactMessage } from '../operations/redact';
 import type { BusMessage, EventBus } from './event-bus';
-import { currentTraceparent, requestScope } from '../telemetry/tracing';
+import { currentTraceparent, detached, requestScope } from '../telemetry/tracing';
 import { REQUEST_ID_HEADER } from '../telemetry/kafka';
 
 /**
@@ -183,7 +183,11 @@ export class OutboxRelay {
   private schedule(ms: number): void {
     if (!this.running) return;
     if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => void this.tick(), ms);
+    // Relay scans belong to no request (each event carries its own trace context).
+    this.timer = setTimeout(
+      detached(() => void this.tick()),
+      ms,
+    );
   }
 
   private async tick(): Promise<void> {

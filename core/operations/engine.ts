@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { operationRuns, operationsEnqueued } from '../telemetry/metrics';
-import { contextFromTraceparent, currentTraceparent, inSpan } from '../telemetry/tracing';
+import { contextFromTraceparent, currentTraceparent, detached, inSpan } from '../telemetry/tracing';
 import type mongoose from 'mongoose';
 import { config } from '../config';
 import { PlatformError, conflict, isPlatformError } from '../errors';
@@ -371,7 +371,11 @@ export class OperationEngine {
   private schedule(ms: number): void {
     if (!this.running) return;
     this.clearPoll();
-    this.pollTimer = setTimeout(() => void this.scan(), ms);
+    // Scans belong to no request, though a request's enqueue may be what nudged them.
+    this.pollTimer = setTimeout(
+      detached(() => void this.scan()),
+      ms,
+    );
   }
 
   private async scan(): Promise<void> {

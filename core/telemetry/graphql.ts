@@ -34,7 +34,11 @@ export function graphqlMetricsPlugin(): ApolloServerPlugin {
 }
 
 /** One subgraph fetch of a query plan: a CLIENT span and the fetch-duration histogram. */
-export async function measureSubgraphFetch<T>(subgraph: string, transport: 'local' | 'http', fetch: () => Promise<T>): Promise<T> {
+export async function measureSubgraphFetch<T>(
+  subgraph: string,
+  transport: 'local' | 'http',
+  fetch: () => Promise<T>,
+): Promise<T> {
   const end = subgraphFetchDuration.startTimer({ subgraph, transport });
   try {
     return await inSpan(

@@ -44,7 +44,12 @@ export function startProducerSpans(messages: BusMessage[]): {
 }
 
 /** Runs a message handler in a CONSUMER span continuing the producer's trace, with its request id in scope. */
-export function consumeInContext<T>(topic: string, groupId: string, headers: Record<string, string>, handle: () => Promise<T>): Promise<T> {
+export function consumeInContext<T>(
+  topic: string,
+  groupId: string,
+  headers: Record<string, string>,
+  handle: () => Promise<T>,
+): Promise<T> {
   const parent = withRequestScope(propagation.extract(ROOT_CONTEXT, headers), { requestId: headers[REQUEST_ID_HEADER] });
   return inSpan(
     `${topic} process`,

@@ -123,7 +123,9 @@ export function addScrapeProbe(probe: ScrapeProbe): () => void {
 
 /** Runs every probe's `pick` once per scrape, ignoring probes that fail (an engine down must not break /metrics). */
 async function fromProbes<T>(pick: (p: ScrapeProbe) => Promise<T> | undefined): Promise<T[]> {
-  const results: Array<T | undefined> = await Promise.all([...probes].map((p) => Promise.resolve(pick(p)).catch(() => undefined)));
+  const results: Array<T | undefined> = await Promise.all(
+    [...probes].map((p) => Promise.resolve(pick(p)).catch(() => undefined)),
+  );
   return results.filter((r): r is T => r !== undefined);
 }
 

@@ -127,6 +127,11 @@ export function contextFromTraceparent(traceparent: string | undefined, base: Co
   return traceparent ? propagation.extract(base, { traceparent }) : base;
 }
 
+/** `fn` bound to the root context: background loops a request happened to nudge must not join its trace. */
+export function detached<A extends unknown[], R>(fn: (...args: A) => R): (...args: A) => R {
+  return context.bind(ROOT_CONTEXT, fn);
+}
+
 /** Runs `fn` in a new active span; errors mark the span and pass on. */
 export async function inSpan<T>(
   name: string,

@@ -37,16 +37,19 @@ describe('GET /metrics on the bridge', () => {
     expect(moved('platform_http_requests_total', bridge(RUNTIME_OPTIONS, '401'))).toBe(2);
     expect(moved('platform_http_requests_total', bridge('(no route)', '404'))).toBe(1);
     const route = { component: 'bridge', method: 'GET', route: RUNTIME_OPTIONS };
-    expect(after.count('platform_http_request_duration_seconds', route) - before.count('platform_http_request_duration_seconds', route)).toBe(5);
+    expect(
+      after.count('platform_http_request_duration_seconds', route) -
+        before.count('platform_http_request_duration_seconds', route),
+    ).toBe(5);
 
     // GraphQL: the route's fixed operation, by name and outcome.
     expect(moved('platform_graphql_operations_total', { operation: 'RuntimeOptions', outcome: 'ok' })).toBe(3);
     expect(moved('platform_graphql_operations_total', { operation: 'RuntimeOptions', outcome: 'error' })).toBe(2);
     expect(moved('platform_graphql_errors_total', { operation: 'RuntimeOptions' })).toBe(2);
     expect(after.count('platform_graphql_operation_duration_seconds', { operation: 'CreateSite' })).toBeGreaterThanOrEqual(1);
-    expect(after.count('platform_subgraph_fetch_duration_seconds', { subgraph: 'publisher', transport: 'local' })).toBeGreaterThan(
-      before.count('platform_subgraph_fetch_duration_seconds', { subgraph: 'publisher', transport: 'local' }),
-    );
+    expect(
+      after.count('platform_subgraph_fetch_duration_seconds', { subgraph: 'publisher', transport: 'local' }),
+    ).toBeGreaterThan(before.count('platform_subgraph_fetch_duration_seconds', { subgraph: 'publisher', transport: 'local' }));
 
     // The durable operation: enqueued once, completed once.
     expect(moved('platform_operations_enqueued_total', { type: 'provision' })).toBe(1);
@@ -86,7 +89,10 @@ describe('GET /metrics on the bridge', () => {
     );
     const after = await scrape(t.bridgeUrl);
     const route = '/api/v1/publisher/projects/:projectID/metadata';
-    expect(after.value('platform_http_requests_total', bridge(route, '404')) - before.value('platform_http_requests_total', bridge(route, '404'))).toBe(1000);
+    expect(
+      after.value('platform_http_requests_total', bridge(route, '404')) -
+        before.value('platform_http_requests_total', bridge(route, '404')),
+    ).toBe(1000);
     // A handful of new series at most per family (this route's, an operation name), none carrying an id.
     const was = before.seriesCounts();
     const grown = [...after.seriesCounts()]
@@ -95,6 +101,8 @@ describe('GET /metrics on the bridge', () => {
     expect(grown).toEqual([]);
     const text = await (await fetch(`${t.bridgeUrl}/metrics`)).text();
     for (const id of ids.slice(0, 50)) expect(text).not.toContain(id);
-    expect(after.series('platform_http_requests_total').length - before.series('platform_http_requests_total').length).toBeLessThanOrEqual(1);
+    expect(
+      after.series('platform_http_requests_total').length - before.series('platform_http_requests_total').length,
+    ).toBeLessThanOrEqual(1);
   });
 });
