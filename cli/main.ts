@@ -13,6 +13,7 @@ import { connectMongo, ensureIndexes } from '../core/mongo';
 import { OperationEngine } from '../core/operations/engine';
 import { projectRoot } from '../core/paths';
 import { newArea, newRoute } from './scaffold';
+import { collectStatus, formatStatus, recordProcess } from './status';
 
 process.env.APOLLO_TELEMETRY_DISABLED = '1';
 
@@ -21,6 +22,7 @@ const BUILT_IN = `usage: platform <command>
   start [all|router|bridge|subgraph NAME] [--with-infra]   run the platform (foreground; Ctrl-C stops)
   compose [--check]                                        regenerate schema/ (or fail when stale)
   infra up|down|status                                     local Kafka and MongoDB-wire server
+  status [--json]                                          running processes, engines, queues, outbox, consumer lag
   new-area NAME                                            scaffold subgraphs/NAME and its registry line
   new-route AREA METHOD PATH                               scaffold a route row and its GraphQL document
 `;
@@ -37,6 +39,8 @@ const areaCommands = (): Array<{ area: string; command: AnyCommand }> =>
 
 /** Where `platform start` records the addresses of the stand-ins it started, for later CLI calls. */
 const STAND_INS_FILE = () => path.join(projectRoot(), config().DATA_DIR, 'stand-ins.json');
+/** Where each running `platform start` records itself, for `platform status`. */
+const PROCESSES_DIR = () => path.join(projectRoot(), config().DATA_DIR, 'processes');
 
 function fail(message: string): never {
   throw new CliUsageError(message);
@@ -53,6 +57,8 @@ export async function main(argv: string[]): Promise<void> {
         return await compose(rest);
       case 'infra':
         return await infra(rest);
+      case 'status':
+        return await status(rest);
       case 'new-area': {
         if (rest.length !== 1) fail('new-area takes NAME (npm run new:area NAME)');
         const files = await newArea(rest[0]);
@@ -116,6 +122,7 @@ async function start(args: string[]): Promise<void> {
   );
   await mkdir(path.dirname(STAND_INS_FILE()), { recursive: true });
   await writeFile(STAND_INS_FILE(), `${JSON.stringify(standIns, null, 2)}\n`);
+  const unrecord = await recordProcess(PROCESSES_DIR(), role, platform);
   const lines = [
     platform.bridgeUrl && `REST bridge   ${platform.bridgeUrl}  (GET /healthz, /readyz, /api/v1/openapi.json)`,
     platform.routerUrl && `GraphQL       ${platform.routerUrl}  (queries, mutations, graphql-ws subscriptions)`,
@@ -130,6 +137,7 @@ async function start(args: string[]): Promise<void> {
     stopping = true;
     process.stderr.write(`platform: ${signal}, stopping…\n`);
     await platform.stop();
+    await unrecord();
     // The stand-ins stopped with it: later CLI calls must not be sent to their old addresses.
     await rm(STAND_INS_FILE(), { force: true });
     if (infraStarted && (infraStarted.mongoStarted || infraStarted.kafkaStarted)) {
@@ -139,6 +147,26 @@ async function start(args: string[]): Promise<void> {
   };
   process.on('SIGINT', () => void shutdown('SIGINT'));
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
+}
+
+/**
+ * `platform status`: what the running platform is doing, read from its engines (never starts them).
+ * With `--json`, one JSON object on the last line of stdout.
+ */
+async function status(args: string[]): Promise<void> {
+  const { values } = parseArgs({ args, options: { json: { type: 'boolean' } } });
+  const cfg = { ...config(), env: { ...process.env } };
+  const conn = await connectMongo(cfg.mongodbUri).catch(() => undefined);
+  const bus = createKafkaEventBus({ brokers: cfg.kafkaBrokers, clientId: 'platform-status' });
+  try {
+    // The areas' models, so that every collection with an outbox is counted.
+    if (conn) buildAreas({ config: cfg, conn, bus, engine: new OperationEngine({ conn }), topicPrefix: cfg.KAFKA_TOPIC_PREFIX });
+    const report = await collectStatus({ conn, bus, topicPrefix: cfg.KAFKA_TOPIC_PREFIX, processesDir: PROCESSES_DIR() });
+    process.stdout.write(values.json ? `${JSON.stringify(report)}\n` : `${formatStatus(report)}\n`);
+  } finally {
+    await bus.close().catch(() => undefined);
+    await conn?.close().catch(() => undefined);
+  }
 }
 
 /**

@@ -44,8 +44,8 @@ export interface EventBus {
   subscribe<T>(opts: SubscribeOptions<T>): Promise<Subscription>;
   ensureTopics(topics: string[]): Promise<void>;
   close(): Promise<void>;
-  /** Messages not yet consumed by this bus's consumer groups (implementations that can tell). */
-  consumerLag?(): Promise<ConsumerLag[]>;
+  /** Messages not yet consumed by this bus's consumer groups, or by the broker's groups `groups` accepts (implementations that can tell). */
+  consumerLag?(groups?: (groupId: string) => boolean): Promise<ConsumerLag[]>;
 }
 
 export interface ConsumerLag {

@@ -280,23 +280,27 @@ class KafkaEventBus implements EventBus {
     }
   }
 
-  /** Messages not yet consumed by this process's consumer groups, per group and topic. */
-  async consumerLag(): Promise<ConsumerLag[]> {
+  /**
+   * Messages not yet consumed, per group and topic: this process's consumer groups, or with
+   * `groups`, every group on the broker it accepts (the `platform status` view).
+   */
+  async consumerLag(groups?: (groupId: string) => boolean): Promise<ConsumerLag[]> {
     const admin = await this.getAdmin();
+    const targets: Array<{ groupId: string; topics?: string[] }> = groups
+      ? (await admin.listGroups()).groups.filter((g) => groups(g.groupId)).map((g) => ({ groupId: g.groupId }))
+      : [...new Map([...this.groups.values()].map((g) => [g.groupId, g])).values()];
+    const ends = new Map<string, Promise<Array<{ partition: number; high: string }>>>();
     const out: ConsumerLag[] = [];
-    for (const { groupId, topics } of new Map([...this.groups.values()].map((g) => [g.groupId, g])).values()) {
-      for (const topic of topics) {
-        const [committed, ends] = await Promise.all([
-          admin.fetchOffsets({ groupId, topics: [topic] }),
-          admin.fetchTopicOffsets(topic),
-        ]);
-        const done = new Map((committed[0]?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
+    for (const { groupId, topics } of targets) {
+      for (const committed of await admin.fetchOffsets({ groupId, topics })) {
+        if (!ends.has(committed.topic)) ends.set(committed.topic, admin.fetchTopicOffsets(committed.topic));
+        const done = new Map(committed.partitions.map((p) => [p.partition, Number(p.offset)]));
         // A partition with no committed offset yet (-1) counts as caught up: the group starts at its end.
-        const lag = ends.reduce((sum, p) => {
+        const lag = (await ends.get(committed.topic)!).reduce((sum, p) => {
           const at = done.get(p.partition) ?? -1;
           return sum + (at < 0 ? 0 : Math.max(0, Number(p.high) - at));
         }, 0);
-        out.push({ groupId, topic, lag });
+        out.push({ groupId, topic: committed.topic, lag });
       }
     }
     return out;

@@ -107,7 +107,11 @@ export const mongoCommandDuration = new Histogram({
  */
 export interface ScrapeProbe {
   /** Non-terminal durable operations by type and status, and the oldest pending one's age in seconds. */
-  operations?(): Promise<{ counts: Array<{ type: string; status: string; count: number }>; oldestPendingAgeS: number | null }>;
+  operations?(): Promise<{
+    counts: Array<{ type: string; status: string; count: number }>;
+    oldestPendingAgeS: number | null;
+    oldestPending?: { id: string; type: string; ageS: number } | null;
+  }>;
   /** Pending outbox events by collection, and the oldest one's age in seconds (the relay's lag). */
   outbox?(): Promise<Array<{ collection: string; pending: number; oldestAgeS: number | null }>>;
   /** Consumer lag (messages) per group and topic. */

@@ -20,23 +20,28 @@ export function platformProbe(conn: Connection, bus?: EventBus): Required<Scrape
   return {
     async operations() {
       const model = conn.models[OPERATION_MODEL_NAME];
-      if (!model) return { counts: [], oldestPendingAgeS: null };
+      if (!model) return { counts: [], oldestPendingAgeS: null, oldestPending: null };
       const docs = await model
         .find({ status: { $in: ['pending', 'running'] } }, { operationType: 1, status: 1, createdAt: 1 })
         .limit(PROBE_READ_LIMIT)
-        .lean<Array<{ operationType: string; status: string; createdAt: Date }>>()
+        .lean<Array<{ _id: string; operationType: string; status: string; createdAt: Date }>>()
         .exec();
       const now = Date.now();
       const counts = new Map<string, { type: string; status: string; count: number }>();
-      let oldest: Date | undefined;
+      let oldest: (typeof docs)[number] | undefined;
       for (const d of docs) {
         const k = `${d.operationType}\u0000${d.status}`;
         const row = counts.get(k) ?? { type: d.operationType, status: d.status, count: 0 };
         row.count++;
         counts.set(k, row);
-        if (d.status === 'pending' && (!oldest || d.createdAt < oldest)) oldest = d.createdAt;
+        if (d.status === 'pending' && (!oldest || d.createdAt < oldest.createdAt)) oldest = d;
       }
-      return { counts: [...counts.values()], oldestPendingAgeS: ageS(oldest, now) };
+      const oldestPendingAgeS = ageS(oldest?.createdAt, now);
+      return {
+        counts: [...counts.values()],
+        oldestPendingAgeS,
+        oldestPending: oldest ? { id: String(oldest._id), type: oldest.operationType, ageS: oldestPendingAgeS ?? 0 } : null,
+      };
     },
     async outbox() {
       const now = Date.now();

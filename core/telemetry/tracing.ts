@@ -51,6 +51,25 @@ export interface TracingOptions {
 
 let provider: NodeTracerProvider | undefined;
 
+/** The provider's sampler, which can be switched while running (benchmarks compare modes in one process). */
+class SwitchableSampler implements Sampler {
+  constructor(public delegate: Sampler) {}
+  shouldSample(...args: Parameters<Sampler['shouldSample']>) {
+    return this.delegate.shouldSample(...args);
+  }
+  toString(): string {
+    return this.delegate.toString();
+  }
+}
+const sampler = new SwitchableSampler(new AlwaysOffSampler());
+
+const ratioSampler = (ratio: number): Sampler => new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(ratio) });
+
+/** Records `ratio` of new traces from now on (a sampled caller is always followed); `null` records none. */
+export function setSamplingRatio(ratio: number | null): void {
+  sampler.delegate = ratio === null ? new AlwaysOffSampler() : ratioSampler(ratio);
+}
+
 /** Registers the tracer provider once per process; later calls return the first one. */
 export function initTracing(opts: TracingOptions = {}): NodeTracerProvider {
   if (provider) return provider;
@@ -59,10 +78,8 @@ export function initTracing(opts: TracingOptions = {}): NodeTracerProvider {
   if (env.OTEL_EXPORTER_OTLP_ENDPOINT) processors.push(new BatchSpanProcessor(new OTLPTraceExporter()));
   if (opts.exporter) processors.push(new SimpleSpanProcessor(opts.exporter));
   if (opts.batchExporter) processors.push(new BatchSpanProcessor(opts.batchExporter));
-  const ratio = opts.ratio ?? samplingRatio(env);
   // Nothing to export: record nothing (a sampled remote parent would otherwise be recorded for naught).
-  const sampler: Sampler =
-    processors.length === 0 ? new AlwaysOffSampler() : new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(ratio) });
+  setSamplingRatio(processors.length === 0 ? null : (opts.ratio ?? samplingRatio(env)));
   provider = new NodeTracerProvider({
     sampler,
     spanProcessors: processors,
