@@ -3,6 +3,7 @@ import type { z } from 'zod';
 import { defineArea } from '../../core/area';
 import { OutboxRelay } from '../../core/events/outbox';
 import type { Ports } from '../../core/ports';
+import { assetFilesPort } from './asset-files';
 import { assetsCdnPlane } from './cdn-plane';
 import { FsBlobStore } from './fs-blob-store';
 import { S3BlobStore, s3Client } from './s3-blob-store';
@@ -67,6 +68,9 @@ export default defineArea<AssetsServices, AssetsSettings>({
     resolvers: [AssetsResolver, AssetTransformsResolver],
     createResolver: (cls) => new cls(s?.assets),
   }),
+  provides(s, ports) {
+    ports.provide('assetFiles', assetFilesPort(s.assets));
+  },
   routes: assetsRoutes,
   workers: (s, ctx) => [
     { name: 'assets-outbox', start: () => s.relay.start(), stop: () => s.relay.stop() },
