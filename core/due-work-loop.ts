@@ -1,4 +1,5 @@
 import type { Logger } from './logger';
+import { detached } from './telemetry/tracing';
 
 export interface DueWorkLoopOptions {
   /** Names the loop in its log lines. */
@@ -47,12 +48,16 @@ export class DueWorkLoop {
 
   private schedule(ms: number): void {
     if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
-      if (!this.running || this.round) return;
-      this.round = this.runRound().finally(() => {
-        this.round = null;
-      });
-    }, ms);
+    // Rounds belong to no request, though a request's write may be what nudged them.
+    this.timer = setTimeout(
+      detached(() => {
+        if (!this.running || this.round) return;
+        this.round = this.runRound().finally(() => {
+          this.round = null;
+        });
+      }),
+      ms,
+    );
   }
 
   private async runRound(): Promise<void> {

@@ -1,3 +1,4 @@
+import { context, propagation } from '@opentelemetry/api';
 import type { GraphQLFormattedError } from 'graphql';
 import type { Router } from '../router/server';
 
@@ -33,6 +34,8 @@ export function httpExecutor(routerUrl: string): GraphQLExecutor {
     async execute(query, variables, auth) {
       const headers: Record<string, string> = { 'content-type': 'application/json', 'x-request-id': auth.requestId };
       if (auth.authorization) headers.authorization = auth.authorization;
+      // The router's spans join the bridge request's trace (W3C traceparent).
+      propagation.inject(context.active(), headers);
       const res = await fetch(routerUrl, { method: 'POST', headers, body: JSON.stringify({ query, variables }) });
       return (await res.json()) as ExecutionResult;
     },
