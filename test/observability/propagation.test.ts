@@ -1,10 +1,10 @@
 import Fastify from 'fastify';
 import { SpanKind } from '@opentelemetry/api';
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
-import { installAccessLog } from '../access-log';
-import { childLogger } from '../logger';
+import { installAccessLog } from '../../core/access-log';
+import { childLogger } from '../../core/logger';
 import { httpExecutor } from '../../rest-bridge/executor';
-import { inSpan, initTracing } from './tracing';
+import { inSpan, initTracing } from '../../core/telemetry/tracing';
 
 const exporter = new InMemorySpanExporter();
 initTracing({ exporter, ratio: 1 });
