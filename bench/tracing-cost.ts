@@ -9,6 +9,8 @@
  * Modes take turns (the sampler is switched between rounds) for BENCH_ROUNDS rounds (default 5) of
  * BENCH_SECONDS each (default 5), 16 keep-alive clients in a worker thread (bench/keep-alive-load.ts);
  * the median of each mode is compared, so a busy neighbour on a shared machine skews every mode alike.
+ * CPU time per request (this process: server and load client, whose share is the same in every
+ * mode) is printed too: on a machine shared with other work it is steadier than throughput.
  * Metrics (prom-client) are on throughout.
  * Run: `npm run -s build && node bin/platform.js infra up && node dist/bench/tracing-cost.js`.
  */
@@ -75,13 +77,17 @@ async function main(): Promise<void> {
     await hammerInWorker(url, CONCURRENCY, 2, 300, headers); // warm-up: JIT, query plans, key cache
     const rps = new Map<string, number[]>();
     const bytes = new Map<string, number>();
+    const cpuPerRequest = new Map<string, number[]>();
     for (let round = 1; round <= ROUNDS; round++) {
       const line: string[] = [];
       for (const [mode, ratio] of MODES) {
         setSamplingRatio(ratio);
         const before = sink.bytes();
+        const cpu = process.cpuUsage();
         const r = await hammerInWorker(url, CONCURRENCY, SECONDS, 20, headers);
         await flushTracing();
+        const used = process.cpuUsage(cpu);
+        cpuPerRequest.set(mode, [...(cpuPerRequest.get(mode) ?? []), (used.user + used.system) / (r * SECONDS)]);
         rps.set(mode, [...(rps.get(mode) ?? []), r]);
         bytes.set(mode, (bytes.get(mode) ?? 0) + sink.bytes() - before);
         line.push(`${mode} ${Math.round(r)}`);
@@ -89,11 +95,14 @@ async function main(): Promise<void> {
       console.log(`  round ${round}: ${line.join('  ')} req/s`);
     }
     const off = median(rps.get('off')!);
+    const offCpu = median(cpuPerRequest.get('off')!);
     for (const [mode] of MODES) {
       const m = median(rps.get(mode)!);
+      const c = median(cpuPerRequest.get(mode)!);
       const cost = mode === 'off' ? '' : `  cost ${(((off - m) / off) * 100).toFixed(1)} %`;
+      const cpuCost = mode === 'off' ? '' : ` (${(((c - offCpu) / offCpu) * 100).toFixed(1)} %)`;
       console.log(
-        `${mode.padEnd(8)} ${Math.round(m)} req/s (median)${cost}  OTLP ${Math.round((bytes.get(mode) ?? 0) / 1024)} KiB exported`,
+        `${mode.padEnd(8)} ${Math.round(m)} req/s (median)${cost}  CPU ${(c / 1000).toFixed(2)} ms/request${cpuCost}  OTLP ${Math.round((bytes.get(mode) ?? 0) / 1024)} KiB exported`,
       );
     }
   } finally {
