@@ -15,10 +15,11 @@ import { AssetsService } from './service';
 import { type AssetsSettings, assetsSettingsSchema } from './settings';
 import { assetsUploadPlane, bearerAuthenticate } from './upload-plane';
 import { assetsWorker } from './workers';
+import * as external from './external';
 
 export { AssetsService } from './service';
 
-export interface AssetsServices {
+export interface AssetsServices extends external.ExternalServices {
   assets: AssetsService;
   relay: OutboxRelay;
   ports: Ports;
@@ -61,19 +62,28 @@ export default defineArea<AssetsServices, AssetsSettings>({
       () => ctx.topic('objects'),
       () => relay.nudge(),
     );
-    return { assets, relay, ports: ctx.ports };
+    return { assets, relay, ports: ctx.ports, ...external.externalServices(ctx, assets) };
   },
   subgraph: (s) => ({
-    resolvers: [AssetsResolver, AssetTransformsResolver],
-    createResolver: (cls) => new cls(s?.assets),
+    resolvers: [AssetsResolver, AssetTransformsResolver, ...external.externalResolvers],
+    // The second argument (all services) is for resolvers of the parts beyond the storage core.
+    createResolver: (cls) => new cls(s?.assets, s),
   }),
-  routes: assetsRoutes,
+  routes: [...assetsRoutes, ...external.externalRoutes],
+  executors: (s) => ({ ...external.externalExecutors(s) }),
+  standIns: [...external.externalStandIns],
   workers: (s, ctx) => [
     { name: 'assets-outbox', start: () => s.relay.start(), stop: () => s.relay.stop() },
     assetsWorker(s.assets, ctx.log),
   ],
   http: {
-    bridge: (app, s) => assetsUploadPlane(app, s.assets, bearerAuthenticate(s.ports)),
-    cdn: (app, s) => assetsCdnPlane(app, s.assets),
+    bridge: async (app, s) => {
+      await assetsUploadPlane(app, s.assets, bearerAuthenticate(s.ports));
+      await external.externalBridge(app, s.assets, s, bearerAuthenticate(s.ports));
+    },
+    cdn: async (app, s) => {
+      await assetsCdnPlane(app, s.assets);
+      await external.externalCdn(app, s.assets, s);
+    },
   },
 });
