@@ -42,7 +42,9 @@ const header = (req: FastifyRequest, name: string) => {
  * route on the shared bridge listener; docs/decisions/0024-assets-external-storage.md.)
  */
 export async function widgetPlane(app: FastifyInstance, assets: AssetsService): Promise<void> {
-  await app.register(multipart, { limits: { fileSize: Number.MAX_SAFE_INTEGER } });
+  // The upload plane's scope may already parse multipart for this one (it is inherited).
+  if (!app.hasContentTypeParser('multipart/form-data'))
+    await app.register(multipart, { limits: { fileSize: Number.MAX_SAFE_INTEGER } });
 
   app.options(WIDGET_PATH, async (req, reply) => {
     const origin = header(req, 'origin');
