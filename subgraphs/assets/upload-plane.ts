@@ -1,7 +1,7 @@
 import multipart from '@fastify/multipart';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Readable } from 'node:stream';
-import { PlatformError, badRequest, isPlatformError, notFound } from '../../core/errors';
+import { badRequest, isPlatformError, notFound } from '../../core/errors';
 import type { Ports } from '../../core/ports';
 import type { Principal } from '../../core/principal';
 import type { StagedBlob } from './blob-store';

@@ -136,7 +136,9 @@ describe('assets connections and migrations', () => {
     });
     const back = await t.rest('PATCH', `/api/v1/assets/connections/${c.id}`, { key, body: { config: { bucket: 'source' } } });
     expect(back.body.data.revision).toBe(3);
-    expect((await t.rest('PATCH', `/api/v1/assets/connections/${c.id}`, { key, body: { config: { bucket: 7 } } })).status).toBe(400);
+    expect((await t.rest('PATCH', `/api/v1/assets/connections/${c.id}`, { key, body: { config: { bucket: 7 } } })).status).toBe(
+      400,
+    );
     const verified = await t.rest('POST', `/api/v1/assets/connections/${c.id}/verify`, { key });
     expect(verified.status).toBe(200);
     expect(verified.body.data).toMatchObject({ status: 'verified', last_error: null });
@@ -158,13 +160,20 @@ describe('assets connections and migrations', () => {
     expect(assets.assets.map((a: any) => [a.key, a.checksum])).toEqual(Object.entries(objects).map(([k, v]) => [k, sha(v)]));
 
     // The report: raw JSON by default, CSV by Accept or ?format=csv.
-    const raw = await fetch(`${t.bridgeUrl}/api/v1/assets/migrations/${m.id}/report`, { headers: { authorization: `Bearer ${key}` } });
+    const raw = await fetch(`${t.bridgeUrl}/api/v1/assets/migrations/${m.id}/report`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
     expect(raw.status).toBe(200);
     const report = (await raw.json()) as any;
     expect(report.success).toBeUndefined();
     expect(report.migration).toMatchObject({ id: m.id, status: 'succeeded' });
     expect(report.items).toHaveLength(5);
-    expect(report.items[0]).toMatchObject({ source_key: 'photos/p0.txt', status: 'copied', sha256: sha(objects['photos/p0.txt']), attempts: 1 });
+    expect(report.items[0]).toMatchObject({
+      source_key: 'photos/p0.txt',
+      status: 'copied',
+      sha256: sha(objects['photos/p0.txt']),
+      attempts: 1,
+    });
     for (const q of ['?format=csv', '']) {
       const csv = await fetch(`${t.bridgeUrl}/api/v1/assets/migrations/${m.id}/report${q}`, {
         headers: { authorization: `Bearer ${key}`, accept: 'text/csv' },
@@ -172,7 +181,9 @@ describe('assets connections and migrations', () => {
       expect(csv.headers.get('content-type')).toMatch(/^text\/csv/);
       expect(csv.headers.get('content-disposition')).toContain('attachment');
       const lines = (await csv.text()).trim().split('\r\n');
-      expect(lines[0]).toBe('item_id,source_key,key,status,size,sha256,source_etag,asset_id,attempts,error_code,error_message,copied_at');
+      expect(lines[0]).toBe(
+        'item_id,source_key,key,status,size,sha256,source_etag,asset_id,attempts,error_code,error_message,copied_at',
+      );
       expect(lines).toHaveLength(6);
     }
     const bad = await fetch(`${t.bridgeUrl}/api/v1/assets/migrations/${m.id}/report?format=xml`, {
@@ -181,7 +192,9 @@ describe('assets connections and migrations', () => {
     expect(bad.status).toBe(400);
     expect((await fetch(`${t.bridgeUrl}/api/v1/assets/migrations/${m.id}/report`)).status).toBe(401);
     const other = await t.createKey();
-    const hidden = await fetch(`${t.bridgeUrl}/api/v1/assets/migrations/${m.id}/report`, { headers: { authorization: `Bearer ${other.key}` } });
+    const hidden = await fetch(`${t.bridgeUrl}/api/v1/assets/migrations/${m.id}/report`, {
+      headers: { authorization: `Bearer ${other.key}` },
+    });
     expect(hidden.status).toBe(404);
     expect((await t.rest('GET', `/api/v1/assets/migrations/${m.id}`, { key: other.key })).status).toBe(404);
 
@@ -225,7 +238,10 @@ describe('assets connections and migrations', () => {
       body: { name: 'origin', type: 'http', config: { base_url: originUrl }, secrets: { bearer_token: 'origin-token' } },
     });
     expect(created.status).toBe(201);
-    expect(created.body.data).toMatchObject({ has_bearer_token: true, config: { base_url: originUrl, manifest_path: 'manifest.json' } });
+    expect(created.body.data).toMatchObject({
+      has_bearer_token: true,
+      config: { base_url: originUrl, manifest_path: 'manifest.json' },
+    });
     expect(JSON.stringify(created.body)).not.toContain('origin-token');
     const c = created.body.data;
     expect((await t.rest('POST', `/api/v1/assets/connections/${c.id}/verify`, { key })).status).toBe(200);
@@ -251,7 +267,8 @@ describe('assets connections and migrations', () => {
     slowMs = 300;
     files['manifest.json'] = JSON.stringify({ objects: Array.from({ length: 8 }, (_, i) => ({ key: `slow/${i}.txt` })) });
     for (let i = 0; i < 8; i++) files[`slow/${i}.txt`] = `slow ${i}`;
-    const slow = (await t.rest('POST', '/api/v1/assets/migrations', { key, body: { connection: c.id, folder: 'slow-run' } })).body.data;
+    const slow = (await t.rest('POST', '/api/v1/assets/migrations', { key, body: { connection: c.id, folder: 'slow-run' } })).body
+      .data;
     await waitFor(key, slow.id, (x) => x.counts.copied >= 1);
     const cancelled = await t.rest('POST', `/api/v1/assets/migrations/${slow.id}/cancel`, { key });
     expect(cancelled.status).toBe(200);
@@ -284,7 +301,10 @@ describe('assets connections and migrations', () => {
     expect((await t.rest('POST', '/api/v1/assets/migrations/nope/cancel', { key })).status).toBe(404);
     const wrongType = await t.rest('POST', '/api/v1/assets/connections', { key, body: { ...body, type: 'ftp' } });
     expect(wrongType.status).toBe(400);
-    const plainHttp = await t.rest('POST', '/api/v1/assets/connections', { key, body: { ...body, config: { base_url: 'http://example.com/' } } });
+    const plainHttp = await t.rest('POST', '/api/v1/assets/connections', {
+      key,
+      body: { ...body, config: { base_url: 'http://example.com/' } },
+    });
     expect(plainHttp.status).toBe(400);
     expect(plainHttp.body.error.code).toBe('assets.unsafe_url');
   });

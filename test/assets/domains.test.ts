@@ -41,19 +41,26 @@ describe('assets custom domains', () => {
     fd.append('key', objectKey);
     fd.append('visibility', visibility);
     fd.append('file', new Blob([body]), path.basename(objectKey));
-    const res = await fetch(`${t.bridgeUrl}/api/v1/assets/upload`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: fd });
+    const res = await fetch(`${t.bridgeUrl}/api/v1/assets/upload`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}` },
+      body: fd,
+    });
     expect(res.status).toBe(201);
   };
 
   it('create → 422 until the TXT record exists → verified → served by Host → deleted', async () => {
     const { key } = await t.createKey();
     const host = `img.d${randomBytes(4).toString('hex')}.example.com`;
-    const bucket = (await t.rest('POST', '/api/v1/assets/buckets', { key, body: { name: 'site', default_visibility: 'public' } })).body
-      .data;
+    const bucket = (await t.rest('POST', '/api/v1/assets/buckets', { key, body: { name: 'site', default_visibility: 'public' } }))
+      .body.data;
     await upload(key, bucket.id, 'logos/a.txt', 'served by the custom domain');
     await upload(key, bucket.id, 'private/b.txt', 'not public', 'private');
 
-    const created = await t.rest('POST', '/api/v1/assets/domains', { key, body: { domain: host.toUpperCase(), bucket: bucket.id } });
+    const created = await t.rest('POST', '/api/v1/assets/domains', {
+      key,
+      body: { domain: host.toUpperCase(), bucket: bucket.id },
+    });
     expect(created.status).toBe(201);
     const d = created.body.data;
     expect(d).toMatchObject({
@@ -61,7 +68,11 @@ describe('assets custom domains', () => {
       domain: host,
       bucket: bucket.id,
       status: 'pending',
-      verification: { type: 'TXT', name: `_platform-verification.${host}`, value: expect.stringMatching(/^platform-verification=/) },
+      verification: {
+        type: 'TXT',
+        name: `_platform-verification.${host}`,
+        value: expect.stringMatching(/^platform-verification=/),
+      },
       verified_at: null,
     });
     expect((await t.rest('POST', '/api/v1/assets/domains', { key, body: { domain: host, bucket: bucket.id } })).status).toBe(409);
@@ -112,11 +123,13 @@ describe('assets custom domains', () => {
 
   it('refuses bad input, unknown buckets, missing keys and read-only keys', async () => {
     const { key } = await t.createKey();
-    expect((await t.rest('POST', '/api/v1/assets/domains', { key, body: { domain: 'https://x.example.com/' } })).body.error.code).toBe(
-      'invalid_domain',
-    );
+    expect(
+      (await t.rest('POST', '/api/v1/assets/domains', { key, body: { domain: 'https://x.example.com/' } })).body.error.code,
+    ).toBe('invalid_domain');
     expect((await t.rest('POST', '/api/v1/assets/domains', { key, body: { domain: '10.0.0.1' } })).status).toBe(400);
-    expect((await t.rest('POST', '/api/v1/assets/domains', { key, body: { domain: 'a.example.com', extra: 1 } })).status).toBe(400);
+    expect((await t.rest('POST', '/api/v1/assets/domains', { key, body: { domain: 'a.example.com', extra: 1 } })).status).toBe(
+      400,
+    );
     const noBucket = await t.rest('POST', '/api/v1/assets/domains', {
       key,
       body: { domain: 'b.example.com', bucket: '00000000-0000-4000-8000-000000000000' },

@@ -31,7 +31,10 @@ let server: S3rver;
 let endpoint: string;
 let child: ChildProcess | undefined;
 const objects = Object.fromEntries(
-  Array.from({ length: OBJECTS }, (_, i) => [`batch/o${String(i).padStart(3, '0')}.txt`, `object ${i} ${randomBytes(12).toString('hex')}`]),
+  Array.from({ length: OBJECTS }, (_, i) => [
+    `batch/o${String(i).padStart(3, '0')}.txt`,
+    `object ${i} ${randomBytes(12).toString('hex')}`,
+  ]),
 );
 
 function startChild(): Promise<{ proc: ChildProcess; bridgeUrl: string }> {

@@ -56,7 +56,8 @@ export class Connections {
 
   async create(p: Principal | null, input: ConnectionInput): Promise<ConnectionDoc> {
     const { accountId } = this.assets.writer(p, SCOPES.admin);
-    if (!input.name || !NAME_RE.test(input.name)) throw badRequest('validation_failed', 'name: 1–100 letters, digits, space . _ -');
+    if (!input.name || !NAME_RE.test(input.name))
+      throw badRequest('validation_failed', 'name: 1–100 letters, digits, space . _ -');
     if (!CONNECTION_TYPES.includes(input.type as ConnectionType))
       throw badRequest('validation_failed', `type must be one of ${CONNECTION_TYPES.join(', ')}`);
     const type = input.type as ConnectionType;
@@ -107,7 +108,12 @@ export class Connections {
    * Changes the name, merges `config` keys, sets (or with null removes) secrets. `If-Match` is
    * honoured when sent; a change of address or secret makes the connection `unverified` again.
    */
-  async update(p: Principal | null, id: string, ifMatch: string | null | undefined, input: ConnectionInput): Promise<ConnectionDoc> {
+  async update(
+    p: Principal | null,
+    id: string,
+    ifMatch: string | null | undefined,
+    input: ConnectionInput,
+  ): Promise<ConnectionDoc> {
     const { accountId } = this.assets.writer(p, SCOPES.admin);
     const current = await this.own(accountId, id);
     const revision = ifMatch ? requiredRevision(ifMatch) : current.revision;
@@ -163,7 +169,12 @@ export class Connections {
       .findOneAndUpdate(
         { _id: id, accountId },
         {
-          $set: { status: failure ? 'failed' : 'verified', lastVerifiedAt: now, lastError: failure?.message ?? null, updatedAt: now },
+          $set: {
+            status: failure ? 'failed' : 'verified',
+            lastVerifiedAt: now,
+            lastError: failure?.message ?? null,
+            updatedAt: now,
+          },
         },
         { new: true },
       )

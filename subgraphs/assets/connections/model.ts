@@ -48,5 +48,4 @@ const connectionSchema = new Schema<ConnectionDoc>(
 );
 connectionSchema.index({ accountId: 1, name: 1 }, { unique: true, name: 'connection_name' });
 
-export const connectionModel = (conn: Connection): Model<ConnectionDoc> =>
-  model(conn, 'assets', 'Connection', connectionSchema);
+export const connectionModel = (conn: Connection): Model<ConnectionDoc> => model(conn, 'assets', 'Connection', connectionSchema);

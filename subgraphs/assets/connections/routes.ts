@@ -40,7 +40,9 @@ export const connectionRoutes: AnyRoute[] = [
     scope: SCOPES.admin,
     errors: [409],
     creates: { connectionID: '/data/id' },
-    variables: (r) => ({ input: { name: r.body.name, type: r.body.type, config: r.body.config, secrets: r.body.secrets ?? null } }),
+    variables: (r) => ({
+      input: { name: r.body.name, type: r.body.type, config: r.body.config, secrets: r.body.secrets ?? null },
+    }),
     select: (d) => d.createAssetConnection,
     headers: revisionHeader,
     status: 201,

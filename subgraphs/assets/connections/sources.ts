@@ -162,7 +162,11 @@ export class HttpSource implements MigrationSource {
   private async get(raw: string): Promise<http.IncomingMessage> {
     const target = await resolveTarget(raw, this.opts.allowHosts, { refusals: URL_REFUSALS });
     if (!target) throw unreachable(`${raw} does not resolve`);
-    const res = await getPinned(target, this.bearerToken ? { authorization: `Bearer ${this.bearerToken}` } : {}, this.opts.timeoutMs);
+    const res = await getPinned(
+      target,
+      this.bearerToken ? { authorization: `Bearer ${this.bearerToken}` } : {},
+      this.opts.timeoutMs,
+    );
     if (res.statusCode !== 200) {
       res.resume();
       throw unreachable(`${target.url.pathname} answered HTTP ${res.statusCode}`, { status_code: res.statusCode });

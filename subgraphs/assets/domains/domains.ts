@@ -58,7 +58,8 @@ export class Domains {
     try {
       await this.model.create(doc);
     } catch (e) {
-      if (isDuplicateKey(e)) throw new PlatformError('assets.domain_exists', 409, `${hostname} is already added`, { domain: hostname });
+      if (isDuplicateKey(e))
+        throw new PlatformError('assets.domain_exists', 409, `${hostname} is already added`, { domain: hostname });
       throw e;
     }
     return doc;
@@ -90,10 +91,16 @@ export class Domains {
     const now = new Date();
     await this.model.updateOne({ _id: id }, { $set: { lastCheckedAt: now } });
     if (answer.outcome === 'error') {
-      throw new PlatformError('assets.dns_unavailable', 503, `the DNS lookup of ${name} failed (${answer.error}); try again`, {
-        name,
-        failure: answer.error,
-      }, true);
+      throw new PlatformError(
+        'assets.dns_unavailable',
+        503,
+        `the DNS lookup of ${name} failed (${answer.error}); try again`,
+        {
+          name,
+          failure: answer.error,
+        },
+        true,
+      );
     }
     if (!answer.records.some((r) => r.trim() === expected)) {
       throw new PlatformError('assets.domain_verification_failed', 422, `no TXT record ${name} with the expected value`, {

@@ -12,13 +12,7 @@ import type { Connections } from '../connections/connections';
 import type { MigrationSource, SourceObject } from '../connections/sources';
 import type { AssetDoc } from '../model';
 import { SCOPES, type AssetsService } from '../service';
-import {
-  type ItemStatus,
-  type MigrationDoc,
-  type MigrationItemDoc,
-  type MigrationModels,
-  TERMINAL_STATUSES,
-} from './model';
+import { type ItemStatus, type MigrationDoc, type MigrationItemDoc, type MigrationModels, TERMINAL_STATUSES } from './model';
 import { type MigrationReportType, type MigrationType, toItem, toMigration } from './types';
 
 /** The engine's operation type of a migration run. */
@@ -68,7 +62,10 @@ export class Migrations {
 
   // ---- requests -----------------------------------------------------------------------------
 
-  async create(p: Principal | null, input: { connection: string; bucket?: string | null; folder?: string | null }): Promise<MigrationDoc> {
+  async create(
+    p: Principal | null,
+    input: { connection: string; bucket?: string | null; folder?: string | null },
+  ): Promise<MigrationDoc> {
     const caller = this.assets.writer(p, SCOPES.admin);
     const connection = await this.connections.own(caller.accountId, input.connection);
     const bucket = input.bucket
@@ -355,7 +352,9 @@ export class Migrations {
     const now = new Date();
     await this.m.Item.updateOne(
       { _id: item._id, status: 'copying' },
-      { $set: { status: 'copied', assetId: a._id, sha256: a.checksum, size: a.size, error: null, copiedAt: now, updatedAt: now } },
+      {
+        $set: { status: 'copied', assetId: a._id, sha256: a.checksum, size: a.size, error: null, copiedAt: now, updatedAt: now },
+      },
     );
   }
 

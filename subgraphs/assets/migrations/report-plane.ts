@@ -8,7 +8,11 @@ import { reportCsv, reportJson } from './report';
  * `GET /api/v1/assets/migrations/{id}/report` on the bridge listener: a download, not an envelope.
  * `?format=csv|json` wins; otherwise `Accept: text/csv` gives CSV and anything else raw JSON.
  */
-export async function migrationReportPlane(app: FastifyInstance, migrations: Migrations, authenticate: Authenticate): Promise<void> {
+export async function migrationReportPlane(
+  app: FastifyInstance,
+  migrations: Migrations,
+  authenticate: Authenticate,
+): Promise<void> {
   app.get<{ Params: { id: string }; Querystring: { format?: string } }>(
     '/api/v1/assets/migrations/:id/report',
     async (req, reply) => {

@@ -32,7 +32,9 @@ export const migrationRoutes: AnyRoute[] = [
     body: createBody,
     scope: SCOPES.admin,
     creates: { migrationID: '/data/id' },
-    variables: (r) => ({ input: { connection: r.body.connection, bucket: r.body.bucket ?? null, folder: r.body.folder ?? null } }),
+    variables: (r) => ({
+      input: { connection: r.body.connection, bucket: r.body.bucket ?? null, folder: r.body.folder ?? null },
+    }),
     select: (d) => d.createAssetMigration,
     status: 202,
     envelope: 'standard',
