@@ -1,0 +1,298 @@
+import { Webhook } from 'standardwebhooks';
+import { startTestPlatform, uniqueName, type TestPlatform } from '../support/platform';
+
+/** Workflows with approvals and workflow hooks (issue 17 items 6 and 8), through the real bridge. */
+describe('assets workflows', () => {
+  let t: TestPlatform;
+  beforeAll(async () => {
+    t = await startTestPlatform();
+  });
+  afterAll(async () => {
+    await t.stop();
+  });
+
+  const upload = async (key: string, name = 'a.txt') => {
+    const fd = new FormData();
+    fd.append('key', uniqueName('k'));
+    fd.append('file', new Blob([Buffer.from(`hello ${name}`)]), name);
+    const res = await fetch(`${t.bridgeUrl}/api/v1/assets/upload`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}` },
+      body: fd,
+    });
+    const body = (await res.json()) as any;
+    expect(res.status).toBe(201);
+    return body.data as { id: string; revision: number };
+  };
+
+  const until = async <T>(read: () => Promise<T>, ok: (v: T) => boolean, ms = 15_000): Promise<T> => {
+    const end = Date.now() + ms;
+    for (;;) {
+      const v = await read();
+      if (ok(v)) return v;
+      if (Date.now() > end) throw new Error(`condition not met: ${JSON.stringify(v)}`);
+      await new Promise((r) => setTimeout(r, 150));
+    }
+  };
+  const run = (key: string, id: string) => t.rest('GET', `/api/v1/assets/workflows/runs/${id}`, { key });
+
+  const approvalFlow = {
+    trigger: { type: 'manual' },
+    steps: [
+      { id: 'label', type: 'tag', config: { add: ['incoming'] } },
+      { id: 'review', type: 'wait_for_approval', config: { title: 'Check the file' } },
+      { id: 'approved', type: 'tag', config: { add: ['reviewed'], remove: ['incoming'] } },
+      { id: 'tell', type: 'notify', config: { message: 'reviewed' } },
+    ],
+  };
+
+  const published = async (key: string, draft: unknown = approvalFlow) => {
+    const created = await t.rest('POST', '/api/v1/assets/workflows', { key, body: { name: 'review', draft } });
+    expect(created.status).toBe(201);
+    const id = created.body.data.id as string;
+    expect((await t.rest('POST', `/api/v1/assets/workflows/${id}/publish`, { key })).status).toBe(201);
+    const act = await t.rest('POST', `/api/v1/assets/workflows/${id}/activate`, { key });
+    expect(act.status).toBe(200);
+    return { id, activated: act.body.data };
+  };
+
+  it('serves the catalog and refuses callers without a key', async () => {
+    const { key } = await t.createKey();
+    const cat = await t.rest('GET', '/api/v1/assets/workflows/catalog', { key });
+    expect(cat.status).toBe(200);
+    expect(cat.body.data.steps.map((s: any) => s.type)).toEqual(['transform', 'tag', 'move', 'notify', 'wait_for_approval']);
+    expect(cat.body.data.triggers).toEqual([{ type: 'manual' }, { type: 'hook' }]);
+    expect((await t.rest('GET', '/api/v1/assets/workflows/catalog')).status).toBe(401);
+    expect((await t.rest('GET', '/api/v1/assets/workflows')).status).toBe(401);
+  });
+
+  it('creates, guards the draft by revision, validates, publishes immutable versions and lists', async () => {
+    const { key } = await t.createKey();
+    const created = await t.rest('POST', '/api/v1/assets/workflows', { key, body: { name: 'flow' } });
+    expect(created.status).toBe(201);
+    expect(created.headers.get('etag')).toBe('"1"');
+    const wf = created.body.data;
+    expect(wf).toMatchObject({ name: 'flow', status: 'draft', revision: 1, latest_version: 0, active_version: null, hook_url: null });
+    const path = `/api/v1/assets/workflows/${wf.id}`;
+
+    // An empty draft does not validate and cannot be published.
+    const empty = await t.rest('POST', `${path}/validate`, { key });
+    expect(empty.status).toBe(200);
+    expect(empty.body.data.valid).toBe(false);
+    expect((await t.rest('POST', `${path}/publish`, { key })).status).toBe(400);
+    expect((await t.rest('POST', `${path}/activate`, { key })).status).toBe(409);
+    expect((await t.rest('POST', `${path}/run`, { key, body: {} })).status).toBe(409);
+
+    // Draft: 428 without If-Match, 412 stale, 400 malformed, 200 with the revision.
+    const bad = { trigger: { type: 'manual' }, steps: [{ id: 'x', type: 'explode', config: {} }] };
+    expect((await t.rest('PUT', `${path}/draft`, { key, body: bad })).status).toBe(428);
+    expect((await t.rest('PUT', `${path}/draft`, { key, body: bad, headers: { 'if-match': '"7"' } })).status).toBe(412);
+    expect((await t.rest('PUT', `${path}/draft`, { key, body: { steps: [] }, headers: { 'if-match': '"1"' } })).status).toBe(400);
+    const saved = await t.rest('PUT', `${path}/draft`, { key, body: bad, headers: { 'if-match': '"1"' } });
+    expect(saved.status).toBe(200);
+    expect(saved.headers.get('etag')).toBe('"2"');
+    const findings = await t.rest('POST', `${path}/validate`, { key });
+    expect(findings.body.data).toEqual({
+      valid: false,
+      errors: [{ path: 'steps[0].type', message: 'unknown step type explode; see GET /workflows/catalog' }],
+    });
+    const good = { trigger: { type: 'manual' }, steps: [{ id: 'x', type: 'tag', config: { add: ['a'] } }] };
+    expect((await t.rest('PUT', `${path}/draft`, { key, body: good, headers: { 'if-match': '"2"' } })).status).toBe(200);
+    expect((await t.rest('POST', `${path}/validate`, { key })).body.data).toEqual({ valid: true, errors: [] });
+
+    const v1 = await t.rest('POST', `${path}/publish`, { key });
+    expect(v1.status).toBe(201);
+    expect(v1.body.data).toMatchObject({ workflow_id: wf.id, version: 1 });
+    expect(v1.body.data.definition.steps[0]).toEqual({ id: 'x', type: 'tag', config: { add: ['a'], remove: [] } });
+    // Changing the draft afterwards leaves version 1 as it was.
+    const other = { trigger: { type: 'manual' }, steps: [{ id: 'y', type: 'notify', config: { message: 'hi' } }] };
+    expect((await t.rest('PUT', `${path}/draft`, { key, body: other, headers: { 'if-match': '"3"' } })).status).toBe(200);
+    expect((await t.rest('POST', `${path}/publish`, { key })).status).toBe(201);
+    const versions = await t.rest('GET', `${path}/versions`, { key });
+    expect(versions.status).toBe(200);
+    expect(versions.body.data.items.map((v: any) => [v.version, v.definition.steps[0].id])).toEqual([
+      [2, 'y'],
+      [1, 'x'],
+    ]);
+
+    const list = await t.rest('GET', '/api/v1/assets/workflows?limit=1', { key });
+    expect(list.status).toBe(200);
+    expect(list.body.data.items).toHaveLength(1);
+    expect((await t.rest('GET', '/api/v1/assets/workflows?limit=0', { key })).status).toBe(400);
+    expect((await t.rest('GET', `${path}`, { key })).body.data.latest_version).toBe(2);
+
+    // Not visible to another account; read-only keys cannot change anything.
+    const stranger = await t.createKey();
+    expect((await t.rest('GET', path, { key: stranger.key })).status).toBe(404);
+    expect((await t.rest('GET', '/api/v1/assets/workflows/runs/00000000-0000-4000-8000-000000000000', { key })).status).toBe(
+      404,
+    );
+    const reader = await t.createKey({ role: 'read_only' });
+    expect((await t.rest('POST', '/api/v1/assets/workflows', { key: reader.key, body: { name: 'x' } })).status).toBe(403);
+    expect((await t.rest('POST', '/api/v1/assets/workflows', { key, body: { name: 'x', extra: 1 } })).status).toBe(400);
+  });
+
+  it('runs as durable operations, waits for an approval and continues after it', async () => {
+    const { key } = await t.createKey();
+    const asset = await upload(key);
+    const { id } = await published(key);
+    expect((await t.rest('POST', `/api/v1/assets/workflows/${id}/run`, { key, body: {} })).status).toBe(400);
+    expect(
+      (await t.rest('POST', `/api/v1/assets/workflows/${id}/run`, { key, body: { asset_id: '00000000-0000-4000-8000-000000000000' } }))
+        .status,
+    ).toBe(404);
+    const started = await t.rest('POST', `/api/v1/assets/workflows/${id}/run`, { key, body: { asset_id: asset.id } });
+    expect(started.status).toBe(202);
+    const runId = started.body.data.id as string;
+    expect(started.body.data).toMatchObject({ job_id: runId, status: 'queued', status_url: `/api/v1/assets/workflows/runs/${runId}` });
+
+    const waiting = await until(
+      () => run(key, runId),
+      (r) => r.body.data.status === 'waiting_approval',
+    );
+    expect(waiting.body.data.current_step).toBe('review');
+    expect(waiting.body.data.steps.map((s: any) => s.status)).toEqual(['succeeded', 'waiting', 'pending', 'pending']);
+    expect((await t.rest('GET', `/api/v1/assets/${asset.id}`, { key })).body.data.tags).toEqual(['incoming']);
+
+    const approvals = await t.rest('GET', '/api/v1/assets/workflows/approvals?status=pending', { key });
+    expect(approvals.status).toBe(200);
+    const approval = approvals.body.data.items.find((a: any) => a.run_id === runId);
+    expect(approval).toMatchObject({
+      kind: 'workflow_step',
+      action_key: 'assets.workflow.continue',
+      status: 'pending',
+      step_id: 'review',
+      title: 'Check the file',
+      can_decide: true,
+      decision_path: `/api/v1/assets/workflows/approvals/${approval.id}`,
+    });
+    expect((await t.rest('GET', '/api/v1/assets/workflows/approvals?status=nope', { key })).status).toBe(400);
+    const decide = (word: string, body: unknown = {}, k = key) =>
+      t.rest('POST', `/api/v1/assets/workflows/approvals/${approval.id}/${word}`, { key: k, body });
+    expect((await decide('approve', { action_hash: 'f'.repeat(64) })).status).toBe(409);
+    const reader = await t.createKey({ role: 'read_only', account: (await t.createKey()).account });
+    expect((await decide('approve', {}, reader.key)).status).toBe(404);
+
+    const approved = await decide('approve', { action_hash: approval.action_hash, note: 'fine' });
+    expect(approved.status).toBe(200);
+    expect(approved.body.data).toMatchObject({ status: 'approved', note: 'fine', can_decide: false });
+    // The same decision again is answered again; the opposite one conflicts.
+    expect((await decide('approve')).status).toBe(200);
+    expect((await decide('reject')).status).toBe(409);
+
+    const done = await until(
+      () => run(key, runId),
+      (r) => r.body.data.status === 'succeeded',
+    );
+    expect(done.body.data.steps.map((s: any) => s.status)).toEqual(['succeeded', 'succeeded', 'succeeded', 'succeeded']);
+    expect((await t.rest('GET', `/api/v1/assets/${asset.id}`, { key })).body.data.tags).toEqual(['reviewed']);
+    // Two segments, each a durable operation of the kernel engine.
+    expect(done.body.data.operations).toHaveLength(2);
+    const ops = await Promise.all(done.body.data.operations.map((o: string) => t.platform.engine.get(o)));
+    expect(ops.map((o) => [o?.operationType, o?.status, o?.resourceId])).toEqual([
+      ['assets.workflow_run', 'completed', runId],
+      ['assets.workflow_run', 'completed', runId],
+    ]);
+    const runs = await t.rest('GET', `/api/v1/assets/workflows/${id}/runs`, { key });
+    expect(runs.body.data.items.map((r: any) => r.id)).toEqual([runId]);
+    // A finished run cannot be cancelled or retried.
+    expect((await t.rest('POST', `/api/v1/assets/workflows/runs/${runId}/cancel`, { key })).status).toBe(409);
+    expect((await t.rest('POST', `/api/v1/assets/workflows/runs/${runId}/retry`, { key })).status).toBe(409);
+  });
+
+  it('fails a rejected run, cancels a waiting one, retries it, and refuses a decision after expiry', async () => {
+    const { key } = await t.createKey();
+    const asset = await upload(key);
+    const { id } = await published(key);
+    const start = async () => {
+      const r = await t.rest('POST', `/api/v1/assets/workflows/${id}/run`, { key, body: { asset_id: asset.id } });
+      const runId = r.body.data.id as string;
+      const w = await until(
+        () => run(key, runId),
+        (x) => x.body.data.status === 'waiting_approval',
+      );
+      return { runId, approvalId: w.body.data.approval_id as string };
+    };
+
+    const rejected = await start();
+    const rej = await t.rest('POST', `/api/v1/assets/workflows/approvals/${rejected.approvalId}/reject`, { key, body: {} });
+    expect(rej.status).toBe(200);
+    expect(rej.body.data.status).toBe('rejected');
+    expect((await run(key, rejected.runId)).body.data).toMatchObject({ status: 'failed', error_code: 'assets.approval_rejected' });
+
+    const cancelled = await start();
+    const c = await t.rest('POST', `/api/v1/assets/workflows/runs/${cancelled.runId}/cancel`, { key });
+    expect(c.status).toBe(200);
+    expect(c.body.data.status).toBe('cancelled');
+    expect((await t.rest('POST', `/api/v1/assets/workflows/approvals/${cancelled.approvalId}/approve`, { key })).status).toBe(409);
+    // Retry resumes at the approval step: a new approval is asked for.
+    const retried = await t.rest('POST', `/api/v1/assets/workflows/runs/${cancelled.runId}/retry`, { key });
+    expect(retried.status).toBe(202);
+    const again = await until(
+      () => run(key, cancelled.runId),
+      (x) => x.body.data.status === 'waiting_approval',
+    );
+    expect(again.body.data.approval_id).not.toBe(cancelled.approvalId);
+
+    // An approval past its expiry: 410, and the run fails.
+    const svc = (t.platform.services as any).assets.workflows;
+    await svc.d.models.Approval.updateOne({ _id: again.body.data.approval_id }, { $set: { expiresAt: new Date(Date.now() - 1000) } });
+    const late = await t.rest('POST', `/api/v1/assets/workflows/approvals/${again.body.data.approval_id}/approve`, { key });
+    expect(late.status).toBe(410);
+    expect((await run(key, cancelled.runId)).body.data).toMatchObject({ status: 'failed', error_code: 'assets.approval_expired' });
+    expect((await t.rest('POST', '/api/v1/assets/workflows/approvals/00000000-0000-4000-8000-000000000000/approve', { key })).status).toBe(
+      404,
+    );
+  });
+
+  it('starts runs from a signed workflow hook and refuses bad signatures, stale timestamps and replays', async () => {
+    const { key } = await t.createKey();
+    const asset = await upload(key);
+    const { activated } = await published(key, {
+      trigger: { type: 'hook' },
+      steps: [{ id: 'mark', type: 'tag', config: { add: ['hooked'] } }],
+    });
+    expect(activated.hook_url).toMatch(/\/api\/v1\/assets\/workflow-hooks\/[A-Za-z0-9_-]+$/);
+    expect(activated.hook_secret).toMatch(/^whsec_/);
+    const again = await t.rest('POST', `/api/v1/assets/workflows/${activated.id}/activate`, { key });
+    expect(again.body.data.hook_secret).toBeNull();
+    expect(again.body.data.hook_url).toBe(activated.hook_url);
+
+    const path = new URL(activated.hook_url).pathname;
+    const wh = new Webhook(activated.hook_secret);
+    const send = (body: string, id: string, at = new Date(), sig?: string, p = path) =>
+      t.rest('POST', p, {
+        rawBody: body,
+        headers: {
+          'content-type': 'application/json',
+          'webhook-id': id,
+          'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+          'webhook-signature': sig ?? wh.sign(id, at, body),
+        },
+      });
+    const body = JSON.stringify({ asset_id: asset.id });
+    const ok = await send(body, 'msg_1');
+    expect(ok.status).toBe(202);
+    const runId = ok.body.data.run_id;
+    const done = await until(
+      () => run(key, runId),
+      (r) => r.body.data.status === 'succeeded',
+    );
+    expect(done.body.data.trigger).toEqual({ type: 'hook', key_id: null, delivery_id: 'msg_1' });
+    expect((await t.rest('GET', `/api/v1/assets/${asset.id}`, { key })).body.data.tags).toEqual(['hooked']);
+
+    expect((await send(body, 'msg_1')).status).toBe(409);
+    const stale = new Date(Date.now() - 10 * 60_000);
+    const old = await send(body, 'msg_2', stale);
+    expect(old.status).toBe(401);
+    expect(old.body.error.code).toBe('assets.hook_timestamp_out_of_tolerance');
+    const forged = await send(body, 'msg_3', new Date(), wh.sign('msg_3', new Date(), '{"asset_id":"other"}'));
+    expect(forged.status).toBe(401);
+    expect(forged.body.error.code).toBe('assets.hook_signature_invalid');
+    expect((await t.rest('POST', path, { rawBody: body, headers: { 'content-type': 'application/json' } })).status).toBe(401);
+    expect((await send(body, 'msg_4', new Date(), undefined, '/api/v1/assets/workflow-hooks/nosuchtokenxxxxxxxxxx')).status).toBe(
+      404,
+    );
+    expect((await send('[1]', 'msg_5')).status).toBe(400);
+  });
+});
