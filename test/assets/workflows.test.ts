@@ -170,8 +170,11 @@ describe('assets workflows', () => {
     const decide = (word: string, body: unknown = {}, k = key) =>
       t.rest('POST', `/api/v1/assets/workflows/approvals/${approval.id}/${word}`, { key: k, body });
     expect((await decide('approve', { action_hash: 'f'.repeat(64) })).status).toBe(409);
-    const reader = await t.createKey({ role: 'read_only', account: (await t.createKey()).account });
-    expect((await decide('approve', {}, reader.key)).status).toBe(404);
+    // A read-only key may not decide (403); another account's key does not see the approval (404).
+    const owner = await t.createKey();
+    const reader = await t.createKey({ role: 'read_only', account: owner.account });
+    expect((await decide('approve', {}, reader.key)).status).toBe(403);
+    expect((await decide('approve', {}, owner.key)).status).toBe(404);
 
     const approved = await decide('approve', { action_hash: approval.action_hash, note: 'fine' });
     expect(approved.status).toBe(200);
