@@ -17,6 +17,7 @@ import { assetsUploadPlane, bearerAuthenticate } from './upload-plane';
 import { assetsWorker } from './workers';
 import { assetsMcpPlane } from './mcp/plane';
 import { assetsWorkflowHookPlane } from './workflow-hooks/plane';
+import { APPROVALS_TOPIC, approvalActivitySource } from './workflows/activity';
 import { workflowModels } from './workflows/model';
 import { AssetWorkflowsResolver } from './workflows/resolvers';
 import { OP_AUTOMATION_ACTION, OP_WORKFLOW_RUN, WorkflowService } from './workflows/service';
@@ -76,6 +77,7 @@ export default defineArea<AssetsServices, AssetsSettings>({
       log: ctx.log,
       notifyTopic: () => ctx.topic('workflows'),
       baseUrl: () => ctx.config.baseUrl ?? '',
+      approvalsTopic: () => `${ctx.topicPrefix}.${APPROVALS_TOPIC}`,
     });
     return { assets, relay, ports: ctx.ports, workflows };
   },
@@ -91,7 +93,9 @@ export default defineArea<AssetsServices, AssetsSettings>({
   workers: (s, ctx) => [
     { name: 'assets-outbox', start: () => s.relay.start(), stop: () => s.relay.stop() },
     assetsWorker(s.assets, ctx.log),
+    { name: 'assets-approvals-outbox', start: () => s.workflows.relay.start(), stop: () => s.workflows.relay.stop() },
   ],
+  activitySources: [approvalActivitySource],
   http: {
     bridge: async (app, s) => {
       await app.register(async (scope) => assetsUploadPlane(scope, s.assets, bearerAuthenticate(s.ports)));

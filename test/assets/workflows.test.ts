@@ -248,6 +248,42 @@ describe('assets workflows', () => {
     );
   });
 
+  it('shows the run segments and the approval in the project operation activity', async () => {
+    const { key, accountId } = await t.createKey();
+    const project = await t.platform.ports.get('projects').createProject(accountId, uniqueName('proj'));
+    const asset = await upload(key);
+    const created = await t.rest('POST', '/api/v1/assets/workflows', {
+      key,
+      body: { name: 'in-project', project_id: project.id, draft: approvalFlow },
+    });
+    expect(created.status).toBe(201);
+    expect(created.body.data.project_id).toBe(project.id);
+    const other = await t.createKey();
+    const foreign = await t.platform.ports.get('projects').createProject(other.accountId, 'theirs');
+    expect((await t.rest('POST', '/api/v1/assets/workflows', { key, body: { name: 'x', project_id: foreign.id } })).status).toBe(404);
+    const id = created.body.data.id;
+    await t.rest('POST', `/api/v1/assets/workflows/${id}/publish`, { key });
+    await t.rest('POST', `/api/v1/assets/workflows/${id}/activate`, { key });
+    const runId = (await t.rest('POST', `/api/v1/assets/workflows/${id}/run`, { key, body: { asset_id: asset.id } })).body.data.id;
+    const waiting = await until(
+      () => run(key, runId),
+      (r) => r.body.data.status === 'waiting_approval',
+    );
+    const approvalId = waiting.body.data.approval_id;
+    const feed = () => t.rest('GET', `/api/v1/projects/${project.id}/operation-activity?limit=100`, { key });
+    const all = (r: any) => [...r.body.data.current, ...r.body.data.history.items];
+    const pending = await until(feed, (r) => all(r).some((i: any) => i.id === `asset_approval:${approvalId}`), 60_000);
+    expect(all(pending).find((i: any) => i.id === `asset_approval:${approvalId}`)).toMatchObject({ status: 'waiting' });
+    expect(all(pending).some((i: any) => i.id === `operation:${waiting.body.data.operations[0]}`)).toBe(true);
+    await t.rest('POST', `/api/v1/assets/workflows/approvals/${approvalId}/approve`, { key, body: {} });
+    const decided = await until(
+      feed,
+      (r) => all(r).some((i: any) => i.id === `asset_approval:${approvalId}` && i.status === 'completed'),
+      60_000,
+    );
+    expect(decided.status).toBe(200);
+  });
+
   it('starts runs from a signed workflow hook and refuses bad signatures, stale timestamps and replays', async () => {
     const { key } = await t.createKey();
     const asset = await upload(key);

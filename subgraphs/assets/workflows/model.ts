@@ -1,4 +1,5 @@
 import { type Connection, type Model, Schema } from 'mongoose';
+import { type OutboxEntry, outboxPlugin } from '../../../core/events/outbox';
 import { model } from '../../../core/mongo';
 import type { Principal } from '../../../core/principal';
 import type { Definition } from './catalog';
@@ -172,6 +173,8 @@ export interface ApprovalDoc {
   operationId: string | null;
   createdAt: Date;
   updatedAt: Date;
+  /** Each change's activity event, written by the same update (./activity.ts). */
+  outbox: OutboxEntry[];
 }
 
 const approvalSchema = new Schema<ApprovalDoc>(
@@ -200,6 +203,7 @@ const approvalSchema = new Schema<ApprovalDoc>(
   { collection: 'asset_approvals', versionKey: false, minimize: false },
 );
 approvalSchema.index({ accountId: 1, status: 1, createdAt: -1 });
+approvalSchema.plugin(outboxPlugin);
 
 /** One governed tool call: who, which tool, under which scope, and what came of it. */
 export interface AuditDoc {

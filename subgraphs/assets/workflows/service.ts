@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { decodeCursor, encodeCursor } from '../../../core/cursors';
 import { PlatformError, badRequest, conflict, notFound } from '../../../core/errors';
 import type { EventBus } from '../../../core/events/event-bus';
+import { OutboxRelay } from '../../../core/events/outbox';
 import { newId } from '../../../core/ids';
 import type { Logger } from '../../../core/logger';
 import { isDuplicateKey } from '../../../core/mongo';
@@ -23,6 +24,7 @@ import {
   findings,
   normalised,
 } from './catalog';
+import { approvalEventEntry } from './activity';
 import { actionOperationId, approvalHash, runOperationId, stepApprovalId } from './ids';
 import {
   type ApprovalDoc,
@@ -60,6 +62,8 @@ export interface WorkflowDeps {
   notifyTopic(): string;
   /** The REST base (`{base_url}`) at call time: hook URLs are absolute. */
   baseUrl(): string;
+  /** Physical name of `<prefix>.assets.approvals` (the approvals' activity source). */
+  approvalsTopic(): string;
 }
 
 export interface Page<T> {
@@ -69,7 +73,16 @@ export interface Page<T> {
 
 /** The rules of workflows, their runs and approvals, and the audit of governed tool calls. */
 export class WorkflowService {
-  constructor(readonly d: WorkflowDeps) {}
+  /** Publishes the approvals' outbox (started where the area's workers run). */
+  readonly relay: OutboxRelay;
+
+  constructor(readonly d: WorkflowDeps) {
+    this.relay = new OutboxRelay({ models: [d.models.Approval], bus: d.bus });
+  }
+
+  private event(a: ApprovalDoc, status: ApprovalDoc['status'], at: Date) {
+    return approvalEventEntry(this.d.approvalsTopic(), a, status, at);
+  }
 
   private get m() {
     return this.d.models;
@@ -324,11 +337,13 @@ export class WorkflowService {
       .lean<RunDoc>()
       .exec();
     if (!next) return this.cancelRun(p, runId);
-    if (run.approvalId) {
+    const pending = run.approvalId ? await this.m.Approval.findById(run.approvalId).lean<ApprovalDoc>().exec() : null;
+    if (pending?.status === 'pending') {
       await this.m.Approval.updateOne(
-        { _id: run.approvalId, status: 'pending' },
-        { $set: { status: 'cancelled', updatedAt: now } },
+        { _id: pending._id, status: 'pending' },
+        { $set: { status: 'cancelled', updatedAt: now }, $push: { outbox: this.event(pending, 'cancelled', now) } },
       ).exec();
+      this.relay.nudge();
     }
     return next;
   }
@@ -492,6 +507,7 @@ export class WorkflowService {
       decidedBy: null,
       note: null,
       operationId: null,
+      outbox: [],
       createdAt: now,
       updatedAt: now,
     });
@@ -511,7 +527,8 @@ export class WorkflowService {
 
   private async insertApproval(doc: ApprovalDoc): Promise<void> {
     try {
-      await this.m.Approval.create(doc);
+      await this.m.Approval.create({ ...doc, outbox: [this.event(doc, 'pending', doc.createdAt)] });
+      this.relay.nudge();
     } catch (e) {
       if (!isDuplicateKey(e)) throw e;
     }
@@ -558,12 +575,16 @@ export class WorkflowService {
       }
       const next = await this.m.Approval.findOneAndUpdate(
         { _id: id, accountId: a.accountId, status: 'pending' },
-        { $set: { status: decision, decidedAt: now, decidedBy: who.keyId, note: body.note ?? null, updatedAt: now } },
+        {
+          $set: { status: decision, decidedAt: now, decidedBy: who.keyId, note: body.note ?? null, updatedAt: now },
+          $push: { outbox: this.event({ ...a, decidedBy: who.keyId }, decision, now) },
+        },
         { new: true },
       )
         .lean<ApprovalDoc>()
         .exec();
       if (!next) return this.decide(p, id, decision, body);
+      this.relay.nudge();
       decided = next;
     } else if (a.status === 'expired') {
       throw new PlatformError('assets.approval_expired', 410, 'the approval expired before a decision');
@@ -576,7 +597,11 @@ export class WorkflowService {
 
   private async expire(a: ApprovalDoc): Promise<void> {
     const now = new Date();
-    await this.m.Approval.updateOne({ _id: a._id, status: 'pending' }, { $set: { status: 'expired', updatedAt: now } }).exec();
+    await this.m.Approval.updateOne(
+      { _id: a._id, status: 'pending' },
+      { $set: { status: 'expired', updatedAt: now }, $push: { outbox: this.event(a, 'expired', now) } },
+    ).exec();
+    this.relay.nudge();
     if (a.runId) {
       await this.m.Run.updateOne(
         { _id: a.runId, status: 'waiting_approval', approvalId: a._id },
@@ -729,10 +754,11 @@ export class WorkflowService {
       decidedBy: null,
       note: null,
       operationId: null,
+      outbox: [],
       createdAt: now,
       updatedAt: now,
     };
-    await this.m.Approval.create(approval);
+    await this.insertApproval(approval);
     await audit('approval_required', null, id);
     return { outcome: 'approval_required', approval };
   }
