@@ -25,7 +25,11 @@ describe('assets MCP endpoint and automation', () => {
     const fd = new FormData();
     fd.append('key', uniqueName('doc'));
     fd.append('file', new Blob([Buffer.from('some words')]), 'notes.txt');
-    const res = await fetch(`${t.bridgeUrl}/api/v1/assets/upload`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: fd });
+    const res = await fetch(`${t.bridgeUrl}/api/v1/assets/upload`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}` },
+      body: fd,
+    });
     expect(res.status).toBe(201);
     return ((await res.json()) as any).data as { id: string; key: string };
   };
@@ -147,7 +151,10 @@ describe('assets MCP endpoint and automation', () => {
     const { key } = await t.createKey();
     const get = await fetch(`${t.bridgeUrl}/api/v1/assets/mcp`, { headers: { authorization: `Bearer ${key}` } });
     expect(get.status).toBe(405);
-    const del = await fetch(`${t.bridgeUrl}/api/v1/assets/mcp`, { method: 'DELETE', headers: { authorization: `Bearer ${key}` } });
+    const del = await fetch(`${t.bridgeUrl}/api/v1/assets/mcp`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${key}` },
+    });
     expect(del.status).toBe(405);
   });
 });

@@ -72,7 +72,14 @@ describe('assets workflows', () => {
     expect(created.status).toBe(201);
     expect(created.headers.get('etag')).toBe('"1"');
     const wf = created.body.data;
-    expect(wf).toMatchObject({ name: 'flow', status: 'draft', revision: 1, latest_version: 0, active_version: null, hook_url: null });
+    expect(wf).toMatchObject({
+      name: 'flow',
+      status: 'draft',
+      revision: 1,
+      latest_version: 0,
+      active_version: null,
+      hook_url: null,
+    });
     const path = `/api/v1/assets/workflows/${wf.id}`;
 
     // An empty draft does not validate and cannot be published.
@@ -124,9 +131,7 @@ describe('assets workflows', () => {
     // Not visible to another account; read-only keys cannot change anything.
     const stranger = await t.createKey();
     expect((await t.rest('GET', path, { key: stranger.key })).status).toBe(404);
-    expect((await t.rest('GET', '/api/v1/assets/workflows/runs/00000000-0000-4000-8000-000000000000', { key })).status).toBe(
-      404,
-    );
+    expect((await t.rest('GET', '/api/v1/assets/workflows/runs/00000000-0000-4000-8000-000000000000', { key })).status).toBe(404);
     const reader = await t.createKey({ role: 'read_only' });
     expect((await t.rest('POST', '/api/v1/assets/workflows', { key: reader.key, body: { name: 'x' } })).status).toBe(403);
     expect((await t.rest('POST', '/api/v1/assets/workflows', { key, body: { name: 'x', extra: 1 } })).status).toBe(400);
@@ -138,13 +143,21 @@ describe('assets workflows', () => {
     const { id } = await published(key);
     expect((await t.rest('POST', `/api/v1/assets/workflows/${id}/run`, { key, body: {} })).status).toBe(400);
     expect(
-      (await t.rest('POST', `/api/v1/assets/workflows/${id}/run`, { key, body: { asset_id: '00000000-0000-4000-8000-000000000000' } }))
-        .status,
+      (
+        await t.rest('POST', `/api/v1/assets/workflows/${id}/run`, {
+          key,
+          body: { asset_id: '00000000-0000-4000-8000-000000000000' },
+        })
+      ).status,
     ).toBe(404);
     const started = await t.rest('POST', `/api/v1/assets/workflows/${id}/run`, { key, body: { asset_id: asset.id } });
     expect(started.status).toBe(202);
     const runId = started.body.data.id as string;
-    expect(started.body.data).toMatchObject({ job_id: runId, status: 'queued', status_url: `/api/v1/assets/workflows/runs/${runId}` });
+    expect(started.body.data).toMatchObject({
+      job_id: runId,
+      status: 'queued',
+      status_url: `/api/v1/assets/workflows/runs/${runId}`,
+    });
 
     const waiting = await until(
       () => run(key, runId),
@@ -221,13 +234,18 @@ describe('assets workflows', () => {
     const rej = await t.rest('POST', `/api/v1/assets/workflows/approvals/${rejected.approvalId}/reject`, { key, body: {} });
     expect(rej.status).toBe(200);
     expect(rej.body.data.status).toBe('rejected');
-    expect((await run(key, rejected.runId)).body.data).toMatchObject({ status: 'failed', error_code: 'assets.approval_rejected' });
+    expect((await run(key, rejected.runId)).body.data).toMatchObject({
+      status: 'failed',
+      error_code: 'assets.approval_rejected',
+    });
 
     const cancelled = await start();
     const c = await t.rest('POST', `/api/v1/assets/workflows/runs/${cancelled.runId}/cancel`, { key });
     expect(c.status).toBe(200);
     expect(c.body.data.status).toBe('cancelled');
-    expect((await t.rest('POST', `/api/v1/assets/workflows/approvals/${cancelled.approvalId}/approve`, { key })).status).toBe(409);
+    expect((await t.rest('POST', `/api/v1/assets/workflows/approvals/${cancelled.approvalId}/approve`, { key })).status).toBe(
+      409,
+    );
     // Retry resumes at the approval step: a new approval is asked for.
     const retried = await t.rest('POST', `/api/v1/assets/workflows/runs/${cancelled.runId}/retry`, { key });
     expect(retried.status).toBe(202);
@@ -239,13 +257,19 @@ describe('assets workflows', () => {
 
     // An approval past its expiry: 410, and the run fails.
     const svc = (t.platform.services as any).assets.workflows;
-    await svc.d.models.Approval.updateOne({ _id: again.body.data.approval_id }, { $set: { expiresAt: new Date(Date.now() - 1000) } });
+    await svc.d.models.Approval.updateOne(
+      { _id: again.body.data.approval_id },
+      { $set: { expiresAt: new Date(Date.now() - 1000) } },
+    );
     const late = await t.rest('POST', `/api/v1/assets/workflows/approvals/${again.body.data.approval_id}/approve`, { key });
     expect(late.status).toBe(410);
-    expect((await run(key, cancelled.runId)).body.data).toMatchObject({ status: 'failed', error_code: 'assets.approval_expired' });
-    expect((await t.rest('POST', '/api/v1/assets/workflows/approvals/00000000-0000-4000-8000-000000000000/approve', { key })).status).toBe(
-      404,
-    );
+    expect((await run(key, cancelled.runId)).body.data).toMatchObject({
+      status: 'failed',
+      error_code: 'assets.approval_expired',
+    });
+    expect(
+      (await t.rest('POST', '/api/v1/assets/workflows/approvals/00000000-0000-4000-8000-000000000000/approve', { key })).status,
+    ).toBe(404);
   });
 
   it('shows the run segments and the approval in the project operation activity', async () => {
@@ -260,11 +284,14 @@ describe('assets workflows', () => {
     expect(created.body.data.project_id).toBe(project.id);
     const other = await t.createKey();
     const foreign = await t.platform.ports.get('projects').createProject(other.accountId, 'theirs');
-    expect((await t.rest('POST', '/api/v1/assets/workflows', { key, body: { name: 'x', project_id: foreign.id } })).status).toBe(404);
+    expect((await t.rest('POST', '/api/v1/assets/workflows', { key, body: { name: 'x', project_id: foreign.id } })).status).toBe(
+      404,
+    );
     const id = created.body.data.id;
     await t.rest('POST', `/api/v1/assets/workflows/${id}/publish`, { key });
     await t.rest('POST', `/api/v1/assets/workflows/${id}/activate`, { key });
-    const runId = (await t.rest('POST', `/api/v1/assets/workflows/${id}/run`, { key, body: { asset_id: asset.id } })).body.data.id;
+    const runId = (await t.rest('POST', `/api/v1/assets/workflows/${id}/run`, { key, body: { asset_id: asset.id } })).body.data
+      .id;
     const waiting = await until(
       () => run(key, runId),
       (r) => r.body.data.status === 'waiting_approval',

@@ -40,7 +40,10 @@ function register(server: McpServer, t: GovernedTool, principal: Principal, work
       try {
         const r = await workflows.callTool(principal, t, args);
         if (r.outcome === 'allowed') {
-          const structured = (r.result && typeof r.result === 'object' ? r.result : { value: r.result }) as Record<string, unknown>;
+          const structured = (r.result && typeof r.result === 'object' ? r.result : { value: r.result }) as Record<
+            string,
+            unknown
+          >;
           return { content: text(r.result), structuredContent: structured };
         }
         const a = toApproval(r.approval!);
@@ -62,7 +65,11 @@ function register(server: McpServer, t: GovernedTool, principal: Principal, work
   );
 }
 
-export async function assetsMcpPlane(app: FastifyInstance, workflows: WorkflowService, authenticate: Authenticate): Promise<void> {
+export async function assetsMcpPlane(
+  app: FastifyInstance,
+  workflows: WorkflowService,
+  authenticate: Authenticate,
+): Promise<void> {
   app.post(MCP_PATH, { bodyLimit: 1024 * 1024 }, async (req, reply) => {
     let principal: Principal | null;
     try {

@@ -49,7 +49,10 @@ export async function assetsWorkflowHookPlane(app: FastifyInstance, workflows: W
       if (id.length > 128) throw badRequest('validation_failed', 'webhook-id is longer than 128 characters');
       const seconds = /^\d{1,12}$/.test(ts) ? Number(ts) : NaN;
       if (!Number.isFinite(seconds) || Math.abs(Date.now() / 1000 - seconds) > HOOK_TOLERANCE_S) {
-        throw unauthorised('assets.hook_timestamp_out_of_tolerance', `webhook-timestamp must be within ${HOOK_TOLERANCE_S} s of now`);
+        throw unauthorised(
+          'assets.hook_timestamp_out_of_tolerance',
+          `webhook-timestamp must be within ${HOOK_TOLERANCE_S} s of now`,
+        );
       }
       const raw = typeof req.body === 'string' ? req.body : '';
       const secret = decryptSecret(hook.secretSealed, `asset_workflow_hook:${hook._id}`);

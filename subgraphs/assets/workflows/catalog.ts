@@ -57,7 +57,10 @@ const DESCRIPTIONS: Record<StepType, { summary: string; scope: string; config: R
   wait_for_approval: {
     summary: 'Wait until a person approves or rejects the run',
     scope: 'assets:write',
-    config: { title: 'string (optional)', expires_in: `integer seconds, 60..${MAX_APPROVAL_TTL_S} (default ${DEFAULT_APPROVAL_TTL_S})` },
+    config: {
+      title: 'string (optional)',
+      expires_in: `integer seconds, 60..${MAX_APPROVAL_TTL_S} (default ${DEFAULT_APPROVAL_TTL_S})`,
+    },
   },
 };
 

@@ -205,7 +205,11 @@ export class WorkflowService {
    * Makes a published version the one runs and hooks use (default: the latest). A `hook` workflow
    * gets its token and signing secret on its first activation; the secret is returned that once.
    */
-  async activate(p: Principal | null, id: string, version?: number | null): Promise<{ workflow: WorkflowDoc; secret: string | null }> {
+  async activate(
+    p: Principal | null,
+    id: string,
+    version?: number | null,
+  ): Promise<{ workflow: WorkflowDoc; secret: string | null }> {
     const actor = this.writer(p);
     const wf = await this.get(p, id);
     if (wf.latestVersion === 0) throw conflict('assets.workflow_not_published', 'publish a version before activating');
@@ -277,7 +281,14 @@ export class WorkflowService {
       actor,
       status: 'queued',
       cursor: 0,
-      steps: v.definition.steps.map((s) => ({ id: s.id, type: s.type, status: 'pending', result: null, errorCode: null, finishedAt: null })),
+      steps: v.definition.steps.map((s) => ({
+        id: s.id,
+        type: s.type,
+        status: 'pending',
+        result: null,
+        errorCode: null,
+        finishedAt: null,
+      })),
       segment: 1,
       operations: [runOperationId(runId, 1)],
       approvalId: null,
@@ -360,7 +371,16 @@ export class WorkflowService {
     const next = await this.m.Run.findOneAndUpdate(
       { _id: runId, accountId: run.accountId, status: run.status, segment: run.segment },
       {
-        $set: { status: 'queued', segment, steps, approvalId: null, errorCode: null, errorMessage: null, finishedAt: null, updatedAt: new Date() },
+        $set: {
+          status: 'queued',
+          segment,
+          steps,
+          approvalId: null,
+          errorCode: null,
+          errorMessage: null,
+          finishedAt: null,
+          updatedAt: new Date(),
+        },
         $push: { operations: runOperationId(runId, segment) },
       },
       { new: true },
@@ -605,7 +625,15 @@ export class WorkflowService {
     if (a.runId) {
       await this.m.Run.updateOne(
         { _id: a.runId, status: 'waiting_approval', approvalId: a._id },
-        { $set: { status: 'failed', errorCode: 'assets.approval_expired', errorMessage: 'the approval expired', finishedAt: now, updatedAt: now } },
+        {
+          $set: {
+            status: 'failed',
+            errorCode: 'assets.approval_expired',
+            errorMessage: 'the approval expired',
+            finishedAt: now,
+            updatedAt: now,
+          },
+        },
       ).exec();
     }
   }
@@ -643,7 +671,11 @@ export class WorkflowService {
               status: 'failed',
               errorCode: 'assets.approval_rejected',
               errorMessage: 'a person rejected the run',
-              steps: withStep(run.steps, run.cursor, { status: 'failed', errorCode: 'assets.approval_rejected', finishedAt: now }),
+              steps: withStep(run.steps, run.cursor, {
+                status: 'failed',
+                errorCode: 'assets.approval_rejected',
+                finishedAt: now,
+              }),
               approvalId: null,
               finishedAt: now,
               updatedAt: now,
