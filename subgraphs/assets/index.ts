@@ -20,6 +20,7 @@ import { assetsWorkflowHookPlane } from './workflow-hooks/plane';
 import { APPROVALS_TOPIC, approvalActivitySource } from './workflows/activity';
 import { workflowModels } from './workflows/model';
 import { AssetWorkflowsResolver } from './workflows/resolvers';
+import { approvalSweeper } from './workflows/sweeper';
 import { OP_AUTOMATION_ACTION, OP_WORKFLOW_RUN, WorkflowService } from './workflows/service';
 
 export { AssetsService } from './service';
@@ -94,6 +95,7 @@ export default defineArea<AssetsServices, AssetsSettings>({
     { name: 'assets-outbox', start: () => s.relay.start(), stop: () => s.relay.stop() },
     assetsWorker(s.assets, ctx.log),
     { name: 'assets-approvals-outbox', start: () => s.workflows.relay.start(), stop: () => s.workflows.relay.stop() },
+    approvalSweeper(s.workflows, ctx.log),
   ],
   activitySources: [approvalActivitySource],
   http: {

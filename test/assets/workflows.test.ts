@@ -267,6 +267,14 @@ describe('assets workflows', () => {
       status: 'failed',
       error_code: 'assets.approval_expired',
     });
+
+    // The sweep expires a forgotten approval and fails its run without anyone deciding.
+    const forgotten = await start();
+    await svc.d.models.Approval.updateOne({ _id: forgotten.approvalId }, { $set: { expiresAt: new Date(Date.now() - 1000) } });
+    expect(await svc.sweepExpired()).toBeGreaterThanOrEqual(1);
+    expect((await run(key, forgotten.runId)).body.data.status).toBe('failed');
+    const listed = await t.rest('GET', '/api/v1/assets/workflows/approvals?status=expired', { key });
+    expect(listed.body.data.items.map((a: any) => a.id)).toContain(forgotten.approvalId);
     expect(
       (await t.rest('POST', '/api/v1/assets/workflows/approvals/00000000-0000-4000-8000-000000000000/approve', { key })).status,
     ).toBe(404);

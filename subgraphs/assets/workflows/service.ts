@@ -41,6 +41,8 @@ import { type GovernedTool, toolNamed } from '../mcp/tools';
 /** Operation types this file's executors run (registered in the area's `executors`). */
 export const OP_WORKFLOW_RUN = 'assets.workflow_run';
 export const OP_AUTOMATION_ACTION = 'assets.automation_action';
+/** How often pending approvals past their expiry are expired (and their runs failed): 30 s. */
+export const APPROVAL_SWEEP_MS = 30_000;
 /** `/automation` shows this many recent audits. */
 export const RECENT_AUDITS = 50;
 /** List pages: `limit` 1..100, default 25 (the activity lists' numbers). */
@@ -613,6 +615,19 @@ export class WorkflowService {
     }
     // Same decision again (or the first one): make sure its continuation happened.
     return this.continueAfter(decided);
+  }
+
+  /**
+   * Expires pending approvals past their time (and fails the runs waiting on them), at most
+   * `batch` per call; the sweep worker calls it every APPROVAL_SWEEP_MS. Returns how many it expired.
+   */
+  async sweepExpired(batch = 100): Promise<number> {
+    const due = await this.m.Approval.find({ status: 'pending', expiresAt: { $lte: new Date() } })
+      .limit(batch)
+      .lean<ApprovalDoc[]>()
+      .exec();
+    for (const a of due) await this.expire(a);
+    return due.length;
   }
 
   private async expire(a: ApprovalDoc): Promise<void> {
