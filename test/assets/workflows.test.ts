@@ -1,5 +1,6 @@
 import { Webhook } from 'standardwebhooks';
 import { startTestPlatform, uniqueName, type TestPlatform } from '../support/platform';
+import { PNG } from './harness';
 
 /** Workflows with approvals and workflow hooks (issue 17 items 6 and 8), through the real bridge. */
 describe('assets workflows', () => {
@@ -278,6 +279,69 @@ describe('assets workflows', () => {
     expect(
       (await t.rest('POST', '/api/v1/assets/workflows/approvals/00000000-0000-4000-8000-000000000000/approve', { key })).status,
     ).toBe(404);
+  });
+
+  it('runs transform and move steps, fails a run at a failing step and retries it from there', async () => {
+    const { key } = await t.createKey();
+    const fd = new FormData();
+    fd.append('key', uniqueName('img'));
+    fd.append('file', new Blob([PNG]), 'dot.png');
+    const up = await fetch(`${t.bridgeUrl}/api/v1/assets/upload`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}` },
+      body: fd,
+    });
+    const image = ((await up.json()) as any).data;
+    await until(
+      () => t.rest('GET', `/api/v1/assets/${image.id}`, { key }),
+      (r) => r.body.data.status === 'ready',
+    );
+    const tr = await t.rest('POST', '/api/v1/assets/transformations', { key, body: { name: 'tiny', width: 1, format: 'webp' } });
+    expect(tr.status).toBe(201);
+    const bucket = await t.rest('POST', '/api/v1/assets/buckets', { key, body: { name: uniqueName('archive') } });
+    expect(bucket.status).toBe(201);
+    const { id } = await published(key, {
+      trigger: { type: 'manual' },
+      steps: [
+        { id: 'shrink', type: 'transform', config: { transformation: 'tiny' } },
+        { id: 'file', type: 'move', config: { bucket: 'no-such-bucket' } },
+      ],
+    });
+    const started = await t.rest('POST', `/api/v1/assets/workflows/${id}/run`, { key, body: { asset_id: image.id } });
+    const failed = await until(
+      () => run(key, started.body.data.id),
+      (r) => r.body.data.status === 'failed',
+    );
+    expect(failed.body.data.steps.map((s: any) => [s.id, s.status])).toEqual([
+      ['shrink', 'succeeded'],
+      ['file', 'failed'],
+    ]);
+    expect(failed.body.data.steps[0].result).toMatchObject({ asset_id: image.id, format: 'webp', width: 1 });
+    expect(failed.body.data.error_code).toEqual(expect.stringMatching(/not_found/));
+    const derivatives = await t.rest('GET', `/api/v1/assets/${image.id}/derivatives`, { key });
+    expect(derivatives.body.data).toHaveLength(1);
+
+    // Retry resumes at the failed step (the transform is not run again): still failing here.
+    const retried = await t.rest('POST', `/api/v1/assets/workflows/runs/${started.body.data.id}/retry`, { key });
+    expect(retried.status).toBe(202);
+    expect(retried.body.data.steps.map((s: any) => s.status)).toEqual(['succeeded', 'pending']);
+    const again = await until(
+      () => run(key, started.body.data.id),
+      (r) => r.body.data.status === 'failed',
+    );
+    expect(again.body.data.operations).toHaveLength(2);
+
+    // A workflow whose move names a real bucket moves the asset.
+    const mover = await published(key, {
+      trigger: { type: 'manual' },
+      steps: [{ id: 'file', type: 'move', config: { bucket: bucket.body.data.id } }],
+    });
+    const moved = await t.rest('POST', `/api/v1/assets/workflows/${mover.id}/run`, { key, body: { asset_id: image.id } });
+    await until(
+      () => run(key, moved.body.data.id),
+      (r) => r.body.data.status === 'succeeded',
+    );
+    expect((await t.rest('GET', `/api/v1/assets/${image.id}`, { key })).body.data.bucket).toBe(bucket.body.data.id);
   });
 
   it('shows the run segments and the approval in the project operation activity', async () => {

@@ -3,6 +3,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyInstance } from 'fastify';
 import { isPlatformError, unauthenticated } from '../../../core/errors';
+import type { Logger } from '../../../core/logger';
 import type { Principal } from '../../../core/principal';
 import { ASSETS_PREFIX, type Authenticate, sendError } from '../upload-plane';
 import { toApproval } from '../workflows/resolvers';
@@ -20,13 +21,13 @@ export const MCP_SERVER_INFO = { name: 'platform-assets', version: '1.0.0' };
 
 const text = (value: unknown): CallToolResult['content'] => [{ type: 'text', text: JSON.stringify(value) }];
 
-function serverFor(principal: Principal, workflows: WorkflowService): McpServer {
+function serverFor(principal: Principal, workflows: WorkflowService, log: Logger): McpServer {
   const server = new McpServer(MCP_SERVER_INFO, { capabilities: { tools: {} } });
-  for (const t of GOVERNED_TOOLS) register(server, t, principal, workflows);
+  for (const t of GOVERNED_TOOLS) register(server, t, principal, workflows, log);
   return server;
 }
 
-function register(server: McpServer, t: GovernedTool, principal: Principal, workflows: WorkflowService): void {
+function register(server: McpServer, t: GovernedTool, principal: Principal, workflows: WorkflowService, log: Logger): void {
   server.registerTool(
     t.name,
     {
@@ -57,7 +58,12 @@ function register(server: McpServer, t: GovernedTool, principal: Principal, work
         };
         return { content: text(pending), structuredContent: pending };
       } catch (e) {
-        if (!isPlatformError(e)) throw e;
+        if (!isPlatformError(e)) {
+          // Never hand an internal message to the client (the SDK would put it in the result).
+          log.error({ err: e, tool: t.name }, 'assets MCP tool failed');
+          const error = { code: 'internal', message: 'internal error', details: {} };
+          return { isError: true, content: text({ error }), structuredContent: { error } };
+        }
         const error = { code: e.code, message: e.message, details: e.details };
         return { isError: true, content: text({ error }), structuredContent: { error } };
       }
@@ -78,7 +84,7 @@ export async function assetsMcpPlane(
     } catch (e) {
       return sendError(reply.header('WWW-Authenticate', 'Bearer'), e, req.log);
     }
-    const server = serverFor(principal, workflows);
+    const server = serverFor(principal, workflows, req.log as unknown as Logger);
     // Stateless: no session id; JSON answers (no SSE stream) since every tool answers at once.
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     reply.hijack();

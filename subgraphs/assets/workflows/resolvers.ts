@@ -1,5 +1,6 @@
 import { GraphQLJSON, GraphQLJSONObject } from 'graphql-scalars';
 import { Arg, Ctx, Field, ID, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
+import { badRequest } from '../../../core/errors';
 import type { RequestContext } from '../../../core/subgraph-kit';
 import { GOVERNED_TOOLS, toolView } from '../mcp/tools';
 import { catalogView } from './catalog';
@@ -343,7 +344,10 @@ export class AssetWorkflowsResolver {
     @Arg('actionHash', () => String, { nullable: true }) actionHash?: string,
     @Arg('note', () => String, { nullable: true }) note?: string,
   ): Promise<ApprovalType> {
-    const d = decision === 'approved' ? 'approved' : 'rejected';
+    if (decision !== 'approved' && decision !== 'rejected') {
+      throw badRequest('validation_failed', 'decision must be approved or rejected');
+    }
+    const d = decision;
     return toApproval(await this.svc.decide(ctx.principal, id, d, { actionHash, note }));
   }
 
