@@ -1,5 +1,6 @@
 import nodemailer, { type Transporter } from 'nodemailer';
 import { badRequest, forbidden, notFound } from '../../core/errors';
+import { DueWorkLoop } from '../../core/due-work-loop';
 import { outboxPush, type OutboxEvent } from '../../core/events/outbox';
 import { newId } from '../../core/ids';
 import type { Logger } from '../../core/logger';
@@ -71,10 +72,7 @@ export function isTestKey(p: Principal): boolean {
 
 export class SendService {
   private transport: Transporter | null = null;
-  private timer: NodeJS.Timeout | null = null;
-  private running = false;
-  private scanning: Promise<void> | null = null;
-  private again = false;
+  private readonly loop: DueWorkLoop;
 
   constructor(
     private readonly models: SendingModels,
@@ -84,7 +82,15 @@ export class SendService {
     private readonly log: Logger,
     /** Called after a write that queued events, so the outbox relay publishes at once. */
     private readonly onEvents: () => void = () => undefined,
-  ) {}
+  ) {
+    this.loop = new DueWorkLoop({
+      name: 'mail-sender',
+      log,
+      pollMs: opts.pollMs,
+      drain: () => this.sendDue(),
+      nextDueInMs: () => this.msUntilNextDue(),
+    });
+  }
 
   private events(
     doc: Pick<MessageDoc, '_id' | 'accountId'>,
@@ -168,54 +174,23 @@ export class SendService {
   // --- the durable sender -------------------------------------------------------------------
 
   start(): void {
-    this.running = true;
-    this.schedule(0);
+    this.loop.start();
   }
 
   async stop(): Promise<void> {
-    this.running = false;
-    if (this.timer) clearTimeout(this.timer);
-    await this.scanning;
+    await this.loop.stop();
     this.transport?.close();
   }
 
   nudge(): void {
-    if (!this.running) return;
-    if (this.scanning) this.again = true;
-    else this.schedule(0);
+    this.loop.nudge();
   }
 
-  private schedule(ms: number) {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => void this.scan(), ms);
-  }
-
-  private async scan(): Promise<void> {
-    if (!this.running || this.scanning) return;
-    this.scanning = (async () => {
-      try {
-        for (;;) {
-          const worked = await this.sendDue();
-          if (!worked || !this.running) break;
-        }
-      } catch (e) {
-        this.log.warn({ err: (e as Error).message }, 'mail sender scan failed');
-      }
-    })();
-    await this.scanning;
-    this.scanning = null;
-    if (!this.running) return;
-    const next = this.again ? 0 : await this.msUntilNextDue();
-    this.again = false;
-    this.schedule(next);
-  }
-
-  private async msUntilNextDue(): Promise<number> {
+  private async msUntilNextDue(): Promise<number | null> {
     const next = await this.models.Message.findOne({ status: { $in: ['queued', 'deferred'] } }, { nextAttemptAt: 1 })
       .sort({ nextAttemptAt: 1 })
       .lean();
-    if (!next?.nextAttemptAt) return this.opts.pollMs;
-    return Math.max(0, Math.min(this.opts.pollMs, new Date(next.nextAttemptAt).getTime() - Date.now()));
+    return next?.nextAttemptAt ? new Date(next.nextAttemptAt).getTime() - Date.now() : null;
   }
 
   /** Claims and sends due messages; false when none was due. */
