@@ -2,6 +2,7 @@ import path from 'node:path';
 import type { z } from 'zod';
 import { defineArea } from '../../core/area';
 import { OutboxRelay } from '../../core/events/outbox';
+import { periodicWorker } from '../../core/periodic-worker';
 import type { Ports } from '../../core/ports';
 import { assetsCdnPlane } from './cdn-plane';
 import { FsBlobStore } from './fs-blob-store';
@@ -20,8 +21,7 @@ import { assetsWorkflowHookPlane } from './workflow-hooks/plane';
 import { APPROVALS_TOPIC, approvalActivitySource } from './workflows/activity';
 import { workflowModels } from './workflows/model';
 import { AssetWorkflowsResolver } from './workflows/resolvers';
-import { approvalSweeper } from './workflows/sweeper';
-import { OP_AUTOMATION_ACTION, OP_WORKFLOW_RUN, WorkflowService } from './workflows/service';
+import { APPROVAL_SWEEP_MS, OP_AUTOMATION_ACTION, OP_WORKFLOW_RUN, WorkflowService } from './workflows/service';
 
 export { AssetsService } from './service';
 
@@ -95,7 +95,8 @@ export default defineArea<AssetsServices, AssetsSettings>({
     { name: 'assets-outbox', start: () => s.relay.start(), stop: () => s.relay.stop() },
     assetsWorker(s.assets, ctx.log),
     { name: 'assets-approvals-outbox', start: () => s.workflows.relay.start(), stop: () => s.workflows.relay.stop() },
-    approvalSweeper(s.workflows, ctx.log),
+    // Expires forgotten approvals (and fails the runs waiting on them).
+    periodicWorker('assets-approval-expiry', APPROVAL_SWEEP_MS, ctx.log, () => s.workflows.sweepExpired()),
   ],
   activitySources: [approvalActivitySource],
   http: {
