@@ -116,9 +116,14 @@ describe('assets workflows', () => {
     const other = { trigger: { type: 'manual' }, steps: [{ id: 'y', type: 'notify', config: { message: 'hi' } }] };
     expect((await t.rest('PUT', `${path}/draft`, { key, body: other, headers: { 'if-match': '"3"' } })).status).toBe(200);
     expect((await t.rest('POST', `${path}/publish`, { key })).status).toBe(201);
+    // Two publishes at once get two numbers.
+    const both = await Promise.all([t.rest('POST', `${path}/publish`, { key }), t.rest('POST', `${path}/publish`, { key })]);
+    expect(both.map((r) => r.body.data.version).sort()).toEqual([3, 4]);
     const versions = await t.rest('GET', `${path}/versions`, { key });
     expect(versions.status).toBe(200);
     expect(versions.body.data.items.map((v: any) => [v.version, v.definition.steps[0].id])).toEqual([
+      [4, 'y'],
+      [3, 'y'],
       [2, 'y'],
       [1, 'x'],
     ]);
@@ -127,7 +132,7 @@ describe('assets workflows', () => {
     expect(list.status).toBe(200);
     expect(list.body.data.items).toHaveLength(1);
     expect((await t.rest('GET', '/api/v1/assets/workflows?limit=0', { key })).status).toBe(400);
-    expect((await t.rest('GET', `${path}`, { key })).body.data.latest_version).toBe(2);
+    expect((await t.rest('GET', `${path}`, { key })).body.data.latest_version).toBe(4);
 
     // Not visible to another account; read-only keys cannot change anything.
     const stranger = await t.createKey();

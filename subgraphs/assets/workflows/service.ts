@@ -166,13 +166,9 @@ export class WorkflowService {
       const errors = findings(wf.draft);
       if (errors.length) throw badRequest('assets.workflow_invalid', 'the draft does not validate', { errors });
       const version = wf.latestVersion + 1;
-      // Claim the number first (conditional on the one read), then write the version under it: two
-      // concurrent publishes never share a number, and the version document is only ever inserted.
-      const claimed = await this.m.Workflow.updateOne(
-        { _id: id, accountId: wf.accountId, latestVersion: wf.latestVersion },
-        { $set: { latestVersion: version, updatedAt: new Date() } },
-      ).exec();
-      if (claimed.modifiedCount !== 1) continue;
+      // The version document is inserted first under `<id>:<n>`: its unique id decides between two
+      // concurrent publishes, and it is never updated. Then the workflow's counter catches up (a
+      // publish that died between the two leaves the counter behind; the next one moves it on).
       const doc: WorkflowVersionDoc = {
         _id: `${id}:${version}`,
         accountId: wf.accountId,
@@ -181,7 +177,19 @@ export class WorkflowService {
         definition: normalised(wf.draft),
         createdAt: new Date(),
       };
-      await this.m.Version.create(doc);
+      const bump = () =>
+        this.m.Workflow.updateOne(
+          { _id: id, accountId: wf.accountId, latestVersion: wf.latestVersion },
+          { $set: { latestVersion: version, updatedAt: new Date() } },
+        ).exec();
+      try {
+        await this.m.Version.create(doc);
+      } catch (e) {
+        if (!isDuplicateKey(e)) throw e;
+        await bump();
+        continue;
+      }
+      await bump();
       return doc;
     }
   }
