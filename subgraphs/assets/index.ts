@@ -2,6 +2,7 @@ import path from 'node:path';
 import type { z } from 'zod';
 import { defineArea } from '../../core/area';
 import { OutboxRelay } from '../../core/events/outbox';
+import { periodicWorker } from '../../core/periodic-worker';
 import type { Ports } from '../../core/ports';
 import { assetFilesPort } from './asset-files';
 import { assetsCdnPlane } from './cdn-plane';
@@ -16,6 +17,12 @@ import { AssetsService } from './service';
 import { type AssetsSettings, assetsSettingsSchema } from './settings';
 import { assetsUploadPlane, bearerAuthenticate } from './upload-plane';
 import { assetsWorker } from './workers';
+import { assetsMcpPlane } from './mcp/plane';
+import { assetsWorkflowHookPlane } from './workflow-hooks/plane';
+import { APPROVALS_TOPIC, approvalActivitySource } from './workflows/activity';
+import { workflowModels } from './workflows/model';
+import { AssetWorkflowsResolver } from './workflows/resolvers';
+import { APPROVAL_SWEEP_MS, OP_AUTOMATION_ACTION, OP_WORKFLOW_RUN, WorkflowService } from './workflows/service';
 
 export { AssetsService } from './service';
 
@@ -23,6 +30,7 @@ export interface AssetsServices {
   assets: AssetsService;
   relay: OutboxRelay;
   ports: Ports;
+  workflows: WorkflowService;
 }
 
 /**
@@ -62,22 +70,45 @@ export default defineArea<AssetsServices, AssetsSettings>({
       () => ctx.topic('objects'),
       () => relay.nudge(),
     );
-    return { assets, relay, ports: ctx.ports };
+    const workflows = new WorkflowService({
+      models: workflowModels(ctx.conn),
+      assets,
+      engine: ctx.engine,
+      bus: ctx.bus,
+      ports: ctx.ports,
+      log: ctx.log,
+      notifyTopic: () => ctx.topic('workflows'),
+      baseUrl: () => ctx.config.baseUrl ?? '',
+      approvalsTopic: () => `${ctx.topicPrefix}.${APPROVALS_TOPIC}`,
+    });
+    return { assets, relay, ports: ctx.ports, workflows };
   },
   subgraph: (s) => ({
-    resolvers: [AssetsResolver, AssetTransformsResolver],
-    createResolver: (cls) => new cls(s?.assets),
+    resolvers: [AssetsResolver, AssetTransformsResolver, AssetWorkflowsResolver],
+    createResolver: (cls) => (cls === AssetWorkflowsResolver ? new cls(s?.workflows) : new cls(s?.assets)),
   }),
   provides(s, ports) {
     ports.provide('assetFiles', assetFilesPort(s.assets));
   },
   routes: assetsRoutes,
+  executors: (s) => ({
+    [OP_WORKFLOW_RUN]: (ctx) => s.workflows.executeRun(ctx),
+    [OP_AUTOMATION_ACTION]: (ctx) => s.workflows.executeAction(ctx),
+  }),
   workers: (s, ctx) => [
     { name: 'assets-outbox', start: () => s.relay.start(), stop: () => s.relay.stop() },
     assetsWorker(s.assets, ctx.log),
+    { name: 'assets-approvals-outbox', start: () => s.workflows.relay.start(), stop: () => s.workflows.relay.stop() },
+    // Expires forgotten approvals (and fails the runs waiting on them).
+    periodicWorker('assets-approval-expiry', APPROVAL_SWEEP_MS, ctx.log, () => s.workflows.sweepExpired()),
   ],
+  activitySources: [approvalActivitySource],
   http: {
-    bridge: (app, s) => assetsUploadPlane(app, s.assets, bearerAuthenticate(s.ports)),
+    bridge: async (app, s) => {
+      await app.register(async (scope) => assetsUploadPlane(scope, s.assets, bearerAuthenticate(s.ports)));
+      await app.register(async (scope) => assetsMcpPlane(scope, s.workflows, bearerAuthenticate(s.ports)));
+      await app.register(async (scope) => assetsWorkflowHookPlane(scope, s.workflows));
+    },
     cdn: (app, s) => assetsCdnPlane(app, s.assets),
   },
 });
