@@ -2,6 +2,7 @@ import path from 'node:path';
 import type { z } from 'zod';
 import { defineArea } from '../../core/area';
 import { OutboxRelay } from '../../core/events/outbox';
+import { periodicWorker } from '../../core/periodic-worker';
 import type { Ports } from '../../core/ports';
 import { assetFilesPort } from './asset-files';
 import { assetsCdnPlane } from './cdn-plane';
@@ -17,6 +18,12 @@ import { type AssetsSettings, assetsSettingsSchema } from './settings';
 import { assetsUploadPlane, bearerAuthenticate } from './upload-plane';
 import { assetsWorker } from './workers';
 import * as external from './external';
+import { assetsMcpPlane } from './mcp/plane';
+import { assetsWorkflowHookPlane } from './workflow-hooks/plane';
+import { APPROVALS_TOPIC, approvalActivitySource } from './workflows/activity';
+import { workflowModels } from './workflows/model';
+import { AssetWorkflowsResolver } from './workflows/resolvers';
+import { APPROVAL_SWEEP_MS, OP_AUTOMATION_ACTION, OP_WORKFLOW_RUN, WorkflowService } from './workflows/service';
 
 export { AssetsService } from './service';
 
@@ -24,6 +31,7 @@ export interface AssetsServices extends external.ExternalServices {
   assets: AssetsService;
   relay: OutboxRelay;
   ports: Ports;
+  workflows: WorkflowService;
 }
 
 /**
@@ -63,26 +71,47 @@ export default defineArea<AssetsServices, AssetsSettings>({
       () => ctx.topic('objects'),
       () => relay.nudge(),
     );
-    return { assets, relay, ports: ctx.ports, ...external.externalServices(ctx, assets) };
+    const workflows = new WorkflowService({
+      models: workflowModels(ctx.conn),
+      assets,
+      engine: ctx.engine,
+      bus: ctx.bus,
+      ports: ctx.ports,
+      log: ctx.log,
+      notifyTopic: () => ctx.topic('workflows'),
+      baseUrl: () => ctx.config.baseUrl ?? '',
+      approvalsTopic: () => `${ctx.topicPrefix}.${APPROVALS_TOPIC}`,
+    });
+    return { assets, relay, ports: ctx.ports, workflows, ...external.externalServices(ctx, assets) };
   },
   subgraph: (s) => ({
-    resolvers: [AssetsResolver, AssetTransformsResolver, ...external.externalResolvers],
-    // The second argument (all services) is for resolvers of the parts beyond the storage core.
-    createResolver: (cls) => new cls(s?.assets, s),
+    resolvers: [AssetsResolver, AssetTransformsResolver, AssetWorkflowsResolver, ...external.externalResolvers],
+    // The second argument (all services) is for the resolvers of ./external.ts.
+    createResolver: (cls) => (cls === AssetWorkflowsResolver ? new cls(s?.workflows) : new cls(s?.assets, s)),
   }),
   provides(s, ports) {
     ports.provide('assetFiles', assetFilesPort(s.assets));
   },
   routes: [...assetsRoutes, ...external.externalRoutes],
-  executors: (s) => ({ ...external.externalExecutors(s) }),
+  executors: (s) => ({
+    [OP_WORKFLOW_RUN]: (ctx) => s.workflows.executeRun(ctx),
+    [OP_AUTOMATION_ACTION]: (ctx) => s.workflows.executeAction(ctx),
+    ...external.externalExecutors(s),
+  }),
   standIns: [...external.externalStandIns],
   workers: (s, ctx) => [
     { name: 'assets-outbox', start: () => s.relay.start(), stop: () => s.relay.stop() },
     assetsWorker(s.assets, ctx.log),
+    { name: 'assets-approvals-outbox', start: () => s.workflows.relay.start(), stop: () => s.workflows.relay.stop() },
+    // Expires forgotten approvals (and fails the runs waiting on them).
+    periodicWorker('assets-approval-expiry', APPROVAL_SWEEP_MS, ctx.log, () => s.workflows.sweepExpired()),
   ],
+  activitySources: [approvalActivitySource],
   http: {
     bridge: async (app, s) => {
-      await assetsUploadPlane(app, s.assets, bearerAuthenticate(s.ports));
+      await app.register(async (scope) => assetsUploadPlane(scope, s.assets, bearerAuthenticate(s.ports)));
+      await app.register(async (scope) => assetsMcpPlane(scope, s.workflows, bearerAuthenticate(s.ports)));
+      await app.register(async (scope) => assetsWorkflowHookPlane(scope, s.workflows));
       await external.externalBridge(app, s.assets, s, bearerAuthenticate(s.ports));
     },
     cdn: async (app, s) => {
