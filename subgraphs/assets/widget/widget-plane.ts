@@ -39,7 +39,7 @@ const header = (req: FastifyRequest, name: string) => {
  * and grants nothing. The upload itself is checked: a request whose `Origin` the bucket does not
  * list is refused (403) before a byte is stored, and only an allowed origin gets
  * `Access-Control-Allow-Origin`. (@fastify/cors was not used: it declares a catch-all `OPTIONS *`
- * route on the shared bridge listener; docs/decisions/0027-assets-external-storage.md.)
+ * route on the shared bridge listener; docs/decisions/0028-assets-external-storage.md.)
  */
 export async function widgetPlane(app: FastifyInstance, assets: AssetsService): Promise<void> {
   // The upload plane's scope may already parse multipart for this one (it is inherited).
