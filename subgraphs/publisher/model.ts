@@ -64,7 +64,7 @@ export interface DomainClaimDoc {
   _id: string;
   projectId: string;
   accountId: string;
-  /** Expected in the `_platform-challenge` TXT record; a new claim gets a new one. */
+  /** Expected in the `_platform-verification` TXT record; a new claim gets a new one. */
   token?: string;
   createdAt: Date;
   /** An unverified claim holds the name until then (null once verified). */

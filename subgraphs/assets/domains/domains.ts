@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Model } from 'mongoose';
+import { ownershipRecord } from '../../../core/dns/ownership';
 import type { DnsResolver } from '../../../core/dns/resolver';
 import { normalizeDomain } from '../../../core/domain-names';
 import { PlatformError, notFound } from '../../../core/errors';
@@ -10,15 +11,13 @@ import type { AssetDoc } from '../model';
 import { SCOPES, type AssetsService } from '../service';
 import type { DomainDoc } from './model';
 
-/** The owner proves a domain with `TXT _platform-verification.<domain> = "platform-verification=<token>"`. */
-export const TXT_LABEL = '_platform-verification';
-export const TXT_PREFIX = 'platform-verification=';
 /** The CDN remembers which bucket a `Host` serves for 1 s (negative answers too). */
 export const HOST_CACHE_MS = 1000;
 const HOST_CACHE_MAX = 10_000;
 
-export const txtNameOf = (hostname: string) => `${TXT_LABEL}.${hostname}`;
-export const txtValueOf = (d: Pick<DomainDoc, 'token'>) => `${TXT_PREFIX}${d.token}`;
+/** The owner proves a domain with the kernel's ownership record (`core/dns/ownership.ts`). */
+export const txtNameOf = (hostname: string) => ownershipRecord(hostname, '').name;
+export const txtValueOf = (d: Pick<DomainDoc, 'hostname' | 'token'>) => ownershipRecord(d.hostname, d.token).value;
 
 const domainNotFound = () => notFound('assets.domain_not_found', 'domain not found');
 
