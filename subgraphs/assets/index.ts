@@ -15,6 +15,10 @@ import { AssetsService } from './service';
 import { type AssetsSettings, assetsSettingsSchema } from './settings';
 import { assetsUploadPlane, bearerAuthenticate } from './upload-plane';
 import { assetsWorker } from './workers';
+import { organisationModels } from './collections/model';
+import { AssetOrganisationResolver } from './collections/resolvers';
+import { collectionRoutes } from './collections/routes';
+import { Organisation } from './collections/service';
 
 export { AssetsService } from './service';
 
@@ -22,6 +26,8 @@ export interface AssetsServices {
   assets: AssetsService;
   relay: OutboxRelay;
   ports: Ports;
+  /** Collections and saved searches (issue 17). */
+  organisation: Organisation;
 }
 
 /**
@@ -61,13 +67,15 @@ export default defineArea<AssetsServices, AssetsSettings>({
       () => ctx.topic('objects'),
       () => relay.nudge(),
     );
-    return { assets, relay, ports: ctx.ports };
+    const organisation = new Organisation(organisationModels(ctx.conn), assets);
+    return { assets, relay, ports: ctx.ports, organisation };
   },
   subgraph: (s) => ({
-    resolvers: [AssetsResolver, AssetTransformsResolver],
-    createResolver: (cls) => new cls(s?.assets),
+    resolvers: [AssetsResolver, AssetTransformsResolver, AssetOrganisationResolver],
+    // The second argument (all the area's services) lets a resolver reach the service it wraps.
+    createResolver: (cls) => new cls(s?.assets, s),
   }),
-  routes: assetsRoutes,
+  routes: [...assetsRoutes, ...collectionRoutes],
   workers: (s, ctx) => [
     { name: 'assets-outbox', start: () => s.relay.start(), stop: () => s.relay.stop() },
     assetsWorker(s.assets, ctx.log),
