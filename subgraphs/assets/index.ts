@@ -19,6 +19,17 @@ import { organisationModels } from './collections/model';
 import { AssetOrganisationResolver } from './collections/resolvers';
 import { collectionRoutes } from './collections/routes';
 import { Organisation } from './collections/service';
+import { bulkModels } from './bulk/model';
+import { AssetBulkResolver } from './bulk/resolvers';
+import { bulkRoutes } from './bulk/routes';
+import { BULK_OPERATION_TYPE, BulkJobs } from './bulk/service';
+import type { ObjectEvent } from '../../core/events/object-events';
+import { webhookModels } from './webhooks/model';
+import { AssetWebhooksResolver } from './webhooks/resolvers';
+import { webhookRoutes } from './webhooks/routes';
+import { AssetWebhooks } from './webhooks/service';
+import { webhookSettingsSchema } from './webhooks/settings';
+import { emitAll, fromObjectEvent, fromRecordChange } from './webhooks/sources';
 
 export { AssetsService } from './service';
 
@@ -28,6 +39,8 @@ export interface AssetsServices {
   ports: Ports;
   /** Collections and saved searches (issue 17). */
   organisation: Organisation;
+  bulk: BulkJobs;
+  webhooks: AssetWebhooks;
 }
 
 /**
@@ -68,17 +81,35 @@ export default defineArea<AssetsServices, AssetsSettings>({
       () => relay.nudge(),
     );
     const organisation = new Organisation(organisationModels(ctx.conn), assets);
-    return { assets, relay, ports: ctx.ports, organisation };
+    const webhooks = new AssetWebhooks(webhookModels(ctx.conn), assets, webhookSettingsSchema.parse(ctx.config.env), ctx.log);
+    const bulk = new BulkJobs(bulkModels(ctx.conn), assets, ctx.engine);
+    bulk.emitter = webhooks;
+    assets.onRecordChanged = (a, update) => {
+      // Changes that write an object event (moves, new versions) reach the webhooks through it.
+      if (a.status === 'deleting' || (update.$push as { outbox?: unknown } | undefined)?.outbox) return;
+      webhooks.emit(fromRecordChange(a)).catch((e) => ctx.log.warn({ err: (e as Error).message }, 'asset webhook fan-out failed'));
+    };
+    return { assets, relay, ports: ctx.ports, organisation, bulk, webhooks };
   },
   subgraph: (s) => ({
-    resolvers: [AssetsResolver, AssetTransformsResolver, AssetOrganisationResolver],
+    resolvers: [AssetsResolver, AssetTransformsResolver, AssetOrganisationResolver, AssetBulkResolver, AssetWebhooksResolver],
     // The second argument (all the area's services) lets a resolver reach the service it wraps.
     createResolver: (cls) => new cls(s?.assets, s),
   }),
-  routes: [...assetsRoutes, ...collectionRoutes],
+  routes: [...assetsRoutes, ...collectionRoutes, ...bulkRoutes, ...webhookRoutes],
+  executors: (s) => ({ [BULK_OPERATION_TYPE]: (ctx) => s.bulk.run(ctx) }),
+  consumers: (s, ctx) => [
+    {
+      name: 'webhooks',
+      topics: [ctx.topic('objects')],
+      fromBeginning: true,
+      handler: async (m) => emitAll(s.webhooks, await fromObjectEvent(s.assets, m.value as ObjectEvent)),
+    },
+  ],
   workers: (s, ctx) => [
     { name: 'assets-outbox', start: () => s.relay.start(), stop: () => s.relay.stop() },
     assetsWorker(s.assets, ctx.log),
+    { name: 'assets-webhook-deliveries', start: () => s.webhooks.start(), stop: () => s.webhooks.stop() },
   ],
   http: {
     bridge: (app, s) => assetsUploadPlane(app, s.assets, bearerAuthenticate(s.ports)),

@@ -99,6 +99,8 @@ export class AssetsService {
   readonly capabilities: UploadCapabilities;
   readonly transforms: Transforms;
   private readonly deliveryCache = new Map<string, { found: Deliverable | null; until: number }>();
+  /** Called after each revision-guarded change (the webhooks' `asset.updated`, issue 17). */
+  onRecordChanged: (asset: AssetDoc, update: Record<string, unknown>) => void = () => undefined;
 
   constructor(
     readonly m: AssetModels,
@@ -250,6 +252,7 @@ export class AssetsService {
     if (updated) {
       this.forget(id);
       this.nudge();
+      this.onRecordChanged(updated, update);
       return updated;
     }
     const now = await this.m.Asset.findOne({ _id: id, accountId }, { revision: 1, status: 1 }).lean<AssetDoc>().exec();
