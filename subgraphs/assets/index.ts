@@ -87,7 +87,9 @@ export default defineArea<AssetsServices, AssetsSettings>({
     assets.onRecordChanged = (a, update) => {
       // Changes that write an object event (moves, new versions) reach the webhooks through it.
       if (a.status === 'deleting' || (update.$push as { outbox?: unknown } | undefined)?.outbox) return;
-      webhooks.emit(fromRecordChange(a)).catch((e) => ctx.log.warn({ err: (e as Error).message }, 'asset webhook fan-out failed'));
+      webhooks
+        .emit(fromRecordChange(a))
+        .catch((e) => ctx.log.warn({ err: (e as Error).message }, 'asset webhook fan-out failed'));
     };
     return { assets, relay, ports: ctx.ports, organisation, bulk, webhooks };
   },

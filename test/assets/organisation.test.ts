@@ -32,7 +32,11 @@ describe('assets organisation through the bridge', () => {
     fd.append('key', k);
     for (const [f, v] of Object.entries(fields)) fd.append(f, v);
     fd.append('file', new Blob([body]), 'f.txt');
-    const res = await fetch(`${t.bridgeUrl}/api/v1/assets/upload`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: fd });
+    const res = await fetch(`${t.bridgeUrl}/api/v1/assets/upload`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}` },
+      body: fd,
+    });
     const json = (await res.json()) as any;
     if (res.status !== 201) throw new Error(JSON.stringify(json));
     return json.data as { id: string; revision: number };
@@ -86,14 +90,22 @@ describe('assets organisation through the bridge', () => {
     expect((await t.rest('GET', `${C}/${id}`, { key: other.key })).status).toBe(404);
 
     expect((await t.rest('PUT', `${C}/${id}`, { key, body: { asset_ids: [a.id, b.id] } })).status).toBe(428);
-    expect((await t.rest('PUT', `${C}/${id}`, { key, body: { asset_ids: [b.id] }, headers: { 'if-match': '"7"' } })).status).toBe(412);
-    const put = await t.rest('PUT', `${C}/${id}`, { key, body: { asset_ids: [a.id, b.id], description: 'two' }, headers: { 'if-match': '"1"' } });
+    expect((await t.rest('PUT', `${C}/${id}`, { key, body: { asset_ids: [b.id] }, headers: { 'if-match': '"7"' } })).status).toBe(
+      412,
+    );
+    const put = await t.rest('PUT', `${C}/${id}`, {
+      key,
+      body: { asset_ids: [a.id, b.id], description: 'two' },
+      headers: { 'if-match': '"1"' },
+    });
     expect(put.status).toBe(200);
     expect(put.body.data).toMatchObject({ asset_ids: [a.id, b.id], description: 'two', revision: 2 });
     expect(put.headers.get('etag')).toBe('"2"');
     // Concurrent writers with one revision: exactly one wins.
     const race = await Promise.all(
-      Array.from({ length: 6 }, (_, i) => t.rest('PUT', `${C}/${id}`, { key, body: { description: `d${i}` }, headers: { 'if-match': '"2"' } })),
+      Array.from({ length: 6 }, (_, i) =>
+        t.rest('PUT', `${C}/${id}`, { key, body: { description: `d${i}` }, headers: { 'if-match': '"2"' } }),
+      ),
     );
     expect(race.filter((r) => r.status === 200)).toHaveLength(1);
     expect(race.filter((r) => r.status === 412)).toHaveLength(5);
@@ -119,7 +131,10 @@ describe('assets organisation through the bridge', () => {
     const S = '/api/v1/assets/saved-searches';
     expect((await t.rest('POST', S, { key, body: { name: 'bad', filter: { colour: 'red' } } })).status).toBe(400);
     expect((await t.rest('POST', S, { key, body: { name: 'bad', filter: { sort: 'weight' } } })).status).toBe(400);
-    const made = await t.rest('POST', S, { key, body: { name: 'Red docs', filter: { prefix: 'docs/', tag: 'red', sort: 'key', direction: 'asc' } } });
+    const made = await t.rest('POST', S, {
+      key,
+      body: { name: 'Red docs', filter: { prefix: 'docs/', tag: 'red', sort: 'key', direction: 'asc' } },
+    });
     expect(made.status).toBe(201);
     expect(made.body.data).toMatchObject({ name: 'Red docs', filter: { prefix: 'docs/', tag: 'red', sort: 'key' }, revision: 1 });
     const id = made.body.data.id;
@@ -132,14 +147,22 @@ describe('assets organisation through the bridge', () => {
     expect(run.body.data.next_cursor).toBe('');
 
     expect((await t.rest('PUT', `${S}/${id}`, { key, body: { filter: { tag: 'red' } } })).status).toBe(428);
-    expect((await t.rest('PUT', `${S}/${id}`, { key, body: { filter: { tag: 'red' } }, headers: { 'if-match': '"9"' } })).status).toBe(412);
-    const put = await t.rest('PUT', `${S}/${id}`, { key, body: { filter: { tag: 'red', sort: 'key', direction: 'asc' } }, headers: { 'if-match': '1' } });
+    expect(
+      (await t.rest('PUT', `${S}/${id}`, { key, body: { filter: { tag: 'red' } }, headers: { 'if-match': '"9"' } })).status,
+    ).toBe(412);
+    const put = await t.rest('PUT', `${S}/${id}`, {
+      key,
+      body: { filter: { tag: 'red', sort: 'key', direction: 'asc' } },
+      headers: { 'if-match': '1' },
+    });
     expect(put.status).toBe(200);
     expect(put.headers.get('etag')).toBe('"2"');
     const page1 = await t.rest('GET', `${S}/${id}/assets?limit=1`, { key });
     expect(page1.body.data.total).toBe(2);
     expect(page1.body.data.assets.map((x: any) => x.key)).toEqual(['docs/one.txt']);
-    const page2 = await t.rest('GET', `${S}/${id}/assets?limit=1&cursor=${encodeURIComponent(page1.body.data.next_cursor)}`, { key });
+    const page2 = await t.rest('GET', `${S}/${id}/assets?limit=1&cursor=${encodeURIComponent(page1.body.data.next_cursor)}`, {
+      key,
+    });
     expect(page2.body.data.assets.map((x: any) => x.key)).toEqual(['misc/three.txt']);
 
     const list = await t.rest('GET', S, { key });
@@ -159,8 +182,12 @@ describe('assets organisation through the bridge', () => {
     const B = '/api/v1/assets/bulk';
     expect((await t.rest('POST', B, { body: { items: [{ asset_id: a.id, revision: 1, action: 'delete' }] } })).status).toBe(401);
     expect((await t.rest('POST', B, { key, body: { items: [] } })).status).toBe(400);
-    expect((await t.rest('POST', B, { key, body: { items: [{ asset_id: a.id, revision: 1, action: 'visibility' }] } })).status).toBe(400);
-    expect((await t.rest('POST', B, { key, body: { items: [{ asset_id: a.id, revision: 1, action: 'rename' }] } })).status).toBe(400);
+    expect(
+      (await t.rest('POST', B, { key, body: { items: [{ asset_id: a.id, revision: 1, action: 'visibility' }] } })).status,
+    ).toBe(400);
+    expect((await t.rest('POST', B, { key, body: { items: [{ asset_id: a.id, revision: 1, action: 'rename' }] } })).status).toBe(
+      400,
+    );
     const ro = await t.createKey({ scopes: ['assets:read'] });
     expect(
       (await t.rest('POST', B, { key: ro.key, body: { items: [{ asset_id: a.id, revision: 1, action: 'delete' }] } })).status,
@@ -180,7 +207,11 @@ describe('assets organisation through the bridge', () => {
       },
     });
     expect(sub.status).toBe(202);
-    expect(sub.body.data).toMatchObject({ job_id: expect.any(String), status: 'queued', status_url: expect.stringContaining('/api/v1/assets/bulk/') });
+    expect(sub.body.data).toMatchObject({
+      job_id: expect.any(String),
+      status: 'queued',
+      status_url: expect.stringContaining('/api/v1/assets/bulk/'),
+    });
     const jobId = sub.body.data.job_id;
     const job = await until(
       () => t.rest('GET', `${B}/${jobId}`, { key }),
@@ -242,8 +273,12 @@ describe('assets organisation through the bridge', () => {
       const W = '/api/v1/assets/webhooks';
       expect((await t.rest('POST', W, { body: { url, event_types: ['asset.created'] } })).status).toBe(401);
       expect((await t.rest('POST', W, { key, body: { url, event_types: ['asset.exploded'] } })).status).toBe(400);
-      expect((await t.rest('POST', W, { key, body: { url: 'http://10.0.0.1/x', event_types: ['asset.created'] } })).status).toBe(400);
-      expect((await t.rest('POST', W, { key, body: { url: 'https://user:pw@example.com/x', event_types: ['asset.created'] } })).status).toBe(400);
+      expect((await t.rest('POST', W, { key, body: { url: 'http://10.0.0.1/x', event_types: ['asset.created'] } })).status).toBe(
+        400,
+      );
+      expect(
+        (await t.rest('POST', W, { key, body: { url: 'https://user:pw@example.com/x', event_types: ['asset.created'] } })).status,
+      ).toBe(400);
       const member = await t.createKey({ scopes: ['assets:read', 'assets:write'] });
       expect((await t.rest('POST', W, { key: member.key, body: { url, event_types: ['asset.created'] } })).status).toBe(403);
 
@@ -275,7 +310,12 @@ describe('assets organisation through the bridge', () => {
         }) as any;
         expect(verified.data.asset_id).toBe(asset.id);
       }
-      expect(() => new Webhook(`whsec_${Buffer.from('wrong-secret-wrong-secret').toString('base64')}`).verify(received[0].body, received[0].headers as any)).toThrow();
+      expect(() =>
+        new Webhook(`whsec_${Buffer.from('wrong-secret-wrong-secret').toString('base64')}`).verify(
+          received[0].body,
+          received[0].headers as any,
+        ),
+      ).toThrow();
 
       // A receiver that fails: the attempts are kept, the delivery backs off, then succeeds.
       failNext = 1;
@@ -319,7 +359,9 @@ describe('assets organisation through the bridge', () => {
       expect(fin.headers['webhook-id']).toBe(f.event_id);
       expect(JSON.parse(fin.body).data).toMatchObject({ job_id: bulk.body.data.job_id, total: 1, failed: 1 });
 
-      expect((await t.rest('POST', `/api/v1/assets/webhook-deliveries/00000000-0000-4000-8000-000000000000/retry`, { key })).status).toBe(404);
+      expect(
+        (await t.rest('POST', `/api/v1/assets/webhook-deliveries/00000000-0000-4000-8000-000000000000/retry`, { key })).status,
+      ).toBe(404);
       expect((await t.rest('GET', `${D}?status=weird`, { key })).status).toBe(400);
       const stranger = await t.createKey();
       expect((await t.rest('GET', D, { key: stranger.key })).status).toBe(404);

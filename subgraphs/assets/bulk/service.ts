@@ -65,7 +65,8 @@ export class BulkJobs {
       const where = { index };
       if (!(BULK_ACTIONS as readonly string[]).includes(it.action))
         throw badRequest('validation_failed', `items[${index}].action must be one of ${BULK_ACTIONS.join(', ')}`, where);
-      if (!it.assetId || typeof it.assetId !== 'string') throw badRequest('validation_failed', `items[${index}].asset_id is required`, where);
+      if (!it.assetId || typeof it.assetId !== 'string')
+        throw badRequest('validation_failed', `items[${index}].asset_id is required`, where);
       if (!Number.isInteger(it.revision) || it.revision < 1)
         throw badRequest('validation_failed', `items[${index}].revision must be a positive integer`, where);
       const item: BulkItem = { index, assetId: it.assetId, revision: it.revision, action: it.action as BulkItem['action'] };
@@ -78,7 +79,11 @@ export class BulkJobs {
       if (it.action === 'add_tags') {
         const tags = [...new Set((it.tags ?? []).map((t) => String(t).trim()).filter(Boolean))];
         if (!tags.length || tags.some((t) => t.length > TAG_MAX))
-          throw badRequest('validation_failed', `items[${index}].tags needs 1 or more tags of at most ${TAG_MAX} characters`, where);
+          throw badRequest(
+            'validation_failed',
+            `items[${index}].tags needs 1 or more tags of at most ${TAG_MAX} characters`,
+            where,
+          );
         item.tags = tags;
       } else if (it.tags !== undefined && it.tags !== null)
         throw badRequest('validation_failed', `items[${index}].tags belongs to the add_tags action`, where);

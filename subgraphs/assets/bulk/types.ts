@@ -6,7 +6,8 @@ export class BulkItemInputType {
   @Field(() => ID) assetId!: string;
   @Field(() => Int, { description: 'The revision the caller saw; a stale one fails this item with 412.' }) revision!: number;
   @Field(() => String, { description: '`delete`, `visibility` or `add_tags`' }) action!: string;
-  @Field(() => String, { nullable: true, description: '`public` or `private` (action `visibility`).' }) visibility?: string | null;
+  @Field(() => String, { nullable: true, description: '`public` or `private` (action `visibility`).' }) visibility?:
+    string | null;
   @Field(() => [String], { nullable: true, description: 'Tags to add (action `add_tags`).' }) tags?: string[] | null;
 }
 

@@ -43,9 +43,7 @@ const filterObject = z
   })
   .strict();
 const savedSearchBody = z.object({ name, filter: filterObject }).strict();
-const runQuery = z
-  .object({ limit: z.coerce.number().int().min(1).max(200).optional(), cursor: str.optional() })
-  .strict();
+const runQuery = z.object({ limit: z.coerce.number().int().min(1).max(200).optional(), cursor: str.optional() }).strict();
 
 export const collectionRoutes: AnyRoute[] = [
   route({
@@ -163,7 +161,7 @@ export const collectionRoutes: AnyRoute[] = [
   route({
     method: 'GET',
     path: `${P}/saved-searches/{savedSearchID}/assets`,
-    summary: "Run a saved search: the assets list with its filter object (same answer shape and cursor)",
+    summary: 'Run a saved search: the assets list with its filter object (same answer shape and cursor)',
     tag,
     operation: 'run-saved-search',
     query: runQuery,

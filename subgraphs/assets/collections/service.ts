@@ -73,7 +73,8 @@ async function page<T extends Named>(
   return { items, nextCursor };
 }
 
-const duplicateName = (kind: string) => new PlatformError(`assets.${kind}_name_taken`, 409, `a ${kind.replace('_', ' ')} with this name exists`);
+const duplicateName = (kind: string) =>
+  new PlatformError(`assets.${kind}_name_taken`, 409, `a ${kind.replace('_', ' ')} with this name exists`);
 
 /**
  * Collections and saved searches (spec 4.3 "DAM organization"). Both are account records guarded
@@ -153,7 +154,8 @@ export class Organisation {
     const set: Partial<CollectionDoc> = { updatedAt: new Date() };
     if (input.name !== undefined && input.name !== null) set.name = input.name;
     if (input.description !== undefined) set.description = input.description;
-    if (input.assetIds !== undefined && input.assetIds !== null) set.assetIds = await this.checkAssetIds(accountId, input.assetIds);
+    if (input.assetIds !== undefined && input.assetIds !== null)
+      set.assetIds = await this.checkAssetIds(accountId, input.assetIds);
     let doc: CollectionDoc | null;
     try {
       doc = await this.m.Collection.findOneAndUpdate({ _id: id, revision }, { $set: set, $inc: { revision: 1 } }, { new: true })

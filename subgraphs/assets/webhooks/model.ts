@@ -61,7 +61,13 @@ const webhookSchema = new Schema<WebhookDoc>(
 webhookSchema.index({ accountId: 1, createdAt: 1 });
 
 const attemptSchema = new Schema<DeliveryAttempt>(
-  { statusCode: { type: Number, default: null }, durationMs: Number, at: Date, responseExcerpt: { type: String, default: null }, error: { type: String, default: null } },
+  {
+    statusCode: { type: Number, default: null },
+    durationMs: Number,
+    at: Date,
+    responseExcerpt: { type: String, default: null },
+    error: { type: String, default: null },
+  },
   { _id: false },
 );
 

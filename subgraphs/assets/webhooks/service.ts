@@ -177,7 +177,11 @@ export class AssetWebhooks implements AssetWebhookEmitter {
   async emit(event: AssetWebhookEvent): Promise<void> {
     const hooks = (await this.hooksOf(event.accountId)).filter((h) => h.eventTypes.includes(event.type));
     if (!hooks.length) return;
-    const body = JSON.stringify({ type: event.type, timestamp: event.occurredAt.toISOString(), data: { event_id: event.id, ...event.data } });
+    const body = JSON.stringify({
+      type: event.type,
+      timestamp: event.occurredAt.toISOString(),
+      data: { event_id: event.id, ...event.data },
+    });
     let created = 0;
     for (const h of hooks) {
       const now = new Date();
@@ -279,7 +283,10 @@ export class AssetWebhooks implements AssetWebhookEmitter {
     const ok = attempt.statusCode !== null && attempt.statusCode >= 200 && attempt.statusCode < 300;
     const count = d.attempts.length + 1;
     const exhausted = !ok && (!hook || count >= this.settings.ASSETS_WEBHOOK_MAX_ATTEMPTS);
-    const wait = Math.min(this.settings.ASSETS_WEBHOOK_RETRY_MAX_MS, this.settings.ASSETS_WEBHOOK_RETRY_BASE_MS * 2 ** (count - 1));
+    const wait = Math.min(
+      this.settings.ASSETS_WEBHOOK_RETRY_MAX_MS,
+      this.settings.ASSETS_WEBHOOK_RETRY_BASE_MS * 2 ** (count - 1),
+    );
     const done = new Date();
     await this.m.Delivery.updateOne(
       { _id: id, status: 'pending', leaseUntil: lease },
