@@ -41,7 +41,7 @@ export interface BulkItemInput {
 /**
  * Bulk jobs (spec 2.3/4.3): revisioned items for `delete`, `visibility`, `add_tags`, run as one
  * durable operation on the kernel engine. Each item is one conditional update of its asset on
- * `{_id, revision}` (the asset's exact unique index), so it applies only while the asset still has
+ * `{_id, accountId, revision}` (an exact unique index), so it applies only while the asset still has
  * the revision the caller saw: a stale item fails with 412 in the results, the others apply.
  *
  * Crash safety without transactions: the same update pushes the item's mark (`<job>:<index>`) into
@@ -250,7 +250,7 @@ export class BulkJobs {
     return chunk.items.map((it) => results.get(it.index)!);
   }
 
-  /** One item: one conditional update on `{_id, revision}` that also leaves the item's mark. */
+  /** One item: one conditional update on `{_id, accountId, revision}` that also leaves the item's mark. */
   async applyItem(job: BulkJobDoc, it: BulkItem): Promise<BulkResult> {
     const mark = `${job._id}:${it.index}`;
     const col = this.assets.m.Asset.collection;
@@ -288,12 +288,6 @@ export class BulkJobs {
         return { ...(await done({ _id: it.assetId } as RawAsset, 0)), revision: null };
       return fail(404, 'assets.not_found', 'asset not found');
     };
-    const a = await read();
-    if (!a || a.accountId !== job.accountId) return notThere();
-    if (a.bulkMarks?.includes(mark)) return done(a, a.revision);
-    if (a.status === 'deleting') return fail(404, 'assets.not_found', 'asset not found');
-    if (a.revision !== it.revision)
-      return fail(412, 'assets.revision_mismatch', 'the item revision is not the current one', a.revision);
     const now = new Date();
     const set: Record<string, unknown> = { updatedAt: now };
     const update: Record<string, unknown> = {
@@ -304,13 +298,22 @@ export class BulkJobs {
     if (it.action === 'visibility') set.visibility = it.visibility;
     if (it.action === 'delete') set.status = 'deleting';
     if (it.action === 'add_tags') update.$addToSet = { tags: { $each: it.tags } };
-    const r = await col.updateOne({ _id: it.assetId as never, revision: it.revision }, update);
-    if (r.modifiedCount === 1) return done(a, it.revision + 1);
-    const now2 = await read();
-    if (!now2) return notThere();
-    if (now2.bulkMarks?.includes(mark)) return done(now2, now2.revision);
-    if (now2.status === 'deleting') return fail(404, 'assets.not_found', 'asset not found');
-    return fail(412, 'assets.revision_mismatch', 'the item revision is not the current one', now2.revision);
+    // The filter's keys are exactly the `asset_revision` unique index: one indexed write per item.
+    const before = (await col.findOneAndUpdate({ _id: it.assetId as never, accountId: job.accountId, revision: it.revision }, update, {
+      returnDocument: 'before',
+      projection: { accountId: 1, revision: 1, status: 1, bucketId: 1, key: 1 },
+    })) as RawAsset | null;
+    if (before) {
+      // A record already on its way out (its delete job owns it): the change is void for the caller.
+      if (before.status === 'deleting') return fail(404, 'assets.not_found', 'asset not found');
+      return done(before, it.revision + 1);
+    }
+    // Not applied now: missing, stale, or applied by an earlier run of this job (its mark is there).
+    const a = await read();
+    if (!a || a.accountId !== job.accountId) return notThere();
+    if (a.bulkMarks?.includes(mark)) return done(a, a.revision);
+    if (a.status === 'deleting') return fail(404, 'assets.not_found', 'asset not found');
+    return fail(412, 'assets.revision_mismatch', 'the item revision is not the current one', a.revision);
   }
 
   /** The delete job of a bulk delete item (as `DELETE /{assetID}` makes one); created once. */
