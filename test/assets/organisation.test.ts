@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Webhook } from 'standardwebhooks';
+import { EICAR } from '../../subgraphs/assets/scanner';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 
 /** Issue 17 items 1–3 through the real bridge: collections, saved searches, bulk jobs, webhooks. */
@@ -359,6 +360,26 @@ describe('assets organisation through the bridge', () => {
       expect(fin.headers['webhook-id']).toBe(f.event_id);
       expect(JSON.parse(fin.body).data).toMatchObject({ job_id: bulk.body.data.job_id, total: 1, failed: 1 });
 
+      // Quarantine and delete reach a second webhook subscribed to them, signed with its own secret.
+      const hook2 = (await t.rest('POST', W, { key, body: { url, event_types: ['asset.quarantined', 'asset.deleted'] } })).body
+        .data;
+      const eicar = await upload(key, 'w/eicar.txt', EICAR);
+      const current = (await t.rest('GET', `/api/v1/assets/${asset.id}`, { key })).body.data.revision;
+      expect(
+        (await t.rest('DELETE', `/api/v1/assets/${asset.id}`, { key, headers: { 'if-match': String(current) } })).status,
+      ).toBe(202);
+      const wh2 = new Webhook(hook2.secret);
+      const seen = await until(
+        async () =>
+          received
+            .filter((r) => ['asset.quarantined', 'asset.deleted'].includes(JSON.parse(r.body).type))
+            .map((r) => wh2.verify(r.body, r.headers as Record<string, string>) as any),
+        (v) => v.length >= 2,
+        60_000,
+      );
+      expect(seen.map((v) => `${v.type} ${v.data.asset_id}`).sort()).toEqual(
+        [`asset.deleted ${asset.id}`, `asset.quarantined ${eicar.id}`].sort(),
+      );
       expect(
         (await t.rest('POST', `/api/v1/assets/webhook-deliveries/00000000-0000-4000-8000-000000000000/retry`, { key })).status,
       ).toBe(404);

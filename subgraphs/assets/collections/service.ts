@@ -6,7 +6,7 @@ import { isDuplicateKey } from '../../../core/mongo';
 import type { Principal } from '../../../core/principal';
 import type { AssetDoc } from '../model';
 import { requiredRevision, revisionStale } from '../revisions';
-import type { AssetsService, ListFilter, SortKey } from '../service';
+import { type AssetsService, type ListFilter, SORT_FIELDS, type SortKey } from '../service';
 import type { CollectionDoc, OrganisationModels, SavedSearchDoc } from './model';
 
 /** Asset ids one collection holds at most. */
@@ -73,6 +73,25 @@ async function page<T extends Named>(
   return { items, nextCursor };
 }
 
+/** The same rules as the REST rows, for GraphQL callers. */
+function checkName(name: string): string {
+  if (typeof name !== 'string' || !name.trim() || name.length > 128)
+    throw badRequest('validation_failed', 'name is 1 to 128 characters');
+  return name;
+}
+function checkFilter(filter: Record<string, unknown>): Record<string, string> {
+  const allowed = new Set([...Object.keys(SEARCH_FILTER_FIELDS), 'sort', 'direction']);
+  for (const [k, v] of Object.entries(filter ?? {})) {
+    if (!allowed.has(k)) throw badRequest('validation_failed', `filter.${k} is not a filter of the assets list`);
+    if (typeof v !== 'string') throw badRequest('validation_failed', `filter.${k} must be a string`);
+  }
+  if (filter.sort !== undefined && !(String(filter.sort) in SORT_FIELDS))
+    throw badRequest('validation_failed', `filter.sort must be one of ${Object.keys(SORT_FIELDS).join(', ')}`);
+  if (filter.direction !== undefined && !['asc', 'desc'].includes(String(filter.direction)))
+    throw badRequest('validation_failed', 'filter.direction must be asc or desc');
+  return filter as Record<string, string>;
+}
+
 const duplicateName = (kind: string) =>
   new PlatformError(`assets.${kind}_name_taken`, 409, `a ${kind.replace('_', ' ')} with this name exists`);
 
@@ -121,6 +140,7 @@ export class Organisation {
     input: { name: string; description?: string | null; assetIds?: string[] | null },
   ): Promise<CollectionDoc> {
     const { accountId } = this.assets.writer(p);
+    checkName(input.name);
     const now = new Date();
     const doc: CollectionDoc = {
       _id: newId(),
@@ -152,7 +172,7 @@ export class Organisation {
     const revision = requiredRevision(ifMatch);
     await this.getCollection(p, id);
     const set: Partial<CollectionDoc> = { updatedAt: new Date() };
-    if (input.name !== undefined && input.name !== null) set.name = input.name;
+    if (input.name !== undefined && input.name !== null) set.name = checkName(input.name);
     if (input.description !== undefined) set.description = input.description;
     if (input.assetIds !== undefined && input.assetIds !== null)
       set.assetIds = await this.checkAssetIds(accountId, input.assetIds);
@@ -194,6 +214,8 @@ export class Organisation {
 
   async createSavedSearch(p: Principal | null, input: { name: string; filter: Record<string, string> }): Promise<SavedSearchDoc> {
     const { accountId } = this.assets.writer(p);
+    checkName(input.name);
+    checkFilter(input.filter);
     const now = new Date();
     const doc: SavedSearchDoc = {
       _id: newId(),
@@ -224,7 +246,8 @@ export class Organisation {
     await this.getSavedSearch(p, id);
     const set: Partial<SavedSearchDoc> = { updatedAt: new Date() };
     if (input.name !== undefined && input.name !== null) set.name = input.name;
-    if (input.filter !== undefined && input.filter !== null) set.filter = input.filter;
+    if (input.filter !== undefined && input.filter !== null) set.filter = checkFilter(input.filter);
+    if (set.name !== undefined) checkName(set.name);
     let doc: SavedSearchDoc | null;
     try {
       doc = await this.m.SavedSearch.findOneAndUpdate({ _id: id, revision }, { $set: set, $inc: { revision: 1 } }, { new: true })
