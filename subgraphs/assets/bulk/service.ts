@@ -299,10 +299,14 @@ export class BulkJobs {
     if (it.action === 'delete') set.status = 'deleting';
     if (it.action === 'add_tags') update.$addToSet = { tags: { $each: it.tags } };
     // The filter's keys are exactly the `asset_revision` unique index: one indexed write per item.
-    const before = (await col.findOneAndUpdate({ _id: it.assetId as never, accountId: job.accountId, revision: it.revision }, update, {
-      returnDocument: 'before',
-      projection: { accountId: 1, revision: 1, status: 1, bucketId: 1, key: 1 },
-    })) as RawAsset | null;
+    const before = (await col.findOneAndUpdate(
+      { _id: it.assetId as never, accountId: job.accountId, revision: it.revision },
+      update,
+      {
+        returnDocument: 'before',
+        projection: { accountId: 1, revision: 1, status: 1, bucketId: 1, key: 1 },
+      },
+    )) as RawAsset | null;
     if (before) {
       // A record already on its way out (its delete job owns it): the change is void for the caller.
       if (before.status === 'deleting') return fail(404, 'assets.not_found', 'asset not found');
