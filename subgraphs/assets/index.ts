@@ -29,7 +29,14 @@ import { AssetWebhooksResolver } from './webhooks/resolvers';
 import { webhookRoutes } from './webhooks/routes';
 import { AssetWebhooks } from './webhooks/service';
 import { webhookSettingsSchema } from './webhooks/settings';
-import { emitAll, fromObjectEvent, fromRecordChange } from './webhooks/sources';
+import {
+  emitAll,
+  fromObjectEvent,
+  fromRecordChange,
+  RECORD_CHANGES_TOPIC,
+  type RecordChange,
+  withRecordChange,
+} from './webhooks/sources';
 
 export { AssetsService } from './service';
 
@@ -84,13 +91,7 @@ export default defineArea<AssetsServices, AssetsSettings>({
     const webhooks = new AssetWebhooks(webhookModels(ctx.conn), assets, webhookSettingsSchema.parse(ctx.config.env), ctx.log);
     const bulk = new BulkJobs(bulkModels(ctx.conn), assets, ctx.engine);
     bulk.emitter = webhooks;
-    assets.onRecordChanged = (a, update) => {
-      // Changes that write an object event (moves, new versions) reach the webhooks through it.
-      if (a.status === 'deleting' || (update.$push as { outbox?: unknown } | undefined)?.outbox) return;
-      webhooks
-        .emit(fromRecordChange(a))
-        .catch((e) => ctx.log.warn({ err: (e as Error).message }, 'asset webhook fan-out failed'));
-    };
+    assets.prepareGuardedUpdate = (ref, update) => withRecordChange(ctx.topic(RECORD_CHANGES_TOPIC), ref, update);
     return { assets, relay, ports: ctx.ports, organisation, bulk, webhooks };
   },
   subgraph: (s) => ({
@@ -103,9 +104,15 @@ export default defineArea<AssetsServices, AssetsSettings>({
   consumers: (s, ctx) => [
     {
       name: 'webhooks',
-      topics: [ctx.topic('objects')],
+      topics: [ctx.topic('objects'), ctx.topic(RECORD_CHANGES_TOPIC)],
       fromBeginning: true,
-      handler: async (m) => emitAll(s.webhooks, await fromObjectEvent(s.assets, m.value as ObjectEvent)),
+      handler: async (m) =>
+        emitAll(
+          s.webhooks,
+          m.topic === ctx.topic(RECORD_CHANGES_TOPIC)
+            ? await fromRecordChange(s.assets, m.value as RecordChange)
+            : await fromObjectEvent(s.assets, m.value as ObjectEvent),
+        ),
     },
   ],
   workers: (s, ctx) => [

@@ -1,4 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import type { ObjectEvent } from '../../../core/events/object-events';
+import type { OutboxEntry } from '../../../core/events/outbox';
 import type { AssetDoc } from '../model';
 import type { AssetsService } from '../service';
 import { type AssetWebhookEmitter, type AssetWebhookEvent, stableId } from './events';
@@ -12,7 +14,7 @@ import { type AssetWebhookEmitter, type AssetWebhookEvent, stableId } from './ev
  *   `asset.processed`, one that ends `quarantined` gives `asset.quarantined`. Each webhook event id
  *   is derived from the object event's, so a redelivered object event makes no second delivery.
  * - Record changes with no object event (PATCH without a move, tags, metadata): `asset.updated`
- *   from the service's change hook, named by asset and revision.
+ *   from a `record-changes` entry the same update writes into the asset's outbox.
  * - Bulk jobs emit `asset.updated` per applied item and `job.finished` themselves.
  */
 export async function fromObjectEvent(assets: AssetsService, e: ObjectEvent): Promise<AssetWebhookEvent[]> {
@@ -43,23 +45,61 @@ export async function fromObjectEvent(assets: AssetsService, e: ObjectEvent): Pr
   return out;
 }
 
-/** `asset.updated` for a record change made through the service (one per revision). */
-export function fromRecordChange(a: AssetDoc): AssetWebhookEvent {
-  return {
-    id: stableId(`asset.updated:${a._id}:${a.revision}`),
-    type: 'asset.updated',
-    accountId: a.accountId,
-    occurredAt: a.updatedAt ?? new Date(),
-    data: {
-      asset_id: a._id,
-      bucket_id: a.bucketId,
-      key: a.key,
-      revision: a.revision,
-      visibility: a.visibility,
-      tags: a.tags,
-      status: a.status,
-    },
+/** Topic (after the prefix and area) of record changes that write no object event. */
+export const RECORD_CHANGES_TOPIC = 'record-changes';
+
+export interface RecordChange {
+  event_id: string;
+  account_id: string;
+  asset_id: string;
+  /** The revision the change made. */
+  revision: number;
+  occurred_at: string;
+}
+
+/**
+ * Adds a record-change entry to the asset's outbox in the same update as a guarded change that
+ * writes no object event of its own (object events become webhook events already) and does not
+ * start a delete (that ends as `asset.deleted`). Same write, so the event cannot be lost.
+ */
+export function withRecordChange(
+  topic: string,
+  ref: { accountId: string; id: string; revision: number },
+  update: Record<string, unknown>,
+): Record<string, unknown> {
+  const push = (update.$push ?? {}) as Record<string, unknown>;
+  const set = (update.$set ?? {}) as Record<string, unknown>;
+  if (push.outbox || set.status === 'deleting') return update;
+  const now = new Date();
+  const change: RecordChange = {
+    event_id: randomUUID(),
+    account_id: ref.accountId,
+    asset_id: ref.id,
+    revision: ref.revision + 1,
+    occurred_at: now.toISOString(),
   };
+  const entry: OutboxEntry = { eventId: change.event_id, topic, key: ref.id, payload: change, createdAt: now };
+  return { ...update, $push: { ...push, outbox: entry } };
+}
+
+/** `asset.updated` for a record change (its id from the change's, so a redelivery sends nothing new). */
+export async function fromRecordChange(assets: AssetsService, c: RecordChange): Promise<AssetWebhookEvent[]> {
+  const a: AssetDoc | null = await assets.anyAsset(c.asset_id);
+  return [
+    {
+      id: stableId(`asset.updated:${c.event_id}`),
+      type: 'asset.updated',
+      accountId: c.account_id,
+      occurredAt: new Date(c.occurred_at),
+      data: {
+        asset_id: c.asset_id,
+        revision: c.revision,
+        ...(a && a.accountId === c.account_id
+          ? { bucket_id: a.bucketId, key: a.key, visibility: a.visibility, tags: a.tags, status: a.status }
+          : {}),
+      },
+    },
+  ];
 }
 
 export async function emitAll(emitter: AssetWebhookEmitter, events: AssetWebhookEvent[]): Promise<void> {
