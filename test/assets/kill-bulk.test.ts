@@ -1,6 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { Connection } from 'mongoose';
 import { loadConfig } from '../../core/config';
@@ -14,12 +16,13 @@ import { IdentityService } from '../../subgraphs/identity/service';
  * up by one and carries one bulk mark) and the stale item still refused with 412. Uses dist/.
  */
 const BIN = path.join(__dirname, '..', '..', 'bin', 'platform.js');
-const N = Number(process.env.KILL_BULK_ITEMS ?? 3000);
+const N = Number(process.env.KILL_BULK_ITEMS ?? 2000);
 const id = randomBytes(4).toString('hex');
 const base = loadConfig(process.env);
 const dbUri = base.mongodbUri.replace(/\/[^/?]*(\?|$)/, `/t_${id}$1`);
 let conn: Connection;
 let child: ChildProcess | undefined;
+let server: http.Server | undefined;
 
 function startChild(): Promise<{ proc: ChildProcess; bridgeUrl: string }> {
   const proc = spawn(process.execPath, [BIN, 'start', 'all'], {
@@ -33,6 +36,10 @@ function startChild(): Promise<{ proc: ChildProcess; bridgeUrl: string }> {
       CDN_PORT: '0',
       SUBGRAPH_BASE_PORT: '0',
       OPERATION_LEASE_MS: '1500',
+      OUTBOUND_ALLOW_HOSTS: '127.0.0.1',
+      ASSETS_WEBHOOK_LEASE_MS: '2000',
+      ASSETS_WEBHOOK_POLL_MS: '100',
+      ASSETS_WEBHOOK_RETRY_BASE_MS: '200',
       LOG_LEVEL: 'silent',
     },
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -68,6 +75,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   if (child) await kill9(child);
+  if (server) await new Promise((r) => server!.close(r));
   await conn.dropDatabase().catch(() => undefined);
   await conn.close();
 });
@@ -76,6 +84,26 @@ it('kill -9 during a bulk job: after restart every item is applied exactly once'
   let running = await startChild();
   child = running.proc;
   const { key, accountId } = await new IdentityService(conn).createApiKey({ accountSlug: `killbulk-${id}`, plan: 'pro' });
+  // A webhook receiver in this process: it survives the platform's death and counts event ids.
+  const seen = new Map<string, string>();
+  server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      seen.set(String(req.headers['webhook-id']), JSON.parse(body).type);
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
+  const hook = await fetch(`${running.bridgeUrl}/api/v1/assets/webhooks`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({
+      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+      event_types: ['asset.updated', 'job.finished'],
+    }),
+  });
+  expect(hook.status).toBe(201);
 
   // Records seeded directly (the bulk job touches only the record): revision 1, ready, private.
   const now = new Date();
@@ -182,4 +210,14 @@ it('kill -9 during a bulk job: after restart every item is applied exactly once'
   expect(results).toHaveLength(N + 1);
   expect(results.slice(0, N).every((x) => x.status === 'succeeded' && x.revision === 2)).toBe(true);
   expect(results[N]).toMatchObject({ status: 'failed', status_code: 412, error_code: 'assets.revision_mismatch', revision: 2 });
+
+  // Webhooks: one asset.updated per applied item and one job.finished, none lost to the kill
+  // (deliveries are records; a claim the dead process held lapses and is sent again, same id).
+  const wait = Date.now() + 120_000;
+  const count = (type: string) => [...seen.values()].filter((t) => t === type).length;
+  while ((count('asset.updated') < N || count('job.finished') < 1) && Date.now() < wait)
+    await new Promise((r) => setTimeout(r, 200));
+  expect(count('asset.updated')).toBe(N);
+  expect(count('job.finished')).toBe(1);
+  expect(await conn.collection('asset_webhook_deliveries').countDocuments({ status: { $ne: 'succeeded' } })).toBe(0);
 }, 300_000);
