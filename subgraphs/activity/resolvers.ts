@@ -1,5 +1,5 @@
 import { GraphQLJSON } from 'graphql-scalars';
-import { Arg, Ctx, ID, Mutation, Query, Resolver } from 'type-graphql';
+import { Arg, Authorized, Ctx, ID, Mutation, Query, Resolver } from 'type-graphql';
 import type { RequestContext } from '../../core/subgraph-kit';
 import type { Scope, ScopeType } from './reads';
 import type { ActivityService } from './service';
@@ -19,6 +19,7 @@ const scopeOf = (type: string, id: string, projectId?: string | null): Scope => 
 export class ActivityResolver {
   constructor(private readonly activity: ActivityService) {}
 
+  @Authorized('activity:read')
   @Query(() => GraphQLJSON, {
     description: 'Operation activity of a scope (project, application, database, objective): contract v1.',
   })
@@ -36,6 +37,7 @@ export class ActivityResolver {
     });
   }
 
+  @Authorized('activity:read')
   @Query(() => GraphQLJSON, { description: 'One operation-activity item of a scope.' })
   operationActivityItem(
     @Arg('scope') scope: string,
@@ -47,6 +49,7 @@ export class ActivityResolver {
     return this.activity.operationActivityItem(ctx.principal, scopeOf(scope, id, projectId), activityId);
   }
 
+  @Authorized('activity:read')
   @Query(() => GraphQLJSON, { description: 'Agent activity of a scope: contract v1.' })
   agentActivity(
     @Arg('scope') scope: string,
@@ -62,6 +65,7 @@ export class ActivityResolver {
     });
   }
 
+  @Authorized('activity:read')
   @Query(() => GraphQLJSON, { description: 'One agent action of a scope.' })
   agentActivityItem(
     @Arg('scope') scope: string,
@@ -73,6 +77,7 @@ export class ActivityResolver {
     return this.activity.agentActivityItem(ctx.principal, scopeOf(scope, id, projectId), actionId);
   }
 
+  @Authorized('activity:write')
   @Mutation(() => GraphQLJSON, { description: 'Records a decision on an approval (or recovers its continuation).' })
   decideApproval(
     @Arg('approvalId') approvalId: string,

@@ -3,6 +3,7 @@ import type { z } from 'zod';
 import { defineArea } from '../../core/area';
 import { OutboxRelay } from '../../core/events/outbox';
 import type { Ports } from '../../core/ports';
+import { assetFilesPort } from './asset-files';
 import { assetsCdnPlane } from './cdn-plane';
 import { FsBlobStore } from './fs-blob-store';
 import { S3BlobStore, s3Client } from './s3-blob-store';
@@ -99,6 +100,9 @@ export default defineArea<AssetsServices, AssetsSettings>({
     // The second argument (all the area's services) lets a resolver reach the service it wraps.
     createResolver: (cls) => new cls(s?.assets, s),
   }),
+  provides(s, ports) {
+    ports.provide('assetFiles', assetFilesPort(s.assets));
+  },
   routes: [...assetsRoutes, ...collectionRoutes, ...bulkRoutes, ...webhookRoutes],
   executors: (s) => ({ [BULK_OPERATION_TYPE]: (ctx) => s.bulk.run(ctx) }),
   consumers: (s, ctx) => [

@@ -2,12 +2,14 @@ import type { AccountStanding } from '../../core/account-standing';
 import { isUuid } from '../../core/ids';
 import type { Ports } from '../../core/ports';
 import { canWrite, type Principal } from '../../core/principal';
+import { effectiveScopes } from '../../core/scopes';
 import { commerceError, commerceNotFound } from './errors';
 
 /**
  * Who may use a commerce route (spec 5.4), checked in this order: a key (401) → the feature on
  * (404 `COMMERCE_DISABLED`) → the project visible to the key (404 `COMMERCE_NOT_FOUND`, never 403:
- * existence is concealed) → an active, non-paused subscription (402) → a writer for changes (403).
+ * existence is concealed) → an active, non-paused subscription (402) → a writer for changes (403) → the key's
+ * `commerce:read` / `commerce:write` scope (403, in commerce's own envelope).
  */
 export class CommerceAccess {
   constructor(
@@ -34,6 +36,10 @@ export class CommerceAccess {
     }
     if (write && !canWrite(principal))
       throw commerceError('COMMERCE_FORBIDDEN', 'this key is read-only and cannot change anything');
+    const scope = write ? 'commerce:write' : 'commerce:read';
+    if (!effectiveScopes(principal.role, principal.scopes).includes(scope)) {
+      throw commerceError('COMMERCE_FORBIDDEN', `this key lacks the ${scope} scope`, { required_scope: scope });
+    }
     return principal;
   }
 }

@@ -1,4 +1,4 @@
-import { Arg, Ctx, Int, Mutation, Query, Resolver } from 'type-graphql';
+import { Arg, Authorized, Ctx, Int, Mutation, Query, Resolver } from 'type-graphql';
 import { badRequest } from '../../core/errors';
 import type { RequestContext } from '../../core/subgraph-kit';
 import type { MailServices } from './services';
@@ -51,6 +51,7 @@ export class MailPublicResolver {
     return this.mail.guides();
   }
 
+  @Authorized('mail:read')
   @Query(() => MailChecklistType, { description: 'The workspace migration checklist (live keys only).' })
   mailMigrationChecklist(
     @Arg('domain', () => String) domain: string,
@@ -60,6 +61,7 @@ export class MailPublicResolver {
     return this.mail.checklist.get(ctx.principal, { domain, provider });
   }
 
+  @Authorized('mail:write')
   @Mutation(() => MailChecklistType, { description: 'Saves checklist progress; a stale revision is a conflict.' })
   updateMailMigrationChecklist(
     @Arg('domain', () => String) domain: string,

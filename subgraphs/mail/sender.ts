@@ -1,12 +1,15 @@
 import nodemailer, { type Transporter } from 'nodemailer';
+import type { Attachment } from 'nodemailer/lib/mailer';
+import '../../core/asset-files';
 import { badRequest, forbidden, notFound } from '../../core/errors';
+import { DueWorkLoop } from '../../core/due-work-loop';
 import { outboxPush, type OutboxEvent } from '../../core/events/outbox';
 import { newId } from '../../core/ids';
 import type { Logger } from '../../core/logger';
 import type { Ports } from '../../core/ports';
 import { type Principal, requireWriter, requirePrincipal } from '../../core/principal';
 import { mailEvent, type MailEventType } from './events';
-import type { MessageDoc, RecipientStatus, SendingModels, TimelineItem } from './sending-model';
+import type { MessageAttachment, MessageDoc, RecipientStatus, SendingModels, TimelineItem } from './sending-model';
 
 /**
  * `POST /v1/mail/send` and the durable sender behind it. A message is one document: its status,
@@ -24,6 +27,8 @@ export interface SendInput {
   html?: string | null;
   text?: string | null;
   tags?: string[];
+  /** Assets ids sent as attachments (the versions current now are the ones sent). */
+  attachments?: string[];
 }
 
 export interface SenderOptions {
@@ -42,6 +47,9 @@ export interface SenderOptions {
 
 /** Most recipients per message across to, cc and bcc. */
 export const MAX_RECIPIENTS = 50;
+/** Attachments per message, and their total size: what common relays accept (spec: "not shown"). */
+export const MAX_ATTACHMENTS = 10;
+export const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024;
 const ADDRESS = /^[^\s@<>(),;:"[\]]+@[^\s@<>(),;:"[\]]+\.[^\s@<>(),;:"[\]]+$/;
 
 /** `Name <a@b>` or `a@b` → `a@b` in lower case; anything else is `invalid_address`. */
@@ -71,10 +79,7 @@ export function isTestKey(p: Principal): boolean {
 
 export class SendService {
   private transport: Transporter | null = null;
-  private timer: NodeJS.Timeout | null = null;
-  private running = false;
-  private scanning: Promise<void> | null = null;
-  private again = false;
+  private readonly loop: DueWorkLoop;
 
   constructor(
     private readonly models: SendingModels,
@@ -84,7 +89,15 @@ export class SendService {
     private readonly log: Logger,
     /** Called after a write that queued events, so the outbox relay publishes at once. */
     private readonly onEvents: () => void = () => undefined,
-  ) {}
+  ) {
+    this.loop = new DueWorkLoop({
+      name: 'mail-sender',
+      log,
+      pollMs: opts.pollMs,
+      drain: () => this.sendDue(),
+      nextDueInMs: () => this.msUntilNextDue(),
+    });
+  }
 
   private events(
     doc: Pick<MessageDoc, '_id' | 'accountId'>,
@@ -120,6 +133,7 @@ export class SendService {
     if (!(await this.ports.get('senders').isVerified(p.accountId, from))) {
       throw forbidden('sender_not_verified', `${from} is not a verified sender of this account (platform senders verify)`);
     }
+    const attachments = await this.attachable(p.accountId, input.attachments ?? []);
     const test = isTestKey(p);
     const now = new Date();
     const id = newId();
@@ -143,6 +157,7 @@ export class SendService {
       html: input.html ?? null,
       text: input.text ?? null,
       tags: input.tags ?? [],
+      attachments,
       status: test ? 'recorded' : 'queued',
       recipients: all.map((address) => ({ address, status: 'pending' as RecipientStatus, detail: null })),
       attempts: 0,
@@ -165,57 +180,63 @@ export class SendService {
     return doc.timeline;
   }
 
+  /**
+   * Checks each attachment now, so a bad id is the sender's 400 rather than a failed message later,
+   * and pins the version sent: replacing the asset after the send does not change the mail.
+   */
+  private async attachable(accountId: string, ids: string[]): Promise<MessageAttachment[]> {
+    const unique = [...new Set(ids)];
+    if (unique.length > MAX_ATTACHMENTS) {
+      throw badRequest('invalid_attachments', `at most ${MAX_ATTACHMENTS} attachments per message`);
+    }
+    const out: MessageAttachment[] = [];
+    for (const assetId of unique) {
+      const f = await this.ports.get('assetFiles').file(accountId, assetId);
+      if (!f) {
+        throw badRequest('invalid_attachments', `asset ${assetId} is not a ready, clean asset of this account`, {
+          assetId,
+        });
+      }
+      out.push({ assetId, version: f.version, filename: f.filename, contentType: f.contentType, size: f.size });
+    }
+    const total = out.reduce((n, a) => n + a.size, 0);
+    if (total > MAX_ATTACHMENT_BYTES) {
+      throw badRequest('invalid_attachments', `attachments total ${total} bytes; at most ${MAX_ATTACHMENT_BYTES}`);
+    }
+    return out;
+  }
+
+  /** The attachments' bytes for SMTP, or the id of the first one whose bytes are gone. */
+  private async attachmentStreams(msg: MessageDoc): Promise<{ parts: Attachment[] } | { missing: string }> {
+    const parts: Attachment[] = [];
+    for (const a of msg.attachments ?? []) {
+      const f = await this.ports.get('assetFiles').file(msg.accountId, a.assetId, a.version);
+      if (!f) return { missing: a.assetId };
+      parts.push({ filename: a.filename, contentType: a.contentType, content: f.open() });
+    }
+    return { parts };
+  }
+
   // --- the durable sender -------------------------------------------------------------------
 
   start(): void {
-    this.running = true;
-    this.schedule(0);
+    this.loop.start();
   }
 
   async stop(): Promise<void> {
-    this.running = false;
-    if (this.timer) clearTimeout(this.timer);
-    await this.scanning;
+    await this.loop.stop();
     this.transport?.close();
   }
 
   nudge(): void {
-    if (!this.running) return;
-    if (this.scanning) this.again = true;
-    else this.schedule(0);
+    this.loop.nudge();
   }
 
-  private schedule(ms: number) {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => void this.scan(), ms);
-  }
-
-  private async scan(): Promise<void> {
-    if (!this.running || this.scanning) return;
-    this.scanning = (async () => {
-      try {
-        for (;;) {
-          const worked = await this.sendDue();
-          if (!worked || !this.running) break;
-        }
-      } catch (e) {
-        this.log.warn({ err: (e as Error).message }, 'mail sender scan failed');
-      }
-    })();
-    await this.scanning;
-    this.scanning = null;
-    if (!this.running) return;
-    const next = this.again ? 0 : await this.msUntilNextDue();
-    this.again = false;
-    this.schedule(next);
-  }
-
-  private async msUntilNextDue(): Promise<number> {
+  private async msUntilNextDue(): Promise<number | null> {
     const next = await this.models.Message.findOne({ status: { $in: ['queued', 'deferred'] } }, { nextAttemptAt: 1 })
       .sort({ nextAttemptAt: 1 })
       .lean();
-    if (!next?.nextAttemptAt) return this.opts.pollMs;
-    return Math.max(0, Math.min(this.opts.pollMs, new Date(next.nextAttemptAt).getTime() - Date.now()));
+    return next?.nextAttemptAt ? new Date(next.nextAttemptAt).getTime() - Date.now() : null;
   }
 
   /** Claims and sends due messages; false when none was due. */
@@ -280,6 +301,19 @@ export class SendService {
     }
 
     const targets = recipients.filter((r) => r.status === 'pending' || r.status === 'deferred');
+    // An attachment deleted since the send cannot be sent: the message fails, nothing half-sent.
+    const files = targets.length ? await this.attachmentStreams(msg) : { parts: [] };
+    if ('missing' in files) {
+      const data = { reason: 'attachment_unavailable', assetId: files.missing };
+      events.push({ type: 'mail.message.failed', data });
+      timeline.push(item('mail.message.failed', 'Failed: an attachment is no longer available', data, now));
+      const updated = await this.models.Message.updateOne(fence, {
+        $set: { status: 'failed', nextAttemptAt: null, leaseUntil: null, updatedAt: now },
+        $push: { timeline: { $each: timeline }, ...outboxPush(this.events(msg, events, now), now) },
+      });
+      if (updated.modifiedCount === 1) this.onEvents();
+      return;
+    }
     let accepted: string[] = [];
     const rejected = new Map<string, { code: number; response: string }>();
     let transportError: string | null = null;
@@ -294,6 +328,7 @@ export class SendService {
           subject: msg.subject,
           html: msg.html ?? undefined,
           text: msg.text ?? undefined,
+          attachments: files.parts.length ? files.parts : undefined,
           messageId: `<${msg._id}@platform.mail>`,
           headers: msg.tags.length ? { 'X-Platform-Tags': msg.tags.join(',') } : undefined,
         });

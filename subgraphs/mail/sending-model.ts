@@ -26,6 +26,8 @@ export interface MessageDoc {
   html: string | null;
   text: string | null;
   tags: string[];
+  /** Assets sent as attachments, pinned to the version current at the send (absent on old messages). */
+  attachments?: MessageAttachment[];
   status: MessageStatus;
   recipients: { address: string; status: RecipientStatus; detail: string | null }[];
   attempts: number;
@@ -35,6 +37,14 @@ export interface MessageDoc {
   outbox: OutboxEntry[];
   createdAt: Date;
   updatedAt: Date;
+}
+
+export interface MessageAttachment {
+  assetId: string;
+  version: number;
+  filename: string;
+  contentType: string;
+  size: number;
 }
 
 export interface SuppressionDoc {
@@ -114,6 +124,10 @@ const messageSchema = new mongoose.Schema<MessageDoc>(
     html: { type: String, default: null },
     text: { type: String, default: null },
     tags: [String],
+    attachments: {
+      type: [{ _id: false, assetId: String, version: Number, filename: String, contentType: String, size: Number }],
+      default: undefined,
+    },
     status: { type: String, required: true },
     recipients: { type: [{ _id: false, address: String, status: String, detail: { type: String, default: null } }], default: [] },
     attempts: { type: Number, default: 0 },

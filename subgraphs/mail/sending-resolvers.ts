@@ -1,4 +1,4 @@
-import { Arg, Ctx, ID, Int, Mutation, Query, Resolver } from 'type-graphql';
+import { Arg, Authorized, Ctx, ID, Int, Mutation, Query, Resolver } from 'type-graphql';
 import type { RequestContext } from '../../core/subgraph-kit';
 import type { MailServices } from './services';
 import {
@@ -19,6 +19,7 @@ const opt = { nullable: true } as const;
 export class MailSendingResolver {
   constructor(private readonly mail: MailServices) {}
 
+  @Authorized('mail:write')
   @Mutation(() => MailSendResultType, { description: 'Queues a message (a test key records it without sending).' })
   sendMail(
     @Arg('from', () => String) from: string,
@@ -29,6 +30,7 @@ export class MailSendingResolver {
     @Arg('html', () => String, opt) html: string | null,
     @Arg('text', () => String, opt) text: string | null,
     @Arg('tags', () => [String], opt) tags: string[] | null,
+    @Arg('attachments', () => [ID], { ...opt, description: 'Assets ids sent as attachments.' }) attachments: string[] | null,
     @Ctx() ctx: RequestContext,
   ): Promise<MailSendResultType> {
     return this.mail.sender.send(ctx.principal, {
@@ -40,14 +42,17 @@ export class MailSendingResolver {
       html,
       text,
       tags: tags ?? [],
+      attachments: attachments ?? [],
     });
   }
 
+  @Authorized('mail:read')
   @Query(() => MailTimelineType)
   async mailMessageTimeline(@Arg('id', () => ID) id: string, @Ctx() ctx: RequestContext): Promise<MailTimelineType> {
     return { items: await this.mail.sender.timeline(ctx.principal, id) };
   }
 
+  @Authorized('mail:read')
   @Query(() => MailEventPageType)
   mailEvents(
     @Ctx() ctx: RequestContext,
@@ -76,6 +81,7 @@ export class MailSendingResolver {
       }));
   }
 
+  @Authorized('mail:write')
   @Mutation(() => MailWebhookCreatedType)
   createMailWebhook(
     @Arg('url', () => String) url: string,
@@ -86,11 +92,13 @@ export class MailSendingResolver {
     return this.mail.webhooks.create(ctx.principal, { url, eventTypes, description });
   }
 
+  @Authorized('mail:read')
   @Query(() => MailWebhookListType)
   async mailWebhooks(@Ctx() ctx: RequestContext): Promise<MailWebhookListType> {
     return { items: await this.mail.webhooks.list(ctx.principal), nextCursor: null };
   }
 
+  @Authorized('mail:write')
   @Mutation(() => MailWebhookType)
   updateMailWebhook(
     @Arg('webhookId', () => ID) webhookId: string,
@@ -102,6 +110,7 @@ export class MailSendingResolver {
     return this.mail.webhooks.update(ctx.principal, webhookId, { url, eventTypes, enabled });
   }
 
+  @Authorized('mail:write')
   @Mutation(() => MailWebhookSecretType)
   rotateMailWebhookSecret(
     @Arg('webhookId', () => ID) webhookId: string,
@@ -110,11 +119,13 @@ export class MailSendingResolver {
     return this.mail.webhooks.rotate(ctx.principal, webhookId);
   }
 
+  @Authorized('mail:write')
   @Mutation(() => Boolean)
   deleteMailWebhook(@Arg('webhookId', () => ID) webhookId: string, @Ctx() ctx: RequestContext): Promise<boolean> {
     return this.mail.webhooks.remove(ctx.principal, webhookId);
   }
 
+  @Authorized('mail:read')
   @Query(() => MailWebhookDeliveryPageType)
   mailWebhookDeliveries(
     @Arg('webhookId', () => ID) webhookId: string,
@@ -126,6 +137,7 @@ export class MailSendingResolver {
     return this.mail.webhooks.deliveries(ctx.principal, webhookId, { status, limit, cursor });
   }
 
+  @Authorized('mail:read')
   @Query(() => MailWebhookDeliveryType)
   mailWebhookDelivery(
     @Arg('deliveryId', () => ID) deliveryId: string,
@@ -134,6 +146,7 @@ export class MailSendingResolver {
     return this.mail.webhooks.delivery(ctx.principal, deliveryId);
   }
 
+  @Authorized('mail:write')
   @Mutation(() => MailWebhookDeliveryType)
   retryMailWebhookDelivery(
     @Arg('deliveryId', () => ID) deliveryId: string,

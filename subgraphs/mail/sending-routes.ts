@@ -17,6 +17,8 @@ const sendBody = z
     html: z.string().max(2_000_000).optional(),
     text: z.string().max(2_000_000).optional(),
     tags: z.array(z.string().min(1).max(100)).max(20).optional(),
+    /** Assets ids (the spec's "attachments through Assets IDs"); checked by the sender. */
+    attachments: z.array(z.string().min(1).max(100)).max(50).optional(),
   })
   .strict();
 const eventTypes = z.array(z.string().min(1).max(100)).min(1).max(60);

@@ -12,6 +12,8 @@ export interface SinkMessage {
   bytes: number;
   messageId: string | null;
   at: number;
+  /** The whole message as received, only when the sink was started with `keepRaw` (tests). */
+  raw?: string;
 }
 
 export interface SmtpSink {
@@ -22,7 +24,7 @@ export interface SmtpSink {
 
 const localPart = (address: string) => address.split('@')[0]?.toLowerCase() ?? '';
 
-export async function startSmtpSink(opts: { host?: string; port?: number } = {}): Promise<SmtpSink> {
+export async function startSmtpSink(opts: { host?: string; port?: number; keepRaw?: boolean } = {}): Promise<SmtpSink> {
   const host = opts.host ?? '127.0.0.1';
   const received: SinkMessage[] = [];
   const deferredOnce = new Set<string>();
@@ -48,9 +50,11 @@ export async function startSmtpSink(opts: { host?: string; port?: number } = {})
     onData(stream, session, callback) {
       let bytes = 0;
       let head = '';
+      const chunks: Buffer[] = [];
       stream.on('data', (chunk: Buffer) => {
         bytes += chunk.length;
         if (head.length < 8192) head += chunk.toString('utf8');
+        if (opts.keepRaw) chunks.push(chunk);
       });
       stream.on('end', () => {
         const id = /^message-id:\s*(.+)$/im.exec(head)?.[1]?.trim() ?? null;
@@ -60,6 +64,7 @@ export async function startSmtpSink(opts: { host?: string; port?: number } = {})
           bytes,
           messageId: id,
           at: Date.now(),
+          ...(opts.keepRaw ? { raw: Buffer.concat(chunks).toString('utf8') } : {}),
         });
         callback();
       });

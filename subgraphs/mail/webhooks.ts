@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
+import { DueWorkLoop } from '../../core/due-work-loop';
 import { decodeCursor, encodeCursor } from '../../core/cursors';
 import { badRequest, notFound } from '../../core/errors';
 import { outboxPush } from '../../core/events/outbox';
@@ -109,10 +110,7 @@ const pageFilter = (cursor: string | null | undefined, binding: string) => {
 const secretAad = (webhookId: string) => `mail_webhooks:${webhookId}:secret`;
 
 export class WebhookService {
-  private timer: NodeJS.Timeout | null = null;
-  private running = false;
-  private scanning: Promise<void> | null = null;
-  private again = false;
+  private readonly loop: DueWorkLoop;
 
   constructor(
     private readonly models: SendingModels,
@@ -121,7 +119,15 @@ export class WebhookService {
     private readonly log: Logger,
     /** Called after a write that queued events, so the outbox relay publishes at once. */
     private readonly onEvents: () => void = () => undefined,
-  ) {}
+  ) {
+    this.loop = new DueWorkLoop({
+      name: 'mail-webhook-deliveries',
+      log,
+      pollMs: opts.pollMs,
+      drain: () => this.attemptDue(),
+      nextDueInMs: () => this.msUntilNextDue(),
+    });
+  }
 
   // --- endpoints ------------------------------------------------------------------------------
 
@@ -378,65 +384,41 @@ export class WebhookService {
   // --- the delivery worker --------------------------------------------------------------------
 
   start(): void {
-    this.running = true;
-    this.schedule(0);
+    this.loop.start();
   }
 
   async stop(): Promise<void> {
-    this.running = false;
-    if (this.timer) clearTimeout(this.timer);
-    await this.scanning;
+    await this.loop.stop();
   }
 
   nudge(): void {
-    if (!this.running) return;
-    if (this.scanning) this.again = true;
-    else this.schedule(0);
+    this.loop.nudge();
   }
 
-  private schedule(ms: number) {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => void this.scan(), ms);
+  /** Claims and attempts the deliveries that are due; false when none was. */
+  private async attemptDue(): Promise<boolean> {
+    const now = new Date();
+    const due = await this.models.Delivery.find(
+      {
+        $or: [
+          { status: 'pending', nextAttemptAt: { $lte: now }, leaseUntil: null },
+          { status: 'pending', leaseUntil: { $lte: now } },
+        ],
+      },
+      { _id: 1, leaseUntil: 1 },
+    )
+      .limit(20)
+      .lean();
+    if (!due.length) return false;
+    await Promise.all(due.map((d) => this.attempt(d._id, d.leaseUntil)));
+    return true;
   }
 
-  private async scan(): Promise<void> {
-    if (!this.running || this.scanning) return;
-    this.scanning = (async () => {
-      try {
-        for (;;) {
-          const now = new Date();
-          const due = await this.models.Delivery.find(
-            {
-              $or: [
-                { status: 'pending', nextAttemptAt: { $lte: now }, leaseUntil: null },
-                { status: 'pending', leaseUntil: { $lte: now } },
-              ],
-            },
-            { _id: 1, leaseUntil: 1 },
-          )
-            .limit(20)
-            .lean();
-          if (!due.length || !this.running) break;
-          await Promise.all(due.map((d) => this.attempt(d._id, d.leaseUntil)));
-        }
-      } catch (e) {
-        this.log.warn({ err: (e as Error).message }, 'webhook delivery scan failed');
-      }
-    })();
-    await this.scanning;
-    this.scanning = null;
-    if (!this.running) return;
-    const again = this.again;
-    this.again = false;
-    this.schedule(again ? 0 : await this.msUntilNextDue());
-  }
-
-  private async msUntilNextDue(): Promise<number> {
+  private async msUntilNextDue(): Promise<number | null> {
     const next = await this.models.Delivery.findOne({ status: 'pending' }, { nextAttemptAt: 1 })
       .sort({ nextAttemptAt: 1 })
       .lean();
-    if (!next?.nextAttemptAt) return this.opts.pollMs;
-    return Math.max(0, Math.min(this.opts.pollMs, new Date(next.nextAttemptAt).getTime() - Date.now()));
+    return next?.nextAttemptAt ? new Date(next.nextAttemptAt).getTime() - Date.now() : null;
   }
 
   private async attempt(id: string, leaseUntil: Date | null): Promise<void> {

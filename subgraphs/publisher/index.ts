@@ -1,5 +1,7 @@
 import { CliUsageError, defineArea } from '../../core/area';
+import { parseDnsServers, SystemDnsResolver } from '../../core/dns/resolver';
 import { operationFeed } from '../../core/operations/feed';
+import { periodicWorker } from '../../core/periodic-worker';
 import '../../core/site-actions';
 import { ConnectedNodes } from './nodes';
 import { ProjectSiteResolver, PublisherResolver } from './resolvers';
@@ -37,6 +39,10 @@ export default defineArea({
       engine: ctx.engine,
       nodes,
       sitesDomain: ctx.settings.SITES_DOMAIN,
+      domains: {
+        resolver: new SystemDnsResolver(parseDnsServers(ctx.settings.PUBLISHER_DNS_SERVERS)),
+        claimTtlMs: ctx.settings.PUBLISHER_DOMAIN_CLAIM_TTL_MS,
+      },
       features,
       infra: simulated,
     });
@@ -52,6 +58,11 @@ export default defineArea({
     ports.provide('siteActions', { run: (request) => s.sites.runTrustedAction(request) });
   },
   executors: (s) => s.sites.executors(),
+  workers: (s, ctx) => [
+    periodicWorker('publisher-domain-checks', ctx.settings.PUBLISHER_DOMAIN_CHECK_INTERVAL_MS, ctx.log, () =>
+      s.sites.verifyPendingDomains(),
+    ),
+  ],
   routes: publisherRoutes,
   feeds: [operationFeed],
   cli: [

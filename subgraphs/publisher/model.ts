@@ -30,6 +30,10 @@ export interface SiteDoc {
   /** Custom domain (normalised ASCII) and its verification state. */
   domain: string | null;
   domainStatus: DomainStatus | null;
+  /** The TXT token of the site's claim (domain-claims.ts); null once verified or without a domain. */
+  domainToken?: string | null;
+  /** When the unverified claim lapses; null once verified. */
+  domainExpiresAt?: Date | null;
   domainUpdatedAt: Date | null;
   /** Transactional sender; verified against the account's senders when set. */
   mailSenderEmail: string | null;
@@ -43,7 +47,7 @@ export interface SiteDoc {
   updatedAt: Date;
 }
 
-export type DomainStatus = 'pending_verification' | 'active';
+export type DomainStatus = 'pending_verification' | 'active' | 'expired';
 
 /** Per-account count of hosted sites, incremented conditionally so a plan limit holds under races. */
 export interface SiteQuotaDoc {
@@ -58,7 +62,12 @@ export interface DomainClaimDoc {
   _id: string;
   projectId: string;
   accountId: string;
+  /** Expected in the `_platform-challenge` TXT record; a new claim gets a new one. */
+  token?: string;
   createdAt: Date;
+  /** An unverified claim holds the name until then (null once verified). */
+  expiresAt?: Date | null;
+  verifiedAt?: Date | null;
 }
 
 export const RECOVERY_POINT_KINDS = ['manual', 'pre_upgrade', 'staging_source'] as const;
@@ -141,6 +150,8 @@ const siteSchema = new mongoose.Schema<SiteDoc>(
     sourceRecoveryPointId: { type: String, default: null },
     domain: { type: String, default: null },
     domainStatus: { type: String, default: null },
+    domainToken: { type: String, default: null },
+    domainExpiresAt: { type: Date, default: null },
     domainUpdatedAt: { type: Date, default: null },
     mailSenderEmail: { type: String, default: null },
     activeOperationId: { type: String, default: null },
@@ -166,10 +177,16 @@ const domainClaimSchema = new mongoose.Schema<DomainClaimDoc>(
     _id: String,
     projectId: { type: String, required: true },
     accountId: { type: String, required: true },
+    token: { type: String },
     createdAt: { type: Date, required: true },
+    expiresAt: { type: Date, default: null },
+    verifiedAt: { type: Date, default: null },
   },
   { collection: 'publisher_domain_claims', versionKey: false },
 );
+// The takeover and verification writes are conditional on the token they read (an exact unique
+// index, so the MongoDB-wire server does not scan for them).
+domainClaimSchema.index({ _id: 1, projectId: 1, token: 1 }, { unique: true });
 
 const recoveryPointSchema = new mongoose.Schema<RecoveryPointDoc>(
   {

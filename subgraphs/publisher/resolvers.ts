@@ -93,7 +93,10 @@ export class PublisherResolver {
   }
 
   @Authorized(PUBLISHER_SCOPES.write)
-  @Mutation(() => SiteDomainType, { description: 'Attaches a custom domain; it waits in `pending_verification`.' })
+  @Mutation(() => SiteDomainType, {
+    description:
+      'Attaches a custom domain; it waits in `pending_verification` until its TXT token is seen. Posting the same name again checks the record now.',
+  })
   setSiteDomain(
     @Arg('projectId', () => ID) projectId: string,
     @Arg('domain', () => String) domain: string,

@@ -8,7 +8,7 @@ import type { OperationDoc } from '../../core/operations/model';
 import type { ProjectDirectory, VerifiedSenders } from '../../core/ports';
 import type { Principal } from '../../core/principal';
 import type { SiteActionRequest } from '../../core/site-actions';
-import { DomainClaims, type DomainView } from './domain-claims';
+import { type DomainClaimOptions, DomainClaims, type DomainView } from './domain-claims';
 import { siteExecutors } from './executors';
 import { HostedSlots } from './hosted-slots';
 import { MailSettings, type MailSettingsView, type NewsletterProviderInput } from './mail-settings';
@@ -72,6 +72,8 @@ export interface PublisherDeps {
   nodes: ConnectedNodes;
   /** Domain hosted sites live under: https://<slug>.<sitesDomain>. */
   sitesDomain: string;
+  /** Custom-domain ownership checks: the DNS resolver and how long an unverified claim lasts. */
+  domains: Omit<DomainClaimOptions, 'sitesDomain'>;
   /** The publishing feature for this environment; when off every route answers 404. */
   features: { publisherEnabled: boolean };
   infra: SimulatedInfrastructure;
@@ -101,7 +103,7 @@ export class PublisherService {
     this.slots = new HostedSlots(models);
     this.mail = new MailSettings(models, deps.senders);
     this.locks = new SiteLocks(models, deps.engine);
-    this.domains = new DomainClaims(models, deps.sitesDomain);
+    this.domains = new DomainClaims(models, { sitesDomain: deps.sitesDomain, ...deps.domains });
     this.creation = new SiteCreation({
       models,
       engine: deps.engine,
@@ -289,6 +291,11 @@ export class PublisherService {
   async setDomain(principal: Principal | null, projectId: string, domain: string): Promise<DomainView> {
     const p = this.access.writer(principal);
     return this.domains.attach(await this.access.site(p, projectId), domain);
+  }
+
+  /** The sweeper's pass over unverified domains (index.ts runs it where workers run). */
+  verifyPendingDomains(): Promise<number> {
+    return this.domains.verifyPending();
   }
 
   async mailSettings(principal: Principal | null, projectId: string): Promise<MailSettingsView> {

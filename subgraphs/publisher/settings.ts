@@ -9,6 +9,16 @@ export const publisherSettings = z.object({
     .transform((v) => v === 'true' || v === '1'),
   /** Domain under which hosted sites get their address: https://<slug>.<SITES_DOMAIN>. */
   SITES_DOMAIN: z.string().default('sites.localhost'),
+  /** DNS servers (`host:port,…`) for the custom-domain TXT check; unset means the system's resolvers. */
+  PUBLISHER_DNS_SERVERS: z.string().optional(),
+  /** How long an unverified custom-domain claim holds its name, in ms (default 7 days). */
+  PUBLISHER_DOMAIN_CLAIM_TTL_MS: z.coerce
+    .number()
+    .int()
+    .min(1000)
+    .default(7 * 24 * 3600_000),
+  /** How often the sweeper re-checks pending domains' TXT records, in ms. */
+  PUBLISHER_DOMAIN_CHECK_INTERVAL_MS: z.coerce.number().int().min(100).default(60_000),
   /** Step delay of the simulated infrastructure executor, in milliseconds. */
   SIMULATED_STEP_DELAY_MS: z.coerce.number().int().min(0).default(600),
 });

@@ -109,8 +109,16 @@ export class DnsRecordType {
 @ObjectType('SiteDomain', { description: 'A custom domain attached to a site.' })
 export class SiteDomainType {
   @Field(() => String, { description: 'Normalised ASCII (punycode) name.' }) name!: string;
-  @Field(() => String, { description: '`pending_verification` until DNS points at the site, then `active`' }) status!: string;
-  @Field(() => DnsRecordType, { description: 'The record to create at the DNS host.' }) dnsRecord!: DnsRecordType;
+  @Field(() => String, {
+    description: '`pending_verification` until the TXT token is seen, then `active`; `expired` when the claim lapsed unverified',
+  })
+  status!: string;
+  @Field(() => DnsRecordType, { description: 'The record to create at the DNS host so traffic reaches the site.' })
+  dnsRecord!: DnsRecordType;
+  @Field(() => DnsRecordType, { nullable: true, description: 'The TXT record proving ownership; null once verified.' })
+  verificationRecord!: DnsRecordType | null;
+  @Field(() => Date, { nullable: true, description: 'When an unverified claim stops holding the name; null once verified.' })
+  expiresAt!: Date | null;
   @Field(() => Date) updatedAt!: Date;
 }
 

@@ -65,3 +65,49 @@ describe('scopes are enforced', () => {
     expect(create.status).toBe(202);
   });
 });
+
+describe('every authenticated area checks its own scopes', () => {
+  const project = async (accountId: string) =>
+    (await t.platform.services.identity.createProject(accountId, uniqueName('sc')))._id as string;
+
+  it('mail: mail:read reads events; a key without it gets 403 insufficient_scope', async () => {
+    const reader = await t.createKey({ scopes: ['mail:read'] });
+    expect((await t.rest('GET', '/v1/mail/events', { key: reader.key })).status).toBe(200);
+    const other = await t.createKey({ scopes: ['publisher:read'] });
+    const res = await t.rest('GET', '/v1/mail/events', { key: other.key });
+    expect(res.status).toBe(403);
+    expect(res.body.error.code).toBe('insufficient_scope');
+    const send = await t.rest('POST', '/v1/mail/send', {
+      key: reader.key,
+      body: { from: 'a@example.com', to: ['b@example.com'], subject: 's', text: 't' },
+    });
+    expect([send.status, send.body.error.code]).toEqual([403, 'insufficient_scope']);
+  });
+
+  it('commerce: refused in its own envelope without commerce:read, and writes need commerce:write', async () => {
+    const none = await t.createKey({ scopes: ['publisher:read'] });
+    const res = await t.rest('GET', `/api/v1/projects/${await project(none.accountId)}/commerce`, { key: none.key });
+    expect(res.status).toBe(403);
+    expect(res.body.error).toMatchObject({ code: 'COMMERCE_FORBIDDEN', details: { required_scope: 'commerce:read' } });
+
+    const reader = await t.createKey({ scopes: ['commerce:read'] });
+    const projectId = await project(reader.accountId);
+    expect((await t.rest('GET', `/api/v1/projects/${projectId}/commerce`, { key: reader.key })).status).not.toBe(403);
+    const write = await t.rest('POST', `/api/v1/projects/${projectId}/commerce/connect`, {
+      key: reader.key,
+      body: { kind: 'app', store_domain: 'x.example', development_branch: 'main' },
+    });
+    expect(write.status).toBe(403);
+    expect(write.body.error).toMatchObject({ code: 'COMMERCE_FORBIDDEN', details: { required_scope: 'commerce:write' } });
+  });
+
+  it('activity: activity:read reads a project feed; a key without it gets 403 insufficient_scope', async () => {
+    const reader = await t.createKey({ scopes: ['activity:read'] });
+    const projectId = await project(reader.accountId);
+    expect((await t.rest('GET', `/api/v1/projects/${projectId}/operation-activity`, { key: reader.key })).status).toBe(200);
+    const other = await t.createKey({ scopes: ['publisher:read'], account: reader.account });
+    const res = await t.rest('GET', `/api/v1/projects/${projectId}/operation-activity`, { key: other.key });
+    expect(res.status).toBe(403);
+    expect(res.body.error.code).toBe('insufficient_scope');
+  });
+});

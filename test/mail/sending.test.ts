@@ -21,7 +21,7 @@ const failOnce = new Set<string>();
 const failedOnce = new Set<string>();
 
 beforeAll(async () => {
-  sink = await startSmtpSink();
+  sink = await startSmtpSink({ keepRaw: true });
   receiver = createServer((req, res) => {
     let body = '';
     req.on('data', (c) => (body += c));
@@ -215,6 +215,42 @@ describe('POST /v1/mail/send', () => {
     expect((await t.rest('POST', '/v1/mail/send', { body: { from, to: 'x@rcpt.test', subject: 's', text: 't' } })).status).toBe(
       401,
     );
+  });
+
+  it('attaches Assets by id: the bytes reach the SMTP sink; unknown, foreign and too many ids are 400', async () => {
+    const { key, from } = await tenant();
+    const upload = async (k: string, content: string, name: string) => {
+      const fd = new FormData();
+      fd.append('file', new Blob([content]), name);
+      const r = await fetch(`${t.bridgeUrl}/api/v1/assets/upload`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${k}` },
+        body: fd,
+      });
+      expect(r.status).toBe(201);
+      return ((await r.json()) as { data: { id: string } }).data.id;
+    };
+    const content = `quarterly numbers ${tag()}`;
+    const assetId = await upload(key, content, 'report.txt');
+    const to = `att-${tag()}@rcpt.test`;
+    const send = (body: Record<string, unknown>) =>
+      t.rest('POST', '/v1/mail/send', { key, body: { from, to, subject: 'Report', text: 'attached', ...body } });
+    const res = await send({ attachments: [assetId] });
+    expect(res.status).toBe(202);
+    const got = await until('the message at the sink', async () => sink.received.find((m) => m.to.includes(to)));
+    expect(got.raw).toContain('filename=report.txt');
+    expect(got.raw).toContain(Buffer.from(content).toString('base64'));
+
+    const unknown = await send({ attachments: ['00000000-0000-4000-8000-000000000000'] });
+    expect([unknown.status, unknown.body.error.code]).toEqual([400, 'invalid_attachments']);
+    const other = await t.createKey();
+    const theirs = await upload(other.key, 'not yours', 'x.txt');
+    const foreign = await send({ attachments: [theirs] });
+    expect([foreign.status, foreign.body.error.code]).toEqual([400, 'invalid_attachments']);
+    const many = await send({
+      attachments: Array.from({ length: 11 }, (_, i) => `00000000-0000-4000-8000-00000000000${i % 10}${i}`),
+    });
+    expect([many.status, many.body.error.code]).toEqual([400, 'invalid_attachments']);
   });
 
   it('lists events with filters and a cursor', async () => {

@@ -82,8 +82,13 @@ export async function receiver(
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
-  return { url, received, close: () => new Promise<void>((r) => {
-      server.close(() => r());
-      server.closeAllConnections();
-    }) };
+  return {
+    url,
+    received,
+    close: () =>
+      new Promise<void>((r) => {
+        server.close(() => r());
+        server.closeAllConnections();
+      }),
+  };
 }

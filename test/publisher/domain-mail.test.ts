@@ -46,6 +46,12 @@ describe('custom domain', () => {
           name: 'xn--bcher-kva.example',
           value: expect.stringMatching(/^site-[0-9a-f]{6}\.sites\.localhost$/),
         },
+        verification_record: {
+          type: 'TXT',
+          name: '_platform-challenge.xn--bcher-kva.example',
+          value: expect.stringMatching(/^platform-domain-verification=/),
+        },
+        expires_at: expect.any(String),
         updated_at: expect.any(String),
       },
     });
