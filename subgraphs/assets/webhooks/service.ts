@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { decodeCursor, encodeCursor } from '../../../core/cursors';
+import { DueWorkLoop } from '../../../core/due-work-loop';
 import { PlatformError, badRequest, notFound } from '../../../core/errors';
 import { newId } from '../../../core/ids';
 import { isDuplicateKey } from '../../../core/mongo';
@@ -39,18 +40,23 @@ const view = ({ secretSealed: _s, ...w }: WebhookDoc): WebhookView => w;
  * claim that lapses; the next worker sends again with the same `webhook-id`.
  */
 export class AssetWebhooks implements AssetWebhookEmitter {
+  private readonly loop: DueWorkLoop;
   private readonly hookCache = new Map<string, { hooks: Pick<WebhookDoc, '_id' | 'eventTypes'>[]; until: number }>();
-  private timer: NodeJS.Timeout | null = null;
-  private running = false;
-  private scanning: Promise<void> | null = null;
-  private again = false;
 
   constructor(
     readonly m: WebhookModels,
     private readonly assets: AssetsService,
     readonly settings: WebhookSettings,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.loop = new DueWorkLoop({
+      name: 'assets-webhook-deliveries',
+      log,
+      pollMs: settings.ASSETS_WEBHOOK_POLL_MS,
+      drain: () => this.drainDue(),
+      nextDueInMs: () => this.nextDueInMs(),
+    });
+  }
 
   // ---- endpoints ------------------------------------------------------------------------------
 
@@ -211,57 +217,41 @@ export class AssetWebhooks implements AssetWebhookEmitter {
   // ---- the delivery worker --------------------------------------------------------------------
 
   start(): void {
-    this.running = true;
-    this.schedule(0);
+    this.loop.start();
   }
 
-  async stop(): Promise<void> {
-    this.running = false;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    await this.scanning;
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   nudge(): void {
-    if (!this.running) return;
-    if (this.scanning) this.again = true;
-    else this.schedule(0);
+    this.loop.nudge();
   }
 
-  private schedule(ms: number) {
-    if (!this.running) return;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => void this.scan(), ms);
+  /** Attempts up to 20 due deliveries (due, or claimed by a worker whose lease lapsed). */
+  private async drainDue(): Promise<boolean> {
+    const now = new Date();
+    const due = await this.m.Delivery.find(
+      {
+        status: 'pending',
+        $or: [{ nextAttemptAt: { $lte: now }, leaseUntil: null }, { leaseUntil: { $lte: now } }],
+      },
+      { _id: 1, leaseUntil: 1 },
+    )
+      .limit(20)
+      .lean<Pick<DeliveryDoc, '_id' | 'leaseUntil'>[]>()
+      .exec();
+    await Promise.all(due.map((d) => this.attempt(d._id, d.leaseUntil ?? null)));
+    return due.length > 0;
   }
 
-  private async scan(): Promise<void> {
-    if (!this.running || this.scanning) return;
-    this.scanning = (async () => {
-      try {
-        for (;;) {
-          const now = new Date();
-          const due = await this.m.Delivery.find(
-            {
-              status: 'pending',
-              $or: [{ nextAttemptAt: { $lte: now }, leaseUntil: null }, { leaseUntil: { $lte: now } }],
-            },
-            { _id: 1, leaseUntil: 1 },
-          )
-            .limit(20)
-            .lean<Pick<DeliveryDoc, '_id' | 'leaseUntil'>[]>()
-            .exec();
-          if (!due.length || !this.running) break;
-          await Promise.all(due.map((d) => this.attempt(d._id, d.leaseUntil ?? null)));
-        }
-      } catch (e) {
-        this.log.warn({ err: (e as Error).message }, 'asset webhook delivery scan failed');
-      }
-    })();
-    await this.scanning;
-    this.scanning = null;
-    const again = this.again;
-    this.again = false;
-    this.schedule(again ? 0 : this.settings.ASSETS_WEBHOOK_POLL_MS);
+  private async nextDueInMs(): Promise<number | null> {
+    const next = await this.m.Delivery.findOne({ status: 'pending' }, { nextAttemptAt: 1, leaseUntil: 1 })
+      .sort({ nextAttemptAt: 1 })
+      .lean<Pick<DeliveryDoc, 'nextAttemptAt' | 'leaseUntil'>>()
+      .exec();
+    const at = next?.leaseUntil ?? next?.nextAttemptAt;
+    return at ? new Date(at).getTime() - Date.now() : null;
   }
 
   /** One attempt of one delivery: claim, sign, send (outbound rules), record, schedule the next. */
