@@ -360,6 +360,19 @@ describe('assets organisation through the bridge', () => {
       expect(fin.headers['webhook-id']).toBe(f.event_id);
       expect(JSON.parse(fin.body).data).toMatchObject({ job_id: bulk.body.data.job_id, total: 1, failed: 1 });
 
+      // A worker that died holding a claim: once its lease lapses another sends it again, same id.
+      const deliveries = t.platform.conn.collection('asset_webhook_deliveries');
+      await deliveries.updateOne(
+        { _id: upd.id },
+        { $set: { status: 'pending', leaseUntil: new Date(Date.now() - 1000), nextAttemptAt: new Date(Date.now() + 3_600_000) } },
+      );
+      const resent = await until(
+        () => t.rest('GET', `${D}?status=succeeded&limit=50`, { key }),
+        (r) => r.body.data?.items?.some((d: any) => d.id === upd.id && d.attempt_count === 3),
+      );
+      expect(resent.body.data.items.find((d: any) => d.id === upd.id).attempt_count).toBe(3);
+      expect(received.filter((r) => r.headers['webhook-id'] === upd.event_id)).toHaveLength(2);
+
       // Quarantine and delete reach a second webhook subscribed to them, signed with its own secret.
       const hook2 = (await t.rest('POST', W, { key, body: { url, event_types: ['asset.quarantined', 'asset.deleted'] } })).body
         .data;

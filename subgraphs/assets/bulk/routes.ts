@@ -40,7 +40,7 @@ export const bulkRoutes: AnyRoute[] = [
     // 10,000 items of about 120 bytes each.
     bodyLimit: 4 * 1024 * 1024,
     scope: SCOPES.write,
-    creates: { jobID: '/data/job_id' },
+    creates: { bulkJobID: '/data/job_id' },
     variables: ({ body }) => ({
       items: body.items.map((i) => ({
         assetId: i.asset_id,
@@ -56,13 +56,13 @@ export const bulkRoutes: AnyRoute[] = [
   }),
   route({
     method: 'GET',
-    path: `${P}/bulk/{jobID}`,
+    path: `${P}/bulk/{bulkJobID}`,
     summary: "A bulk job: status, counts and one page of per-item results (412 for a stale item's revision)",
     tag,
     operation: 'get-bulk-job',
     query: resultsQuery,
     scope: SCOPES.read,
-    variables: (r) => ({ id: r.params.jobID, limit: r.query.limit ?? null, cursor: r.query.cursor ?? null }),
+    variables: (r) => ({ id: r.params.bulkJobID, limit: r.query.limit ?? null, cursor: r.query.cursor ?? null }),
     select: (d) => d.assetBulkJob,
     status: 200,
     envelope: 'standard',
