@@ -13,8 +13,6 @@ import { BULK_ACTIONS, type BulkChunkDoc, type BulkItem, type BulkJobDoc, type B
 export const BULK_MAX_ITEMS = 10_000;
 /** Items per chunk: one chunk's results are one write. */
 export const BULK_CHUNK_SIZE = 500;
-/** Assets changed at once inside a chunk (items of one asset stay in order). */
-export const BULK_CONCURRENCY = 16;
 /** Bulk marks an asset keeps (`<job id>:<index>` of the last bulk items applied to it). */
 export const BULK_MARKS_KEPT = 20;
 /** Operation type on the kernel engine. */
@@ -45,9 +43,10 @@ export interface BulkItemInput {
  * the revision the caller saw: a stale item fails with 412 in the results, the others apply.
  *
  * Crash safety without transactions: the same update pushes the item's mark (`<job>:<index>`) into
- * the asset's `bulkMarks`. A run resumed after a crash meets an item whose update already happened
- * as a revision mismatch, finds its own mark there, and records success without applying it again.
- * A chunk's results are written once, and the job's counters advance chunk by chunk under a guard.
+ * the asset's `bulkMarks`. A run resumed after a crash finds the mark of an item already applied
+ * when it reads the chunk's assets, sends no update for it and records success. A chunk's updates
+ * go as one ordered `bulkWrite`; its results are written once, and the job's counters advance
+ * chunk by chunk under a guard.
  */
 export class BulkJobs {
   emitter: AssetWebhookEmitter = noWebhooks;
@@ -232,28 +231,65 @@ export class BulkJobs {
     return { succeeded: job.succeeded, failed: job.failed };
   }
 
+  /**
+   * One chunk: read its assets, send every applicable item as one ordered `bulkWrite` of
+   * conditional updates (items of one asset thus apply in order, each on the revision the previous
+   * one made), read the assets again, and judge each item by its mark: present → applied (now or
+   * by an earlier run), absent → why not (missing 404, being deleted 404, else stale 412).
+   */
   private async applyChunk(job: BulkJobDoc, chunk: BulkChunkDoc, signal: AbortSignal): Promise<BulkResult[]> {
-    // Items of one asset run in order (a later item may expect the revision an earlier one made).
-    const groups = new Map<string, BulkItem[]>();
-    for (const it of chunk.items) groups.set(it.assetId, [...(groups.get(it.assetId) ?? []), it]);
-    const queue = [...groups.values()];
-    const results = new Map<number, BulkResult>();
-    const worker = async () => {
-      for (let g = queue.shift(); g; g = queue.shift()) {
-        for (const it of g) {
-          if (signal.aborted) throw signal.reason ?? new Error('aborted');
-          results.set(it.index, await this.applyItem(job, it));
-        }
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(BULK_CONCURRENCY, queue.length) }, worker));
-    return chunk.items.map((it) => results.get(it.index)!);
+    const col = this.assets.m.Asset.collection;
+    const ids = [...new Set(chunk.items.map((it) => it.assetId))];
+    const readAll = async () =>
+      new Map(
+        (
+          (await col
+            .find(
+              { _id: { $in: ids as never[] } },
+              { projection: { accountId: 1, revision: 1, status: 1, bulkMarks: 1, bucketId: 1, key: 1 } },
+            )
+            .toArray()) as unknown as RawAsset[]
+        )
+          .filter((a) => a.accountId === job.accountId)
+          .map((a) => [String(a._id), a]),
+      );
+    const markOf = (it: BulkItem) => `${job._id}:${it.index}`;
+    const before = await readAll();
+    const now = new Date();
+    const ops = chunk.items
+      .filter((it) => {
+        const a = before.get(it.assetId);
+        return a && a.status !== 'deleting' && !a.bulkMarks?.includes(markOf(it));
+      })
+      .map((it) => {
+        const set: Record<string, unknown> = { updatedAt: now };
+        const update: Record<string, unknown> = {
+          $set: set,
+          $inc: { revision: 1 },
+          $push: { bulkMarks: { $each: [markOf(it)], $slice: -BULK_MARKS_KEPT } },
+        };
+        if (it.action === 'visibility') set.visibility = it.visibility;
+        if (it.action === 'delete') set.status = 'deleting';
+        if (it.action === 'add_tags') update.$addToSet = { tags: { $each: it.tags } };
+        // The filter's keys are exactly the `asset_revision` unique index: no scan per item.
+        return { updateOne: { filter: { _id: it.assetId as never, accountId: job.accountId, revision: it.revision }, update } };
+      });
+    if (signal.aborted) throw signal.reason ?? new Error('aborted');
+    if (ops.length) await col.bulkWrite(ops, { ordered: true });
+    const after = await readAll();
+    const results: BulkResult[] = [];
+    for (const it of chunk.items) results.push(await this.judge(job, it, before.get(it.assetId), after.get(it.assetId)));
+    return results;
   }
 
-  /** One item: one conditional update on `{_id, accountId, revision}` that also leaves the item's mark. */
-  async applyItem(job: BulkJobDoc, it: BulkItem): Promise<BulkResult> {
+  /** An item's result from its asset before and after the chunk's writes. */
+  private async judge(
+    job: BulkJobDoc,
+    it: BulkItem,
+    before: RawAsset | undefined,
+    after: RawAsset | undefined,
+  ): Promise<BulkResult> {
     const mark = `${job._id}:${it.index}`;
-    const col = this.assets.m.Asset.collection;
     const base = { index: it.index, assetId: it.assetId, action: it.action, deleteJobId: null };
     const fail = (statusCode: number, errorCode: string, errorMessage: string, revision: number | null = null): BulkResult => ({
       ...base,
@@ -263,10 +299,10 @@ export class BulkJobs {
       errorMessage,
       revision,
     });
-    const done = async (a: RawAsset, revision: number): Promise<BulkResult> => {
+    const done = async (a: RawAsset | undefined, revision: number | null): Promise<BulkResult> => {
       let deleteJobId: string | null = null;
-      if (it.action === 'delete') deleteJobId = await this.ensureDeleteJob(job, it, a);
-      else
+      if (it.action === 'delete') deleteJobId = await this.ensureDeleteJob(job, it, before);
+      else if (a)
         await this.emitter.emit({
           id: stableId(`asset.updated:${mark}`),
           type: 'asset.updated',
@@ -277,51 +313,20 @@ export class BulkJobs {
       this.assets.forget(it.assetId);
       return { ...base, status: 'succeeded', statusCode: 200, errorCode: null, errorMessage: null, revision, deleteJobId };
     };
-    const read = () =>
-      col.findOne(
-        { _id: it.assetId as never },
-        { projection: { accountId: 1, revision: 1, status: 1, bulkMarks: 1, bucketId: 1, key: 1 } },
-      ) as Promise<RawAsset | null>;
-    const notThere = async (): Promise<BulkResult> => {
-      // A delete this job already applied whose delete job has since removed the record.
+    if (after?.bulkMarks?.includes(mark))
+      return done(after, before?.bulkMarks?.includes(mark) ? after.revision : it.revision + 1);
+    if (!after) {
+      // A delete this job applied whose delete job has since removed the record (a resumed run).
       if (it.action === 'delete' && (await this.assets.m.Job.exists({ _id: bulkDeleteJobId(job._id, it.index) })))
-        return { ...(await done({ _id: it.assetId } as RawAsset, 0)), revision: null };
+        return done(undefined, null);
       return fail(404, 'assets.not_found', 'asset not found');
-    };
-    const now = new Date();
-    const set: Record<string, unknown> = { updatedAt: now };
-    const update: Record<string, unknown> = {
-      $set: set,
-      $inc: { revision: 1 },
-      $push: { bulkMarks: { $each: [mark], $slice: -BULK_MARKS_KEPT } },
-    };
-    if (it.action === 'visibility') set.visibility = it.visibility;
-    if (it.action === 'delete') set.status = 'deleting';
-    if (it.action === 'add_tags') update.$addToSet = { tags: { $each: it.tags } };
-    // The filter's keys are exactly the `asset_revision` unique index: one indexed write per item.
-    const before = (await col.findOneAndUpdate(
-      { _id: it.assetId as never, accountId: job.accountId, revision: it.revision },
-      update,
-      {
-        returnDocument: 'before',
-        projection: { accountId: 1, revision: 1, status: 1, bucketId: 1, key: 1 },
-      },
-    )) as RawAsset | null;
-    if (before) {
-      // A record already on its way out (its delete job owns it): the change is void for the caller.
-      if (before.status === 'deleting') return fail(404, 'assets.not_found', 'asset not found');
-      return done(before, it.revision + 1);
     }
-    // Not applied now: missing, stale, or applied by an earlier run of this job (its mark is there).
-    const a = await read();
-    if (!a || a.accountId !== job.accountId) return notThere();
-    if (a.bulkMarks?.includes(mark)) return done(a, a.revision);
-    if (a.status === 'deleting') return fail(404, 'assets.not_found', 'asset not found');
-    return fail(412, 'assets.revision_mismatch', 'the item revision is not the current one', a.revision);
+    if (after.status === 'deleting') return fail(404, 'assets.not_found', 'asset not found');
+    return fail(412, 'assets.revision_mismatch', 'the item revision is not the current one', after.revision);
   }
 
   /** The delete job of a bulk delete item (as `DELETE /{assetID}` makes one); created once. */
-  private async ensureDeleteJob(job: BulkJobDoc, it: BulkItem, a: RawAsset): Promise<string> {
+  private async ensureDeleteJob(job: BulkJobDoc, it: BulkItem, before: RawAsset | undefined): Promise<string> {
     const id = bulkDeleteJobId(job._id, it.index);
     const now = new Date();
     const doc: JobDoc = {
@@ -331,7 +336,7 @@ export class BulkJobs {
       assetId: it.assetId,
       status: 'queued',
       error: null,
-      priorStatus: a.status === 'deleting' ? 'ready' : (a.status ?? 'ready'),
+      priorStatus: !before || before.status === 'deleting' ? 'ready' : before.status,
       leaseUntil: null,
       snapshot: null,
       outbox: [],
