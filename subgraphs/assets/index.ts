@@ -2,6 +2,7 @@ import path from 'node:path';
 import type { z } from 'zod';
 import { defineArea } from '../../core/area';
 import { OutboxRelay } from '../../core/events/outbox';
+import { periodicWorker } from '../../core/periodic-worker';
 import type { Ports } from '../../core/ports';
 import { assetFilesPort } from './asset-files';
 import { assetsCdnPlane } from './cdn-plane';
@@ -38,6 +39,12 @@ import {
   type RecordChange,
   withRecordChange,
 } from './webhooks/sources';
+import { assetsMcpPlane } from './mcp/plane';
+import { assetsWorkflowHookPlane } from './workflow-hooks/plane';
+import { APPROVALS_TOPIC, approvalActivitySource } from './workflows/activity';
+import { workflowModels } from './workflows/model';
+import { AssetWorkflowsResolver } from './workflows/resolvers';
+import { APPROVAL_SWEEP_MS, OP_AUTOMATION_ACTION, OP_WORKFLOW_RUN, WorkflowService } from './workflows/service';
 
 export { AssetsService } from './service';
 
@@ -49,6 +56,7 @@ export interface AssetsServices {
   organisation: Organisation;
   bulk: BulkJobs;
   webhooks: AssetWebhooks;
+  workflows: WorkflowService;
 }
 
 /**
@@ -88,23 +96,45 @@ export default defineArea<AssetsServices, AssetsSettings>({
       () => ctx.topic('objects'),
       () => relay.nudge(),
     );
+    const workflows = new WorkflowService({
+      models: workflowModels(ctx.conn),
+      assets,
+      engine: ctx.engine,
+      bus: ctx.bus,
+      ports: ctx.ports,
+      log: ctx.log,
+      notifyTopic: () => ctx.topic('workflows'),
+      baseUrl: () => ctx.config.baseUrl ?? '',
+      approvalsTopic: () => `${ctx.topicPrefix}.${APPROVALS_TOPIC}`,
+    });
     const organisation = new Organisation(organisationModels(ctx.conn), assets);
     const webhooks = new AssetWebhooks(webhookModels(ctx.conn), assets, webhookSettingsSchema.parse(ctx.config.env), ctx.log);
     const bulk = new BulkJobs(bulkModels(ctx.conn), assets, ctx.engine);
     bulk.emitter = webhooks;
     assets.prepareGuardedUpdate = (ref, update) => withRecordChange(ctx.topic(RECORD_CHANGES_TOPIC), ref, update);
-    return { assets, relay, ports: ctx.ports, organisation, bulk, webhooks };
+    return { assets, relay, ports: ctx.ports, workflows, organisation, bulk, webhooks };
   },
   subgraph: (s) => ({
-    resolvers: [AssetsResolver, AssetTransformsResolver, AssetOrganisationResolver, AssetBulkResolver, AssetWebhooksResolver],
+    resolvers: [
+      AssetsResolver,
+      AssetTransformsResolver,
+      AssetWorkflowsResolver,
+      AssetOrganisationResolver,
+      AssetBulkResolver,
+      AssetWebhooksResolver,
+    ],
     // The second argument (all the area's services) lets a resolver reach the service it wraps.
-    createResolver: (cls) => new cls(s?.assets, s),
+    createResolver: (cls) => (cls === AssetWorkflowsResolver ? new cls(s?.workflows) : new cls(s?.assets, s)),
   }),
   provides(s, ports) {
     ports.provide('assetFiles', assetFilesPort(s.assets));
   },
   routes: [...assetsRoutes, ...collectionRoutes, ...bulkRoutes, ...webhookRoutes],
-  executors: (s) => ({ [BULK_OPERATION_TYPE]: (ctx) => s.bulk.run(ctx) }),
+  executors: (s) => ({
+    [OP_WORKFLOW_RUN]: (ctx) => s.workflows.executeRun(ctx),
+    [OP_AUTOMATION_ACTION]: (ctx) => s.workflows.executeAction(ctx),
+    [BULK_OPERATION_TYPE]: (ctx) => s.bulk.run(ctx),
+  }),
   consumers: (s, ctx) => [
     {
       name: 'webhooks',
@@ -122,10 +152,18 @@ export default defineArea<AssetsServices, AssetsSettings>({
   workers: (s, ctx) => [
     { name: 'assets-outbox', start: () => s.relay.start(), stop: () => s.relay.stop() },
     assetsWorker(s.assets, ctx.log),
+    { name: 'assets-approvals-outbox', start: () => s.workflows.relay.start(), stop: () => s.workflows.relay.stop() },
+    // Expires forgotten approvals (and fails the runs waiting on them).
+    periodicWorker('assets-approval-expiry', APPROVAL_SWEEP_MS, ctx.log, () => s.workflows.sweepExpired()),
     { name: 'assets-webhook-deliveries', start: () => s.webhooks.start(), stop: () => s.webhooks.stop() },
   ],
+  activitySources: [approvalActivitySource],
   http: {
-    bridge: (app, s) => assetsUploadPlane(app, s.assets, bearerAuthenticate(s.ports)),
+    bridge: async (app, s) => {
+      await app.register(async (scope) => assetsUploadPlane(scope, s.assets, bearerAuthenticate(s.ports)));
+      await app.register(async (scope) => assetsMcpPlane(scope, s.workflows, bearerAuthenticate(s.ports)));
+      await app.register(async (scope) => assetsWorkflowHookPlane(scope, s.workflows));
+    },
     cdn: (app, s) => assetsCdnPlane(app, s.assets),
   },
 });

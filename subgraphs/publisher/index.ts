@@ -56,6 +56,7 @@ export default defineArea({
   }),
   provides(s, ports) {
     ports.provide('siteActions', { run: (request) => s.sites.runTrustedAction(request) });
+    ports.provide('databaseScopes', { resolve: (accountId, id) => s.sites.databaseScope(accountId, id) });
   },
   executors: (s) => s.sites.executors(),
   workers: (s, ctx) => [
