@@ -39,6 +39,7 @@ import {
   type RecordChange,
   withRecordChange,
 } from './webhooks/sources';
+import * as external from './external';
 import { assetsMcpPlane } from './mcp/plane';
 import { assetsWorkflowHookPlane } from './workflow-hooks/plane';
 import { APPROVALS_TOPIC, approvalActivitySource } from './workflows/activity';
@@ -48,7 +49,7 @@ import { APPROVAL_SWEEP_MS, OP_AUTOMATION_ACTION, OP_WORKFLOW_RUN, WorkflowServi
 
 export { AssetsService } from './service';
 
-export interface AssetsServices {
+export interface AssetsServices extends external.ExternalServices {
   assets: AssetsService;
   relay: OutboxRelay;
   ports: Ports;
@@ -112,7 +113,16 @@ export default defineArea<AssetsServices, AssetsSettings>({
     const bulk = new BulkJobs(bulkModels(ctx.conn), assets, ctx.engine);
     bulk.emitter = webhooks;
     assets.prepareGuardedUpdate = (ref, update) => withRecordChange(ctx.topic(RECORD_CHANGES_TOPIC), ref, update);
-    return { assets, relay, ports: ctx.ports, workflows, organisation, bulk, webhooks };
+    return {
+      assets,
+      relay,
+      ports: ctx.ports,
+      workflows,
+      organisation,
+      bulk,
+      webhooks,
+      ...external.externalServices(ctx, assets),
+    };
   },
   subgraph: (s) => ({
     resolvers: [
@@ -122,6 +132,7 @@ export default defineArea<AssetsServices, AssetsSettings>({
       AssetOrganisationResolver,
       AssetBulkResolver,
       AssetWebhooksResolver,
+      ...external.externalResolvers,
     ],
     // The second argument (all the area's services) lets a resolver reach the service it wraps.
     createResolver: (cls) => (cls === AssetWorkflowsResolver ? new cls(s?.workflows) : new cls(s?.assets, s)),
@@ -129,12 +140,14 @@ export default defineArea<AssetsServices, AssetsSettings>({
   provides(s, ports) {
     ports.provide('assetFiles', assetFilesPort(s.assets));
   },
-  routes: [...assetsRoutes, ...collectionRoutes, ...bulkRoutes, ...webhookRoutes],
+  routes: [...assetsRoutes, ...collectionRoutes, ...bulkRoutes, ...webhookRoutes, ...external.externalRoutes],
   executors: (s) => ({
     [OP_WORKFLOW_RUN]: (ctx) => s.workflows.executeRun(ctx),
     [OP_AUTOMATION_ACTION]: (ctx) => s.workflows.executeAction(ctx),
     [BULK_OPERATION_TYPE]: (ctx) => s.bulk.run(ctx),
+    ...external.externalExecutors(s),
   }),
+  standIns: [...external.externalStandIns],
   consumers: (s, ctx) => [
     {
       name: 'webhooks',
@@ -163,7 +176,11 @@ export default defineArea<AssetsServices, AssetsSettings>({
       await app.register(async (scope) => assetsUploadPlane(scope, s.assets, bearerAuthenticate(s.ports)));
       await app.register(async (scope) => assetsMcpPlane(scope, s.workflows, bearerAuthenticate(s.ports)));
       await app.register(async (scope) => assetsWorkflowHookPlane(scope, s.workflows));
+      await external.externalBridge(app, s.assets, s, bearerAuthenticate(s.ports));
     },
-    cdn: (app, s) => assetsCdnPlane(app, s.assets),
+    cdn: async (app, s) => {
+      await assetsCdnPlane(app, s.assets);
+      await external.externalCdn(app, s.assets, s);
+    },
   },
 });
