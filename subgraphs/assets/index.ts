@@ -17,6 +17,28 @@ import { AssetsService } from './service';
 import { type AssetsSettings, assetsSettingsSchema } from './settings';
 import { assetsUploadPlane, bearerAuthenticate } from './upload-plane';
 import { assetsWorker } from './workers';
+import { organisationModels } from './collections/model';
+import { AssetOrganisationResolver } from './collections/resolvers';
+import { collectionRoutes } from './collections/routes';
+import { Organisation } from './collections/service';
+import { bulkModels } from './bulk/model';
+import { AssetBulkResolver } from './bulk/resolvers';
+import { bulkRoutes } from './bulk/routes';
+import { BULK_OPERATION_TYPE, BulkJobs } from './bulk/service';
+import type { ObjectEvent } from '../../core/events/object-events';
+import { webhookModels } from './webhooks/model';
+import { AssetWebhooksResolver } from './webhooks/resolvers';
+import { webhookRoutes } from './webhooks/routes';
+import { AssetWebhooks } from './webhooks/service';
+import { webhookSettingsSchema } from './webhooks/settings';
+import {
+  emitAll,
+  fromObjectEvent,
+  fromRecordChange,
+  RECORD_CHANGES_TOPIC,
+  type RecordChange,
+  withRecordChange,
+} from './webhooks/sources';
 import * as external from './external';
 import { assetsMcpPlane } from './mcp/plane';
 import { assetsWorkflowHookPlane } from './workflow-hooks/plane';
@@ -31,6 +53,10 @@ export interface AssetsServices extends external.ExternalServices {
   assets: AssetsService;
   relay: OutboxRelay;
   ports: Ports;
+  /** Collections and saved searches (issue 17). */
+  organisation: Organisation;
+  bulk: BulkJobs;
+  webhooks: AssetWebhooks;
   workflows: WorkflowService;
 }
 
@@ -82,29 +108,67 @@ export default defineArea<AssetsServices, AssetsSettings>({
       baseUrl: () => ctx.config.baseUrl ?? '',
       approvalsTopic: () => `${ctx.topicPrefix}.${APPROVALS_TOPIC}`,
     });
-    return { assets, relay, ports: ctx.ports, workflows, ...external.externalServices(ctx, assets) };
+    const organisation = new Organisation(organisationModels(ctx.conn), assets);
+    const webhooks = new AssetWebhooks(webhookModels(ctx.conn), assets, webhookSettingsSchema.parse(ctx.config.env), ctx.log);
+    const bulk = new BulkJobs(bulkModels(ctx.conn), assets, ctx.engine);
+    bulk.emitter = webhooks;
+    assets.prepareGuardedUpdate = (ref, update) => withRecordChange(ctx.topic(RECORD_CHANGES_TOPIC), ref, update);
+    return {
+      assets,
+      relay,
+      ports: ctx.ports,
+      workflows,
+      organisation,
+      bulk,
+      webhooks,
+      ...external.externalServices(ctx, assets),
+    };
   },
   subgraph: (s) => ({
-    resolvers: [AssetsResolver, AssetTransformsResolver, AssetWorkflowsResolver, ...external.externalResolvers],
-    // The second argument (all services) is for the resolvers of ./external.ts.
+    resolvers: [
+      AssetsResolver,
+      AssetTransformsResolver,
+      AssetWorkflowsResolver,
+      AssetOrganisationResolver,
+      AssetBulkResolver,
+      AssetWebhooksResolver,
+      ...external.externalResolvers,
+    ],
+    // The second argument (all the area's services) lets a resolver reach the service it wraps.
     createResolver: (cls) => (cls === AssetWorkflowsResolver ? new cls(s?.workflows) : new cls(s?.assets, s)),
   }),
   provides(s, ports) {
     ports.provide('assetFiles', assetFilesPort(s.assets));
   },
-  routes: [...assetsRoutes, ...external.externalRoutes],
+  routes: [...assetsRoutes, ...collectionRoutes, ...bulkRoutes, ...webhookRoutes, ...external.externalRoutes],
   executors: (s) => ({
     [OP_WORKFLOW_RUN]: (ctx) => s.workflows.executeRun(ctx),
     [OP_AUTOMATION_ACTION]: (ctx) => s.workflows.executeAction(ctx),
+    [BULK_OPERATION_TYPE]: (ctx) => s.bulk.run(ctx),
     ...external.externalExecutors(s),
   }),
   standIns: [...external.externalStandIns],
+  consumers: (s, ctx) => [
+    {
+      name: 'webhooks',
+      topics: [ctx.topic('objects'), ctx.topic(RECORD_CHANGES_TOPIC)],
+      fromBeginning: true,
+      handler: async (m) =>
+        emitAll(
+          s.webhooks,
+          m.topic === ctx.topic(RECORD_CHANGES_TOPIC)
+            ? await fromRecordChange(s.assets, m.value as RecordChange)
+            : await fromObjectEvent(s.assets, m.value as ObjectEvent),
+        ),
+    },
+  ],
   workers: (s, ctx) => [
     { name: 'assets-outbox', start: () => s.relay.start(), stop: () => s.relay.stop() },
     assetsWorker(s.assets, ctx.log),
     { name: 'assets-approvals-outbox', start: () => s.workflows.relay.start(), stop: () => s.workflows.relay.stop() },
     // Expires forgotten approvals (and fails the runs waiting on them).
     periodicWorker('assets-approval-expiry', APPROVAL_SWEEP_MS, ctx.log, () => s.workflows.sweepExpired()),
+    { name: 'assets-webhook-deliveries', start: () => s.webhooks.start(), stop: () => s.webhooks.stop() },
   ],
   activitySources: [approvalActivitySource],
   http: {
