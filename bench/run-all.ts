@@ -1,0 +1,292 @@
+/**
+ * `npm run bench`: every cheap benchmark in one go, each figure beside a baseline measured in the
+ * same run on this machine, as one table (figure, platform, baseline, ratio, goal), written to
+ * docs/benchmarks.md with the machine's cores, memory and the engines used (issue #20).
+ *
+ * Sections (BENCH_ONLY=<name>[,<name>] picks; default: all the cheap ones):
+ *   reads     GET metadata and GET recovery-points through the REST bridge vs a plain Fastify +
+ *             mongoose handler doing the same reads (bench/baselines/plain-publisher.ts)
+ *   areas     the area benches that finish in seconds, run as they are (their own output, no ratio)
+ * Opt-in (name them in BENCH_ONLY): the slow area benches in SLOW below, and `scale`
+ *   (bench/read-scale.ts: the same reads at 1k/10k/100k documents).
+ * Knobs: BENCH_SECONDS per round (5), BENCH_ROUNDS (2, subject and baseline alternate),
+ * BENCH_CONCURRENCY (32). The docs file is written only when every default section ran
+ * (or BENCH_WRITE=1).
+ *
+ * Run: `npm run bench` (builds, brings the engines up, then `node dist/bench/run-all.js`).
+ */
+// The platform's logger reads LOG_LEVEL when it is first built: quiet before anything loads.
+process.env.LOG_LEVEL ??= 'warn';
+import 'reflect-metadata';
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { startPlatform, type Platform } from '../app/platform';
+import { loadConfig } from '../core/config';
+import { startPlainPublisher } from './baselines/plain-publisher';
+import { type LoadFigures, type LoadTarget, loadInWorker } from './load-stats';
+
+process.env.APOLLO_TELEMETRY_DISABLED = '1';
+const run = promisify(execFile);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
+const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',').map((s) => s.trim())) : null;
+const ROOT = path.resolve(__dirname, '..', '..');
+
+/** The area benches cheap enough for every run, with knobs that keep each under a minute. */
+const CHEAP: Record<string, Record<string, string>> = {
+  latency: { BENCH_REQUESTS: '500' },
+  'mail-audit': { BENCH_SECONDS: '2' },
+  commerce: { BENCH_REQUESTS: '100', BENCH_SAMPLES: '1000' },
+};
+/** The area benches that take minutes (or gigabytes): opt-in by name in BENCH_ONLY. */
+const SLOW: Record<string, string> = {
+  scale: 'the metadata and list reads at 1k/10k/100k documents (bench/read-scale.ts)',
+  assets: '1 GiB uploads, CDN, 20k-asset lists',
+  'assets-transform': '12 MP image transforms',
+  activity: '1,000 subscriptions fan-out, 10k history',
+  'billing-credits': '100k ledger entries',
+  'objstore-delivery': 'event delivery at 100 and 500 events/s, 50k pending claims',
+  'operations-scale': 'operation claims at 1k and 50k operations',
+  'mongo-wire-throughput': 'the MongoDB-wire server through mongoose',
+  'mail-send': '300 messages end to end through SMTP and webhooks',
+  'engines-down': 'answers while MongoDB is unreachable',
+};
+
+interface Row {
+  figure: string;
+  subject: string;
+  baseline: string;
+  ratio: string;
+  goal: string;
+}
+const rows: Row[] = [];
+const rawOutputs: Array<{ name: string; output: string }> = [];
+const wanted = (name: string, optIn = false) => (ONLY ? ONLY.has(name) : !optIn);
+
+const f0 = (n: number) => n.toFixed(0);
+const f1 = (n: number) => n.toFixed(1);
+
+/** Subject and baseline in alternating order, ROUNDS each; figures averaged over the rounds. */
+async function sideBySide(subject: LoadTarget, baseline: LoadTarget): Promise<{ s: LoadFigures; b: LoadFigures }> {
+  const s: LoadFigures[] = [];
+  const b: LoadFigures[] = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    if (r % 2 === 0) {
+      s.push(await loadInWorker(subject, CONCURRENCY, SECONDS));
+      b.push(await loadInWorker(baseline, CONCURRENCY, SECONDS));
+    } else {
+      b.push(await loadInWorker(baseline, CONCURRENCY, SECONDS));
+      s.push(await loadInWorker(subject, CONCURRENCY, SECONDS));
+    }
+  }
+  const mean = (xs: LoadFigures[]): LoadFigures => ({
+    rps: xs.reduce((a, x) => a + x.rps, 0) / xs.length,
+    p50: xs.reduce((a, x) => a + x.p50, 0) / xs.length,
+    p99: xs.reduce((a, x) => a + x.p99, 0) / xs.length,
+    requests: xs.reduce((a, x) => a + x.requests, 0),
+  });
+  return { s: mean(s), b: mean(b) };
+}
+
+function loadRows(name: string, fig: { s: LoadFigures; b: LoadFigures }, goals: { rps?: number; p99?: number } = {}) {
+  const { s, b } = fig;
+  const ratio = s.rps / b.rps;
+  rows.push({
+    figure: `${name}: req/s (c=${CONCURRENCY})`,
+    subject: f0(s.rps),
+    baseline: f0(b.rps),
+    ratio: ratio.toFixed(2),
+    goal: goals.rps ? `≥ ${goals.rps} ${ratio >= goals.rps ? 'met' : 'NOT met'}` : '',
+  });
+  const p99 = s.p99 / b.p99;
+  rows.push({
+    figure: `${name}: p50 / p99 ms`,
+    subject: `${f1(s.p50)} / ${f1(s.p99)}`,
+    baseline: `${f1(b.p50)} / ${f1(b.p99)}`,
+    ratio: `${(s.p50 / b.p50).toFixed(2)} / ${p99.toFixed(2)}`,
+    goal: goals.p99 ? `p99 ≤ ${goals.p99}× ${p99 <= goals.p99 ? 'met' : 'NOT met'}` : '',
+  });
+}
+
+async function postJson(url: string, key: string, body: unknown): Promise<any> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, body: await res.json() };
+}
+
+async function waitOperation(bridge: string, key: string, projectId: string, operationId: string): Promise<void> {
+  const until = Date.now() + 60_000;
+  for (;;) {
+    const res = await fetch(`${bridge}/api/v1/publisher/projects/${projectId}/operations/${operationId}`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
+    const op = ((await res.json()) as { data?: { status: string } }).data;
+    if (op?.status === 'completed') return;
+    if (op?.status === 'failed' || Date.now() > until) throw new Error(`operation ${operationId}: ${JSON.stringify(op)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** A running hosted site with `points` completed recovery points; returns its project id. */
+export async function benchSite(platform: Platform, key: string, points: number): Promise<string> {
+  const bridge = platform.bridgeUrl!;
+  const created = await postJson(`${bridge}/api/v1/publisher/sites`, key, { name: 'Bench site' });
+  if (created.status !== 202) throw new Error(`create site: ${JSON.stringify(created.body)}`);
+  const projectId = created.body.data.project.id as string;
+  await waitOperation(bridge, key, projectId, created.body.data.operation.id);
+  if (points > 0) {
+    const rp = await postJson(`${bridge}/api/v1/publisher/projects/${projectId}/recovery-points`, key, { reason: 'bench' });
+    if (rp.status !== 202) throw new Error(`recovery point: ${JSON.stringify(rp.body)}`);
+    await waitOperation(bridge, key, projectId, rp.body.data.operation.id);
+    // The rest are copies of the real one (a real point takes a lifecycle operation each).
+    const RecoveryPoint = platform.services.publisher.sites.models.RecoveryPoint;
+    const model = await RecoveryPoint.findById(rp.body.data.recovery_point.id).lean();
+    const t0 = Date.now();
+    const copies = Array.from({ length: points - 1 }, (_, i) => ({
+      ...model!,
+      _id: `${model!._id.slice(0, 24)}${String(i).padStart(12, '0')}`,
+      createdAt: new Date(t0 - (i + 1) * 60_000),
+    }));
+    if (copies.length) await RecoveryPoint.insertMany(copies);
+  }
+  return projectId;
+}
+
+async function readsSection(platform: Platform, mongodbUri: string, key: string): Promise<void> {
+  const projectId = await benchSite(platform, key, 20);
+  const plain = await startPlainPublisher(mongodbUri);
+  try {
+    const headers = { authorization: `Bearer ${key}` };
+    for (const [name, suffix, goals] of [
+      ['GET metadata', '/metadata', { rps: 0.8, p99: 1.5 }],
+      ['GET recovery-points (20)', '/recovery-points', {}],
+    ] as const) {
+      const p = `/api/v1/publisher/projects/${projectId}${suffix}`;
+      loadRows(
+        name,
+        await sideBySide({ url: `${platform.bridgeUrl}${p}`, headers }, { url: `${plain.url}${p}`, headers }),
+        goals,
+      );
+    }
+  } finally {
+    await plain.close();
+  }
+}
+
+async function areaBench(name: string, env: Record<string, string>): Promise<void> {
+  const t0 = performance.now();
+  try {
+    const { stdout } = await run(process.execPath, [path.join(ROOT, 'dist', 'bench', `${name}.js`)], {
+      env: { ...process.env, ...env },
+      maxBuffer: 16 << 20,
+      timeout: 5 * 60_000,
+    });
+    rawOutputs.push({ name: `${name} (${f0((performance.now() - t0) / 1000)} s)`, output: stdout.trim() });
+  } catch (e) {
+    rawOutputs.push({ name: `${name} FAILED`, output: String((e as Error).message).slice(0, 2000) });
+  }
+  console.log(`== ${rawOutputs.at(-1)!.name}\n${rawOutputs.at(-1)!.output}`);
+}
+
+async function engines(platform: Platform): Promise<string[]> {
+  const lines: string[] = [];
+  try {
+    const info = await platform.conn.db!.admin().command({ buildInfo: 1 });
+    lines.push(
+      `MongoDB-wire server at ${platform.config.mongodbUri.replace(/\/\/[^@]*@/, '//').replace(/\/[^/]*$/, '')} reporting version ${info.version}`,
+    );
+  } catch {
+    lines.push('MongoDB-wire server: buildInfo not answered');
+  }
+  lines.push(`Kafka brokers ${platform.config.kafkaBrokers.join(',')} (kafkajs 2.2.4 client)`);
+  return lines;
+}
+
+function table(): string {
+  const head = ['figure', 'platform', 'baseline', 'ratio', 'goal'];
+  const body = rows.map((r) => [r.figure, r.subject, r.baseline, r.ratio, r.goal]);
+  const widths = head.map((h, i) => Math.max(h.length, ...body.map((r) => r[i].length)));
+  const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`;
+  return [line(head), line(widths.map((w) => '-'.repeat(w))), ...body.map(line)].join('\n');
+}
+
+async function main(): Promise<void> {
+  const started = performance.now();
+  const id = randomBytes(4).toString('hex');
+  const base = loadConfig(process.env);
+  const mongodbUri = base.mongodbUri.replace(/\/[^/?]*(\?|$)/, `/bench_${id}$1`);
+  const config = loadConfig({ ...process.env, LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '100000000', MONGODB_URI: mongodbUri });
+  const platform = await startPlatform({
+    config,
+    bridgePort: 0,
+    routerPort: 0,
+    cdnPort: 0,
+    subgraphBasePort: 0,
+    topicPrefix: `bench${id}`,
+  });
+  let engineLines: string[] = [];
+  try {
+    engineLines = await engines(platform);
+    const created = await platform.services.identity.createApiKey({ accountSlug: `bench-${id}`, plan: 'pro' });
+    if (wanted('reads')) await readsSection(platform, mongodbUri, created.key);
+  } finally {
+    await platform.conn.dropDatabase().catch(() => undefined);
+    await platform.stop();
+  }
+  for (const [name, env] of Object.entries(CHEAP)) if (wanted('areas') || ONLY?.has(name)) await areaBench(name, env);
+  for (const name of Object.keys(SLOW)) {
+    if (!ONLY?.has(name)) continue;
+    await areaBench(name === 'scale' ? 'read-scale' : name, {});
+  }
+
+  const seconds = (performance.now() - started) / 1000;
+  const machine = [
+    `${os.cpus().length} cores (${os.cpus()[0]?.model.trim() ?? 'unknown'}), ${f1(os.totalmem() / 1024 ** 3)} GiB memory, load average ${os.loadavg().map(f1).join(' ')} at the end`,
+    `node ${process.version}, ${os.type()} ${os.release()}`,
+    ...engineLines,
+  ];
+  const out = table();
+  console.log(`\n${out}\n\n${machine.join('\n')}\nwhole run ${f0(seconds)} s`);
+  if (!ONLY || process.env.BENCH_WRITE === '1') {
+    const doc = [
+      '# Benchmarks',
+      '',
+      `Written by \`npm run bench\` (bench/run-all.ts) on ${new Date().toISOString()}, whole run ${f0(seconds)} s.`,
+      `Each platform figure and its baseline were measured in the same run, alternating, ${ROUNDS} rounds of ${SECONDS} s at`,
+      `concurrency ${CONCURRENCY}, the client in a worker thread; the ratio is platform / baseline (req/s: higher is better;`,
+      'latency: lower is better). The machine is shared, so absolute figures are noisy; the ratios are what to compare.',
+      '',
+      '## Machine',
+      '',
+      ...machine.map((l) => `- ${l}`),
+      '',
+      '## Figures',
+      '',
+      out,
+      '',
+      '## Area benchmarks run as they are',
+      '',
+      ...rawOutputs.flatMap((o) => [`### ${o.name}`, '', '```', o.output, '```', '']),
+      '## Opt-in (BENCH_ONLY=<name>)',
+      '',
+      ...Object.entries(SLOW).map(([n, what]) => `- \`${n}\`: ${what}`),
+      '',
+    ].join('\n');
+    await writeFile(path.join(ROOT, 'docs', 'benchmarks.md'), doc);
+    console.log('wrote docs/benchmarks.md');
+  }
+  process.exit(0);
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
