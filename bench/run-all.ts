@@ -71,29 +71,54 @@ const wanted = (name: string, optIn = false) => (ONLY ? ONLY.has(name) : !optIn)
 const f0 = (n: number) => n.toFixed(0);
 const f1 = (n: number) => n.toFixed(1);
 
+/** MongoDB commands sent by every client of this process (command monitoring is on in the bench's URI). */
+let mongoCommands = 0;
+function countCommands(conn: { getClient(): { on(event: 'commandStarted', fn: () => void): unknown } }): void {
+  conn.getClient().on('commandStarted', () => mongoCommands++);
+}
+
+/** Load figures plus what each request cost this process: CPU ms (all threads) and MongoDB commands. */
+interface Figures extends LoadFigures {
+  cpuMs: number;
+  commands: number;
+}
+
+async function measured(t: LoadTarget): Promise<Figures> {
+  // Warm-up first (untimed), so caches and connections are in the state a steady load sees.
+  await loadInWorker(t, CONCURRENCY, 0.5, 50);
+  const cpu0 = process.cpuUsage();
+  const cmd0 = mongoCommands;
+  const f = await loadInWorker(t, CONCURRENCY, SECONDS, 0);
+  const cpu = process.cpuUsage(cpu0);
+  return { ...f, cpuMs: (cpu.user + cpu.system) / 1000 / f.requests, commands: (mongoCommands - cmd0) / f.requests };
+}
+
 /** Subject and baseline in alternating order, ROUNDS each; figures averaged over the rounds. */
-async function sideBySide(subject: LoadTarget, baseline: LoadTarget): Promise<{ s: LoadFigures; b: LoadFigures }> {
-  const s: LoadFigures[] = [];
-  const b: LoadFigures[] = [];
+async function sideBySide(subject: LoadTarget, baseline: LoadTarget): Promise<{ s: Figures; b: Figures }> {
+  const s: Figures[] = [];
+  const b: Figures[] = [];
   for (let r = 0; r < ROUNDS; r++) {
     if (r % 2 === 0) {
-      s.push(await loadInWorker(subject, CONCURRENCY, SECONDS));
-      b.push(await loadInWorker(baseline, CONCURRENCY, SECONDS));
+      s.push(await measured(subject));
+      b.push(await measured(baseline));
     } else {
-      b.push(await loadInWorker(baseline, CONCURRENCY, SECONDS));
-      s.push(await loadInWorker(subject, CONCURRENCY, SECONDS));
+      b.push(await measured(baseline));
+      s.push(await measured(subject));
     }
   }
-  const mean = (xs: LoadFigures[]): LoadFigures => ({
-    rps: xs.reduce((a, x) => a + x.rps, 0) / xs.length,
-    p50: xs.reduce((a, x) => a + x.p50, 0) / xs.length,
-    p99: xs.reduce((a, x) => a + x.p99, 0) / xs.length,
+  const avg = (xs: Figures[], k: keyof Figures) => xs.reduce((a, x) => a + x[k], 0) / xs.length;
+  const mean = (xs: Figures[]): Figures => ({
+    rps: avg(xs, 'rps'),
+    p50: avg(xs, 'p50'),
+    p99: avg(xs, 'p99'),
     requests: xs.reduce((a, x) => a + x.requests, 0),
+    cpuMs: avg(xs, 'cpuMs'),
+    commands: avg(xs, 'commands'),
   });
   return { s: mean(s), b: mean(b) };
 }
 
-function loadRows(name: string, fig: { s: LoadFigures; b: LoadFigures }, goals: { rps?: number; p99?: number } = {}) {
+function loadRows(name: string, fig: { s: Figures; b: Figures }, goals: { rps?: number; p99?: number } = {}) {
   const { s, b } = fig;
   const ratio = s.rps / b.rps;
   rows.push({
@@ -110,6 +135,20 @@ function loadRows(name: string, fig: { s: LoadFigures; b: LoadFigures }, goals: 
     baseline: `${f1(b.p50)} / ${f1(b.p99)}`,
     ratio: `${(s.p50 / b.p50).toFixed(2)} / ${p99.toFixed(2)}`,
     goal: goals.p99 ? `p99 ≤ ${goals.p99}× ${p99 <= goals.p99 ? 'met' : 'NOT met'}` : '',
+  });
+  rows.push({
+    figure: `${name}: CPU ms / request (process)`,
+    subject: s.cpuMs.toFixed(2),
+    baseline: b.cpuMs.toFixed(2),
+    ratio: (s.cpuMs / b.cpuMs).toFixed(2),
+    goal: '',
+  });
+  rows.push({
+    figure: `${name}: MongoDB commands / request`,
+    subject: s.commands.toFixed(2),
+    baseline: b.commands.toFixed(2),
+    ratio: (s.commands / b.commands).toFixed(2),
+    goal: '',
   });
 }
 
@@ -163,6 +202,7 @@ export async function benchSite(platform: Platform, key: string, points: number)
 async function readsSection(platform: Platform, mongodbUri: string, key: string): Promise<void> {
   const projectId = await benchSite(platform, key, 20);
   const plain = await startPlainPublisher(mongodbUri);
+  countCommands(plain.conn);
   try {
     const headers = { authorization: `Bearer ${key}` };
     for (const [name, suffix, goals] of [
@@ -222,7 +262,9 @@ async function main(): Promise<void> {
   const started = performance.now();
   const id = randomBytes(4).toString('hex');
   const base = loadConfig(process.env);
-  const mongodbUri = base.mongodbUri.replace(/\/[^/?]*(\?|$)/, `/bench_${id}$1`);
+  // Command monitoring on: the table counts MongoDB commands per request (background work included).
+  const dbUri = base.mongodbUri.replace(/\/[^/?]*(\?|$)/, `/bench_${id}$1`);
+  const mongodbUri = `${dbUri}${dbUri.includes('?') ? '&' : '?'}monitorCommands=true`;
   const config = loadConfig({ ...process.env, LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '100000000', MONGODB_URI: mongodbUri });
   const platform = await startPlatform({
     config,
@@ -232,6 +274,7 @@ async function main(): Promise<void> {
     subgraphBasePort: 0,
     topicPrefix: `bench${id}`,
   });
+  countCommands(platform.conn);
   let engineLines: string[] = [];
   try {
     engineLines = await engines(platform);
@@ -286,7 +329,9 @@ async function main(): Promise<void> {
   process.exit(0);
 }
 
-main().catch((e) => {
-  console.error(e);
-  process.exit(1);
-});
+if (require.main === module) {
+  main().catch((e) => {
+    console.error(e);
+    process.exit(1);
+  });
+}

@@ -20,6 +20,7 @@ interface Principal {
 
 export interface PlainServer {
   url: string;
+  conn: mongoose.Connection;
   close(): Promise<void>;
 }
 
@@ -148,6 +149,7 @@ export async function startPlainPublisher(mongodbUri: string, sitesDomain = 'sit
   const port = (app.server.address() as { port: number }).port;
   return {
     url: `http://127.0.0.1:${port}`,
+    conn,
     async close() {
       await app.close();
       await conn.close();

@@ -3,7 +3,7 @@
  * MongoDB-wire server costs more than the gateway, so the count is pinned here and a change that
  * adds one fails. Counted with the driver's command monitoring on the platform's own connection.
  */
-import type { CommandStartedEvent } from 'mongodb';
+import type { mongo } from 'mongoose';
 import { loadConfig } from '../../core/config';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 import { projectPath, runningSite } from '../publisher/helpers';
@@ -11,7 +11,7 @@ import { projectPath, runningSite } from '../publisher/helpers';
 let t: TestPlatform;
 /** A second platform on the same database with no workers: no background polling between requests. */
 let reader: TestPlatform;
-let seen: CommandStartedEvent[] | null = null;
+let seen: mongo.CommandStartedEvent[] | null = null;
 const previousUri = process.env.MONGODB_URI;
 
 beforeAll(async () => {
@@ -51,16 +51,33 @@ describe('MongoDB commands per REST read', () => {
     expect(await commandsOf(() => new Promise((r) => setTimeout(r, 500)))).toEqual([]);
   });
 
-  it('GET /projects/{id}/metadata', async () => {
+  it('GET /projects/{id}/metadata: six commands cold, then the site and its newsletter provider only', async () => {
     const path = projectPath(projectId, '/metadata');
-    expect((await reader.rest('GET', path, { key })).status).toBe(200); // warms the principal cache
-    const cmds = await commandsOf(async () => expect((await reader.rest('GET', path, { key })).status).toBe(200));
-    expect(cmds.sort()).toEqual([
+    // Cold: the key and its account, the site, its finished lock holder, its project, its provider.
+    const cold = await commandsOf(async () => expect((await reader.rest('GET', path, { key })).status).toBe(200));
+    expect(cold.sort()).toEqual([
+      'find accounts',
+      'find api_keys',
       'find operations',
       'find projects',
       'find publisher_newsletter_providers',
       'find publisher_sites',
     ]);
+    // Warm: the principal (5 s), the finished operation and the project (both immutable) are remembered.
+    const warm = await commandsOf(async () => expect((await reader.rest('GET', path, { key })).status).toBe(200));
+    expect(warm.sort()).toEqual(['find publisher_newsletter_providers', 'find publisher_sites']);
+  });
+
+  it('concurrent requests of one unknown-to-the-cache key share one principal lookup', async () => {
+    const other = await t.createKey();
+    const path = projectPath(projectId, '/metadata');
+    const cmds = await commandsOf(() =>
+      Promise.all(Array.from({ length: 16 }, () => reader.rest('GET', path, { key: other.key }))).then((rs) =>
+        rs.forEach((r) => expect(r.status).toBe(404)),
+      ),
+    );
+    expect(cmds.filter((c) => c === 'find api_keys')).toHaveLength(1);
+    expect(cmds.filter((c) => c === 'find accounts')).toHaveLength(1);
   });
 
   it('GET /projects/{id}/recovery-points', async () => {
