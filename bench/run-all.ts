@@ -6,6 +6,10 @@
  * Sections (BENCH_ONLY=<name>[,<name>] picks; default: all the cheap ones):
  *   reads     GET metadata and GET recovery-points through the REST bridge vs a plain Fastify +
  *             mongoose handler doing the same reads (bench/baselines/plain-publisher.ts)
+ *   cdn       a 100 KiB public asset from {cdn_url} vs a plain static file server (baselines/static-files.ts)
+ *   upload    POST /api/v1/assets/upload of BENCH_UPLOAD_MIB (64) vs a raw loopback disk write (baselines/disk-writes.ts)
+ *   events    publish → consume through the platform's event bus vs a bare kafkajs producer/consumer
+ *             (baselines/bare-kafka.ts), BENCH_MESSAGES (2000), 16 publishes in flight
  *   areas     the area benches that finish in seconds, run as they are (their own output, no ratio)
  * Opt-in (name them in BENCH_ONLY): the slow area benches in SLOW below, and `scale`
  *   (bench/read-scale.ts: the same reads at 1k/10k/100k documents).
@@ -20,13 +24,16 @@ process.env.LOG_LEVEL ??= 'warn';
 import 'reflect-metadata';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { writeFile } from 'node:fs/promises';
+import { mkdtemp, open, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { startPlatform, type Platform } from '../app/platform';
 import { loadConfig } from '../core/config';
+import { type PubSub, bareKafka, publishConsume } from './baselines/bare-kafka';
+import { rawLoopbackWrite } from './baselines/disk-writes';
 import { startPlainPublisher } from './baselines/plain-publisher';
+import { startStaticFileServer } from './baselines/static-files';
 import { type LoadFigures, type LoadTarget, loadInWorker } from './load-stats';
 
 process.env.APOLLO_TELEMETRY_DISABLED = '1';
@@ -221,6 +228,118 @@ async function readsSection(platform: Platform, mongodbUri: string, key: string)
   }
 }
 
+async function cdnSection(platform: Platform, key: string, dir: string): Promise<void> {
+  const file = path.join(dir, 'small.bin');
+  await writeFile(file, randomBytes(100 * 1024));
+  const form = new FormData();
+  form.set('visibility', 'public');
+  form.set('file', new Blob([await readFile(file)]), 'small.bin');
+  const res = await fetch(`${platform.bridgeUrl}/api/v1/assets/upload`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}` },
+    body: form,
+  });
+  const body = (await res.json()) as { data?: { url: string } };
+  if (!body.data?.url) throw new Error(`upload: ${res.status} ${JSON.stringify(body).slice(0, 300)}`);
+  const cdnUrl = body.data.url.replace(/^https?:\/\/[^/]+/, platform.cdnUrl!);
+  const plain = await startStaticFileServer(file);
+  try {
+    loadRows('CDN 100 KiB public asset', await sideBySide({ url: cdnUrl }, { url: plain.url }));
+  } finally {
+    await plain.close();
+  }
+}
+
+async function uploadSection(platform: Platform, key: string, dir: string): Promise<void> {
+  const mib = Number(process.env.BENCH_UPLOAD_MIB ?? 64);
+  const file = path.join(dir, 'upload.bin');
+  const block = randomBytes(1024 * 1024);
+  const fh = await open(file, 'w');
+  for (let i = 0; i < mib; i++) {
+    block[0] = i & 0xff; // blocks differ, so nothing downstream can deduplicate them
+    await fh.write(block);
+  }
+  await fh.close();
+  const upload = async (i: number) => {
+    const t0 = performance.now();
+    const { stdout } = await run(
+      'curl',
+      [
+        '-sS',
+        '-H',
+        `Authorization: Bearer ${key}`,
+        '-F',
+        `key=bench/upload-${i}`,
+        '-F',
+        `file=@${file}`,
+        `${platform.bridgeUrl}/api/v1/assets/upload`,
+      ],
+      { maxBuffer: 1 << 20 },
+    );
+    if (!stdout.includes('"success":true')) throw new Error(`upload: ${stdout.slice(0, 300)}`);
+    return (performance.now() - t0) / 1000;
+  };
+  const s: number[] = [];
+  const b: number[] = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    if (r % 2 === 0) {
+      s.push(await upload(r));
+      b.push(await rawLoopbackWrite(file, dir));
+    } else {
+      b.push(await rawLoopbackWrite(file, dir));
+      s.push(await upload(r));
+    }
+  }
+  const mibps = (xs: number[]) => (mib * xs.length) / xs.reduce((a, x) => a + x, 0);
+  rows.push({
+    figure: `upload ${mib} MiB (POST /assets/upload): MiB/s`,
+    subject: f0(mibps(s)),
+    baseline: f0(mibps(b)),
+    ratio: (mibps(s) / mibps(b)).toFixed(2),
+    goal: '',
+  });
+}
+
+async function eventsSection(platform: Platform, prefix: string): Promise<void> {
+  const n = Number(process.env.BENCH_MESSAGES ?? 2000);
+  const bus = platform.bus;
+  const platformBus: PubSub = {
+    publish: (topic, key, value) => bus.publish([{ topic, key, value }]),
+    async subscribe(topic, groupId, onMessage) {
+      const sub = await bus.subscribe<{ i: number; at: number }>({
+        groupId,
+        topics: [topic],
+        fromBeginning: true,
+        waitForAssignment: true,
+        handler: async (m) => onMessage(m.value),
+      });
+      return () => sub.stop();
+    },
+    close: async () => undefined,
+  };
+  const bare = await bareKafka(platform.config.kafkaBrokers);
+  try {
+    const s = await publishConsume(platformBus, `${prefix}.bench.bus`, n, 16);
+    const b = await publishConsume(bare, `${prefix}.bench.bare`, n, 16);
+    rows.push({
+      figure: `events ${n} publish → consume: messages/s`,
+      subject: f0(s.perSecond),
+      baseline: f0(b.perSecond),
+      ratio: (s.perSecond / b.perSecond).toFixed(2),
+      goal: '',
+    });
+    rows.push({
+      figure: 'events publish → consume: p50 / p99 ms',
+      subject: `${f1(s.p50)} / ${f1(s.p99)}`,
+      baseline: `${f1(b.p50)} / ${f1(b.p99)}`,
+      ratio: `${(s.p50 / b.p50).toFixed(2)} / ${(s.p99 / b.p99).toFixed(2)}`,
+      goal: '',
+    });
+  } finally {
+    await bare.close();
+  }
+}
+
 async function areaBench(name: string, env: Record<string, string>): Promise<void> {
   const t0 = performance.now();
   try {
@@ -265,7 +384,14 @@ async function main(): Promise<void> {
   // Command monitoring on: the table counts MongoDB commands per request (background work included).
   const dbUri = base.mongodbUri.replace(/\/[^/?]*(\?|$)/, `/bench_${id}$1`);
   const mongodbUri = `${dbUri}${dbUri.includes('?') ? '&' : '?'}monitorCommands=true`;
-  const config = loadConfig({ ...process.env, LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '100000000', MONGODB_URI: mongodbUri });
+  const blobs = path.join(os.tmpdir(), `bench-blobs-${id}`);
+  const config = loadConfig({
+    ...process.env,
+    LOG_LEVEL: 'warn',
+    RATE_LIMIT_PER_MINUTE: '100000000',
+    MONGODB_URI: mongodbUri,
+    ASSETS_BLOB_DIR: blobs,
+  });
   const platform = await startPlatform({
     config,
     bridgePort: 0,
@@ -280,9 +406,18 @@ async function main(): Promise<void> {
     engineLines = await engines(platform);
     const created = await platform.services.identity.createApiKey({ accountSlug: `bench-${id}`, plan: 'pro' });
     if (wanted('reads')) await readsSection(platform, mongodbUri, created.key);
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'bench-'));
+    try {
+      if (wanted('cdn')) await cdnSection(platform, created.key, dir);
+      if (wanted('upload')) await uploadSection(platform, created.key, dir);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+    if (wanted('events')) await eventsSection(platform, `bench${id}`);
   } finally {
     await platform.conn.dropDatabase().catch(() => undefined);
     await platform.stop();
+    await rm(blobs, { recursive: true, force: true });
   }
   for (const [name, env] of Object.entries(CHEAP)) if (wanted('areas') || ONLY?.has(name)) await areaBench(name, env);
   for (const name of Object.keys(SLOW)) {
