@@ -6,12 +6,15 @@
  * Sections (BENCH_ONLY=<name>[,<name>] picks; default: all the cheap ones):
  *   reads     GET metadata and GET recovery-points through the REST bridge vs a plain Fastify +
  *             mongoose handler doing the same reads (bench/baselines/plain-publisher.ts)
+ *   layers    the metadata read one at a time through the bridge, the router (POST /graphql) and
+ *             straight to the publisher subgraph (signed principal), against the plain handler:
+ *             where the time goes, and the router's own overhead at p50/p99
  *   cdn       a 100 KiB public asset from {cdn_url} vs a plain static file server (baselines/static-files.ts)
  *   upload    POST /api/v1/assets/upload of BENCH_UPLOAD_MIB (64) vs a raw loopback disk write (baselines/disk-writes.ts)
  *   events    publish → consume through the platform's event bus vs a bare kafkajs producer/consumer
  *             (baselines/bare-kafka.ts), BENCH_MESSAGES (2000), 16 publishes in flight
  *   areas     the area benches that finish in seconds, run as they are (their own output, no ratio)
- * Opt-in (name them in BENCH_ONLY): the slow area benches in SLOW below, and `scale`
+ * Opt-in (name them in BENCH_ONLY, or in BENCH_WITH to add them to a full run): the slow area benches in SLOW below, and `scale`
  *   (bench/read-scale.ts: the same reads at 1k/10k/100k documents).
  * Knobs: BENCH_SECONDS per round (5), BENCH_ROUNDS (2, subject and baseline alternate),
  * BENCH_CONCURRENCY (32). The docs file is written only when every default section ran
@@ -29,7 +32,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { startPlatform, type Platform } from '../app/platform';
+import { operationDocument } from '../app/areas';
 import { loadConfig } from '../core/config';
+import { PRINCIPAL_HEADER, signPrincipal } from '../core/principal';
 import { type PubSub, bareKafka, publishConsume } from './baselines/bare-kafka';
 import { rawLoopbackWrite } from './baselines/disk-writes';
 import { startPlainPublisher } from './baselines/plain-publisher';
@@ -41,6 +46,8 @@ const run = promisify(execFile);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
+/** Opt-in benches to add to a full run (the docs file is still written), e.g. BENCH_WITH=scale. */
+const WITH = new Set((process.env.BENCH_WITH ?? '').split(',').filter(Boolean));
 const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(',').map((s) => s.trim())) : null;
 const ROOT = path.resolve(__dirname, '..', '..');
 
@@ -63,6 +70,26 @@ const SLOW: Record<string, string> = {
   'mail-send': '300 messages end to end through SMTP and webhooks',
   'engines-down': 'answers while MongoDB is unreachable',
 };
+
+/** The closing note of docs/benchmarks.md: what the figures mean, and how cost grows. */
+const NOTES = [
+  '- Both sides of every ratio run in this one process against the same engines, alternating, so machine load',
+  '  (2 cores shared with other work) hits both; the CPU ms per request (all threads of this process, the load',
+  '  client included) and the MongoDB commands per request (background pollers included) are steadier than req/s.',
+  '- The metadata read sends 2 MongoDB commands per request when warm (the site, its newsletter provider):',
+  '  the principal is cached 5 s and looked up once per key at a time, a finished lock-holding operation and the',
+  '  project are immutable and kept per process (test/perf/command-count.test.ts pins the counts). The plain',
+  '  handler does the same four reads as the route did before (site, operation, project, provider).',
+  '- What remains between the bridge and the plain handler is CPU in the GraphQL layers (Apollo Server, gateway',
+  '  plan execution and result shaping, the signed principal, type-graphql), about 1-2 ms per request here; on 2',
+  '  shared cores that, not the round trips, bounds req/s.',
+  '- Scale (`BENCH_ONLY=scale`, bench/read-scale.ts): reads by _id (metadata: sites, operations, projects,',
+  '  providers) stay flat as collections grow; the recovery-points list filters on projectId, which the',
+  '  MongoDB-wire server answers with a full scan under a collection lock (decision 0001), so its cost grows',
+  '  linearly with publisher_recovery_points. On the default engines keep collections that are listed by a',
+  '  non-_id filter small (recovery points, operations, assets, mail messages) or use a real MongoDB',
+  '  (MONGODB_URI), where the declared indexes answer the same lists.',
+];
 
 interface Row {
   figure: string;
@@ -90,12 +117,12 @@ interface Figures extends LoadFigures {
   commands: number;
 }
 
-async function measured(t: LoadTarget): Promise<Figures> {
+async function measured(t: LoadTarget, concurrency = CONCURRENCY): Promise<Figures> {
   // Warm-up first (untimed), so caches and connections are in the state a steady load sees.
-  await loadInWorker(t, CONCURRENCY, 0.5, 50);
+  await loadInWorker(t, concurrency, 0.5, 50);
   const cpu0 = process.cpuUsage();
   const cmd0 = mongoCommands;
-  const f = await loadInWorker(t, CONCURRENCY, SECONDS, 0);
+  const f = await loadInWorker(t, concurrency, SECONDS, 0);
   const cpu = process.cpuUsage(cpu0);
   return { ...f, cpuMs: (cpu.user + cpu.system) / 1000 / f.requests, commands: (mongoCommands - cmd0) / f.requests };
 }
@@ -211,6 +238,8 @@ async function readsSection(platform: Platform, mongodbUri: string, key: string)
   const plain = await startPlainPublisher(mongodbUri);
   countCommands(plain.conn);
   try {
+    if (wanted('layers')) await layersSection(platform, plain.url, key, projectId);
+    if (!wanted('reads')) return;
     const headers = { authorization: `Bearer ${key}` };
     for (const [name, suffix, goals] of [
       ['GET metadata', '/metadata', { rps: 0.8, p99: 1.5 }],
@@ -226,6 +255,64 @@ async function readsSection(platform: Platform, mongodbUri: string, key: string)
   } finally {
     await plain.close();
   }
+}
+
+/** One request at a time, so each layer's latency is its own (no queueing): bridge, router, subgraph, plain. */
+async function layersSection(platform: Platform, plainUrl: string, key: string, projectId: string): Promise<void> {
+  const path = `/api/v1/publisher/projects/${projectId}/metadata`;
+  const auth = { authorization: `Bearer ${key}` };
+  const json = { 'content-type': 'application/json' };
+  const body = JSON.stringify({ query: operationDocument('publisher', 'site-metadata'), variables: { projectId } });
+  const principal = await platform.services.identity.authenticate(key);
+  const targets: Array<[string, () => LoadTarget]> = [
+    ['bridge (REST)', () => ({ url: `${platform.bridgeUrl}${path}`, headers: auth })],
+    ['router (POST /graphql)', () => ({ url: platform.routerUrl!, method: 'POST', headers: { ...auth, ...json }, body })],
+    [
+      'publisher subgraph',
+      () => {
+        // Signed as the router does; valid 30 s for this request id, so signed again per round.
+        const requestId = `bench-${randomBytes(6).toString('hex')}`;
+        const signed = signPrincipal(principal, { audience: 'publisher', requestId }, platform.config.INTERNAL_SIGNING_KEY);
+        return {
+          url: platform.subgraphUrls.publisher,
+          method: 'POST',
+          headers: { ...json, 'x-request-id': requestId, [PRINCIPAL_HEADER]: signed },
+          body,
+        };
+      },
+    ],
+    ['plain handler', () => ({ url: `${plainUrl}${path}`, headers: auth })],
+  ];
+  const figures = new Map<string, Figures[]>();
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const [name, target] of r % 2 === 0 ? targets : [...targets].reverse()) {
+      figures.set(name, [...(figures.get(name) ?? []), await measured(target(), 1)]);
+    }
+  }
+  const mean = (name: string, k: keyof Figures) => {
+    const xs = figures.get(name)!;
+    return xs.reduce((a, x) => a + x[k], 0) / xs.length;
+  };
+  const plainP50 = mean('plain handler', 'p50');
+  const plainP99 = mean('plain handler', 'p99');
+  const plainCpu = mean('plain handler', 'cpuMs');
+  for (const [name] of targets.slice(0, 3)) {
+    rows.push({
+      figure: `metadata c=1 via ${name}: p50 / p99 ms, CPU ms`,
+      subject: `${f1(mean(name, 'p50'))} / ${f1(mean(name, 'p99'))}, ${mean(name, 'cpuMs').toFixed(2)}`,
+      baseline: `${f1(plainP50)} / ${f1(plainP99)}, ${plainCpu.toFixed(2)}`,
+      ratio: `${(mean(name, 'p50') / plainP50).toFixed(2)} / ${(mean(name, 'p99') / plainP99).toFixed(2)}, ${(mean(name, 'cpuMs') / plainCpu).toFixed(2)}`,
+      goal: '',
+    });
+  }
+  const over = (k: 'p50' | 'p99') => mean('router (POST /graphql)', k) - mean('publisher subgraph', k);
+  rows.push({
+    figure: "router's own overhead (router − subgraph), p50 / p99 ms",
+    subject: `${f1(over('p50'))} / ${f1(over('p99'))}`,
+    baseline: '',
+    ratio: '',
+    goal: 'stated',
+  });
 }
 
 async function cdnSection(platform: Platform, key: string, dir: string): Promise<void> {
@@ -405,7 +492,7 @@ async function main(): Promise<void> {
   try {
     engineLines = await engines(platform);
     const created = await platform.services.identity.createApiKey({ accountSlug: `bench-${id}`, plan: 'pro' });
-    if (wanted('reads')) await readsSection(platform, mongodbUri, created.key);
+    if (wanted('reads') || wanted('layers')) await readsSection(platform, mongodbUri, created.key);
     const dir = await mkdtemp(path.join(os.tmpdir(), 'bench-'));
     try {
       if (wanted('cdn')) await cdnSection(platform, created.key, dir);
@@ -421,7 +508,7 @@ async function main(): Promise<void> {
   }
   for (const [name, env] of Object.entries(CHEAP)) if (wanted('areas') || ONLY?.has(name)) await areaBench(name, env);
   for (const name of Object.keys(SLOW)) {
-    if (!ONLY?.has(name)) continue;
+    if (!ONLY?.has(name) && !WITH.has(name)) continue;
     await areaBench(name === 'scale' ? 'read-scale' : name, {});
   }
 
@@ -453,7 +540,11 @@ async function main(): Promise<void> {
       '## Area benchmarks run as they are',
       '',
       ...rawOutputs.flatMap((o) => [`### ${o.name}`, '', '```', o.output, '```', '']),
-      '## Opt-in (BENCH_ONLY=<name>)',
+      '## Notes',
+      '',
+      ...NOTES,
+      '',
+      '## Opt-in (BENCH_ONLY=<name>, or BENCH_WITH=<name> beside the full run)',
       '',
       ...Object.entries(SLOW).map(([n, what]) => `- \`${n}\`: ${what}`),
       '',
