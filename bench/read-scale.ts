@@ -20,7 +20,7 @@ import { startPlatform } from '../app/platform';
 import { loadConfig } from '../core/config';
 import { startPlainPublisher } from './baselines/plain-publisher';
 import { loadInWorker } from './load-stats';
-import { benchSite } from './run-all';
+import { benchSite, startPatiently } from './run-all';
 
 process.env.APOLLO_TELEMETRY_DISABLED = '1';
 const SIZES = (process.env.BENCH_SCALE_SIZES ?? '1000,10000').split(',').map(Number);
@@ -33,14 +33,16 @@ async function main(): Promise<void> {
   const base = loadConfig(process.env);
   const uri = base.mongodbUri.replace(/\/[^/?]*(\?|$)/, `/bench_${id}$1`);
   const config = loadConfig({ ...process.env, LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '100000000', MONGODB_URI: uri });
-  const platform = await startPlatform({
-    config,
-    bridgePort: 0,
-    routerPort: 0,
-    cdnPort: 0,
-    subgraphBasePort: 0,
-    topicPrefix: `bench${id}`,
-  });
+  const platform = await startPatiently(() =>
+    startPlatform({
+      config,
+      bridgePort: 0,
+      routerPort: 0,
+      cdnPort: 0,
+      subgraphBasePort: 0,
+      topicPrefix: `bench${id}`,
+    }),
+  );
   const plain = await startPlainPublisher(uri);
   try {
     const created = await platform.services.identity.createApiKey({ accountSlug: `bench-${id}`, plan: 'pro' });
