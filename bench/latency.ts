@@ -94,7 +94,14 @@ async function main(): Promise<void> {
     LOG_LEVEL: 'warn',
     MONGODB_URI: base.mongodbUri.replace(/\/[^/?]*(\?|$)/, `/bench_${id}$1`),
   });
-  const platform = await startPlatform({ config, bridgePort: 0, routerPort: 0, subgraphBasePort: 0, topicPrefix: `bench${id}` });
+  const platform = await startPlatform({
+    config,
+    bridgePort: 0,
+    routerPort: 0,
+    cdnPort: 0,
+    subgraphBasePort: 0,
+    topicPrefix: `bench${id}`,
+  });
   try {
     const created = await platform.services.identity.createApiKey({ accountSlug: `bench-${id}`, plan: 'pro' });
     const auth = { authorization: `Bearer ${created.key}` };
