@@ -5,7 +5,7 @@
  *   subgraph     POST /graphql straight to the publisher subgraph with a signed principal
  * Bounded: BENCH_REQUESTS sequential requests per target (default 2000) after a warm-up, then the
  * same at concurrency 16, from a worker thread (its own event loop). BENCH_QUERY replaces the GraphQL
- * query of the router and subgraph lines (e.g. `{ __typename }` for the bare transport cost). Run: `npm run bench` (brings the engines up first).
+ * query of the router and subgraph lines (e.g. `{ __typename }` for the bare transport cost). Run: `npm run -s build && node dist/bench/latency.js` (also part of `npm run bench`).
  */
 import 'reflect-metadata';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -94,7 +94,14 @@ async function main(): Promise<void> {
     LOG_LEVEL: 'warn',
     MONGODB_URI: base.mongodbUri.replace(/\/[^/?]*(\?|$)/, `/bench_${id}$1`),
   });
-  const platform = await startPlatform({ config, bridgePort: 0, routerPort: 0, subgraphBasePort: 0, topicPrefix: `bench${id}` });
+  const platform = await startPlatform({
+    config,
+    bridgePort: 0,
+    routerPort: 0,
+    cdnPort: 0,
+    subgraphBasePort: 0,
+    topicPrefix: `bench${id}`,
+  });
   try {
     const created = await platform.services.identity.createApiKey({ accountSlug: `bench-${id}`, plan: 'pro' });
     const auth = { authorization: `Bearer ${created.key}` };

@@ -1,4 +1,6 @@
 import '../../core/site-actions';
+import '../../core/activity-scopes';
+import type { ActivityScopeTarget } from '../../core/activity-scopes';
 import type { ActivityRecord, ActivitySource } from '../../core/activity-source';
 import type { EventBus } from '../../core/events/event-bus';
 import { PlatformError, badRequest } from '../../core/errors';
@@ -136,7 +138,11 @@ export class ActivityService {
       if (visible.length === 0) throw notFoundActivity('objective');
       return { accountId: p.accountId, _id: { $in: visible.flatMap((a) => a.operations.map((o) => o.activityId)) } };
     }
-    // Applications and databases are known here by the activity recorded about them.
+    const target = await this.scopeTarget(p, s);
+    if (target) {
+      return { accountId: p.accountId, projectId: target.projectId, resourceType: { $in: target.resourceTypes } };
+    }
+    // Without an area answering for them, applications and databases are known by recorded activity.
     const filter: Record<string, unknown> = { accountId: p.accountId, resourceKey: `${s.type}:${s.id}` };
     if (s.projectId) {
       if (!(await this.canAccessProject(p, s.projectId))) throw notFoundActivity('project');
@@ -214,8 +220,32 @@ export class ActivityService {
   }
 
   /** Agent activity exists per project (actions act on projects); other scopes hold none yet. */
+  /**
+   * An application or database scope as the owning area describes it (`core/activity-scopes.ts`):
+   * null when no area answers for that kind; 404 when the id is unknown in the account, its project
+   * is not visible to the key, or the project-database route names another project.
+   */
+  private async scopeTarget(p: Principal, s: Scope): Promise<ActivityScopeTarget | null> {
+    const port = s.type === 'application' ? 'applicationScopes' : s.type === 'database' ? 'databaseScopes' : null;
+    if (!port || !this.d.ports.has(port)) return null;
+    const target = await this.d.ports.get(port).resolve(p.accountId, s.id);
+    if (!target || (s.projectId && s.projectId !== target.projectId) || !(await this.canAccessProject(p, target.projectId))) {
+      throw notFoundActivity(s.type);
+    }
+    return target;
+  }
+
   private async actionFilter(p: Principal, scope: Scope) {
     checkId(scope.id, `${scope.type} id`);
+    if (scope.projectId) checkId(scope.projectId, 'project id');
+    const target = scope.type === 'application' || scope.type === 'database' ? await this.scopeTarget(p, scope) : null;
+    if (target) {
+      await this.actions.expireDue(p.accountId, target.projectId);
+      // A prefix as a range (`database.` ≤ key < `database/`): every engine answers it, no regex.
+      const prefix = target.actionKeyPrefix;
+      const after = prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1);
+      return { accountId: p.accountId, projectId: target.projectId, actionKey: { $gte: prefix, $lt: after } };
+    }
     if (scope.type !== 'project' || !(await this.canAccessProject(p, scope.id))) throw notFoundActivity(scope.type);
     await this.actions.expireDue(p.accountId, scope.id);
     return { accountId: p.accountId, projectId: scope.id };

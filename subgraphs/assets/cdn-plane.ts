@@ -8,7 +8,7 @@ import { type DerivativeDoc, decodeSpec } from './transforms';
 /** Signed (private) deliveries are never stored by shared caches. */
 const PRIVATE_CACHE_CONTROL = 'private, no-store';
 
-const notFound = (reply: FastifyReply) =>
+export const notFound = (reply: FastifyReply) =>
   reply
     .status(404)
     .header('Cache-Control', 'no-store')
@@ -29,7 +29,7 @@ function matchesEtag(header: string | undefined, etag: string): boolean {
  * answered with the whole body), `Cache-Control` from the asset, `Content-Disposition` with the
  * original name.
  */
-async function sendVersion(
+export async function sendVersion(
   req: FastifyRequest,
   reply: FastifyReply,
   assets: AssetsService,

@@ -9,7 +9,11 @@ import type { AssetDoc } from './model';
  * consumes it. Every event is written into the changed document's outbox by the same update that
  * makes the change, and its `event_id` is fixed then, so a redelivery carries the same id.
  */
-export const TOPICS = { objects: OBJECT_EVENTS_TOPIC } as const;
+export const TOPICS = {
+  objects: OBJECT_EVENTS_TOPIC,
+  /** Record changes with no object event, for the webhooks (`RecordChange` in webhooks/sources.ts). */
+  recordChanges: 'assets.record-changes',
+} as const;
 
 export interface ObjectChange {
   type: ObjectEventType;

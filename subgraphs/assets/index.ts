@@ -2,6 +2,7 @@ import path from 'node:path';
 import type { z } from 'zod';
 import { defineArea } from '../../core/area';
 import { OutboxRelay } from '../../core/events/outbox';
+import { periodicWorker } from '../../core/periodic-worker';
 import type { Ports } from '../../core/ports';
 import { assetFilesPort } from './asset-files';
 import { assetsCdnPlane } from './cdn-plane';
@@ -16,13 +17,47 @@ import { AssetsService } from './service';
 import { type AssetsSettings, assetsSettingsSchema } from './settings';
 import { assetsUploadPlane, bearerAuthenticate } from './upload-plane';
 import { assetsWorker } from './workers';
+import { organisationModels } from './collections/model';
+import { AssetOrganisationResolver } from './collections/resolvers';
+import { collectionRoutes } from './collections/routes';
+import { Organisation } from './collections/service';
+import { bulkModels } from './bulk/model';
+import { AssetBulkResolver } from './bulk/resolvers';
+import { bulkRoutes } from './bulk/routes';
+import { BULK_OPERATION_TYPE, BulkJobs } from './bulk/service';
+import type { ObjectEvent } from '../../core/events/object-events';
+import { webhookModels } from './webhooks/model';
+import { AssetWebhooksResolver } from './webhooks/resolvers';
+import { webhookRoutes } from './webhooks/routes';
+import { AssetWebhooks } from './webhooks/service';
+import { webhookSettingsSchema } from './webhooks/settings';
+import {
+  emitAll,
+  fromObjectEvent,
+  fromRecordChange,
+  RECORD_CHANGES_TOPIC,
+  type RecordChange,
+  withRecordChange,
+} from './webhooks/sources';
+import * as external from './external';
+import { assetsMcpPlane } from './mcp/plane';
+import { assetsWorkflowHookPlane } from './workflow-hooks/plane';
+import { APPROVALS_TOPIC, approvalActivitySource } from './workflows/activity';
+import { workflowModels } from './workflows/model';
+import { AssetWorkflowsResolver } from './workflows/resolvers';
+import { APPROVAL_SWEEP_MS, OP_AUTOMATION_ACTION, OP_WORKFLOW_RUN, WorkflowService } from './workflows/service';
 
 export { AssetsService } from './service';
 
-export interface AssetsServices {
+export interface AssetsServices extends external.ExternalServices {
   assets: AssetsService;
   relay: OutboxRelay;
   ports: Ports;
+  /** Collections and saved searches (issue 17). */
+  organisation: Organisation;
+  bulk: BulkJobs;
+  webhooks: AssetWebhooks;
+  workflows: WorkflowService;
 }
 
 /**
@@ -62,22 +97,90 @@ export default defineArea<AssetsServices, AssetsSettings>({
       () => ctx.topic('objects'),
       () => relay.nudge(),
     );
-    return { assets, relay, ports: ctx.ports };
+    const workflows = new WorkflowService({
+      models: workflowModels(ctx.conn),
+      assets,
+      engine: ctx.engine,
+      bus: ctx.bus,
+      ports: ctx.ports,
+      log: ctx.log,
+      notifyTopic: () => ctx.topic('workflows'),
+      baseUrl: () => ctx.config.baseUrl ?? '',
+      approvalsTopic: () => `${ctx.topicPrefix}.${APPROVALS_TOPIC}`,
+    });
+    const organisation = new Organisation(organisationModels(ctx.conn), assets);
+    const webhooks = new AssetWebhooks(webhookModels(ctx.conn), assets, webhookSettingsSchema.parse(ctx.config.env), ctx.log);
+    const bulk = new BulkJobs(bulkModels(ctx.conn), assets, ctx.engine);
+    bulk.emitter = webhooks;
+    assets.prepareGuardedUpdate = (ref, update) => withRecordChange(ctx.topic(RECORD_CHANGES_TOPIC), ref, update);
+    return {
+      assets,
+      relay,
+      ports: ctx.ports,
+      workflows,
+      organisation,
+      bulk,
+      webhooks,
+      ...external.externalServices(ctx, assets),
+    };
   },
   subgraph: (s) => ({
-    resolvers: [AssetsResolver, AssetTransformsResolver],
-    createResolver: (cls) => new cls(s?.assets),
+    resolvers: [
+      AssetsResolver,
+      AssetTransformsResolver,
+      AssetWorkflowsResolver,
+      AssetOrganisationResolver,
+      AssetBulkResolver,
+      AssetWebhooksResolver,
+      ...external.externalResolvers,
+    ],
+    // The second argument (all the area's services) lets a resolver reach the service it wraps.
+    createResolver: (cls) => (cls === AssetWorkflowsResolver ? new cls(s?.workflows) : new cls(s?.assets, s)),
   }),
   provides(s, ports) {
     ports.provide('assetFiles', assetFilesPort(s.assets));
   },
-  routes: assetsRoutes,
+  routes: [...assetsRoutes, ...collectionRoutes, ...bulkRoutes, ...webhookRoutes, ...external.externalRoutes],
+  executors: (s) => ({
+    [OP_WORKFLOW_RUN]: (ctx) => s.workflows.executeRun(ctx),
+    [OP_AUTOMATION_ACTION]: (ctx) => s.workflows.executeAction(ctx),
+    [BULK_OPERATION_TYPE]: (ctx) => s.bulk.run(ctx),
+    ...external.externalExecutors(s),
+  }),
+  standIns: [...external.externalStandIns],
+  consumers: (s, ctx) => [
+    {
+      name: 'webhooks',
+      topics: [ctx.topic('objects'), ctx.topic(RECORD_CHANGES_TOPIC)],
+      fromBeginning: true,
+      handler: async (m) =>
+        emitAll(
+          s.webhooks,
+          m.topic === ctx.topic(RECORD_CHANGES_TOPIC)
+            ? await fromRecordChange(s.assets, m.value as RecordChange)
+            : await fromObjectEvent(s.assets, m.value as ObjectEvent),
+        ),
+    },
+  ],
   workers: (s, ctx) => [
     { name: 'assets-outbox', start: () => s.relay.start(), stop: () => s.relay.stop() },
     assetsWorker(s.assets, ctx.log),
+    { name: 'assets-approvals-outbox', start: () => s.workflows.relay.start(), stop: () => s.workflows.relay.stop() },
+    // Expires forgotten approvals (and fails the runs waiting on them).
+    periodicWorker('assets-approval-expiry', APPROVAL_SWEEP_MS, ctx.log, () => s.workflows.sweepExpired()),
+    { name: 'assets-webhook-deliveries', start: () => s.webhooks.start(), stop: () => s.webhooks.stop() },
   ],
+  activitySources: [approvalActivitySource],
   http: {
-    bridge: (app, s) => assetsUploadPlane(app, s.assets, bearerAuthenticate(s.ports)),
-    cdn: (app, s) => assetsCdnPlane(app, s.assets),
+    bridge: async (app, s) => {
+      await app.register(async (scope) => assetsUploadPlane(scope, s.assets, bearerAuthenticate(s.ports)));
+      await app.register(async (scope) => assetsMcpPlane(scope, s.workflows, bearerAuthenticate(s.ports)));
+      await app.register(async (scope) => assetsWorkflowHookPlane(scope, s.workflows));
+      await external.externalBridge(app, s.assets, s, bearerAuthenticate(s.ports));
+    },
+    cdn: async (app, s) => {
+      await assetsCdnPlane(app, s.assets);
+      await external.externalCdn(app, s.assets, s);
+    },
   },
 });

@@ -123,6 +123,8 @@ assetSchema.index({ accountId: 1, createdAt: -1, _id: -1 });
 assetSchema.index({ checksum: 1 });
 assetSchema.index({ 'versions.sha256': 1 });
 assetSchema.index({ status: 1, updatedAt: 1 });
+// Exact keys of a bulk item's conditional update (decision 0001: an exact unique index avoids a scan).
+assetSchema.index({ _id: 1, accountId: 1, revision: 1 }, { unique: true, name: 'asset_revision' });
 assetSchema.plugin(outboxPlugin);
 
 export interface BucketDoc {

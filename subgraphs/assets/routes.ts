@@ -4,6 +4,7 @@ import { VISIBILITIES } from './model';
 import { etagOf } from './revisions';
 import { SCOPES, SORT_FIELDS } from './service';
 import { MAX_KEY_LENGTH } from './uploads';
+import { workflowRoutes } from './workflows/routes';
 
 /**
  * Spec 4.3 JSON routes (the byte routes — upload, replace, CDN — are the data plane). Each row is
@@ -692,4 +693,5 @@ export const assetsRoutes: AnyRoute[] = [
     status: 200,
     envelope: 'standard',
   }),
+  ...workflowRoutes,
 ];

@@ -99,6 +99,11 @@ export class AssetsService {
   readonly capabilities: UploadCapabilities;
   readonly transforms: Transforms;
   private readonly deliveryCache = new Map<string, { found: Deliverable | null; until: number }>();
+  /** May add to each revision-guarded update before it is written (the webhooks' outbox entry, issue 17). */
+  prepareGuardedUpdate: (
+    ref: { accountId: string; id: string; revision: number },
+    update: Record<string, unknown>,
+  ) => Record<string, unknown> = (_ref, update) => update;
 
   constructor(
     readonly m: AssetModels,
@@ -233,8 +238,9 @@ export class AssetsService {
     accountId: string,
     id: string,
     revision: number,
-    update: Record<string, unknown>,
+    requested: Record<string, unknown>,
   ): Promise<AssetDoc> {
+    const update = this.prepareGuardedUpdate({ accountId, id, revision }, requested);
     let updated: AssetDoc | null;
     try {
       updated = await this.m.Asset.findOneAndUpdate({ _id: id, accountId, revision, status: { $ne: 'deleting' } }, update, {

@@ -1,7 +1,7 @@
 import multipart from '@fastify/multipart';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Readable } from 'node:stream';
-import { PlatformError, badRequest, isPlatformError, notFound } from '../../core/errors';
+import { badRequest, isPlatformError, notFound } from '../../core/errors';
 import type { Ports } from '../../core/ports';
 import type { Principal } from '../../core/principal';
 import type { StagedBlob } from './blob-store';
@@ -40,7 +40,7 @@ export function sendError(reply: FastifyReply, e: unknown, log: FastifyRequest['
   return reply.status(500).send({ success: false, error: { code: 'internal', message: 'internal error', details: {} } });
 }
 
-interface ReadForm {
+export interface ReadForm {
   staged: StagedBlob | null;
   fileName: string | undefined;
   fields: Record<string, string>;
@@ -50,7 +50,7 @@ interface ReadForm {
  * Reads a multipart form part by part: the file streams into a staged blob as it arrives (never
  * buffered whole), text fields are collected, whichever order they come in.
  */
-async function readForm(req: FastifyRequest, assets: AssetsService, principal: Principal): Promise<ReadForm> {
+export async function readForm(req: FastifyRequest, assets: AssetsService, principal: Principal): Promise<ReadForm> {
   const form: ReadForm = { staged: null, fileName: undefined, fields: {} };
   try {
     for await (const part of req.parts({ limits: FIELD_LIMITS })) {
@@ -114,29 +114,7 @@ export async function assetsUploadPlane(app: FastifyInstance, assets: AssetsServ
     }, 201),
   );
 
-  // Browser uploads with a capability token instead of the key (spec 5.7); outside /api/v1.
-  app.post('/assets/widget', async (req, reply) => {
-    let staged: StagedBlob | null = null;
-    try {
-      const h = req.headers['x-upload-capability'];
-      const cap = assets.capabilities.verify(Array.isArray(h) ? h[0] : h);
-      if (!cap) throw new PlatformError('assets.invalid_capability', 401, 'X-Upload-Capability is missing, invalid or expired');
-      if (!req.isMultipart()) throw badRequest('validation_failed', 'expected a multipart/form-data body');
-      const form = await readForm(req, assets, cap.principal);
-      staged = form.staged;
-      const fields = parseUploadFields(form.fields);
-      if (cap.bucket) fields.bucket = cap.bucket;
-      if (cap.folder) fields.folder = cap.folder;
-      const asset = await assets.uploads.create(cap.principal, staged as StagedBlob, form.fileName, fields);
-      assets.nudge();
-      reply.header('ETag', etagOf(asset.revision));
-      return reply.status(201).send({ success: true, data: assetView(asset, assets.cfg.cdnUrl) });
-    } catch (e) {
-      if (staged) await assets.blobs.discard(staged).catch(() => undefined);
-      req.raw.resume();
-      return sendError(reply, e, req.log);
-    }
-  });
+  // Browser uploads (`/assets/widget`, with CORS) are in widget/widget-plane.ts.
 
   app.put<{ Params: { id: string } }>(
     `${ASSETS_PREFIX}/:id/replace`,

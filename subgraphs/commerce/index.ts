@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import '../../core/activity-scopes';
 import { defineArea } from '../../core/area';
 import { commerceCli } from './cli';
 import { COMMERCE_BODY_LIMIT } from './limits';
@@ -74,6 +75,22 @@ export default defineArea<CommerceService, z.infer<typeof commerceConfig>>({
     resolvers: [CommerceResolver],
     createResolver: (cls) => new cls(services),
   }),
+  provides(s, ports) {
+    // An application (spec 4.6 `/applications/{appID}`) is a project's commerce connection: its id
+    // is the connection's, and its activity the connect, verify and release operations.
+    ports.provide('applicationScopes', {
+      async resolve(accountId, id) {
+        const c = await s.models.Connection.findOne({ _id: id, accountId }, { _id: 1 }).lean();
+        return c
+          ? {
+              projectId: c._id,
+              resourceTypes: ['commerce_connection', 'commerce_environment', 'commerce_release'],
+              actionKeyPrefix: 'application.',
+            }
+          : null;
+      },
+    });
+  },
   executors: (s) => ({
     [COMMERCE_OPERATION_TYPES.connect]: (ctx) => s.connections.runConnect(ctx),
     [COMMERCE_OPERATION_TYPES.verify]: (ctx) => s.connections.runVerify(ctx),

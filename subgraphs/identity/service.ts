@@ -14,6 +14,8 @@ const SLUG = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 /** Resolved principals are cached this long; a revoked key stops working within it. */
 const PRINCIPAL_CACHE_MS = 5_000;
 const PRINCIPAL_CACHE_MAX = 10_000;
+/** Projects remembered per process (they never change once created; see `findProject`). */
+const PROJECT_CACHE_MAX = 10_000;
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 
@@ -35,6 +37,10 @@ export class IdentityService {
   /** The account's verified sender addresses (`platform senders verify`). */
   readonly senders: AccountSenders;
   private readonly cache = new Map<string, { principal: Principal | null; until: number }>();
+  /** Lookups in flight per key: concurrent requests of one key share one (the cache expiring under
+   * load used to send every in-flight request to the database at once). */
+  private readonly pending = new Map<string, Promise<Principal | null>>();
+  private readonly projects = new Map<string, ProjectDoc>();
 
   constructor(conn: Connection) {
     this.models = identityModels(conn);
@@ -131,10 +137,17 @@ export class IdentityService {
   async authenticate(rawKey: string): Promise<Principal | null> {
     const hit = this.cache.get(rawKey);
     if (hit && hit.until > Date.now()) return hit.principal;
-    const principal = await this.lookup(rawKey);
-    if (this.cache.size >= PRINCIPAL_CACHE_MAX) this.cache.clear();
-    this.cache.set(rawKey, { principal, until: Date.now() + PRINCIPAL_CACHE_MS });
-    return principal;
+    const inFlight = this.pending.get(rawKey);
+    if (inFlight) return inFlight;
+    const lookup = this.lookup(rawKey)
+      .then((principal) => {
+        if (this.cache.size >= PRINCIPAL_CACHE_MAX) this.cache.clear();
+        this.cache.set(rawKey, { principal, until: Date.now() + PRINCIPAL_CACHE_MS });
+        return principal;
+      })
+      .finally(() => this.pending.delete(rawKey));
+    this.pending.set(rawKey, lookup);
+    return lookup;
   }
 
   private async lookup(rawKey: string): Promise<Principal | null> {
@@ -191,13 +204,26 @@ export class IdentityService {
   /** A project the principal may see; any other (missing or another account's) is a 404. */
   async getProject(principal: Principal | null, projectId: string): Promise<ProjectDoc> {
     const p = this.requirePrincipal(principal);
-    const project = await this.models.Project.findById(projectId).lean();
+    const project = await this.findProject(projectId);
     if (!project || project.accountId !== p.accountId) throw notFound('project_not_found', 'project not found');
     return project;
   }
 
+  /**
+   * A project by id. Projects are never renamed, moved or deleted once created, so one found is
+   * kept (per process, bounded) and later reads — every site metadata request names its project —
+   * skip the database; a missing one is always asked again (another process may create it). A
+   * change to a project's fields would have to drop it from `projects` (and other processes' copies).
+   */
   async findProject(projectId: string): Promise<ProjectDoc | null> {
-    return this.models.Project.findById(projectId).lean();
+    const kept = this.projects.get(projectId);
+    if (kept) return kept;
+    const project = await this.models.Project.findById(projectId).lean();
+    if (project) {
+      if (this.projects.size >= PROJECT_CACHE_MAX) this.projects.delete(this.projects.keys().next().value as string);
+      this.projects.set(projectId, project);
+    }
+    return project;
   }
 
   async listProjects(principal: Principal | null): Promise<ProjectDoc[]> {
@@ -207,7 +233,7 @@ export class IdentityService {
 
   async canAccessProject(principal: Principal | null, projectId: string): Promise<boolean> {
     if (!principal) return false;
-    const project = await this.models.Project.findById(projectId).lean();
+    const project = await this.findProject(projectId);
     return Boolean(project && project.accountId === principal.accountId);
   }
 }

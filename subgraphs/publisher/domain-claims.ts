@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { ownershipRecord, provesOwnership } from '../../core/dns/ownership';
 import type { DnsResolver } from '../../core/dns/resolver';
 import { badRequest, conflict } from '../../core/errors';
 import { isDuplicateKey } from '../../core/mongo';
@@ -14,10 +15,6 @@ const STALE_CLAIM_MS = 60_000;
  * name someone else owns never blocks its owner for good.
  */
 export const DEFAULT_CLAIM_TTL_MS = 7 * 24 * 3600_000;
-
-/** The TXT record that proves ownership: `_platform-challenge.<domain>` holding `PREFIX<token>`. */
-export const CHALLENGE_LABEL = '_platform-challenge';
-export const CHALLENGE_PREFIX = 'platform-domain-verification=';
 
 export interface DnsRecordView {
   type: string;
@@ -101,10 +98,7 @@ export class DomainClaims {
       name: site.domain,
       status: active ? 'active' : lapsed ? 'expired' : 'pending_verification',
       dnsRecord: { type: 'CNAME', name: site.domain, value: `${site.slug}.${this.opts.sitesDomain}` },
-      verificationRecord:
-        active || !site.domainToken
-          ? null
-          : { type: 'TXT', name: `${CHALLENGE_LABEL}.${site.domain}`, value: `${CHALLENGE_PREFIX}${site.domainToken}` },
+      verificationRecord: active || !site.domainToken ? null : ownershipRecord(site.domain, site.domainToken),
       expiresAt,
       updatedAt: site.domainUpdatedAt ?? site.updatedAt,
     };
@@ -117,8 +111,8 @@ export class DomainClaims {
    */
   async verify(site: SiteDoc): Promise<SiteDoc> {
     if (!site.domain || site.domainStatus === 'active' || !site.domainToken) return site;
-    const answer = await this.opts.resolver.txt(`${CHALLENGE_LABEL}.${site.domain}`);
-    if (answer.outcome !== 'ok' || !answer.records.includes(`${CHALLENGE_PREFIX}${site.domainToken}`)) return site;
+    const record = ownershipRecord(site.domain, site.domainToken);
+    if (!provesOwnership(await this.opts.resolver.txt(record.name), site.domainToken)) return site;
     // Only the claim this token was issued for: a claim another account took over after expiry
     // carries another token, so an old TXT record cannot win the name back.
     const claimed = await this.models.DomainClaim.findOneAndUpdate(

@@ -1,5 +1,6 @@
 import { CliUsageError, defineArea } from '../../core/area';
 import { parseDnsServers, SystemDnsResolver } from '../../core/dns/resolver';
+import { startDnsStandIn } from '../../core/dns/stand-in-server';
 import { operationFeed } from '../../core/operations/feed';
 import { periodicWorker } from '../../core/periodic-worker';
 import '../../core/site-actions';
@@ -56,6 +57,7 @@ export default defineArea({
   }),
   provides(s, ports) {
     ports.provide('siteActions', { run: (request) => s.sites.runTrustedAction(request) });
+    ports.provide('databaseScopes', { resolve: (accountId, id) => s.sites.databaseScope(accountId, id) });
   },
   executors: (s) => s.sites.executors(),
   workers: (s, ctx) => [
@@ -65,6 +67,19 @@ export default defineArea({
   ],
   routes: publisherRoutes,
   feeds: [operationFeed],
+  standIns: [
+    {
+      // Custom-domain TXT checks, like every outside system, meet a local stand-in when no resolver
+      // is named: zones from PUBLISHER_DNS_ZONE_FILE (JSON, `core/dns/stand-in-server.ts`), else none.
+      name: 'publisher-dns',
+      env: 'PUBLISHER_DNS_SERVERS',
+      async start({ host, config }) {
+        const file = config.env.PUBLISHER_DNS_ZONE_FILE;
+        const server = await startDnsStandIn({ host, ...(file ? { zoneFile: file } : { zones: {} }) });
+        return { value: server.address, stop: () => server.stop() };
+      },
+    },
+  ],
   cli: [
     {
       words: ['nodes', 'register'],

@@ -27,6 +27,8 @@ export interface SiteDoc {
   /** Staging copies: the site and recovery point they were made from. */
   sourceProjectId: string | null;
   sourceRecoveryPointId: string | null;
+  /** The managed database's id (the activity feeds' `/databases/{id}`); absent on sites made before it. */
+  databaseId?: string | null;
   /** Custom domain (normalised ASCII) and its verification state. */
   domain: string | null;
   domainStatus: DomainStatus | null;
@@ -62,7 +64,7 @@ export interface DomainClaimDoc {
   _id: string;
   projectId: string;
   accountId: string;
-  /** Expected in the `_platform-challenge` TXT record; a new claim gets a new one. */
+  /** Expected in the `_platform-verification` TXT record; a new claim gets a new one. */
   token?: string;
   createdAt: Date;
   /** An unverified claim holds the name until then (null once verified). */
@@ -148,6 +150,7 @@ const siteSchema = new mongoose.Schema<SiteDoc>(
     environment: { type: String, default: 'production' },
     sourceProjectId: { type: String, default: null },
     sourceRecoveryPointId: { type: String, default: null },
+    databaseId: { type: String, default: null },
     domain: { type: String, default: null },
     domainStatus: { type: String, default: null },
     domainToken: { type: String, default: null },
@@ -165,6 +168,7 @@ const siteSchema = new mongoose.Schema<SiteDoc>(
 // The hot conditional updates match these unique indexes exactly (decision 0001: any other
 // filter is a full scan on the MongoDB-wire server): fenced writes and the lifecycle lock.
 siteSchema.index({ _id: 1, fence: 1 }, { unique: true });
+siteSchema.index({ databaseId: 1 });
 siteSchema.index({ _id: 1, activeOperationId: 1, status: 1 }, { unique: true });
 
 const quotaSchema = new mongoose.Schema<SiteQuotaDoc>(

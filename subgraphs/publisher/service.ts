@@ -8,6 +8,7 @@ import type { OperationDoc } from '../../core/operations/model';
 import type { ProjectDirectory, VerifiedSenders } from '../../core/ports';
 import type { Principal } from '../../core/principal';
 import type { SiteActionRequest } from '../../core/site-actions';
+import type { ActivityScopeTarget } from '../../core/activity-scopes';
 import { type DomainClaimOptions, DomainClaims, type DomainView } from './domain-claims';
 import { siteExecutors } from './executors';
 import { HostedSlots } from './hosted-slots';
@@ -48,7 +49,7 @@ export interface SiteMetadata {
     nodeSelectorTags: string[];
   };
   project: { id: string; name: string; sourceType: string; runtime: string; createdAt: Date };
-  database: { engine: string; version: string; storageGb: number; status: string };
+  database: { id: string | null; engine: string; version: string; storageGb: number; status: string };
   activeOperation: OperationDoc | null;
   domain: DomainView | null;
   mail: { enabled: boolean; transactionalConfigured: boolean; senderVerified: boolean; newsletterProviderConfigured: boolean };
@@ -214,6 +215,7 @@ export class PublisherService {
         createdAt: site.createdAt,
       },
       database: {
+        id: site.databaseId ?? null,
         engine: runtime.databaseRequirements.engine,
         version: runtime.databaseRequirements.minVersion,
         storageGb: runtime.databaseRequirements.minStorageGb,
@@ -291,6 +293,15 @@ export class PublisherService {
   async setDomain(principal: Principal | null, projectId: string, domain: string): Promise<DomainView> {
     const p = this.access.writer(principal);
     return this.domains.attach(await this.access.site(p, projectId), domain);
+  }
+
+  /**
+   * What a managed-database id stands for in the activity feeds: the site's lifecycle operations
+   * (every one of them acts on its database) and agent actions keyed `database.*`.
+   */
+  async databaseScope(accountId: string, databaseId: string): Promise<ActivityScopeTarget | null> {
+    const site = await this.models.Site.findOne({ databaseId, accountId }, { _id: 1 }).lean();
+    return site ? { projectId: site._id, resourceTypes: ['site'], actionKeyPrefix: 'database.' } : null;
   }
 
   /** The sweeper's pass over unverified domains (index.ts runs it where workers run). */

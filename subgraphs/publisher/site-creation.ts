@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { PlatformError, badRequest, conflict, notFound } from '../../core/errors';
 import type { IdempotencyStore } from '../../core/idempotency';
-import { isUuid } from '../../core/ids';
+import { isUuid, newId } from '../../core/ids';
 import { isDuplicateKey } from '../../core/mongo';
 import type { OperationEngine } from '../../core/operations/engine';
 import type { OperationDoc } from '../../core/operations/model';
@@ -158,6 +158,7 @@ export class SiteCreation {
       environment: 'production',
       sourceProjectId: null,
       sourceRecoveryPointId: null,
+      databaseId: newId(),
       domain: null,
       domainStatus: null,
       domainUpdatedAt: null,

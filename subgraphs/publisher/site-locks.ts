@@ -2,6 +2,7 @@ import { conflict } from '../../core/errors';
 import type { OperationEngine } from '../../core/operations/engine';
 import type { OperationDoc } from '../../core/operations/model';
 import type { PublisherModels, SiteDoc } from './model';
+import { SettledOperations } from './settled-operations';
 
 /** What users see of a site's state: the stored state, corrected by a failed active operation. */
 export type SiteStatus = 'provisioning' | 'running' | 'stopped' | 'provision_failed';
@@ -37,10 +38,15 @@ export const isRunning = (op: OperationDoc | null): op is OperationDoc => Boolea
  * the lock is free. Reads never write: they show such a site as busy.
  */
 export class SiteLocks {
+  /** The holder's reads: a finished holder is read once per process (settled-operations.ts). */
+  private readonly holders: SettledOperations;
+
   constructor(
     private readonly models: PublisherModels,
     private readonly engine: OperationEngine,
-  ) {}
+  ) {
+    this.holders = new SettledOperations(engine);
+  }
 
   /** The site's state as users see it; a site still provisioning whose operation failed is `provision_failed`. */
   async state(
@@ -48,9 +54,10 @@ export class SiteLocks {
     settle = false,
   ): Promise<{ status: SiteStatus; activeOperation: OperationDoc | null; enqueuing: boolean }> {
     const id = site.activeOperationId;
-    let activeOperation = id ? await this.engine.get(id) : null;
+    let activeOperation = id ? await this.holders.get(id) : null;
     if (id && !activeOperation && settle) {
       activeOperation = await this.engine.getOrVoid(id, { accountId: site.accountId, projectId: site._id, resourceId: site._id });
+      this.holders.keep(activeOperation);
     }
     const enqueuing = !activeOperation && id !== null;
     const failedProvision =

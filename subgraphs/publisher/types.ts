@@ -84,6 +84,8 @@ export class SiteMetadataProjectType {
 
 @ObjectType('ManagedDatabase')
 export class ManagedDatabaseType {
+  @Field(() => ID, { nullable: true, description: 'Its activity feed: `/api/v1/databases/{id}/operation-activity`.' })
+  id!: string | null;
   @Field(() => String) engine!: string;
   @Field(() => String) version!: string;
   @Field(() => Int) storageGb!: number;

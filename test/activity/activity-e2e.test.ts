@@ -5,6 +5,7 @@ import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { agentsAct } from '../../subgraphs/activity/cli';
 import type { ActivityService } from '../../subgraphs/activity/service';
+import { connectApp, tenant as commerceTenant } from '../commerce/support';
 import { waitForOperation } from '../publisher/helpers';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 
@@ -131,6 +132,52 @@ describe('operation activity through the bridge', () => {
     expect((await t.rest('GET', feed(site.projectId, item), { key: other.key })).status).toBe(404);
     expect((await t.rest('GET', feed(site.projectId))).status).toBe(401);
     expect((await t.rest('GET', `/api/v1/applications/${site.projectId}/operation-activity`, { key })).status).toBe(404);
+  });
+});
+
+describe('application and database scopes', () => {
+  it("a site's managed database has its id in the metadata and its own feeds; only the owner's project sees them", async () => {
+    const { key, account } = await t.createKey({ role: 'owner' });
+    const other = await t.createKey();
+    const site = await createSite(key);
+    await waitForOperation(t, key, site.projectId, site.operationId);
+    const meta = await t.rest('GET', `/api/v1/publisher/projects/${site.projectId}/metadata`, { key });
+    const databaseId = meta.body.data.database.id as string;
+    expect(databaseId).toMatch(/^[0-9a-f-]{36}$/);
+
+    const db = await until(async () => {
+      const r = await t.rest('GET', `/api/v1/databases/${databaseId}/operation-activity`, { key });
+      return r.status === 200 && r.body.data.history.items.some((i: any) => i.id === `operation:${site.operationId}`) && r;
+    });
+    expect(db.body.data.scope).toEqual({ type: 'database', id: databaseId });
+    const nested = await t.rest('GET', `/api/v1/projects/${site.projectId}/databases/${databaseId}/operation-activity`, { key });
+    expect(nested.status).toBe(200);
+    expect(nested.body.data.history.items.map((i: any) => i.id)).toEqual(db.body.data.history.items.map((i: any) => i.id));
+    const elsewhere = await createSite(key);
+    expect(
+      (await t.rest('GET', `/api/v1/projects/${elsewhere.projectId}/databases/${databaseId}/operation-activity`, { key })).status,
+    ).toBe(404);
+    expect((await t.rest('GET', `/api/v1/databases/${databaseId}/operation-activity`, { key: other.key })).status).toBe(404);
+
+    // Agent activity of the database: the project's `database.*` actions only.
+    const dbAction = await act(account, site.projectId, 'database.snapshot.read', { approval: 'none' });
+    await act(account, site.projectId, 'publisher.site.read', { approval: 'none' });
+    const agents = await t.rest('GET', `/api/v1/databases/${databaseId}/agent-activity`, { key });
+    expect(agents.status).toBe(200);
+    expect(agents.body.data.history.items.map((i: any) => i.id)).toEqual([dbAction.action_id]);
+  });
+
+  it("an application is a project's commerce connection: its connect operation shows in the application's feed", async () => {
+    const tn = await commerceTenant(t);
+    await connectApp(t, tn);
+    const r = await until(async () => {
+      const res = await t.rest('GET', `/api/v1/applications/${tn.projectId}/operation-activity`, { key: tn.key });
+      return res.status === 200 && res.body.data.history.items.length > 0 && res;
+    });
+    expect(r.body.data.scope).toEqual({ type: 'application', id: tn.projectId });
+    expect(r.body.data.history.items[0].type).toBe('commerce.connect');
+    const other = await t.createKey();
+    expect((await t.rest('GET', `/api/v1/applications/${tn.projectId}/operation-activity`, { key: other.key })).status).toBe(404);
   });
 });
 

@@ -48,8 +48,8 @@ describe('custom domain', () => {
         },
         verification_record: {
           type: 'TXT',
-          name: '_platform-challenge.xn--bcher-kva.example',
-          value: expect.stringMatching(/^platform-domain-verification=/),
+          name: '_platform-verification.xn--bcher-kva.example',
+          value: expect.stringMatching(/^platform-verification=/),
         },
         expires_at: expect.any(String),
         updated_at: expect.any(String),

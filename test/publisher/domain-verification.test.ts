@@ -57,8 +57,8 @@ describe('custom-domain ownership', () => {
       status: 'pending_verification',
       verification_record: {
         type: 'TXT',
-        name: `_platform-challenge.${name}`,
-        value: expect.stringMatching(/^platform-domain-verification=[0-9a-f]{32}$/),
+        name: `_platform-verification.${name}`,
+        value: expect.stringMatching(/^platform-verification=[0-9a-f]{32}$/),
       },
       expires_at: expect.any(String),
     });
@@ -67,7 +67,7 @@ describe('custom-domain ownership', () => {
     expect(again.body.data.status).toBe('pending_verification');
     expect(again.body.data.verification_record).toEqual(first.body.data.verification_record);
 
-    publish(`_platform-challenge.${name}`, { TXT: ['v=spf1 -all', first.body.data.verification_record.value] });
+    publish(`_platform-verification.${name}`, { TXT: ['v=spf1 -all', first.body.data.verification_record.value] });
     const verified = await setDomain(key, site, name);
     expect(verified.status).toBe(200);
     expect(verified.body.data).toMatchObject({ name, status: 'active', verification_record: null, expires_at: null });
@@ -79,7 +79,7 @@ describe('custom-domain ownership', () => {
     const site = await runningSite(t, key);
     const name = unique();
     const res = await setDomain(key, site, name);
-    publish(`_platform-challenge.${name}`, { TXT: [res.body.data.verification_record.value] });
+    publish(`_platform-verification.${name}`, { TXT: [res.body.data.verification_record.value] });
     const d = await eventually(
       () => domainOf(key, site),
       (v) => v.status === 'active',
@@ -92,9 +92,9 @@ describe('custom-domain ownership', () => {
     const site = await runningSite(t, key);
     const name = unique();
     expect((await setDomain(key, site, name)).status).toBe(200);
-    publish(`_platform-challenge.${name}`, { behavior: 'servfail' });
+    publish(`_platform-verification.${name}`, { behavior: 'servfail' });
     expect((await setDomain(key, site, name)).body.data.status).toBe('pending_verification');
-    publish(`_platform-challenge.${name}`, { TXT: ['platform-domain-verification=0123456789abcdef0123456789abcdef'] });
+    publish(`_platform-verification.${name}`, { TXT: ['platform-verification=0123456789abcdef0123456789abcdef'] });
     expect((await setDomain(key, site, name)).body.data.status).toBe('pending_verification');
   });
 
@@ -124,7 +124,7 @@ describe('custom-domain ownership', () => {
     expect(await domainOf(a.key, siteA)).toBeNull();
 
     // A's record published late does not win the name back, and does not verify B.
-    publish(`_platform-challenge.${name}`, { TXT: [claimA.body.data.verification_record.value] });
+    publish(`_platform-verification.${name}`, { TXT: [claimA.body.data.verification_record.value] });
     expect((await setDomain(b.key, siteB, name)).body.data.status).toBe('pending_verification');
     expect((await setDomain(a.key, siteA, name)).status).toBe(409);
   });
@@ -136,7 +136,7 @@ describe('custom-domain ownership', () => {
     const siteB = await runningSite(t, b.key);
     const name = unique();
     const claimA = await setDomain(a.key, siteA, name);
-    publish(`_platform-challenge.${name}`, { TXT: [claimA.body.data.verification_record.value] });
+    publish(`_platform-verification.${name}`, { TXT: [claimA.body.data.verification_record.value] });
     expect((await setDomain(a.key, siteA, name)).body.data.status).toBe('active');
     await new Promise((r) => setTimeout(r, CLAIM_TTL_MS + 200));
     expect((await domainOf(a.key, siteA)).status).toBe('active');

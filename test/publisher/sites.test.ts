@@ -56,7 +56,7 @@ describe('runtime options, create, metadata and operations', () => {
         runtime: 'publisher',
         created_at: expect.stringMatching(ISO),
       },
-      database: { engine: 'mysql', version: '8.0', storage_gb: 5, status: 'available' },
+      database: { id: expect.stringMatching(UUID), engine: 'mysql', version: '8.0', storage_gb: 5, status: 'available' },
       active_operation: null,
       domain: null,
       mail: { enabled: true, transactional_configured: false, sender_verified: false, newsletter_provider_configured: false },

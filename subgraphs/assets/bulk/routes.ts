@@ -1,0 +1,70 @@
+import { z } from 'zod';
+import { type AnyRoute, route } from '../../../core/rest-route';
+import { SCOPES } from '../service';
+import { BULK_ACTIONS } from './model';
+import { BULK_MAX_ITEMS, BULK_RESULTS_PAGE_MAX } from './service';
+
+const P = '/api/v1/assets';
+const tag = 'Assets';
+const str = z.string();
+
+const item = z
+  .object({
+    asset_id: str.min(1).max(64),
+    revision: z.number().int().positive(),
+    action: z.enum(BULK_ACTIONS),
+    visibility: z.enum(['public', 'private']).optional(),
+    tags: z.array(str.min(1).max(128)).min(1).max(100).optional(),
+  })
+  .strict()
+  .refine((i) => (i.action === 'visibility') === (i.visibility !== undefined), {
+    message: 'visibility is required with action visibility, and only there',
+  })
+  .refine((i) => (i.action === 'add_tags') === (i.tags !== undefined), {
+    message: 'tags is required with action add_tags, and only there',
+  });
+const bulkBody = z.object({ items: z.array(item).min(1).max(BULK_MAX_ITEMS) }).strict();
+const resultsQuery = z
+  .object({ limit: z.coerce.number().int().min(1).max(BULK_RESULTS_PAGE_MAX).optional(), cursor: str.optional() })
+  .strict();
+
+/** Spec 4.3 `POST /bulk` (and where its job is polled, with per-item results). */
+export const bulkRoutes: AnyRoute[] = [
+  route({
+    method: 'POST',
+    path: `${P}/bulk`,
+    summary: 'Revisioned items for delete, visibility or add_tags; 202 with a durable job',
+    tag,
+    operation: 'submit-bulk',
+    body: bulkBody,
+    // 10,000 items of about 120 bytes each.
+    bodyLimit: 4 * 1024 * 1024,
+    scope: SCOPES.write,
+    creates: { bulkJobID: '/data/job_id' },
+    variables: ({ body }) => ({
+      items: body.items.map((i) => ({
+        assetId: i.asset_id,
+        revision: i.revision,
+        action: i.action,
+        visibility: i.visibility ?? null,
+        tags: i.tags ?? null,
+      })),
+    }),
+    select: (d) => d.submitAssetBulk,
+    status: 202,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'GET',
+    path: `${P}/bulk/{bulkJobID}`,
+    summary: "A bulk job: status, counts and one page of per-item results (412 for a stale item's revision)",
+    tag,
+    operation: 'get-bulk-job',
+    query: resultsQuery,
+    scope: SCOPES.read,
+    variables: (r) => ({ id: r.params.bulkJobID, limit: r.query.limit ?? null, cursor: r.query.cursor ?? null }),
+    select: (d) => d.assetBulkJob,
+    status: 200,
+    envelope: 'standard',
+  }),
+];

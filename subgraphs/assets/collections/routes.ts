@@ -1,0 +1,202 @@
+import { z } from 'zod';
+import { type AnyRoute, route } from '../../../core/rest-route';
+import { etagOf } from '../revisions';
+import { SCOPES, SORT_FIELDS } from '../service';
+import { COLLECTION_MAX_ASSETS, ORG_LIST_LIMIT_MAX, SEARCH_FILTER_FIELDS } from './service';
+
+/** Spec 4.3 `/collections` and `/saved-searches` (item routes `/{id}`, CONTRACTS.md). */
+const P = '/api/v1/assets';
+const tag = 'Assets';
+const str = z.string();
+const ifMatch = (r: { headers: Record<string, string | string[] | undefined> }) => {
+  const h = r.headers['if-match'];
+  return (Array.isArray(h) ? h[0] : h) ?? null;
+};
+const revisionHeader = (payload: unknown): Record<string, string> => {
+  const rev = (payload as { revision?: number } | null)?.revision;
+  return typeof rev === 'number' ? { ETag: etagOf(rev) } : {};
+};
+const pageQuery = z
+  .object({ limit: z.coerce.number().int().min(1).max(ORG_LIST_LIMIT_MAX).optional(), cursor: str.optional() })
+  .strict();
+const name = str.trim().min(1).max(128);
+
+const collectionBody = z
+  .object({
+    name,
+    description: str.max(1024).nullable().optional(),
+    asset_ids: z.array(str.min(1).max(64)).max(COLLECTION_MAX_ASSETS).optional(),
+  })
+  .strict();
+const collectionInput = (b: Partial<z.infer<typeof collectionBody>>) => ({
+  name: b.name,
+  description: b.description,
+  assetIds: b.asset_ids,
+});
+
+/** A saved search's filter object: the list route's filters plus `sort` and `direction`. */
+const filterObject = z
+  .object({
+    ...Object.fromEntries(Object.keys(SEARCH_FILTER_FIELDS).map((k) => [k, str.max(1024).optional()])),
+    sort: z.enum(Object.keys(SORT_FIELDS) as [keyof typeof SORT_FIELDS]).optional(),
+    direction: z.enum(['asc', 'desc']).optional(),
+  })
+  .strict();
+const savedSearchBody = z.object({ name, filter: filterObject }).strict();
+const runQuery = z.object({ limit: z.coerce.number().int().min(1).max(200).optional(), cursor: str.optional() }).strict();
+
+export const collectionRoutes: AnyRoute[] = [
+  route({
+    method: 'GET',
+    path: `${P}/collections`,
+    summary: 'List collections (newest first)',
+    tag,
+    operation: 'list-collections',
+    query: pageQuery,
+    scope: SCOPES.read,
+    variables: ({ query: q }) => ({ limit: q.limit ?? null, cursor: q.cursor ?? null }),
+    select: (d) => d.assetCollections,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'POST',
+    path: `${P}/collections`,
+    summary: 'Create a collection of asset ids',
+    tag,
+    operation: 'create-collection',
+    body: collectionBody,
+    scope: SCOPES.write,
+    errors: [409],
+    creates: { collectionID: '/data/id' },
+    variables: ({ body }) => ({ input: collectionInput(body) }),
+    select: (d) => d.createAssetCollection,
+    headers: revisionHeader,
+    status: 201,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'GET',
+    path: `${P}/collections/{collectionID}`,
+    summary: 'One collection (revision also as ETag)',
+    tag,
+    operation: 'get-collection',
+    scope: SCOPES.read,
+    variables: (r) => ({ id: r.params.collectionID }),
+    select: (d) => d.assetCollection,
+    headers: revisionHeader,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'PUT',
+    path: `${P}/collections/{collectionID}`,
+    summary: 'Replace the name, description or asset ids sent; needs If-Match',
+    tag,
+    operation: 'update-collection',
+    body: collectionBody.partial().strict(),
+    scope: SCOPES.write,
+    errors: [409, 412, 428],
+    variables: (r) => ({ id: r.params.collectionID, input: collectionInput(r.body), ifMatch: ifMatch(r) }),
+    select: (d) => d.updateAssetCollection,
+    headers: revisionHeader,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'DELETE',
+    path: `${P}/collections/{collectionID}`,
+    summary: 'Delete a collection (the assets stay); needs If-Match',
+    tag,
+    operation: 'delete-collection',
+    scope: SCOPES.write,
+    errors: [412, 428],
+    variables: (r) => ({ id: r.params.collectionID, ifMatch: ifMatch(r) }),
+    select: (d) => d.deleteAssetCollection,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'GET',
+    path: `${P}/saved-searches`,
+    summary: 'List saved searches (newest first)',
+    tag,
+    operation: 'list-saved-searches',
+    query: pageQuery,
+    scope: SCOPES.read,
+    variables: ({ query: q }) => ({ limit: q.limit ?? null, cursor: q.cursor ?? null }),
+    select: (d) => d.assetSavedSearches,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'POST',
+    path: `${P}/saved-searches`,
+    summary: 'Save a filter object of the assets list',
+    tag,
+    operation: 'create-saved-search',
+    body: savedSearchBody,
+    scope: SCOPES.write,
+    errors: [409],
+    creates: { savedSearchID: '/data/id' },
+    variables: ({ body }) => ({ input: { name: body.name, filter: body.filter } }),
+    select: (d) => d.createAssetSavedSearch,
+    headers: revisionHeader,
+    status: 201,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'GET',
+    path: `${P}/saved-searches/{savedSearchID}`,
+    summary: 'One saved search (revision also as ETag)',
+    tag,
+    operation: 'get-saved-search',
+    scope: SCOPES.read,
+    variables: (r) => ({ id: r.params.savedSearchID }),
+    select: (d) => d.assetSavedSearch,
+    headers: revisionHeader,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'GET',
+    path: `${P}/saved-searches/{savedSearchID}/assets`,
+    summary: 'Run a saved search: the assets list with its filter object (same answer shape and cursor)',
+    tag,
+    operation: 'run-saved-search',
+    query: runQuery,
+    scope: SCOPES.read,
+    variables: (r) => ({ id: r.params.savedSearchID, limit: r.query.limit ?? null, cursor: r.query.cursor ?? null }),
+    select: (d) => d.assetSavedSearchResults,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'PUT',
+    path: `${P}/saved-searches/{savedSearchID}`,
+    summary: 'Replace the name or filter object sent; needs If-Match',
+    tag,
+    operation: 'update-saved-search',
+    body: savedSearchBody.partial().strict(),
+    scope: SCOPES.write,
+    errors: [409, 412, 428],
+    variables: (r) => ({ id: r.params.savedSearchID, input: { name: r.body.name, filter: r.body.filter }, ifMatch: ifMatch(r) }),
+    select: (d) => d.updateAssetSavedSearch,
+    headers: revisionHeader,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'DELETE',
+    path: `${P}/saved-searches/{savedSearchID}`,
+    summary: 'Delete a saved search; needs If-Match',
+    tag,
+    operation: 'delete-saved-search',
+    scope: SCOPES.write,
+    errors: [412, 428],
+    variables: (r) => ({ id: r.params.savedSearchID, ifMatch: ifMatch(r) }),
+    select: (d) => d.deleteAssetSavedSearch,
+    status: 200,
+    envelope: 'standard',
+  }),
+];

@@ -1,0 +1,69 @@
+import type { MigrationItemType, MigrationReportType } from './types';
+
+/** Columns of the CSV report, in order. */
+export const REPORT_COLUMNS = [
+  'item_id',
+  'source_key',
+  'key',
+  'status',
+  'size',
+  'sha256',
+  'source_etag',
+  'asset_id',
+  'attempts',
+  'error_code',
+  'error_message',
+  'copied_at',
+] as const;
+
+const row = (i: MigrationItemType): unknown[] => [
+  i.id,
+  i.sourceKey,
+  i.key,
+  i.status,
+  i.size,
+  i.sha256,
+  i.sourceEtag,
+  i.assetId,
+  i.attempts,
+  i.errorCode,
+  i.errorMessage,
+  i.copiedAt?.toISOString() ?? null,
+];
+
+/**
+ * One CSV cell (RFC 4180 quoting). A text cell starting with `=`, `+`, `-`, `@`, tab or CR is
+ * prefixed with `'`, so a spreadsheet never reads an object key as a formula (OWASP CSV injection).
+ */
+export function csvCell(v: unknown): string {
+  if (v === null || v === undefined) return '';
+  let s = String(v);
+  if (typeof v === 'string' && /^[=+\-@\t\r]/.test(s)) s = `'${s}`;
+  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+export function reportCsv(r: MigrationReportType): string {
+  const lines = [REPORT_COLUMNS.join(','), ...r.items.map((i) => row(i).map(csvCell).join(','))];
+  return `${lines.join('\r\n')}\r\n`;
+}
+
+/** The raw JSON report (snake_case, as the REST names read). */
+export function reportJson(r: MigrationReportType): Record<string, unknown> {
+  const m = r.migration;
+  return {
+    migration: {
+      id: m.id,
+      status: m.status,
+      connection_id: m.connectionId,
+      bucket: m.bucket,
+      folder: m.folder,
+      counts: m.counts,
+      error_code: m.errorCode,
+      error_message: m.errorMessage,
+      created_at: m.createdAt,
+      started_at: m.startedAt,
+      finished_at: m.finishedAt,
+    },
+    items: r.items.map((i) => Object.fromEntries(REPORT_COLUMNS.map((c, n) => [c, row(i)[n]]))),
+  };
+}

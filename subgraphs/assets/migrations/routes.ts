@@ -1,0 +1,93 @@
+import { z } from 'zod';
+import { type AnyRoute, route } from '../../../core/rest-route';
+import { SCOPES } from '../service';
+import { MIGRATIONS_LIST_MAX } from './migrations';
+
+const P = '/api/v1/assets/migrations';
+const tag = 'Assets';
+
+const createBody = z
+  .object({
+    connection: z.string().min(1),
+    /** Default: the account's default bucket. */
+    bucket: z.string().min(1).optional(),
+    folder: z.string().max(512).optional(),
+  })
+  .strict();
+const listQuery = z
+  .object({ limit: z.coerce.number().int().min(1).max(MIGRATIONS_LIST_MAX).optional(), cursor: z.string().optional() })
+  .strict();
+
+/**
+ * Spec 4.3 migrations. `GET /migrations/{id}/report` is a download (raw JSON or CSV), served by the
+ * data plane (report-plane.ts), not a JSON envelope route.
+ */
+export const migrationRoutes: AnyRoute[] = [
+  route({
+    method: 'POST',
+    path: P,
+    summary: 'Copy every object of a connection into a bucket: a durable job (202)',
+    tag,
+    operation: 'create-migration',
+    body: createBody,
+    scope: SCOPES.admin,
+    creates: { migrationID: '/data/id' },
+    variables: (r) => ({
+      input: { connection: r.body.connection, bucket: r.body.bucket ?? null, folder: r.body.folder ?? null },
+    }),
+    select: (d) => d.createAssetMigration,
+    status: 202,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'GET',
+    path: P,
+    summary: 'List migrations, newest first',
+    tag,
+    operation: 'list-migrations',
+    query: listQuery,
+    scope: SCOPES.read,
+    variables: (r) => ({ limit: r.query.limit ?? null, cursor: r.query.cursor ?? null }),
+    select: (d) => d.assetMigrations,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'GET',
+    path: `${P}/{migrationID}`,
+    summary: 'One migration with its item counts',
+    tag,
+    operation: 'get-migration',
+    scope: SCOPES.read,
+    variables: (r) => ({ id: r.params.migrationID }),
+    select: (d) => d.assetMigration,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'POST',
+    path: `${P}/{migrationID}/cancel`,
+    summary: 'Cancel a queued or running migration (409 once it ended)',
+    tag,
+    operation: 'cancel-migration',
+    scope: SCOPES.admin,
+    errors: [409],
+    variables: (r) => ({ id: r.params.migrationID }),
+    select: (d) => d.cancelAssetMigration,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'POST',
+    path: `${P}/{migrationID}/items/{itemID}/retry`,
+    summary: 'Retry a failed item (an ended migration runs again for it); 409 for other items',
+    tag,
+    operation: 'retry-migration-item',
+    scope: SCOPES.admin,
+    errors: [409],
+    variables: (r) => ({ id: r.params.migrationID, itemId: r.params.itemID }),
+    select: (d) => d.retryAssetMigrationItem,
+    status: 202,
+    envelope: 'standard',
+  }),
+];

@@ -1,0 +1,325 @@
+import { randomBytes } from 'node:crypto';
+import { Webhook } from 'standardwebhooks';
+import { decodeCursor, encodeCursor } from '../../../core/cursors';
+import { DueWorkLoop } from '../../../core/due-work-loop';
+import { PlatformError, badRequest, notFound } from '../../../core/errors';
+import { newId } from '../../../core/ids';
+import { isDuplicateKey } from '../../../core/mongo';
+import type { Logger } from '../../../core/logger';
+import { type UrlRefusals, checkUrlShape, postPinned, resolveTarget } from '../../../core/outbound-http';
+import type { Principal } from '../../../core/principal';
+import { decryptSecret, encryptSecret } from '../../../core/secrets';
+import { SCOPES, type AssetsService } from '../service';
+import { ASSET_WEBHOOK_EVENT_TYPES, type AssetWebhookEmitter, type AssetWebhookEvent, stableId } from './events';
+import type { DeliveryAttempt, DeliveryDoc, WebhookDoc, WebhookModels } from './model';
+import { RESPONSE_EXCERPT_BYTES, type WebhookSettings } from './settings';
+
+/** Webhooks per account. */
+export const WEBHOOKS_MAX = 25;
+/** Deliveries per page: default 25, at most 50 (spec 8's push history page). */
+export const DELIVERIES_PAGE_DEFAULT = 25;
+export const DELIVERIES_PAGE_MAX = 50;
+/** How long the fan-out remembers an account's webhooks, in ms (changes in this process forget at once). */
+const HOOK_CACHE_MS = 1000;
+const REFUSALS: UrlRefusals = { invalid: 'assets.invalid_webhook_url', unsafe: 'assets.unsafe_webhook_url' };
+
+const newSecret = () => `whsec_${randomBytes(24).toString('base64')}`;
+const secretAad = (id: string) => `asset_webhooks:${id}:secret`;
+const webhookNotFound = () => notFound('assets.webhook_not_found', 'webhook not found');
+const deliveryNotFound = () => notFound('assets.delivery_not_found', 'webhook delivery not found');
+
+export type WebhookView = Omit<WebhookDoc, 'secretSealed'>;
+const view = ({ secretSealed: _s, ...w }: WebhookDoc): WebhookView => w;
+
+/**
+ * Asset webhooks (spec 4.3, 6.2) signed per Standard Webhooks. An event is fanned out into one
+ * durable delivery record per subscribed webhook (its id derived from the event's, so a replayed
+ * event makes none twice) before anything is sent; a worker claims due deliveries with a lease,
+ * sends through the kernel's outbound rules (`core/outbound-http.ts`), keeps every attempt, and
+ * retries with doubling backoff until the attempts run out. A process killed mid-send leaves a
+ * claim that lapses; the next worker sends again with the same `webhook-id`.
+ */
+export class AssetWebhooks implements AssetWebhookEmitter {
+  private readonly loop: DueWorkLoop;
+  private readonly hookCache = new Map<string, { hooks: Pick<WebhookDoc, '_id' | 'eventTypes'>[]; until: number }>();
+
+  constructor(
+    readonly m: WebhookModels,
+    private readonly assets: AssetsService,
+    readonly settings: WebhookSettings,
+    private readonly log: Logger,
+  ) {
+    this.loop = new DueWorkLoop({
+      name: 'assets-webhook-deliveries',
+      log,
+      pollMs: settings.ASSETS_WEBHOOK_POLL_MS,
+      drain: () => this.drainDue(),
+      nextDueInMs: () => this.nextDueInMs(),
+    });
+  }
+
+  // ---- endpoints ------------------------------------------------------------------------------
+
+  async create(
+    p: Principal | null,
+    input: { url: string; eventTypes: string[]; description?: string | null },
+  ): Promise<WebhookView & { secret: string }> {
+    const { accountId } = this.assets.writer(p, SCOPES.admin);
+    const url = checkUrlShape(input.url, this.settings.OUTBOUND_ALLOW_HOSTS, REFUSALS).toString();
+    const unknown = input.eventTypes.filter((t) => !(ASSET_WEBHOOK_EVENT_TYPES as readonly string[]).includes(t));
+    if (!input.eventTypes.length || unknown.length)
+      throw badRequest('validation_failed', `event_types must be 1 or more of ${ASSET_WEBHOOK_EVENT_TYPES.join(', ')}`, {
+        unknown_event_types: unknown,
+      });
+    if ((await this.m.Webhook.countDocuments({ accountId })) >= WEBHOOKS_MAX)
+      throw new PlatformError('assets.webhook_limit', 409, `an account has at most ${WEBHOOKS_MAX} webhooks`);
+    const secret = newSecret();
+    const now = new Date();
+    const _id = newId();
+    const doc: WebhookDoc = {
+      _id,
+      accountId,
+      url,
+      eventTypes: [...new Set(input.eventTypes)],
+      description: input.description ?? null,
+      enabled: true,
+      secretSealed: encryptSecret(secret, secretAad(_id)),
+      createdAt: now,
+      updatedAt: now,
+    };
+    await this.m.Webhook.create(doc);
+    this.hookCache.delete(accountId);
+    return { ...view(doc), secret };
+  }
+
+  async list(p: Principal | null): Promise<WebhookView[]> {
+    const { accountId } = this.assets.reader(p);
+    const docs = await this.m.Webhook.find({ accountId }, { secretSealed: 0 }).sort({ createdAt: 1 }).lean<WebhookDoc[]>().exec();
+    return docs.map((d) => ({ ...d }));
+  }
+
+  private async own(accountId: string, id: string): Promise<WebhookDoc> {
+    const doc = await this.m.Webhook.findById(id).lean<WebhookDoc>().exec();
+    if (!doc || doc.accountId !== accountId) throw webhookNotFound();
+    return doc;
+  }
+
+  /** Deletes the webhook and its delivery history (nothing is sent for it any more). */
+  async remove(p: Principal | null, id: string): Promise<WebhookView> {
+    const { accountId } = this.assets.writer(p, SCOPES.admin);
+    const doc = await this.own(accountId, id);
+    const res = await this.m.Webhook.deleteOne({ _id: id, accountId });
+    if (res.deletedCount !== 1) throw webhookNotFound();
+    await this.m.Delivery.deleteMany({ webhookId: id });
+    this.hookCache.delete(accountId);
+    return view(doc);
+  }
+
+  async deliveries(
+    p: Principal | null,
+    webhookId: string,
+    q: { status?: string | null; limit?: number | null; cursor?: string | null },
+  ): Promise<{ items: DeliveryDoc[]; nextCursor: string }> {
+    const { accountId } = this.assets.reader(p);
+    await this.own(accountId, webhookId);
+    const limit = q.limit ?? DELIVERIES_PAGE_DEFAULT;
+    if (!Number.isInteger(limit) || limit < 1 || limit > DELIVERIES_PAGE_MAX)
+      throw badRequest('validation_failed', `limit is 1 to ${DELIVERIES_PAGE_MAX}`);
+    const filter: Record<string, unknown> = { webhookId };
+    if (q.status) {
+      if (!['pending', 'succeeded', 'failed'].includes(q.status))
+        throw badRequest('validation_failed', 'status is pending, succeeded or failed');
+      filter.status = q.status;
+    }
+    const binding = `deliveries:${webhookId}:${q.status ?? ''}`;
+    if (q.cursor) {
+      const pos = decodeCursor<{ t: string; id: string }>(q.cursor, binding);
+      const t = new Date(pos.t);
+      filter.$or = [{ createdAt: { $lt: t } }, { createdAt: t, _id: { $lt: pos.id } }];
+    }
+    const docs = await this.m.Delivery.find(filter, { body: 0 })
+      .sort({ createdAt: -1, _id: -1 })
+      .limit(limit + 1)
+      .lean<DeliveryDoc[]>()
+      .exec();
+    const items = docs.slice(0, limit);
+    const last = items[items.length - 1];
+    const nextCursor =
+      docs.length > limit && last ? encodeCursor({ t: new Date(last.createdAt).toISOString(), id: last._id }, binding) : '';
+    return { items, nextCursor };
+  }
+
+  /** Queues another attempt now, whatever the delivery's state (same event id, same body). */
+  async retry(p: Principal | null, deliveryId: string): Promise<DeliveryDoc> {
+    const { accountId } = this.assets.writer(p, SCOPES.admin);
+    const now = new Date();
+    const d = await this.m.Delivery.findOneAndUpdate(
+      { _id: deliveryId, accountId },
+      { $set: { status: 'pending', nextAttemptAt: now, leaseUntil: null, updatedAt: now } },
+      { new: true, projection: { body: 0 } },
+    )
+      .lean<DeliveryDoc>()
+      .exec();
+    if (!d) throw deliveryNotFound();
+    this.nudge();
+    return d;
+  }
+
+  // ---- fan-out --------------------------------------------------------------------------------
+
+  private async hooksOf(accountId: string): Promise<Pick<WebhookDoc, '_id' | 'eventTypes'>[]> {
+    const now = Date.now();
+    const hit = this.hookCache.get(accountId);
+    if (hit && hit.until > now) return hit.hooks;
+    const hooks = await this.m.Webhook.find({ accountId, enabled: true }, { _id: 1, eventTypes: 1 })
+      .lean<Pick<WebhookDoc, '_id' | 'eventTypes'>[]>()
+      .exec();
+    if (this.hookCache.size > 10_000) this.hookCache.clear();
+    this.hookCache.set(accountId, { hooks, until: now + HOOK_CACHE_MS });
+    return hooks;
+  }
+
+  /** One delivery per subscribed webhook, each created once (a repeated event changes nothing). */
+  async emit(event: AssetWebhookEvent): Promise<void> {
+    const hooks = (await this.hooksOf(event.accountId)).filter((h) => h.eventTypes.includes(event.type));
+    if (!hooks.length) return;
+    const body = JSON.stringify({
+      type: event.type,
+      timestamp: event.occurredAt.toISOString(),
+      data: { event_id: event.id, ...event.data },
+    });
+    let created = 0;
+    for (const h of hooks) {
+      const now = new Date();
+      try {
+        await this.m.Delivery.create({
+          _id: stableId(`delivery:${event.id}:${h._id}`),
+          accountId: event.accountId,
+          webhookId: h._id,
+          eventId: event.id,
+          eventType: event.type,
+          body,
+          status: 'pending',
+          attempts: [],
+          nextAttemptAt: now,
+          leaseUntil: null,
+          createdAt: now,
+          updatedAt: now,
+        });
+        created++;
+      } catch (e) {
+        if (!isDuplicateKey(e)) throw e;
+      }
+    }
+    if (created) this.nudge();
+  }
+
+  // ---- the delivery worker --------------------------------------------------------------------
+
+  start(): void {
+    this.loop.start();
+  }
+
+  stop(): Promise<void> {
+    return this.loop.stop();
+  }
+
+  nudge(): void {
+    this.loop.nudge();
+  }
+
+  /** Attempts up to 20 due deliveries (due, or claimed by a worker whose lease lapsed). */
+  private async drainDue(): Promise<boolean> {
+    const now = new Date();
+    const due = await this.m.Delivery.find(
+      {
+        status: 'pending',
+        $or: [{ nextAttemptAt: { $lte: now }, leaseUntil: null }, { leaseUntil: { $lte: now } }],
+      },
+      { _id: 1, leaseUntil: 1 },
+    )
+      .limit(20)
+      .lean<Pick<DeliveryDoc, '_id' | 'leaseUntil'>[]>()
+      .exec();
+    await Promise.all(due.map((d) => this.attempt(d._id, d.leaseUntil ?? null)));
+    return due.length > 0;
+  }
+
+  private async nextDueInMs(): Promise<number | null> {
+    const next = await this.m.Delivery.findOne({ status: 'pending' }, { nextAttemptAt: 1, leaseUntil: 1 })
+      .sort({ nextAttemptAt: 1 })
+      .lean<Pick<DeliveryDoc, 'nextAttemptAt' | 'leaseUntil'>>()
+      .exec();
+    const at = next?.leaseUntil ?? next?.nextAttemptAt;
+    return at ? new Date(at).getTime() - Date.now() : null;
+  }
+
+  /** One attempt of one delivery: claim, sign, send (outbound rules), record, schedule the next. */
+  async attempt(id: string, leaseUntil: Date | null): Promise<void> {
+    const now = new Date();
+    const lease = new Date(now.getTime() + this.settings.ASSETS_WEBHOOK_LEASE_MS);
+    const d = await this.m.Delivery.findOneAndUpdate(
+      { _id: id, status: 'pending', leaseUntil },
+      { $set: { leaseUntil: lease } },
+      { new: true },
+    )
+      .lean<DeliveryDoc>()
+      .exec();
+    if (!d) return;
+    const hook = await this.m.Webhook.findById(d.webhookId).lean<WebhookDoc>().exec();
+    const attempt: DeliveryAttempt = hook
+      ? await this.send(hook, d)
+      : { statusCode: null, durationMs: 0, at: new Date(), responseExcerpt: null, error: 'the webhook was deleted' };
+    const ok = attempt.statusCode !== null && attempt.statusCode >= 200 && attempt.statusCode < 300;
+    const count = d.attempts.length + 1;
+    const exhausted = !ok && (!hook || count >= this.settings.ASSETS_WEBHOOK_MAX_ATTEMPTS);
+    const wait = Math.min(
+      this.settings.ASSETS_WEBHOOK_RETRY_MAX_MS,
+      this.settings.ASSETS_WEBHOOK_RETRY_BASE_MS * 2 ** (count - 1),
+    );
+    const done = new Date();
+    await this.m.Delivery.updateOne(
+      { _id: id, status: 'pending', leaseUntil: lease },
+      {
+        $push: { attempts: attempt },
+        $set: {
+          status: ok ? 'succeeded' : exhausted ? 'failed' : 'pending',
+          nextAttemptAt: ok || exhausted ? null : new Date(done.getTime() + wait),
+          leaseUntil: null,
+          updatedAt: done,
+        },
+      },
+    );
+  }
+
+  private async send(hook: WebhookDoc, d: DeliveryDoc): Promise<DeliveryAttempt> {
+    const at = new Date();
+    const started = performance.now();
+    const result = (r: Omit<DeliveryAttempt, 'durationMs' | 'at'>): DeliveryAttempt => ({
+      ...r,
+      at,
+      durationMs: Math.round(performance.now() - started),
+    });
+    try {
+      const secret = decryptSecret(hook.secretSealed, secretAad(hook._id));
+      // `webhook-id` is the event id: the same on every retry, so receivers can deduplicate.
+      const signature = new Webhook(secret).sign(d.eventId, at, d.body);
+      const target = await resolveTarget(hook.url, this.settings.OUTBOUND_ALLOW_HOSTS, { refusals: REFUSALS });
+      if (!target) return result({ statusCode: null, responseExcerpt: null, error: 'the host does not resolve' });
+      const res = await postPinned(
+        target,
+        d.body,
+        {
+          'webhook-id': d.eventId,
+          'webhook-timestamp': Math.floor(at.getTime() / 1000).toString(),
+          'webhook-signature': signature,
+          'user-agent': 'platform-assets-webhooks/1',
+        },
+        { timeoutMs: this.settings.ASSETS_WEBHOOK_TIMEOUT_MS, maxExcerptBytes: RESPONSE_EXCERPT_BYTES },
+      );
+      return result({ statusCode: res.statusCode, responseExcerpt: res.excerpt, error: null });
+    } catch (e) {
+      return result({ statusCode: null, responseExcerpt: null, error: (e as Error).message });
+    }
+  }
+}

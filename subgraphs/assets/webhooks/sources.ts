@@ -1,0 +1,107 @@
+import { randomUUID } from 'node:crypto';
+import type { ObjectEvent } from '../../../core/events/object-events';
+import type { OutboxEntry } from '../../../core/events/outbox';
+import type { AssetDoc } from '../model';
+import type { AssetsService } from '../service';
+import { type AssetWebhookEmitter, type AssetWebhookEvent, stableId } from './events';
+
+/**
+ * Where asset webhook events come from.
+ *
+ * - Object events (`assets.objects`, written by the same update as the change through the asset's
+ *   outbox, consumed at least once): `object.created` → `asset.created`, `object.overwritten` →
+ *   `asset.updated`, `object.deleted` → `asset.deleted`; an upload that ends `ready` also gives
+ *   `asset.processed`, one that ends `quarantined` gives `asset.quarantined`. Each webhook event id
+ *   is derived from the object event's, so a redelivered object event makes no second delivery.
+ * - Record changes with no object event (PATCH without a move, tags, metadata): `asset.updated`
+ *   from a `record-changes` entry the same update writes into the asset's outbox.
+ * - Bulk jobs emit `asset.updated` per applied item and `job.finished` themselves.
+ */
+export async function fromObjectEvent(assets: AssetsService, e: ObjectEvent): Promise<AssetWebhookEvent[]> {
+  const at = new Date(e.occurred_at);
+  const data = {
+    asset_id: e.asset_id,
+    bucket_id: e.bucket_id,
+    key: e.key,
+    version: e.version,
+    size: e.size,
+    content_type: e.content_type,
+    checksum_sha256: e.sha256,
+  };
+  const ev = (type: AssetWebhookEvent['type'], extra: Record<string, unknown> = {}): AssetWebhookEvent => ({
+    id: stableId(`${type}:${e.event_id}`),
+    type,
+    accountId: e.account_id,
+    occurredAt: at,
+    data: { ...data, ...extra },
+  });
+  if (e.type === 'object.deleted') return [ev('asset.deleted')];
+  const out = [ev(e.type === 'object.created' ? 'asset.created' : 'asset.updated')];
+  const a = await assets.anyAsset(e.asset_id);
+  if (a && a.accountId === e.account_id && a.currentVersion === e.version) {
+    if (a.status === 'ready') out.push(ev('asset.processed', { status: a.status, scan_status: a.scanStatus }));
+    if (a.status === 'quarantined') out.push(ev('asset.quarantined', { status: a.status, scan_status: a.scanStatus }));
+  }
+  return out;
+}
+
+/** Topic (after the prefix and area) of record changes that write no object event. */
+export const RECORD_CHANGES_TOPIC = 'record-changes';
+
+export interface RecordChange {
+  event_id: string;
+  account_id: string;
+  asset_id: string;
+  /** The revision the change made. */
+  revision: number;
+  occurred_at: string;
+}
+
+/**
+ * Adds a record-change entry to the asset's outbox in the same update as a guarded change that
+ * writes no object event of its own (object events become webhook events already) and does not
+ * start a delete (that ends as `asset.deleted`). Same write, so the event cannot be lost.
+ */
+export function withRecordChange(
+  topic: string,
+  ref: { accountId: string; id: string; revision: number },
+  update: Record<string, unknown>,
+): Record<string, unknown> {
+  const push = (update.$push ?? {}) as Record<string, unknown>;
+  const set = (update.$set ?? {}) as Record<string, unknown>;
+  if (push.outbox || set.status === 'deleting') return update;
+  const now = new Date();
+  const change: RecordChange = {
+    event_id: randomUUID(),
+    account_id: ref.accountId,
+    asset_id: ref.id,
+    revision: ref.revision + 1,
+    occurred_at: now.toISOString(),
+  };
+  const entry: OutboxEntry = { eventId: change.event_id, topic, key: ref.id, payload: change, createdAt: now };
+  return { ...update, $push: { ...push, outbox: entry } };
+}
+
+/** `asset.updated` for a record change (its id from the change's, so a redelivery sends nothing new). */
+export async function fromRecordChange(assets: AssetsService, c: RecordChange): Promise<AssetWebhookEvent[]> {
+  const a: AssetDoc | null = await assets.anyAsset(c.asset_id);
+  return [
+    {
+      id: stableId(`asset.updated:${c.event_id}`),
+      type: 'asset.updated',
+      accountId: c.account_id,
+      occurredAt: new Date(c.occurred_at),
+      data: {
+        asset_id: c.asset_id,
+        revision: c.revision,
+        ...(a && a.accountId === c.account_id
+          ? { bucket_id: a.bucketId, key: a.key, visibility: a.visibility, tags: a.tags, status: a.status }
+          : {}),
+      },
+    },
+  ];
+}
+
+export async function emitAll(emitter: AssetWebhookEmitter, events: AssetWebhookEvent[]): Promise<void> {
+  for (const e of events) await emitter.emit(e);
+}

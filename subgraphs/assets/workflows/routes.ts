@@ -1,0 +1,282 @@
+import { z } from 'zod';
+import { type AnyRoute, route } from '../../../core/rest-route';
+import { etagOf } from '../revisions';
+import { SCOPES } from '../service';
+import { APPROVAL_STATUSES } from './model';
+
+/**
+ * Spec 4.3 workflow and automation rows (issue 17 items 6–7). The MCP transport and the public
+ * workflow hook are raw HTTP (the area's data plane), not rows here.
+ */
+const P = '/api/v1/assets';
+const tag = 'Assets workflows';
+const wfId = (r: { params: Record<string, string> }) => r.params.workflowId;
+const ifMatch = (r: { headers: Record<string, string | string[] | undefined> }) => {
+  const h = r.headers['if-match'];
+  return (Array.isArray(h) ? h[0] : h) ?? null;
+};
+const revisionHeader = (payload: unknown): Record<string, string> => {
+  const rev = (payload as { revision?: number } | null)?.revision;
+  return typeof rev === 'number' ? { ETag: etagOf(rev) } : {};
+};
+
+const pageQuery = z
+  .object({ limit: z.coerce.number().int().min(1).max(100).optional(), cursor: z.string().min(1).optional() })
+  .strict();
+const draftBody = z
+  .object({
+    trigger: z.object({ type: z.string() }).strict(),
+    steps: z.array(z.object({ id: z.string(), type: z.string(), config: z.record(z.unknown()).optional() }).strict()).max(50),
+  })
+  .strict();
+const createBody = z
+  .object({
+    name: z.string().trim().min(1).max(200),
+    project_id: z.string().uuid().nullable().optional(),
+    draft: draftBody.optional(),
+  })
+  .strict();
+const activateBody = z.object({ version: z.number().int().positive().optional() }).strict().optional();
+const runBody = z
+  .object({ asset_id: z.string().min(1).max(64).optional(), version: z.number().int().positive().optional() })
+  .strict()
+  .optional();
+const decisionBody = z
+  .object({ action_hash: z.string().min(1).max(128).optional(), note: z.string().max(1000).optional() })
+  .strict()
+  .optional();
+const approvalsQuery = pageQuery.extend({ status: z.enum(APPROVAL_STATUSES).optional() }).strict();
+
+const decide = (decision: 'approved' | 'rejected', word: 'approve' | 'reject'): AnyRoute =>
+  route({
+    method: 'POST',
+    path: `${P}/workflows/approvals/{approvalId}/${word}`,
+    summary: `${word === 'approve' ? 'Approve' : 'Reject'} a pending action (a repeated identical decision is answered again)`,
+    tag,
+    operation: 'decide-approval',
+    body: decisionBody,
+    scope: SCOPES.write,
+    errors: [409, 410],
+    variables: (r) => ({
+      id: r.params.approvalId,
+      decision,
+      actionHash: r.body?.action_hash ?? null,
+      note: r.body?.note ?? null,
+    }),
+    select: (d) => d.decideAssetApproval,
+    status: 200,
+    envelope: 'standard',
+  });
+
+export const workflowRoutes: AnyRoute[] = [
+  route({
+    method: 'GET',
+    path: `${P}/workflows/catalog`,
+    summary: 'Triggers and step types a workflow may use',
+    tag,
+    operation: 'workflow-catalog',
+    scope: SCOPES.read,
+    variables: () => ({}),
+    select: (d) => d.assetWorkflowCatalog,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'GET',
+    path: `${P}/workflows`,
+    summary: 'List workflows, newest first',
+    tag,
+    operation: 'list-workflows',
+    query: pageQuery,
+    scope: SCOPES.read,
+    variables: (r) => ({ limit: r.query.limit ?? null, cursor: r.query.cursor ?? null }),
+    select: (d) => d.assetWorkflows,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'POST',
+    path: `${P}/workflows`,
+    summary: 'Create a workflow (optionally with a draft and the project whose activity shows its runs)',
+    tag,
+    operation: 'create-workflow',
+    body: createBody,
+    scope: SCOPES.write,
+    creates: { workflowId: '/data/id' },
+    variables: (r) => ({ name: r.body.name, projectId: r.body.project_id ?? null, draft: r.body.draft ?? null }),
+    select: (d) => d.createAssetWorkflow,
+    headers: revisionHeader,
+    status: 201,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'GET',
+    path: `${P}/workflows/approvals`,
+    summary: 'Approvals (workflow steps waiting for a person, governed tool calls), newest first',
+    tag,
+    operation: 'list-approvals',
+    query: approvalsQuery,
+    scope: SCOPES.read,
+    variables: (r) => ({ status: r.query.status ?? null, limit: r.query.limit ?? null, cursor: r.query.cursor ?? null }),
+    select: (d) => d.assetApprovals,
+    status: 200,
+    envelope: 'standard',
+  }),
+  decide('approved', 'approve'),
+  decide('rejected', 'reject'),
+  route({
+    method: 'GET',
+    path: `${P}/workflows/runs/{runId}`,
+    summary: 'One run with its steps',
+    tag,
+    operation: 'get-workflow-run',
+    scope: SCOPES.read,
+    variables: (r) => ({ runId: r.params.runId }),
+    select: (d) => d.assetWorkflowRun,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'POST',
+    path: `${P}/workflows/runs/{runId}/cancel`,
+    summary: 'Cancel a run that has not finished',
+    tag,
+    operation: 'cancel-workflow-run',
+    scope: SCOPES.write,
+    errors: [409],
+    variables: (r) => ({ runId: r.params.runId }),
+    select: (d) => d.cancelAssetWorkflowRun,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'POST',
+    path: `${P}/workflows/runs/{runId}/retry`,
+    summary: 'Run a failed or cancelled run again from the step it stopped at',
+    tag,
+    operation: 'retry-workflow-run',
+    scope: SCOPES.write,
+    errors: [409],
+    variables: (r) => ({ runId: r.params.runId }),
+    select: (d) => d.retryAssetWorkflowRun,
+    status: 202,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'GET',
+    path: `${P}/workflows/{workflowId}`,
+    summary: 'One workflow with its draft',
+    tag,
+    operation: 'get-workflow',
+    scope: SCOPES.read,
+    variables: (r) => ({ id: wfId(r) }),
+    select: (d) => d.assetWorkflow,
+    headers: revisionHeader,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'PUT',
+    path: `${P}/workflows/{workflowId}/draft`,
+    summary: 'Save the draft; needs If-Match with the workflow revision',
+    tag,
+    operation: 'save-workflow-draft',
+    body: draftBody,
+    scope: SCOPES.write,
+    errors: [412, 428],
+    variables: (r) => ({ id: wfId(r), draft: r.body, ifMatch: ifMatch(r) }),
+    select: (d) => d.saveAssetWorkflowDraft,
+    headers: revisionHeader,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'POST',
+    path: `${P}/workflows/{workflowId}/validate`,
+    summary: 'Check the draft against the catalog',
+    tag,
+    operation: 'validate-workflow',
+    scope: SCOPES.read,
+    variables: (r) => ({ id: wfId(r) }),
+    select: (d) => d.validateAssetWorkflow,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'POST',
+    path: `${P}/workflows/{workflowId}/publish`,
+    summary: 'Freeze the draft as the next immutable version',
+    tag,
+    operation: 'publish-workflow',
+    scope: SCOPES.write,
+    variables: (r) => ({ id: wfId(r) }),
+    select: (d) => d.publishAssetWorkflow,
+    status: 201,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'POST',
+    path: `${P}/workflows/{workflowId}/activate`,
+    summary: 'Make a published version (default: the latest) the one runs use; a hook workflow gets its URL and secret',
+    tag,
+    operation: 'activate-workflow',
+    body: activateBody,
+    scope: SCOPES.write,
+    errors: [409],
+    variables: (r) => ({ id: wfId(r), version: r.body?.version ?? null }),
+    select: (d) => d.activateAssetWorkflow,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'POST',
+    path: `${P}/workflows/{workflowId}/run`,
+    summary: 'Start a run of the active version (or `version`) on `asset_id`; a durable job',
+    tag,
+    operation: 'run-workflow',
+    body: runBody,
+    scope: SCOPES.write,
+    errors: [409],
+    variables: (r) => ({ id: wfId(r), assetId: r.body?.asset_id ?? null, version: r.body?.version ?? null }),
+    select: (d) => d.runAssetWorkflow,
+    status: 202,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'GET',
+    path: `${P}/workflows/{workflowId}/versions`,
+    summary: 'Published versions, newest first',
+    tag,
+    operation: 'workflow-versions',
+    scope: SCOPES.read,
+    variables: (r) => ({ id: wfId(r) }),
+    select: (d) => ({ items: d.assetWorkflowVersions, next_cursor: null }),
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'GET',
+    path: `${P}/workflows/{workflowId}/runs`,
+    summary: 'Runs of the workflow, newest first',
+    tag,
+    operation: 'workflow-runs',
+    query: pageQuery,
+    scope: SCOPES.read,
+    variables: (r) => ({ id: wfId(r), limit: r.query.limit ?? null, cursor: r.query.cursor ?? null }),
+    select: (d) => d.assetWorkflowRuns,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'GET',
+    path: `${P}/automation`,
+    summary: 'Governed automation tools (with their scopes) and recent audits',
+    tag,
+    operation: 'automation',
+    scope: SCOPES.read,
+    variables: () => ({}),
+    select: (d) => d.assetAutomation,
+    status: 200,
+    envelope: 'standard',
+  }),
+];

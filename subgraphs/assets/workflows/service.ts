@@ -1,0 +1,873 @@
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import { decodeCursor, encodeCursor } from '../../../core/cursors';
+import { PlatformError, badRequest, conflict, notFound } from '../../../core/errors';
+import type { EventBus } from '../../../core/events/event-bus';
+import { OutboxRelay } from '../../../core/events/outbox';
+import { newId } from '../../../core/ids';
+import type { Logger } from '../../../core/logger';
+import { isDuplicateKey } from '../../../core/mongo';
+import type { OperationContext, OperationEngine } from '../../../core/operations/engine';
+import type { Ports } from '../../../core/ports';
+import { type Principal, requireScope, requireWriter } from '../../../core/principal';
+import { encryptSecret } from '../../../core/secrets';
+import { requiredRevision, revisionStale } from '../revisions';
+import { SCOPES, type AssetsService } from '../service';
+import { moveAsset, tagAsset, transformAsset } from './actions';
+import {
+  DEFAULT_APPROVAL_TTL_S,
+  type Definition,
+  type StepDef,
+  type StepType,
+  STEP_CONFIGS,
+  definitionSchema,
+  findings,
+  normalised,
+} from './catalog';
+import { approvalEventEntry } from './activity';
+import { actionOperationId, approvalHash, runOperationId, stepApprovalId } from './ids';
+import {
+  type ApprovalDoc,
+  type AuditDoc,
+  type RunDoc,
+  type RunStepDoc,
+  TERMINAL_RUN,
+  type WorkflowDoc,
+  type WorkflowModels,
+  type WorkflowVersionDoc,
+} from './model';
+import { type GovernedTool, toolNamed } from '../mcp/tools';
+
+/** Operation types this file's executors run (registered in the area's `executors`). */
+export const OP_WORKFLOW_RUN = 'assets.workflow_run';
+export const OP_AUTOMATION_ACTION = 'assets.automation_action';
+/** How often pending approvals past their expiry are expired (and their runs failed): 30 s. */
+export const APPROVAL_SWEEP_MS = 30_000;
+/** `/automation` shows this many recent audits. */
+export const RECENT_AUDITS = 50;
+/** List pages: `limit` 1..100, default 25 (the activity lists' numbers). */
+export const DEFAULT_PAGE = 25;
+export const MAX_PAGE = 100;
+
+const workflowNotFound = () => notFound('assets.workflow_not_found', 'workflow not found');
+const runNotFound = () => notFound('assets.workflow_run_not_found', 'workflow run not found');
+const approvalNotFound = () => notFound('assets.approval_not_found', 'approval not found');
+
+export interface WorkflowDeps {
+  models: WorkflowModels;
+  assets: AssetsService;
+  engine: OperationEngine;
+  bus: EventBus;
+  ports: Ports;
+  log: Logger;
+  /** Physical name of `<prefix>.assets.workflows` (notify steps publish there). */
+  notifyTopic(): string;
+  /** The REST base (`{base_url}`) at call time: hook URLs are absolute. */
+  baseUrl(): string;
+  /** Physical name of `<prefix>.assets.approvals` (the approvals' activity source). */
+  approvalsTopic(): string;
+}
+
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
+}
+
+/** The rules of workflows, their runs and approvals, and the audit of governed tool calls. */
+export class WorkflowService {
+  /** Publishes the approvals' outbox (started where the area's workers run). */
+  readonly relay: OutboxRelay;
+
+  constructor(readonly d: WorkflowDeps) {
+    this.relay = new OutboxRelay({ models: [d.models.Approval], bus: d.bus });
+  }
+
+  private event(a: ApprovalDoc, status: ApprovalDoc['status'], at: Date) {
+    return approvalEventEntry(this.d.approvalsTopic(), a, status, at);
+  }
+
+  private get m() {
+    return this.d.models;
+  }
+  private reader(p: Principal | null | undefined) {
+    return this.d.assets.reader(p);
+  }
+  private writer(p: Principal | null | undefined) {
+    return this.d.assets.writer(p, SCOPES.write);
+  }
+
+  // ---- workflows and versions ---------------------------------------------------------------
+
+  async list(p: Principal | null, limit?: number, cursor?: string): Promise<Page<WorkflowDoc>> {
+    const { accountId } = this.reader(p);
+    return this.page(this.m.Workflow, { accountId }, `workflows:${accountId}`, limit, cursor);
+  }
+
+  async get(p: Principal | null, id: string): Promise<WorkflowDoc> {
+    const { accountId } = this.reader(p);
+    const wf = await this.m.Workflow.findOne({ _id: id, accountId }).lean<WorkflowDoc>().exec();
+    if (!wf) throw workflowNotFound();
+    return wf;
+  }
+
+  async create(p: Principal | null, input: { name: string; projectId?: string | null; draft?: unknown }): Promise<WorkflowDoc> {
+    const { accountId } = this.writer(p);
+    if (input.projectId) {
+      const project = await this.d.ports.get('projects').findProject(input.projectId);
+      if (!project || project.accountId !== accountId) throw notFound('assets.project_not_found', 'project not found');
+    }
+    const now = new Date();
+    const doc: WorkflowDoc = {
+      _id: newId(),
+      accountId,
+      name: input.name,
+      projectId: input.projectId ?? null,
+      status: 'draft',
+      draft: input.draft ? parseDraft(input.draft) : { trigger: { type: 'manual' }, steps: [] },
+      revision: 1,
+      latestVersion: 0,
+      activeVersion: null,
+      hook: null,
+      createdAt: now,
+      updatedAt: now,
+    };
+    await this.m.Workflow.create(doc);
+    return doc;
+  }
+
+  /** Replaces the draft; `If-Match` with the workflow's revision is required (428 / 412). */
+  async saveDraft(p: Principal | null, id: string, ifMatch: string | null | undefined, draft: unknown): Promise<WorkflowDoc> {
+    const { accountId } = this.writer(p);
+    const revision = requiredRevision(ifMatch);
+    const def = parseDraft(draft);
+    const next = await this.m.Workflow.findOneAndUpdate(
+      { _id: id, accountId, revision },
+      { $set: { draft: def, updatedAt: new Date() }, $inc: { revision: 1 } },
+      { new: true },
+    )
+      .lean<WorkflowDoc>()
+      .exec();
+    if (next) return next;
+    const current = await this.get(p, id);
+    throw revisionStale(current.revision);
+  }
+
+  async validate(p: Principal | null, id: string): Promise<{ valid: boolean; errors: { path: string; message: string }[] }> {
+    const wf = await this.get(p, id);
+    const errors = findings(wf.draft);
+    return { valid: errors.length === 0, errors };
+  }
+
+  /** Freezes the draft as the next version; 400 with the findings when it is not valid. */
+  async publish(p: Principal | null, id: string): Promise<WorkflowVersionDoc> {
+    this.writer(p);
+    for (;;) {
+      const wf = await this.get(p, id);
+      const errors = findings(wf.draft);
+      if (errors.length) throw badRequest('assets.workflow_invalid', 'the draft does not validate', { errors });
+      const version = wf.latestVersion + 1;
+      // The version document is inserted first under `<id>:<n>`: its unique id decides between two
+      // concurrent publishes, and it is never updated. Then the workflow's counter catches up (a
+      // publish that died between the two leaves the counter behind; the next one moves it on).
+      const doc: WorkflowVersionDoc = {
+        _id: `${id}:${version}`,
+        accountId: wf.accountId,
+        workflowId: id,
+        version,
+        definition: normalised(wf.draft),
+        createdAt: new Date(),
+      };
+      const bump = () =>
+        this.m.Workflow.updateOne(
+          { _id: id, accountId: wf.accountId, latestVersion: wf.latestVersion },
+          { $set: { latestVersion: version, updatedAt: new Date() } },
+        ).exec();
+      try {
+        await this.m.Version.create(doc);
+      } catch (e) {
+        if (!isDuplicateKey(e)) throw e;
+        await bump();
+        continue;
+      }
+      await bump();
+      return doc;
+    }
+  }
+
+  async versions(p: Principal | null, id: string): Promise<WorkflowVersionDoc[]> {
+    const wf = await this.get(p, id);
+    return this.m.Version.find({ accountId: wf.accountId, workflowId: id })
+      .sort({ version: -1 })
+      .limit(MAX_PAGE)
+      .lean<WorkflowVersionDoc[]>()
+      .exec();
+  }
+
+  private async version(wf: WorkflowDoc, version: number): Promise<WorkflowVersionDoc> {
+    const v = await this.m.Version.findOne({ _id: `${wf._id}:${version}`, accountId: wf.accountId })
+      .lean<WorkflowVersionDoc>()
+      .exec();
+    if (!v) throw notFound('assets.workflow_version_not_found', `workflow version ${version} not found`);
+    return v;
+  }
+
+  /**
+   * Makes a published version the one runs and hooks use (default: the latest). A `hook` workflow
+   * gets its token and signing secret on its first activation; the secret is returned that once.
+   */
+  async activate(
+    p: Principal | null,
+    id: string,
+    version?: number | null,
+  ): Promise<{ workflow: WorkflowDoc; secret: string | null }> {
+    const actor = this.writer(p);
+    const wf = await this.get(p, id);
+    if (wf.latestVersion === 0) throw conflict('assets.workflow_not_published', 'publish a version before activating');
+    const v = await this.version(wf, version ?? wf.latestVersion);
+    let secret: string | null = null;
+    const set: Partial<WorkflowDoc> = { status: 'active', activeVersion: v.version, updatedAt: new Date() };
+    if (v.definition.trigger.type === 'hook' && !wf.hook) {
+      const token = randomBytes(24).toString('base64url');
+      secret = `whsec_${randomBytes(32).toString('base64')}`;
+      await this.m.Hook.create({
+        _id: token,
+        accountId: wf.accountId,
+        workflowId: wf._id,
+        secretSealed: encryptSecret(secret, `asset_workflow_hook:${token}`),
+        actor,
+        createdAt: new Date(),
+      });
+      set.hook = { token, createdAt: new Date() };
+    }
+    // The hook is only set when none was (a concurrent first activation keeps the one that won).
+    const filter = set.hook ? { _id: id, accountId: wf.accountId, hook: null } : { _id: id, accountId: wf.accountId };
+    const next = await this.m.Workflow.findOneAndUpdate(filter, { $set: set }, { new: true }).lean<WorkflowDoc>().exec();
+    if (!next) return this.activate(p, id, version);
+    return { workflow: next, secret };
+  }
+
+  hookUrl(wf: WorkflowDoc): string | null {
+    return wf.hook ? `${this.d.baseUrl()}/api/v1/assets/workflow-hooks/${wf.hook.token}` : null;
+  }
+
+  // ---- runs ----------------------------------------------------------------------------------
+
+  /** Starts a run of the active version (or `version`); 409 when the workflow has nothing to run. */
+  async run(
+    p: Principal | null,
+    id: string,
+    input: { assetId?: string | null; version?: number | null; payload?: Record<string, unknown> },
+  ): Promise<RunDoc> {
+    const actor = this.writer(p);
+    const wf = await this.get(p, id);
+    return this.startRun(wf, actor, input, { type: 'manual', keyId: actor.keyId, deliveryId: null });
+  }
+
+  async startRun(
+    wf: WorkflowDoc,
+    actor: Principal,
+    input: { assetId?: string | null; version?: number | null; payload?: Record<string, unknown> },
+    trigger: RunDoc['trigger'],
+    /** Fixed by the caller when a repeat must be refused (a hook delivery id): 409 on a second start. */
+    fixedRunId?: string,
+  ): Promise<RunDoc> {
+    const versionNo = input.version ?? wf.activeVersion;
+    if (!versionNo) throw conflict('assets.workflow_not_active', 'activate the workflow (or name a published version) to run it');
+    const v = await this.version(wf, versionNo);
+    const needsAsset = v.definition.steps.some((s) => s.type !== 'notify' && s.type !== 'wait_for_approval');
+    if (needsAsset && !input.assetId) throw badRequest('validation_failed', 'asset_id is required by this workflow');
+    // The asset must be visible to the actor now (404 otherwise), not only when a step reaches it.
+    if (input.assetId) await this.d.assets.get(actor, input.assetId);
+    const now = new Date();
+    const runId = fixedRunId ?? newId();
+    const run: RunDoc = {
+      _id: runId,
+      accountId: wf.accountId,
+      workflowId: wf._id,
+      projectId: wf.projectId,
+      version: v.version,
+      trigger,
+      input: { asset_id: input.assetId ?? null, ...(input.payload ? { payload: input.payload } : {}) },
+      actor,
+      status: 'queued',
+      cursor: 0,
+      steps: v.definition.steps.map((s) => ({
+        id: s.id,
+        type: s.type,
+        status: 'pending',
+        result: null,
+        errorCode: null,
+        finishedAt: null,
+      })),
+      segment: 1,
+      operations: [runOperationId(runId, 1)],
+      approvalId: null,
+      errorCode: null,
+      errorMessage: null,
+      createdAt: now,
+      updatedAt: now,
+      finishedAt: null,
+    };
+    try {
+      await this.m.Run.create(run);
+    } catch (e) {
+      if (fixedRunId && isDuplicateKey(e)) throw conflict('assets.hook_replayed', 'this delivery id was already received');
+      throw e;
+    }
+    await this.enqueueSegment(run, 1);
+    return run;
+  }
+
+  private enqueueSegment(run: RunDoc, segment: number) {
+    return this.d.engine.enqueue({
+      id: runOperationId(run._id, segment),
+      accountId: run.accountId,
+      // Assets are account-scoped: a workflow that names no project files its runs under the account.
+      projectId: run.projectId ?? run.accountId,
+      resourceType: 'asset_workflow_run',
+      resourceId: run._id,
+      operationType: OP_WORKFLOW_RUN,
+      input: { runId: run._id, segment },
+      initiator: { type: run.trigger.type, key_id: run.trigger.keyId, delivery_id: run.trigger.deliveryId },
+    });
+  }
+
+  async runs(p: Principal | null, workflowId: string, limit?: number, cursor?: string): Promise<Page<RunDoc>> {
+    const wf = await this.get(p, workflowId);
+    return this.page(this.m.Run, { accountId: wf.accountId, workflowId }, `runs:${workflowId}`, limit, cursor);
+  }
+
+  async getRun(p: Principal | null, runId: string): Promise<RunDoc> {
+    const { accountId } = this.reader(p);
+    const run = await this.m.Run.findOne({ _id: runId, accountId }).lean<RunDoc>().exec();
+    if (!run) throw runNotFound();
+    return run;
+  }
+
+  /** Stops a run that has not finished; its pending approval is withdrawn. 409 when already terminal. */
+  async cancelRun(p: Principal | null, runId: string): Promise<RunDoc> {
+    this.writer(p);
+    const run = await this.getRun(p, runId);
+    if (TERMINAL_RUN.has(run.status)) throw conflict('assets.workflow_run_finished', `the run is already ${run.status}`);
+    const now = new Date();
+    const next = await this.m.Run.findOneAndUpdate(
+      { _id: runId, accountId: run.accountId, status: run.status, segment: run.segment },
+      { $set: { status: 'cancelled', errorCode: 'cancelled', finishedAt: now, updatedAt: now } },
+      { new: true },
+    )
+      .lean<RunDoc>()
+      .exec();
+    if (!next) return this.cancelRun(p, runId);
+    const pending = run.approvalId ? await this.m.Approval.findById(run.approvalId).lean<ApprovalDoc>().exec() : null;
+    if (pending?.status === 'pending') {
+      await this.m.Approval.updateOne(
+        { _id: pending._id, status: 'pending' },
+        { $set: { status: 'cancelled', updatedAt: now }, $push: { outbox: this.event(pending, 'cancelled', now) } },
+      ).exec();
+      this.relay.nudge();
+    }
+    return next;
+  }
+
+  /** Runs a failed or cancelled run again from the step it stopped at (steps done stay done). */
+  async retryRun(p: Principal | null, runId: string): Promise<RunDoc> {
+    this.writer(p);
+    const run = await this.getRun(p, runId);
+    if (run.status !== 'failed' && run.status !== 'cancelled') {
+      throw conflict('assets.workflow_run_not_retryable', `only a failed or cancelled run can be retried (it is ${run.status})`);
+    }
+    const segment = run.segment + 1;
+    const steps = run.steps.map((s, i) => (i >= run.cursor ? { ...s, status: 'pending' as const, errorCode: null } : s));
+    const next = await this.m.Run.findOneAndUpdate(
+      { _id: runId, accountId: run.accountId, status: run.status, segment: run.segment },
+      {
+        $set: {
+          status: 'queued',
+          segment,
+          steps,
+          approvalId: null,
+          errorCode: null,
+          errorMessage: null,
+          finishedAt: null,
+          updatedAt: new Date(),
+        },
+        $push: { operations: runOperationId(runId, segment) },
+      },
+      { new: true },
+    )
+      .lean<RunDoc>()
+      .exec();
+    if (!next) throw conflict('assets.workflow_run_changed', 'the run changed meanwhile; read it again');
+    await this.enqueueSegment(next, segment);
+    return next;
+  }
+
+  // ---- the executor -----------------------------------------------------------------------------
+
+  /**
+   * One segment of a run: from its cursor up to the end, or up to a `wait_for_approval` step (the
+   * segment then ends; the decision starts the next one). Every write is conditional on the run
+   * still being in this segment and at this cursor, so a cancel wins and a re-run changes nothing.
+   */
+  async executeRun(ctx: OperationContext): Promise<unknown> {
+    const { runId, segment } = ctx.op.input as { runId: string; segment: number };
+    let found = await this.m.Run.findById(runId).lean<RunDoc>().exec();
+    if (!found || found.segment !== segment || (found.status !== 'queued' && found.status !== 'running')) {
+      return { skipped: true, status: found?.status ?? null };
+    }
+    if (found.status === 'queued') {
+      found = await this.m.Run.findOneAndUpdate(
+        { _id: runId, segment, status: 'queued' },
+        { $set: { status: 'running', updatedAt: new Date() } },
+        { new: true },
+      )
+        .lean<RunDoc>()
+        .exec();
+      if (!found) return { skipped: true };
+    }
+    let run: RunDoc = found;
+    const wf = await this.m.Workflow.findById(run.workflowId).lean<WorkflowDoc>().exec();
+    if (!wf) throw workflowNotFound();
+    const { definition } = await this.version(wf, run.version);
+    while (run.cursor < definition.steps.length) {
+      const i: number = run.cursor;
+      const step = definition.steps[i];
+      if (step.type === 'wait_for_approval') return this.pauseForApproval(run, step);
+      let result: unknown;
+      try {
+        const current = run;
+        result = await ctx.step(step.id, () => this.performStep(current, step, ctx.op._id));
+      } catch (e) {
+        const final = !(e instanceof PlatformError) || !e.retriable || ctx.op.attempt >= ctx.op.maxAttempts;
+        if (final) await this.failRun(run, i, e);
+        throw e;
+      }
+      const steps = withStep(run.steps, i, { status: 'succeeded', result, errorCode: null, finishedAt: new Date() });
+      const next: RunDoc | null = await this.m.Run.findOneAndUpdate(
+        { _id: runId, segment, status: 'running', cursor: i },
+        { $set: { cursor: i + 1, steps, updatedAt: new Date() } },
+        { new: true },
+      )
+        .lean<RunDoc>()
+        .exec();
+      if (!next) return { stopped: true };
+      run = next;
+    }
+    const now = new Date();
+    await this.m.Run.updateOne(
+      { _id: runId, segment, status: 'running', cursor: run.cursor },
+      { $set: { status: 'succeeded', finishedAt: now, updatedAt: now } },
+    ).exec();
+    return { status: 'succeeded' };
+  }
+
+  private async performStep(run: RunDoc, step: StepDef, operationId: string): Promise<unknown> {
+    const assetId = run.input.asset_id as string | null;
+    const config = STEP_CONFIGS[step.type as StepType].parse(step.config) as Record<string, unknown>;
+    const assets = this.d.assets;
+    switch (step.type) {
+      case 'transform':
+        return transformAsset(assets, run.actor, assetId!, (config as unknown as { transformation: string }).transformation);
+      case 'tag': {
+        const c = config as unknown as { add: string[]; remove: string[] };
+        return tagAsset(assets, run.actor, assetId!, c.add, c.remove);
+      }
+      case 'move':
+        return moveAsset(assets, run.actor, assetId!, (config as unknown as { bucket: string }).bucket);
+      case 'notify': {
+        // The event id is fixed by the operation and step: a re-run publishes a duplicate consumers drop.
+        const event = {
+          event_id: `${operationId}:${step.id}`,
+          type: 'workflow.notification',
+          account_id: run.accountId,
+          workflow_id: run.workflowId,
+          run_id: run._id,
+          step_id: step.id,
+          asset_id: assetId,
+          message: (config as unknown as { message: string }).message,
+          at: new Date().toISOString(),
+        };
+        await this.d.bus.publish([{ topic: this.d.notifyTopic(), key: run.accountId, value: event }]);
+        return { event_id: event.event_id, topic: this.d.notifyTopic() };
+      }
+      default:
+        throw badRequest('assets.workflow_invalid', `unknown step type ${step.type}`);
+    }
+  }
+
+  private async failRun(run: RunDoc, i: number, e: unknown): Promise<void> {
+    const code = e instanceof PlatformError ? e.code : 'internal_error';
+    const message = e instanceof PlatformError ? e.message : 'the step failed';
+    const now = new Date();
+    await this.m.Run.updateOne(
+      { _id: run._id, segment: run.segment, status: 'running', cursor: i },
+      {
+        $set: {
+          status: 'failed',
+          errorCode: code,
+          errorMessage: message,
+          steps: withStep(run.steps, i, { status: 'failed', errorCode: code, finishedAt: now }),
+          finishedAt: now,
+          updatedAt: now,
+        },
+      },
+    ).exec();
+  }
+
+  private async pauseForApproval(run: RunDoc, step: StepDef): Promise<unknown> {
+    const config = STEP_CONFIGS.wait_for_approval.parse(step.config);
+    const approvalId = stepApprovalId(run._id, run.segment, step.id);
+    const now = new Date();
+    await this.insertApproval({
+      _id: approvalId,
+      accountId: run.accountId,
+      kind: 'workflow_step',
+      actionKey: 'assets.workflow.continue',
+      actionHash: approvalHash([approvalId, 'assets.workflow.continue', run._id, run.segment, step.id]),
+      title: config.title ?? `Continue workflow run at step ${step.id}`,
+      status: 'pending',
+      projectId: run.projectId,
+      runId: run._id,
+      stepId: step.id,
+      tool: null,
+      requestedBy: { type: 'workflow_run', id: run._id },
+      actor: run.actor,
+      expiresAt: new Date(now.getTime() + (config.expires_in ?? DEFAULT_APPROVAL_TTL_S) * 1000),
+      decidedAt: null,
+      decidedBy: null,
+      note: null,
+      operationId: null,
+      outbox: [],
+      createdAt: now,
+      updatedAt: now,
+    });
+    await this.m.Run.updateOne(
+      { _id: run._id, segment: run.segment, status: 'running', cursor: run.cursor },
+      {
+        $set: {
+          status: 'waiting_approval',
+          approvalId,
+          steps: withStep(run.steps, run.cursor, { status: 'waiting', result: { approval_id: approvalId } }),
+          updatedAt: now,
+        },
+      },
+    ).exec();
+    return { waiting_for_approval: approvalId };
+  }
+
+  private async insertApproval(doc: ApprovalDoc): Promise<void> {
+    try {
+      await this.m.Approval.create({ ...doc, outbox: [this.event(doc, 'pending', doc.createdAt)] });
+      this.relay.nudge();
+    } catch (e) {
+      if (!isDuplicateKey(e)) throw e;
+    }
+  }
+
+  // ---- approvals -----------------------------------------------------------------------------
+
+  async approvals(p: Principal | null, status: string | undefined, limit?: number, cursor?: string): Promise<Page<ApprovalDoc>> {
+    const { accountId } = this.reader(p);
+    const filter: Record<string, unknown> = { accountId };
+    if (status) filter.status = status;
+    return this.page(this.m.Approval, filter, `approvals:${accountId}:${status ?? ''}`, limit, cursor);
+  }
+
+  async getApproval(p: Principal | null, id: string): Promise<ApprovalDoc> {
+    const { accountId } = this.reader(p);
+    const a = await this.m.Approval.findOne({ _id: id, accountId }).lean<ApprovalDoc>().exec();
+    if (!a) throw approvalNotFound();
+    return a;
+  }
+
+  /**
+   * A decision. The decision is recorded first (one conditional write), then its continuation is
+   * started with an id fixed by the approval, so repeating the same decision is safe and starts
+   * nothing twice. The opposite decision afterwards is 409; a decision after expiry is 410.
+   */
+  async decide(
+    p: Principal | null,
+    id: string,
+    decision: 'approved' | 'rejected',
+    body: { actionHash?: string | null; note?: string | null },
+  ): Promise<ApprovalDoc> {
+    const who = this.writer(p);
+    const a = await this.getApproval(p, id);
+    if (body.actionHash && body.actionHash !== a.actionHash) {
+      throw conflict('assets.approval_hash_mismatch', 'action_hash does not match this approval');
+    }
+    const now = new Date();
+    let decided = a;
+    if (a.status === 'pending') {
+      if (a.expiresAt.getTime() <= now.getTime()) {
+        await this.expire(a);
+        throw new PlatformError('assets.approval_expired', 410, 'the approval expired before a decision');
+      }
+      const next = await this.m.Approval.findOneAndUpdate(
+        { _id: id, accountId: a.accountId, status: 'pending' },
+        {
+          $set: { status: decision, decidedAt: now, decidedBy: who.keyId, note: body.note ?? null, updatedAt: now },
+          $push: { outbox: this.event({ ...a, decidedBy: who.keyId }, decision, now) },
+        },
+        { new: true },
+      )
+        .lean<ApprovalDoc>()
+        .exec();
+      if (!next) return this.decide(p, id, decision, body);
+      this.relay.nudge();
+      decided = next;
+    } else if (a.status === 'expired') {
+      throw new PlatformError('assets.approval_expired', 410, 'the approval expired before a decision');
+    } else if (a.status !== decision) {
+      throw conflict('assets.approval_already_decided', `the approval is already ${a.status}`, { status: a.status });
+    }
+    // Same decision again (or the first one): make sure its continuation happened.
+    return this.continueAfter(decided);
+  }
+
+  /**
+   * Expires pending approvals past their time (and fails the runs waiting on them), at most
+   * `batch` per call; the sweep worker calls it every APPROVAL_SWEEP_MS. Returns how many it expired.
+   */
+  async sweepExpired(batch = 100): Promise<number> {
+    const due = await this.m.Approval.find({ status: 'pending', expiresAt: { $lte: new Date() } })
+      .limit(batch)
+      .lean<ApprovalDoc[]>()
+      .exec();
+    for (const a of due) await this.expire(a);
+    return due.length;
+  }
+
+  private async expire(a: ApprovalDoc): Promise<void> {
+    const now = new Date();
+    await this.m.Approval.updateOne(
+      { _id: a._id, status: 'pending' },
+      { $set: { status: 'expired', updatedAt: now }, $push: { outbox: this.event(a, 'expired', now) } },
+    ).exec();
+    this.relay.nudge();
+    if (a.runId) {
+      await this.m.Run.updateOne(
+        { _id: a.runId, status: 'waiting_approval', approvalId: a._id },
+        {
+          $set: {
+            status: 'failed',
+            errorCode: 'assets.approval_expired',
+            errorMessage: 'the approval expired',
+            finishedAt: now,
+            updatedAt: now,
+          },
+        },
+      ).exec();
+    }
+  }
+
+  private async continueAfter(a: ApprovalDoc): Promise<ApprovalDoc> {
+    const now = new Date();
+    if (a.kind === 'automation_tool') {
+      if (a.status !== 'approved') return a;
+      const opId = actionOperationId(a._id);
+      await this.d.engine.enqueue({
+        id: opId,
+        accountId: a.accountId,
+        projectId: a.projectId ?? a.accountId,
+        resourceType: 'asset_automation_action',
+        resourceId: a._id,
+        operationType: OP_AUTOMATION_ACTION,
+        input: { approvalId: a._id },
+        initiator: { type: 'approval', id: a._id, decided_by: a.decidedBy },
+      });
+      if (a.operationId === opId) return a;
+      return (
+        (await this.m.Approval.findOneAndUpdate({ _id: a._id }, { $set: { operationId: opId, updatedAt: now } }, { new: true })
+          .lean<ApprovalDoc>()
+          .exec()) ?? a
+      );
+    }
+    const run = a.runId ? await this.m.Run.findById(a.runId).lean<RunDoc>().exec() : null;
+    if (!run) return a;
+    if (run.status === 'waiting_approval' && run.approvalId === a._id) {
+      if (a.status === 'rejected') {
+        await this.m.Run.updateOne(
+          { _id: run._id, status: 'waiting_approval', approvalId: a._id },
+          {
+            $set: {
+              status: 'failed',
+              errorCode: 'assets.approval_rejected',
+              errorMessage: 'a person rejected the run',
+              steps: withStep(run.steps, run.cursor, {
+                status: 'failed',
+                errorCode: 'assets.approval_rejected',
+                finishedAt: now,
+              }),
+              approvalId: null,
+              finishedAt: now,
+              updatedAt: now,
+            },
+          },
+        ).exec();
+        return a;
+      }
+      const segment = run.segment + 1;
+      const steps = withStep(run.steps, run.cursor, {
+        status: 'succeeded',
+        result: { approval_id: a._id, decided_by: a.decidedBy },
+        finishedAt: now,
+      });
+      const moved = await this.m.Run.updateOne(
+        { _id: run._id, status: 'waiting_approval', approvalId: a._id, segment: run.segment },
+        {
+          $set: { status: 'queued', cursor: run.cursor + 1, segment, steps, approvalId: null, updatedAt: now },
+          $push: { operations: runOperationId(run._id, segment) },
+        },
+      ).exec();
+      if (moved.modifiedCount === 1) await this.enqueueSegment(run, segment);
+    } else if (a.status === 'approved' && run.status === 'queued') {
+      // A repeated approval whose first attempt moved the run but did not confirm the enqueue.
+      await this.enqueueSegment(run, run.segment);
+    }
+    const opId = a.status === 'approved' ? runOperationId(run._id, run.segment + (run.approvalId === a._id ? 1 : 0)) : null;
+    if (opId && !a.operationId) {
+      return (
+        (await this.m.Approval.findOneAndUpdate({ _id: a._id, operationId: null }, { $set: { operationId: opId } }, { new: true })
+          .lean<ApprovalDoc>()
+          .exec()) ?? a
+      );
+    }
+    return a;
+  }
+
+  /** Performs an approved automation tool call (once: the operation's step records its result). */
+  async executeAction(ctx: OperationContext): Promise<unknown> {
+    const { approvalId } = ctx.op.input as { approvalId: string };
+    const a = await this.m.Approval.findById(approvalId).lean<ApprovalDoc>().exec();
+    if (!a || a.status !== 'approved' || !a.tool) return { skipped: true };
+    const t = toolNamed(a.tool.name);
+    if (!t) throw badRequest('assets.unknown_tool', `unknown tool ${a.tool.name}`);
+    return ctx.step('perform', () => t.perform(this.d.assets, a.actor, parseArgs(t, a.tool!.args)));
+  }
+
+  // ---- automation: governed tool calls ------------------------------------------------------------
+
+  /**
+   * One governed tool call (the MCP endpoint calls this): the key must hold the tool's scope; a
+   * read-only tool is performed now, any other becomes an approval. Every call leaves an audit.
+   */
+  async callTool(
+    p: Principal,
+    t: GovernedTool,
+    args: Record<string, unknown>,
+  ): Promise<{ outcome: 'allowed' | 'approval_required'; result?: unknown; approval?: ApprovalDoc }> {
+    const audit = (outcome: AuditDoc['outcome'], errorCode: string | null, approvalId: string | null = null) =>
+      this.m.Audit.create({
+        _id: newId(),
+        accountId: p.accountId,
+        keyId: p.keyId,
+        tool: t.name,
+        scope: t.scope,
+        outcome,
+        errorCode,
+        approvalId,
+        createdAt: new Date(),
+      });
+    try {
+      // The tool's declared scope, nothing wider; a tool that changes things also needs a writer key.
+      if (t.readOnly) requireScope(p, t.scope);
+      else requireWriter(requireScope(p, t.scope));
+    } catch (e) {
+      await audit('refused', e instanceof PlatformError ? e.code : 'forbidden');
+      throw e;
+    }
+    if (t.readOnly) {
+      try {
+        const result = await t.perform(this.d.assets, p, args as never);
+        await audit('allowed', null);
+        return { outcome: 'allowed', result };
+      } catch (e) {
+        await audit('failed', e instanceof PlatformError ? e.code : 'internal_error');
+        throw e;
+      }
+    }
+    const now = new Date();
+    const id = newId();
+    const actionKey = `assets.${t.name}`;
+    const approval: ApprovalDoc = {
+      _id: id,
+      accountId: p.accountId,
+      kind: 'automation_tool',
+      actionKey,
+      actionHash: approvalHash([id, actionKey, args]),
+      title: `${t.title} (automation)`,
+      status: 'pending',
+      projectId: null,
+      runId: null,
+      stepId: null,
+      tool: { name: t.name, args, scope: t.scope },
+      requestedBy: { type: 'api_key', id: p.keyId },
+      actor: p,
+      expiresAt: new Date(now.getTime() + DEFAULT_APPROVAL_TTL_S * 1000),
+      decidedAt: null,
+      decidedBy: null,
+      note: null,
+      operationId: null,
+      outbox: [],
+      createdAt: now,
+      updatedAt: now,
+    };
+    await this.insertApproval(approval);
+    await audit('approval_required', null, id);
+    return { outcome: 'approval_required', approval };
+  }
+
+  async recentAudits(p: Principal | null): Promise<AuditDoc[]> {
+    const { accountId } = this.reader(p);
+    return this.m.Audit.find({ accountId }).sort({ createdAt: -1 }).limit(RECENT_AUDITS).lean<AuditDoc[]>().exec();
+  }
+
+  // ---- paging --------------------------------------------------------------------------------
+
+  private async page<T extends { _id: string; createdAt: Date }>(
+    model: import('mongoose').Model<T>,
+    filter: Record<string, unknown>,
+    binding: string,
+    limit = DEFAULT_PAGE,
+    cursor?: string,
+  ): Promise<Page<T>> {
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) throw badRequest('validation_failed', 'limit must be 1..100');
+    const q: Record<string, unknown> = { ...filter };
+    if (cursor) {
+      const pos = decodeCursor<{ t: number; id: string }>(cursor, binding);
+      q.$or = [{ createdAt: { $lt: new Date(pos.t) } }, { createdAt: new Date(pos.t), _id: { $lt: pos.id } }];
+    }
+    const rows = (await model
+      .find(q)
+      .sort({ createdAt: -1, _id: -1 })
+      .limit(limit + 1)
+      .lean()
+      .exec()) as unknown as T[];
+    const more = rows.length > limit;
+    const items = rows.slice(0, limit);
+    const last = items[items.length - 1];
+    return {
+      items,
+      nextCursor: more && last ? encodeCursor({ t: new Date(last.createdAt).getTime(), id: last._id }, binding) : null,
+    };
+  }
+}
+
+function withStep(steps: RunStepDoc[], i: number, patch: Partial<RunStepDoc>): RunStepDoc[] {
+  return steps.map((s, j) => (j === i ? { ...s, ...patch } : s));
+}
+
+function parseDraft(draft: unknown): Definition {
+  const parsed = definitionSchema.safeParse(draft);
+  if (!parsed.success) {
+    throw badRequest('validation_failed', 'the draft is not a workflow definition', {
+      issues: parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })),
+    });
+  }
+  return parsed.data as Definition;
+}
+
+function parseArgs(t: GovernedTool, args: Record<string, unknown>) {
+  return z.object(t.input).strict().parse(args) as never;
+}

@@ -1,0 +1,160 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { startTestPlatform, uniqueName, type TestPlatform } from '../support/platform';
+
+/** The governed automation tools over MCP (issue 17 item 7), with the official SDK's own client. */
+describe('assets MCP endpoint and automation', () => {
+  let t: TestPlatform;
+  beforeAll(async () => {
+    t = await startTestPlatform();
+  });
+  afterAll(async () => {
+    await t.stop();
+  });
+
+  const connect = async (key?: string) => {
+    const client = new Client({ name: 'test-agent', version: '1.0.0' });
+    const transport = new StreamableHTTPClientTransport(new URL(`${t.bridgeUrl}/api/v1/assets/mcp`), {
+      requestInit: key ? { headers: { authorization: `Bearer ${key}` } } : {},
+    });
+    await client.connect(transport);
+    return client;
+  };
+
+  const upload = async (key: string) => {
+    const fd = new FormData();
+    fd.append('key', uniqueName('doc'));
+    fd.append('file', new Blob([Buffer.from('some words')]), 'notes.txt');
+    const res = await fetch(`${t.bridgeUrl}/api/v1/assets/upload`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}` },
+      body: fd,
+    });
+    expect(res.status).toBe(201);
+    return ((await res.json()) as any).data as { id: string; key: string };
+  };
+
+  it('lists the governed tools with their scopes, answers read-only tools and audits every call', async () => {
+    const { key } = await t.createKey();
+    const asset = await upload(key);
+    const client = await connect(key);
+    try {
+      const { tools } = await client.listTools();
+      expect(tools.map((x) => x.name).sort()).toEqual(['get', 'search', 'tag', 'transform']);
+      const tag = tools.find((x) => x.name === 'tag')!;
+      expect(tag.annotations?.readOnlyHint).toBe(false);
+      expect(tag._meta).toMatchObject({ 'platform/scope': 'assets:write', 'platform/requires_approval': true });
+      expect(tag.inputSchema.properties).toHaveProperty('asset_id');
+
+      const got = await client.callTool({ name: 'get', arguments: { asset_id: asset.id } });
+      expect(got.isError).toBeFalsy();
+      expect(got.structuredContent).toMatchObject({ id: asset.id, key: asset.key });
+      const found = await client.callTool({ name: 'search', arguments: { query: asset.key } });
+      expect((found.structuredContent as any).assets.map((a: any) => a.id)).toEqual([asset.id]);
+      const missing = await client.callTool({ name: 'get', arguments: { asset_id: '00000000-0000-4000-8000-000000000000' } });
+      expect(missing.isError).toBe(true);
+      expect((missing.structuredContent as any).error.code).toBe('assets.not_found');
+    } finally {
+      await client.close();
+    }
+    const auto = await t.rest('GET', '/api/v1/assets/automation', { key });
+    expect(auto.status).toBe(200);
+    expect(auto.body.data.mcp_url).toMatch(/\/api\/v1\/assets\/mcp$/);
+    expect(auto.body.data.tools.find((x: any) => x.name === 'search')).toEqual({
+      name: 'search',
+      title: 'Search assets',
+      description: expect.any(String),
+      scope: 'assets:read',
+      read_only: true,
+      requires_approval: false,
+    });
+    expect(auto.body.data.audits.map((a: any) => [a.tool, a.outcome])).toEqual([
+      ['get', 'failed'],
+      ['search', 'allowed'],
+      ['get', 'allowed'],
+    ]);
+    expect((await t.rest('GET', '/api/v1/assets/automation')).status).toBe(401);
+  });
+
+  it('refuses a tool outside the key scope, and a write tool waits for an approval before it acts', async () => {
+    const owner = await t.createKey();
+    const asset = await upload(owner.key);
+    const narrow = await t.createKey({ account: owner.account, scopes: ['assets:read'] });
+    const reader = await connect(narrow.key);
+    try {
+      expect((await reader.listTools()).tools).toHaveLength(4);
+      const refused = await reader.callTool({ name: 'tag', arguments: { asset_id: asset.id, add: ['x'] } });
+      expect(refused.isError).toBe(true);
+      expect((refused.structuredContent as any).error).toMatchObject({
+        code: 'insufficient_scope',
+        details: { required_scope: 'assets:write' },
+      });
+      expect((await reader.callTool({ name: 'get', arguments: { asset_id: asset.id } })).isError).toBeFalsy();
+    } finally {
+      await reader.close();
+    }
+
+    const writer = await connect(owner.key);
+    let approvalId: string;
+    try {
+      const asked = await writer.callTool({ name: 'tag', arguments: { asset_id: asset.id, add: ['agent-tagged'] } });
+      expect(asked.isError).toBeFalsy();
+      expect(asked.structuredContent).toMatchObject({ status: 'approval_required', action_key: 'assets.tag' });
+      approvalId = (asked.structuredContent as any).approval_id;
+    } finally {
+      await writer.close();
+    }
+    // Nothing happened yet.
+    expect((await t.rest('GET', `/api/v1/assets/${asset.id}`, { key: owner.key })).body.data.tags).toEqual([]);
+    const list = await t.rest('GET', '/api/v1/assets/workflows/approvals', { key: owner.key });
+    const approval = list.body.data.items.find((a: any) => a.id === approvalId);
+    expect(approval).toMatchObject({
+      kind: 'automation_tool',
+      status: 'pending',
+      tool: { name: 'tag', args: { asset_id: asset.id, add: ['agent-tagged'], remove: [] }, scope: 'assets:write' },
+    });
+    const ok = await t.rest('POST', `/api/v1/assets/workflows/approvals/${approvalId}/approve`, {
+      key: owner.key,
+      body: { action_hash: approval.action_hash },
+    });
+    expect(ok.status).toBe(200);
+    expect(ok.body.data.operation_id).toEqual(expect.any(String));
+    const end = Date.now() + 15_000;
+    let tags: string[] = [];
+    while (Date.now() < end) {
+      tags = (await t.rest('GET', `/api/v1/assets/${asset.id}`, { key: owner.key })).body.data.tags;
+      if (tags.length) break;
+      await new Promise((r) => setTimeout(r, 150));
+    }
+    expect(tags).toEqual(['agent-tagged']);
+    const op = await t.platform.engine.get(ok.body.data.operation_id);
+    expect(op).toMatchObject({ operationType: 'assets.automation_action', resourceId: approvalId });
+
+    const audits = (await t.rest('GET', '/api/v1/assets/automation', { key: owner.key })).body.data.audits;
+    expect(audits.map((a: any) => [a.tool, a.outcome, a.key_id === null])).toEqual([
+      ['tag', 'approval_required', false],
+      ['get', 'allowed', false],
+      ['tag', 'refused', false],
+    ]);
+    expect(audits[2].error_code).toBe('insufficient_scope');
+  });
+
+  it('refuses a missing or wrong key, and answers 405 to GET and DELETE (stateless)', async () => {
+    const noKey = await fetch(`${t.bridgeUrl}/api/v1/assets/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    });
+    expect(noKey.status).toBe(401);
+    expect(noKey.headers.get('www-authenticate')).toBe('Bearer');
+    await expect(connect('not-a-key')).rejects.toThrow();
+    const { key } = await t.createKey();
+    const get = await fetch(`${t.bridgeUrl}/api/v1/assets/mcp`, { headers: { authorization: `Bearer ${key}` } });
+    expect(get.status).toBe(405);
+    const del = await fetch(`${t.bridgeUrl}/api/v1/assets/mcp`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${key}` },
+    });
+    expect(del.status).toBe(405);
+  });
+});

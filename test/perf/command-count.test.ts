@@ -1,0 +1,89 @@
+/**
+ * MongoDB commands per REST request on the hot reads (issue #20): every round trip to the
+ * MongoDB-wire server costs more than the gateway, so the count is pinned here and a change that
+ * adds one fails. Counted with the driver's command monitoring on the platform's own connection.
+ */
+import type { mongo } from 'mongoose';
+import { loadConfig } from '../../core/config';
+import { startTestPlatform, type TestPlatform } from '../support/platform';
+import { projectPath, runningSite } from '../publisher/helpers';
+
+let t: TestPlatform;
+/** A second platform on the same database with no workers: no background polling between requests. */
+let reader: TestPlatform;
+let seen: mongo.CommandStartedEvent[] | null = null;
+const previousUri = process.env.MONGODB_URI;
+
+beforeAll(async () => {
+  // Command monitoring is a connection-string option: every pooled connection then emits commandStarted.
+  t = await startTestPlatform();
+  const uri = loadConfig(process.env).mongodbUri;
+  process.env.MONGODB_URI = `${uri}${uri.includes('?') ? '&' : '?'}monitorCommands=true`;
+  reader = await startTestPlatform({}, { shareWith: t, workers: false, standIns: false });
+  reader.platform.conn.getClient().on('commandStarted', (e) => seen?.push(e));
+});
+afterAll(async () => {
+  await reader.platform.stop();
+  await t.stop();
+  if (previousUri === undefined) delete process.env.MONGODB_URI;
+  else process.env.MONGODB_URI = previousUri;
+});
+
+/** The MongoDB commands `fn` sent, as `command collection` strings, after background work is quiet. */
+async function commandsOf(fn: () => Promise<unknown>): Promise<string[]> {
+  seen = [];
+  await fn();
+  const got = seen;
+  seen = null;
+  return got.map((e) => `${e.commandName} ${String((e.command as Record<string, unknown>)[e.commandName])}`);
+}
+
+describe('MongoDB commands per REST read', () => {
+  let key: string;
+  let projectId: string;
+
+  beforeAll(async () => {
+    ({ key } = await t.createKey());
+    projectId = await runningSite(t, key);
+  });
+
+  it('a platform without workers sends nothing while idle, so the counts below are the routes alone', async () => {
+    expect(await commandsOf(() => new Promise((r) => setTimeout(r, 500)))).toEqual([]);
+  });
+
+  it('GET /projects/{id}/metadata: six commands cold, then the site and its newsletter provider only', async () => {
+    const path = projectPath(projectId, '/metadata');
+    // Cold: the key and its account, the site, its finished lock holder, its project, its provider.
+    const cold = await commandsOf(async () => expect((await reader.rest('GET', path, { key })).status).toBe(200));
+    expect(cold.sort()).toEqual([
+      'find accounts',
+      'find api_keys',
+      'find operations',
+      'find projects',
+      'find publisher_newsletter_providers',
+      'find publisher_sites',
+    ]);
+    // Warm: the principal (5 s), the finished operation and the project (both immutable) are remembered.
+    const warm = await commandsOf(async () => expect((await reader.rest('GET', path, { key })).status).toBe(200));
+    expect(warm.sort()).toEqual(['find publisher_newsletter_providers', 'find publisher_sites']);
+  });
+
+  it('concurrent requests of one unknown-to-the-cache key share one principal lookup', async () => {
+    const other = await t.createKey();
+    const path = projectPath(projectId, '/metadata');
+    const cmds = await commandsOf(() =>
+      Promise.all(Array.from({ length: 16 }, () => reader.rest('GET', path, { key: other.key }))).then((rs) =>
+        rs.forEach((r) => expect(r.status).toBe(404)),
+      ),
+    );
+    expect(cmds.filter((c) => c === 'find api_keys')).toHaveLength(1);
+    expect(cmds.filter((c) => c === 'find accounts')).toHaveLength(1);
+  });
+
+  it('GET /projects/{id}/recovery-points', async () => {
+    const path = projectPath(projectId, '/recovery-points');
+    expect((await reader.rest('GET', path, { key })).status).toBe(200);
+    const cmds = await commandsOf(async () => expect((await reader.rest('GET', path, { key })).status).toBe(200));
+    expect(cmds.sort()).toEqual(['find publisher_recovery_points', 'find publisher_sites']);
+  });
+});
