@@ -7,7 +7,8 @@ import { errorBody, projectPath, runningSite } from './helpers';
  * Custom-domain ownership (issue 8, point 8): a TXT token read through a real DNS server on
  * loopback, a claim that lapses when never verified, and a 409 that names nobody.
  */
-const CLAIM_TTL_MS = 1500;
+// Long enough that a busy machine still answers the 409 before the claim lapses.
+const CLAIM_TTL_MS = 5000;
 
 let t: TestPlatform;
 let dns: DnsStandIn;
