@@ -37,7 +37,10 @@ const startChild = () =>
     env: {
       ASSETS_BLOB_DIR: blobDir,
       OUTBOUND_ALLOW_HOSTS: '127.0.0.1',
-      ASSETS_MIGRATION_ITEM_DELAY_MS: '40',
+      // Four lanes at 1 s an item: ~4 items/s, slow enough that a restarted child (whose worker
+      // resumes the run while the rest of the platform is still starting) cannot finish the
+      // migration before the test sees it up and gets to kill it again.
+      ASSETS_MIGRATION_ITEM_DELAY_MS: '1000',
       OPERATION_LEASE_MS: '1000',
     },
   });
@@ -94,8 +97,10 @@ it('a migration killed with SIGKILL twice resumes and copies every object exactl
   const migrationId = m.body.data.id;
 
   const before = new Map<string, { copiedAt: Date; assetId: string }>();
-  for (const threshold of [12, 30]) {
-    await until(async () => (await copied()) >= threshold);
+  for (let kill = 0; kill < 2; kill++) {
+    // Each kill lands once 8 more items are copied than when this child was seen up.
+    const from = await copied();
+    await until(async () => (await copied()) >= from + 8);
     await running.kill();
     for (const i of await conn.collection('asset_migration_items').find({ migrationId, status: 'copied' }).toArray()) {
       if (!before.has(String(i._id))) before.set(String(i._id), { copiedAt: i.copiedAt, assetId: i.assetId });
