@@ -1,88 +1,43 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import path from 'node:path';
 import type { Connection } from 'mongoose';
-import { loadConfig } from '../../core/config';
-import { connectMongo } from '../../core/mongo';
 import { newId } from '../../core/ids';
 import { IdentityService } from '../../subgraphs/identity/service';
+import { assertBuilt, childPlatformScope } from '../support/child-platform';
 
 /**
  * `kill -9` of the platform (the built `platform start all`) in the middle of a bulk job: after a
  * restart the job resumes and ends with every item applied exactly once (each asset's revision went
  * up by one and carries one bulk mark) and the stale item still refused with 412. Uses dist/.
  */
-const BIN = path.join(__dirname, '..', '..', 'bin', 'platform.js');
 const N = Number(process.env.KILL_BULK_ITEMS ?? 2000);
-const id = randomBytes(4).toString('hex');
-const base = loadConfig(process.env);
-const dbUri = base.mongodbUri.replace(/\/[^/?]*(\?|$)/, `/t_${id}$1`);
+const scope = childPlatformScope();
+const { id } = scope;
 let conn: Connection;
-let child: ChildProcess | undefined;
 let server: http.Server | undefined;
 
-function startChild(): Promise<{ proc: ChildProcess; bridgeUrl: string }> {
-  const proc = spawn(process.execPath, [BIN, 'start', 'all'], {
+const startChild = () =>
+  scope.start({
     env: {
-      ...process.env,
-      MONGODB_URI: dbUri,
-      KAFKA_BROKERS: base.kafkaBrokers.join(','),
-      KAFKA_TOPIC_PREFIX: `t${id}`,
-      BRIDGE_PORT: '0',
-      ROUTER_PORT: '0',
-      CDN_PORT: '0',
-      SUBGRAPH_BASE_PORT: '0',
       OPERATION_LEASE_MS: '1500',
       OUTBOUND_ALLOW_HOSTS: '127.0.0.1',
       ASSETS_WEBHOOK_LEASE_MS: '2000',
       ASSETS_WEBHOOK_POLL_MS: '100',
       ASSETS_WEBHOOK_RETRY_BASE_MS: '200',
-      LOG_LEVEL: 'silent',
     },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  return new Promise((resolve, reject) => {
-    let err = '';
-    const timer = setTimeout(() => reject(new Error(`platform did not start: ${err}`)), 90_000);
-    proc.stderr!.on('data', (d: Buffer) => {
-      err += d.toString();
-      const m = /REST bridge\s+(http:\/\/\S+)/.exec(err);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ proc, bridgeUrl: m[1] });
-      }
-    });
-    proc.on('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`platform exited (${code}): ${err}`));
-    });
-  });
-}
-
-const kill9 = (proc: ChildProcess) =>
-  new Promise<void>((resolve) => {
-    if (proc.exitCode !== null || proc.signalCode !== null) return resolve();
-    proc.once('exit', () => resolve());
-    proc.kill('SIGKILL');
   });
 
 beforeAll(async () => {
-  if (!existsSync(path.join(__dirname, '..', '..', 'dist', 'cli', 'main.js'))) throw new Error('run `npm run build` first');
-  conn = await connectMongo(dbUri);
+  assertBuilt();
+  conn = await scope.connect();
 });
 afterAll(async () => {
-  if (child) await kill9(child);
+  await scope.cleanup();
   if (server) await new Promise((r) => server!.close(r));
-  await conn.dropDatabase().catch(() => undefined);
-  await conn.close();
 });
 
 it('kill -9 during a bulk job: after restart every item is applied exactly once', async () => {
   let running = await startChild();
-  child = running.proc;
   const { key, accountId } = await new IdentityService(conn).createApiKey({ accountSlug: `killbulk-${id}`, plan: 'pro' });
   // A webhook receiver in this process: it survives the platform's death and counts event ids.
   const seen = new Map<string, string>();
@@ -161,13 +116,12 @@ it('kill -9 during a bulk job: after restart every item is applied exactly once'
   const marked = () => conn.collection('assets').countDocuments({ bulkMarks: { $exists: true } });
   const deadline = Date.now() + 60_000;
   while ((await marked()) < N / 5 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-  await kill9(running.proc);
+  await running.kill();
   const atKill = await marked();
   expect(atKill).toBeGreaterThan(0);
   expect(atKill).toBeLessThan(N);
 
   running = await startChild();
-  child = running.proc;
   let job: any;
   const until = Date.now() + 120_000;
   while (Date.now() < until) {
