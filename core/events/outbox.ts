@@ -108,7 +108,12 @@ export interface OutboxRelayOptions {
   batchSize?: number;
   /** Longest pause after repeated publish failures, in milliseconds: 5 s. */
   maxBackoffMs?: number;
+  /** How long a relay holds the right to scan these collections, in milliseconds: 5 s. */
+  leaseMs?: number;
 }
+
+/** Where relays record who scans which collections (one small document per relay set). */
+export const RELAY_LEASES = 'kernel_outbox_relay_leases';
 
 interface PendingDoc {
   _id: unknown;
@@ -146,6 +151,10 @@ export class OutboxRelay {
   private flushing: Promise<number> | undefined;
   private again = false;
   private failures = 0;
+  private readonly leaseMs: number;
+  /** The relay set: every process relaying the same collections competes for this one lease. */
+  private readonly leaseId: string;
+  private readonly holder = newId();
 
   constructor(opts: OutboxRelayOptions) {
     this.models = opts.models;
@@ -153,6 +162,37 @@ export class OutboxRelay {
     this.intervalMs = opts.intervalMs ?? 100;
     this.batchSize = opts.batchSize ?? 100;
     this.maxBackoffMs = opts.maxBackoffMs ?? 5000;
+    this.leaseMs = opts.leaseMs ?? 5_000;
+    this.leaseId = `outbox:${this.models.map((m) => m.collection.collectionName).join(',')}`;
+  }
+
+  /**
+   * Takes or renews the lease on this relay set: one conditional upsert on the lease's `_id`. Held
+   * by another live relay → the filter misses and the upsert's insert collides on `_id` (false).
+   * With one relay scanning at a time, processes do not race to publish the same entries (each
+   * duplicate would still be harmless, consumers deduplicate on `eventId`, but it doubles the load
+   * on the broker and the database for nothing). A relay that dies lets its lease lapse.
+   */
+  private async holdLease(): Promise<boolean> {
+    const now = Date.now();
+    const leases = this.models[0].db.collection<{ _id: string; holder: string; until: Date }>(RELAY_LEASES);
+    try {
+      await leases.findOneAndUpdate(
+        { _id: this.leaseId, $or: [{ holder: this.holder }, { until: { $lt: new Date(now) } }] },
+        { $set: { holder: this.holder, until: new Date(now + this.leaseMs) } },
+        { upsert: true },
+      );
+      return true;
+    } catch (e) {
+      if ((e as { code?: number }).code === 11000) return false;
+      throw e;
+    }
+  }
+
+  /** Gives the lease up at once, so another process's relay takes over without waiting it out. */
+  private async releaseLease(): Promise<void> {
+    const leases = this.models[0].db.collection<{ _id: string; holder: string; until: Date }>(RELAY_LEASES);
+    await leases.updateOne({ _id: this.leaseId, holder: this.holder }, { $set: { until: new Date(0) } }).catch(() => undefined);
   }
 
   start(): void {
@@ -167,6 +207,7 @@ export class OutboxRelay {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     await this.flushing?.catch(() => undefined);
+    await this.releaseLease();
   }
 
   /** Flushes now instead of at the next tick (after an in-process write, to keep latency low). */
@@ -193,6 +234,8 @@ export class OutboxRelay {
   private async tick(): Promise<void> {
     this.timer = undefined;
     try {
+      // Another process's relay scans these collections now: wait, and take over if it lapses.
+      if (!(await this.holdLease())) return this.schedule(this.intervalMs);
       await this.flushOnce();
       this.failures = 0;
     } catch (e) {

@@ -214,6 +214,37 @@ describe('outbox (real MongoDB-wire server and Kafka)', () => {
     await collector.waitFor(() => eventsOf(id).length === 1);
     expect((await Things.findById(id).lean())!.outbox).toHaveLength(0);
   });
+
+  it('lets one relay at a time scan a set of collections, and another take over when it stops', async () => {
+    const counting = (label: string, seen: Record<string, number>): EventBus => ({
+      async publish(messages: BusMessage[]) {
+        seen[label] = (seen[label] ?? 0) + messages.length;
+        await bus.publish(messages);
+      },
+      subscribe: bus.subscribe.bind(bus),
+      ensureTopics: bus.ensureTopics.bind(bus),
+      close: async () => undefined,
+    });
+    const seen: Record<string, number> = {};
+    const a = new OutboxRelay({ models: [Things], bus: counting('a', seen), intervalMs: 20, leaseMs: 60_000 });
+    const b = new OutboxRelay({ models: [Things], bus: counting('b', seen), intervalMs: 20, leaseMs: 60_000 });
+    relays.push(a, b);
+    a.start();
+    const first = await create();
+    await until(async () => (await Things.findById(first).lean())?.outbox.length === 0);
+    b.start();
+    const ids: string[] = [];
+    for (let i = 0; i < 10; i++) ids.push(await create());
+    await until(async () => (await Things.countDocuments({ _id: { $in: ids }, 'outbox.0': { $exists: true } })) === 0);
+    expect(seen.b ?? 0).toBe(0);
+    expect(seen.a).toBeGreaterThanOrEqual(11);
+
+    // The holder stops and gives its lease up: the other relay publishes what comes next.
+    await a.stop();
+    const later = await create();
+    await until(async () => (await Things.findById(later).lean())?.outbox.length === 0);
+    expect(seen.b).toBeGreaterThanOrEqual(1);
+  });
 });
 
 describe('kafka event bus (real broker)', () => {
