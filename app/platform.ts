@@ -1,6 +1,7 @@
 process.env.APOLLO_TELEMETRY_DISABLED ??= '1';
 
 import type { FastifyInstance } from 'fastify';
+import { hostname } from 'node:os';
 import type { Connection } from 'mongoose';
 import { brokerHostPort, mongoHostPort } from '../core/addresses';
 import { type Config, config as processConfig } from '../core/config';
@@ -21,7 +22,7 @@ import { buildBridge } from '../rest-bridge/server';
 import { readSupergraph } from '../router/compose';
 import type { Ports } from '../core/ports';
 import type { Subscription } from '../core/events/event-bus';
-import { FeedHub } from '../router/feed-hub';
+import { FeedHub, feedGroupId } from '../router/feed-hub';
 import { Router } from '../router/server';
 import { addScrapeProbe, collectRuntimeMetrics } from '../core/telemetry/metrics';
 import { platformProbe } from '../core/telemetry/probes';
@@ -176,7 +177,8 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
   let routerUrl: string | undefined;
   if (role.kind === 'all' || role.kind === 'router') {
     const feeds = areaFeeds();
-    const hub = new FeedHub(bus, log, feeds, topicPrefix);
+    const group = feedGroupId(topicPrefix, process.env.ROUTER_INSTANCE_ID, hostname(), opts.routerPort ?? cfg.ROUTER_PORT);
+    const hub = new FeedHub(bus, log, feeds, topicPrefix, group);
     // Kafka down does not keep the router from serving: the feed joins in the background.
     await hub.startInBackground({ waitMs: FEED_JOIN_WAIT_MS });
     stops.push(() => hub.stop());

@@ -19,6 +19,16 @@ const defaultEventId = (e: unknown): string | undefined => {
 };
 
 /**
+ * The consumer group of a router instance that should resume after a restart: named by
+ * `ROUTER_INSTANCE_ID` when set, else by host and port (stable for a container or a fixed port). A
+ * router on a random port (port 0) has no stable identity and starts fresh each time.
+ */
+export function feedGroupId(topicPrefix: string, instanceId: string | undefined, host: string, port: number): string | undefined {
+  if (instanceId) return `${topicPrefix}.router-feed.${instanceId}`;
+  return port > 0 ? `${topicPrefix}.router-feed.${host}-${port}` : undefined;
+}
+
+/**
  * Fans the areas' Kafka events out to live graphql-ws subscribers, one consumer per topic. Every
  * router instance consumes with its own consumer group, so each sees every event; ordering per key
  * follows the Kafka partition. A feed is declared by its area (`feeds` in its definition).
@@ -38,6 +48,12 @@ export class FeedHub {
     private readonly log: Logger,
     private readonly feeds: readonly AnyFeed[],
     private readonly topicPrefix: string,
+    /**
+     * This router instance's consumer group. Stable across restarts (see `feedGroupId`), a
+     * restarted router resumes from its committed position and still delivers what was published
+     * while it was down; absent, a fresh group per start (tests, routers on random ports).
+     */
+    private readonly groupId?: string,
   ) {}
 
   async start(): Promise<void> {
@@ -54,7 +70,7 @@ export class FeedHub {
       if (this.stopped) return;
       this.subscriptions.push(
         await this.bus.subscribe<Event>({
-          groupId: `router-feed-${randomUUID()}`,
+          groupId: this.groupId ? `${this.groupId}.${topic}` : `router-feed-${randomUUID()}`,
           topics: [topic],
           fromBeginning: false,
           waitForAssignment: true,
