@@ -27,11 +27,12 @@ import { Router } from '../router/server';
 import { addScrapeProbe, collectRuntimeMetrics } from '../core/telemetry/metrics';
 import { platformProbe } from '../core/telemetry/probes';
 import { initTracing } from '../core/telemetry/tracing';
+import { BackgroundJoin } from './background-join';
 import { type AreaServices, areaFeeds, areaRoutes, areas, buildAreas, buildSubgraphs, subgraphPort } from './areas';
 
 /** Idle scan interval of the operation engine and the outbox relay: 1 s. */
 const IDLE_SCAN_MS = 1000;
-/** How long start waits for the router's feed to join Kafka before going on without it: 10 s. */
+/** How long start waits for the router's feed, area consumers and workers to join Kafka before going on without them: 10 s. */
 const FEED_JOIN_WAIT_MS = 10_000;
 /** How long /readyz waits for an engine's port: 1.5 s. */
 const READY_PROBE_MS = 1500;
@@ -138,25 +139,33 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
     const stopPurge = new IdempotencyStore(conn).startPurge(log);
     stops.push(async () => stopPurge());
   }
+  // Consumers and workers join Kafka without holding the platform hostage to it (issue 8, point 12).
+  const joins = new BackgroundJoin(log);
+  stops.push(() => joins.stop());
   for (const area of workerAreas) {
     const own = (services as Record<string, unknown>)[area.name];
     const ctx = contexts.get(area.name)!;
     for (const consumer of area.consumers?.(own, ctx) ?? []) {
-      await bus.ensureTopics(consumer.topics);
-      const sub: Subscription = await bus.subscribe({
-        groupId: `${topicPrefix}.${area.name}.${consumer.name}`,
-        topics: consumer.topics,
-        fromBeginning: consumer.fromBeginning ?? true,
-        waitForAssignment: true,
-        handler: consumer.handler,
+      joins.add(`${area.name}.${consumer.name}`, async () => {
+        await bus.ensureTopics(consumer.topics);
+        const sub: Subscription = await bus.subscribe({
+          groupId: `${topicPrefix}.${area.name}.${consumer.name}`,
+          topics: consumer.topics,
+          fromBeginning: consumer.fromBeginning ?? true,
+          waitForAssignment: true,
+          handler: consumer.handler,
+        });
+        return () => sub.stop();
       });
-      stops.push(() => sub.stop());
     }
     for (const worker of area.workers?.(own, ctx) ?? []) {
-      await worker.start();
-      stops.push(async () => worker.stop());
+      joins.add(worker.name, async () => {
+        await worker.start();
+        return async () => worker.stop();
+      });
     }
   }
+  await joins.wait(FEED_JOIN_WAIT_MS);
 
   const subgraphUrls: Record<string, string> = {};
   const serveSubgraphs = opts.serveSubgraphs ?? role.kind !== 'router';

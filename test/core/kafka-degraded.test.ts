@@ -2,6 +2,9 @@ import type { EventBus } from '../../core/events/event-bus';
 import { childLogger } from '../../core/logger';
 import { operationFeed } from '../../core/operations/feed';
 import { FeedHub } from '../../router/feed-hub';
+import { randomBytes } from 'node:crypto';
+import { startPlatform } from '../../app/platform';
+import { loadConfig } from '../../core/config';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 
 describe('Kafka unreachable', () => {
@@ -42,4 +45,37 @@ describe('Kafka unreachable', () => {
       expect(res.body).toMatchObject({ status: 'ready', checks: { mongodb: 'ok', kafka: 'degraded' } });
     });
   });
+
+  it('the whole platform, workers and consumers included, starts and serves with no broker at all', async () => {
+    const id = randomBytes(4).toString('hex');
+    const base = loadConfig(process.env);
+    const config = loadConfig({
+      ...process.env,
+      MONGODB_URI: base.mongodbUri.replace(/\/[^/?]*(\?|$)/, `/t_${id}$1`),
+      KAFKA_BROKERS: '127.0.0.1:1',
+    });
+    const started = Date.now();
+    const platform = await startPlatform({
+      config,
+      bridgePort: 0,
+      routerPort: 0,
+      cdnPort: 0,
+      serveSubgraphs: false,
+      topicPrefix: `t${id}`,
+    });
+    try {
+      expect(Date.now() - started).toBeLessThan(40_000);
+      const { key } = await platform.services.identity.createApiKey({ accountSlug: `kd-${id}`, plan: 'pro' });
+      const res = await fetch(`${platform.bridgeUrl}/api/v1/publisher/sites`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'No broker' }),
+      });
+      // Accepted: the operation and its events wait in MongoDB until the broker answers.
+      expect(res.status).toBe(202);
+    } finally {
+      await platform.conn.dropDatabase().catch(() => undefined);
+      await platform.stop();
+    }
+  }, 90_000);
 });
