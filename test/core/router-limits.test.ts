@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { buildSchema, parse, specifiedRules, validate } from 'graphql';
 import { readFileSync } from 'node:fs';
 import { areaRoutes } from '../../app/areas';
-import { MAX_ALIASES, MAX_QUERY_DEPTH, ROUTER_VALIDATION_RULES } from '../../core/graphql-limits';
+import { MAX_ALIASES, MAX_QUERY_COST, MAX_QUERY_DEPTH, ROUTER_VALIDATION_RULES } from '../../core/graphql-limits';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 
 const post = (t: TestPlatform, query: string, key?: string) =>
@@ -56,11 +56,29 @@ describe('rate limit, depth, aliases', () => {
   });
 });
 
-it('every REST route document stays within the depth and alias limits', () => {
+it('refuses lists nested in lists beyond the cost limit, however shallow; counts written limits; ignores introspection', () => {
+  const schema = buildSchema(`
+    type Query { shelves(limit: Int): [Shelf!]! }
+    type Shelf { books(limit: Int): [Book!]! }
+    type Book { pages(limit: Int): [Page!]! }
+    type Page { n: Int }
+  `);
+  const codes = (q: string) =>
+    validate(schema, parse(q), [...specifiedRules, ...ROUTER_VALIDATION_RULES]).map((e) => e.extensions?.code);
+  // 25 × 25 × 25 pages by default: 16,275 > MAX_QUERY_COST, at depth 4.
+  expect(codes('{ shelves { books { pages { n } } } }')).toEqual(['query_too_costly']);
+  // With small limits written in the document: 2 + 2·3 + 2·3·4 = 32.
+  expect(codes('{ shelves(limit: 2) { books(limit: 3) { pages(limit: 4) { n } } } }')).toEqual([]);
+  expect(MAX_QUERY_COST).toBeLessThan(25 * 25 * 25);
+  // A tool's introspection query is not data.
+  expect(codes('{ __schema { types { fields { args { type { name } } } } } }')).toEqual([]);
+});
+
+it('every REST route document stays within the depth, alias and cost limits', () => {
   const schema = buildSchema(readFileSync('schema/supergraph.graphql', 'utf8'), { assumeValid: true });
   const over = areaRoutes().flatMap((r) =>
     validate(schema, parse(r.document), [...specifiedRules, ...ROUTER_VALIDATION_RULES])
-      .filter((e) => ['query_too_deep', 'too_many_aliases'].includes(String(e.extensions?.code)))
+      .filter((e) => ['query_too_deep', 'too_many_aliases', 'query_too_costly'].includes(String(e.extensions?.code)))
       .map((e) => `${r.area}/${r.operation}: ${e.message}`),
   );
   expect(over).toEqual([]);
