@@ -1,5 +1,6 @@
 import type { BackgroundWorker } from '../../core/area';
 import { childLogger } from '../../core/logger';
+import { detached } from '../../core/telemetry/tracing';
 import type { AttemptDoc, DeliveryDoc, DeliveryStatus, ObjstoreModels } from './model';
 import { parseAllowHosts, postPinned, resolveTarget } from '../../core/outbound-http';
 import { type ObjstoreSettings, PUSH_MAX_FAILURES, RESPONSE_EXCERPT_BYTES, pushBackoffMs } from './settings';
@@ -67,18 +68,22 @@ export class PushWorker implements BackgroundWorker {
   private schedule(ms: number): void {
     if (!this.running) return;
     if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      const t = this.tick()
-        .catch((e) => this.log.warn({ err: String(e) }, 'push scan failed'))
-        .then((full) => {
-          this.ticking = undefined;
-          const more = this.again || full === true;
-          this.again = false;
-          this.schedule(more ? 0 : this.settings.OBJSTORE_PUSH_POLL_MS);
-        });
-      this.ticking = t as Promise<void>;
-    }, ms);
+    // Scans belong to no request: a nudge from a request must not put every later scan in its trace.
+    this.timer = setTimeout(
+      detached(() => {
+        this.timer = undefined;
+        const t = this.tick()
+          .catch((e) => this.log.warn({ err: String(e) }, 'push scan failed'))
+          .then((full) => {
+            this.ticking = undefined;
+            const more = this.again || full === true;
+            this.again = false;
+            this.schedule(more ? 0 : this.settings.OBJSTORE_PUSH_POLL_MS);
+          });
+        this.ticking = t as Promise<void>;
+      }),
+      ms,
+    );
   }
 
   /** One scan: starts sends for due deliveries while there is room. Returns true when it filled up. */
