@@ -1,12 +1,13 @@
 import type { Logger } from '../core/logger';
 
 /**
- * Starts pieces that need Kafka (area consumers, workers that create their topics) without letting
- * an unreachable broker keep the platform from serving: each task is retried with backoff (1 s
- * doubling to 30 s) until it succeeds or `stop` is called. `start` resolves when every task has
+ * Starts pieces that may need Kafka (area consumers, workers that create their topics) without
+ * letting an unreachable broker keep the platform from serving: each task is retried with backoff
+ * (1 s doubling to 30 s) until it succeeds or `stop` is called. `wait` resolves when every task has
  * succeeded, or after `waitMs` with the rest still retrying in the background — so with Kafka up,
  * the platform starts exactly as before (everything joined), and with Kafka down it starts after
- * `waitMs` and joins when the broker answers. Events meanwhile wait in the outbox.
+ * `waitMs` and joins when the broker answers. Events meanwhile wait in the outbox. Any failed start
+ * is retried this way, and each failure is logged with the task's name.
  */
 export class BackgroundJoin {
   private stopped = false;

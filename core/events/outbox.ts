@@ -1,5 +1,6 @@
 import mongoose, { Schema } from 'mongoose';
 import { newId } from '../ids';
+import { isDuplicateKey } from '../mongo';
 import { childLogger } from '../logger';
 import { redactMessage } from '../operations/redact';
 import type { BusMessage, EventBus } from './event-bus';
@@ -171,7 +172,8 @@ export class OutboxRelay {
    * by another live relay → the filter misses and the upsert's insert collides on `_id` (false).
    * With one relay scanning at a time, processes do not race to publish the same entries (each
    * duplicate would still be harmless, consumers deduplicate on `eventId`, but it doubles the load
-   * on the broker and the database for nothing). A relay that dies lets its lease lapse.
+   * on the broker and the database for nothing). A relay that dies lets its lease lapse. Clocks
+   * that disagree can only let two relays overlap for a while, which costs duplicates, never events.
    */
   private async holdLease(): Promise<boolean> {
     const now = Date.now();
@@ -184,7 +186,7 @@ export class OutboxRelay {
       );
       return true;
     } catch (e) {
-      if ((e as { code?: number }).code === 11000) return false;
+      if (isDuplicateKey(e)) return false;
       throw e;
     }
   }
