@@ -1,5 +1,4 @@
 import '../../core/site-actions';
-import '../../core/activity-scopes';
 import type { ActivityScopeTarget } from '../../core/activity-scopes';
 import type { ActivityRecord, ActivitySource } from '../../core/activity-source';
 import type { EventBus } from '../../core/events/event-bus';
