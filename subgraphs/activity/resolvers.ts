@@ -1,5 +1,5 @@
 import { GraphQLJSON } from 'graphql-scalars';
-import { Arg, Authorized, Ctx, ID, Mutation, Query, Resolver } from 'type-graphql';
+import { Arg, Args, ArgsType, Authorized, Ctx, Field, ID, Mutation, Query, Resolver } from 'type-graphql';
 import type { RequestContext } from '../../core/subgraph-kit';
 import type { Scope, ScopeType } from './reads';
 import type { ActivityService } from './service';
@@ -15,6 +15,24 @@ const scopeOf = (type: string, id: string, projectId?: string | null): Scope => 
   projectId: projectId ?? null,
 });
 
+/** The scope every activity read names: its kind, its id, and the project of the project-database route. */
+@ArgsType()
+class ScopeArgs {
+  @Field(() => String) scope!: string;
+  @Field(() => ID) id!: string;
+  @Field(() => ID, { nullable: true }) projectId!: string | null;
+}
+
+/** A scope's feed page. */
+@ArgsType()
+class ScopePageArgs extends ScopeArgs {
+  @Field(() => String, { nullable: true }) limit!: string | null;
+  @Field(() => String, { nullable: true }) cursor!: string | null;
+}
+
+const scopeOfArgs = (a: ScopeArgs) => scopeOf(a.scope, a.id, a.projectId);
+const pageOf = (a: ScopePageArgs) => ({ limit: a.limit ?? undefined, cursor: a.cursor ?? undefined });
+
 @Resolver()
 export class ActivityResolver {
   constructor(private readonly activity: ActivityService) {}
@@ -23,60 +41,31 @@ export class ActivityResolver {
   @Query(() => GraphQLJSON, {
     description: 'Operation activity of a scope (project, application, database, objective): contract v1.',
   })
-  operationActivity(
-    @Arg('scope') scope: string,
-    @Arg('id', () => ID) id: string,
-    @Arg('projectId', () => ID, { nullable: true }) projectId: string | null,
-    @Arg('limit', () => String, { nullable: true }) limit: string | null,
-    @Arg('cursor', () => String, { nullable: true }) cursor: string | null,
-    @Ctx() ctx: RequestContext,
-  ): Promise<unknown> {
-    return this.activity.operationActivity(ctx.principal, scopeOf(scope, id, projectId), {
-      limit: limit ?? undefined,
-      cursor: cursor ?? undefined,
-    });
+  operationActivity(@Args() a: ScopePageArgs, @Ctx() ctx: RequestContext): Promise<unknown> {
+    return this.activity.operationActivity(ctx.principal, scopeOfArgs(a), pageOf(a));
   }
 
   @Authorized('activity:read')
   @Query(() => GraphQLJSON, { description: 'One operation-activity item of a scope.' })
   operationActivityItem(
-    @Arg('scope') scope: string,
-    @Arg('id', () => ID) id: string,
-    @Arg('projectId', () => ID, { nullable: true }) projectId: string | null,
+    @Args() a: ScopeArgs,
     @Arg('activityId') activityId: string,
     @Ctx() ctx: RequestContext,
   ): Promise<unknown> {
-    return this.activity.operationActivityItem(ctx.principal, scopeOf(scope, id, projectId), activityId);
+    return this.activity.operationActivityItem(ctx.principal, scopeOfArgs(a), activityId);
   }
 
   @Authorized('activity:read')
   @Query(() => GraphQLJSON, { description: 'Agent activity of a scope: contract v1.' })
-  agentActivity(
-    @Arg('scope') scope: string,
-    @Arg('id', () => ID) id: string,
-    @Arg('projectId', () => ID, { nullable: true }) projectId: string | null,
-    @Arg('limit', () => String, { nullable: true }) limit: string | null,
-    @Arg('cursor', () => String, { nullable: true }) cursor: string | null,
-    @Ctx() ctx: RequestContext,
-  ): Promise<unknown> {
-    return this.activity.agentActivity(ctx.principal, scopeOf(scope, id, projectId), {
-      limit: limit ?? undefined,
-      cursor: cursor ?? undefined,
-    });
+  agentActivity(@Args() a: ScopePageArgs, @Ctx() ctx: RequestContext): Promise<unknown> {
+    return this.activity.agentActivity(ctx.principal, scopeOfArgs(a), pageOf(a));
   }
 
   @Authorized('activity:read')
   @Query(() => GraphQLJSON, { description: 'One agent action of a scope.' })
-  agentActivityItem(
-    @Arg('scope') scope: string,
-    @Arg('id', () => ID) id: string,
-    @Arg('projectId', () => ID, { nullable: true }) projectId: string | null,
-    @Arg('actionId') actionId: string,
-    @Ctx() ctx: RequestContext,
-  ): Promise<unknown> {
-    return this.activity.agentActivityItem(ctx.principal, scopeOf(scope, id, projectId), actionId);
+  agentActivityItem(@Args() a: ScopeArgs, @Arg('actionId') actionId: string, @Ctx() ctx: RequestContext): Promise<unknown> {
+    return this.activity.agentActivityItem(ctx.principal, scopeOfArgs(a), actionId);
   }
-
   @Authorized('activity:write')
   @Mutation(() => GraphQLJSON, { description: 'Records a decision on an approval (or recovers its continuation).' })
   decideApproval(
