@@ -6,6 +6,12 @@ import { PlatformError } from '../../core/errors';
  */
 export const etagOf = (revision: number): string => `"${revision}"`;
 
+/** A route's `headers`: the answer's revision as `ETag`, when it carries one (CONTRACTS.md). */
+export const revisionHeader = (payload: unknown): Record<string, string> => {
+  const rev = (payload as { revision?: number } | null)?.revision;
+  return typeof rev === 'number' ? { ETag: etagOf(rev) } : {};
+};
+
 export const preconditionRequired = () =>
   new PlatformError('assets.precondition_required', 428, 'this change needs an If-Match header with the current revision');
 export const revisionStale = (current?: number) =>

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { type AnyRoute, route } from '../../core/rest-route';
 import { VISIBILITIES } from './model';
-import { etagOf } from './revisions';
+import { revisionHeader } from './revisions';
 import { SCOPES, SORT_FIELDS } from './service';
 import { MAX_KEY_LENGTH } from './uploads';
 import { workflowRoutes } from './workflows/routes';
@@ -18,11 +18,6 @@ const ifMatch = (r: { headers: Record<string, string | string[] | undefined> }) 
   const h = r.headers['if-match'];
   return (Array.isArray(h) ? h[0] : h) ?? null;
 };
-const revisionHeader = (payload: unknown): Record<string, string> => {
-  const rev = (payload as { revision?: number } | null)?.revision;
-  return typeof rev === 'number' ? { ETag: etagOf(rev) } : {};
-};
-
 const listQuery = z
   .object({
     bucket: str.optional(),

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { type AnyRoute, route } from '../../../core/rest-route';
-import { etagOf } from '../revisions';
+import { revisionHeader } from '../revisions';
 import { SCOPES, SORT_FIELDS } from '../service';
 import { COLLECTION_MAX_ASSETS, ORG_LIST_LIMIT_MAX, SEARCH_FILTER_FIELDS } from './service';
 
@@ -11,10 +11,6 @@ const str = z.string();
 const ifMatch = (r: { headers: Record<string, string | string[] | undefined> }) => {
   const h = r.headers['if-match'];
   return (Array.isArray(h) ? h[0] : h) ?? null;
-};
-const revisionHeader = (payload: unknown): Record<string, string> => {
-  const rev = (payload as { revision?: number } | null)?.revision;
-  return typeof rev === 'number' ? { ETag: etagOf(rev) } : {};
 };
 const pageQuery = z
   .object({ limit: z.coerce.number().int().min(1).max(ORG_LIST_LIMIT_MAX).optional(), cursor: str.optional() })

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { type AnyRoute, route } from '../../../core/rest-route';
-import { etagOf } from '../revisions';
+import { revisionHeader } from '../revisions';
 import { SCOPES } from '../service';
 import { httpConfigSchema, httpSecretsSchema, s3ConfigSchema, s3SecretsSchema } from './config';
 
@@ -23,11 +23,6 @@ const ifMatch = (r: { headers: Record<string, string | string[] | undefined> }) 
   const h = r.headers['if-match'];
   return (Array.isArray(h) ? h[0] : h) ?? null;
 };
-const revisionHeader = (payload: unknown): Record<string, string> => {
-  const rev = (payload as { revision?: number } | null)?.revision;
-  return typeof rev === 'number' ? { ETag: etagOf(rev) } : {};
-};
-
 /** Spec 4.3 connections: external S3-compatible storage or an HTTP origin; secrets write-only. */
 export const connectionRoutes: AnyRoute[] = [
   route({

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { type AnyRoute, route } from '../../../core/rest-route';
-import { etagOf } from '../revisions';
+import { revisionHeader } from '../revisions';
 import { SCOPES } from '../service';
 import { APPROVAL_STATUSES } from './model';
 
@@ -15,11 +15,6 @@ const ifMatch = (r: { headers: Record<string, string | string[] | undefined> }) 
   const h = r.headers['if-match'];
   return (Array.isArray(h) ? h[0] : h) ?? null;
 };
-const revisionHeader = (payload: unknown): Record<string, string> => {
-  const rev = (payload as { revision?: number } | null)?.revision;
-  return typeof rev === 'number' ? { ETag: etagOf(rev) } : {};
-};
-
 const pageQuery = z
   .object({ limit: z.coerce.number().int().min(1).max(100).optional(), cursor: z.string().min(1).optional() })
   .strict();
