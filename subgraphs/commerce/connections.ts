@@ -1,5 +1,6 @@
 import { newId } from '../../core/ids';
 import type { IdempotencyStore } from '../../core/idempotency';
+import { isDuplicateKey } from '../../core/mongo';
 import type { OperationContext, OperationEngine } from '../../core/operations/engine';
 import type { OperationDoc } from '../../core/operations/model';
 import { sleep } from '../../core/sleep';
@@ -266,7 +267,7 @@ export class Connections {
           await this.d.models.Environment.create(doc);
           return environmentView(doc);
         } catch (e) {
-          if ((e as { code?: number }).code === 11000) continue;
+          if (isDuplicateKey(e)) continue;
           throw e;
         }
       }
