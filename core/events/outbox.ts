@@ -150,6 +150,8 @@ export class OutboxRelay {
   private timer: NodeJS.Timeout | undefined;
   private running = false;
   private flushing: Promise<number> | undefined;
+  /** The tick under way (lease, then scan), so `stop` can wait for all of it, not only the scan. */
+  private ticking: Promise<void> | undefined;
   private again = false;
   private failures = 0;
   private readonly leaseMs: number;
@@ -208,6 +210,9 @@ export class OutboxRelay {
     this.running = false;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
+    // A tick may be between taking the lease and scanning: wait for it whole, or it would scan
+    // (and publish) after `stop` returned.
+    await this.ticking?.catch(() => undefined);
     await this.flushing?.catch(() => undefined);
     await this.releaseLease();
   }
@@ -228,7 +233,13 @@ export class OutboxRelay {
     if (this.timer) clearTimeout(this.timer);
     // Relay scans belong to no request (each event carries its own trace context).
     this.timer = setTimeout(
-      detached(() => void this.tick()),
+      detached(() => {
+        const tick = this.tick();
+        this.ticking = tick;
+        void tick.finally(() => {
+          if (this.ticking === tick) this.ticking = undefined;
+        });
+      }),
       ms,
     );
   }
@@ -238,6 +249,7 @@ export class OutboxRelay {
     try {
       // Another process's relay scans these collections now: wait, and take over if it lapses.
       if (!(await this.holdLease())) return this.schedule(this.intervalMs);
+      if (!this.running) return; // stopped while taking the lease
       await this.flushOnce();
       this.failures = 0;
     } catch (e) {

@@ -215,6 +215,42 @@ describe('outbox (real MongoDB-wire server and Kafka)', () => {
     expect((await Things.findById(id).lean())!.outbox).toHaveLength(0);
   });
 
+  it('publishes nothing after stop returns, even when stopped while taking its lease', async () => {
+    let published = 0;
+    const counting: EventBus = {
+      async publish(messages: BusMessage[]) {
+        published += messages.length;
+        await bus.publish(messages);
+      },
+      subscribe: bus.subscribe.bind(bus),
+      ensureTopics: bus.ensureTopics.bind(bus),
+      close: async () => undefined,
+    };
+    const relay = new OutboxRelay({ models: [Things], bus: counting, intervalMs: 20 });
+    relays.push(relay);
+    // Hold the relay inside its lease step (a slow database), and stop it there.
+    const internals = relay as unknown as { holdLease(): Promise<boolean> };
+    const take = internals.holdLease.bind(relay);
+    let entered!: () => void;
+    const inLease = new Promise<void>((r) => (entered = r));
+    internals.holdLease = async () => {
+      entered();
+      await new Promise((r) => setTimeout(r, 300));
+      return take();
+    };
+    relay.start();
+    await inLease;
+    const stopped = relay.stop();
+    // A write lands while the lease step is still under way: a relay that scanned after `stop`
+    // (the process is shutting down) would publish it from a half-stopped process.
+    const id = await create();
+    await stopped;
+    await new Promise((r) => setTimeout(r, 300));
+    expect(published).toBe(0);
+    expect((await Things.findById(id).lean())!.outbox).toHaveLength(1);
+    await Things.deleteOne({ _id: id });
+  });
+
   it('lets one relay at a time scan a set of collections, and another take over when it stops', async () => {
     const counting = (label: string, seen: Record<string, number>): EventBus => ({
       async publish(messages: BusMessage[]) {
