@@ -152,17 +152,15 @@ export class LocalAiProvider implements AiProvider {
       .resize(width, height, { fit: 'cover', position: sharp.strategy.attention })
       .png()
       .toBuffer({ resolveWithObject: true });
-    // libvips scales to cover first, then crops: map the crop offsets back to source pixels.
+    // libvips scales to cover first, then crops: map the crop offsets back to source pixels (sharp
+    // reports them as a shift of the image, so negative; the magnitude is the offset).
     const scale = Math.max(width / up.width, height / up.height);
     const box = {
-      x: Math.round(-(info.cropOffsetLeft ?? 0) / scale),
-      y: Math.round(-(info.cropOffsetTop ?? 0) / scale),
+      x: Math.round(Math.abs(info.cropOffsetLeft ?? 0) / scale),
+      y: Math.round(Math.abs(info.cropOffsetTop ?? 0) / scale),
       width: Math.round(width / scale),
       height: Math.round(height / scale),
     };
-    // sharp reports the attention offsets as negative numbers (a shift of the image): keep them positive.
-    box.x = Math.abs(box.x);
-    box.y = Math.abs(box.y);
     return {
       result: {
         provider: this.name,
@@ -189,8 +187,14 @@ export class LocalAiProvider implements AiProvider {
       const i = (y * w + x) * 3;
       for (let c = 0; c < 3; c++) border[c].push(data[i + c]);
     };
-    for (let x = 0; x < w; x++) (take(x, 0), take(x, h - 1));
-    for (let y = 0; y < h; y++) (take(0, y), take(w - 1, y));
+    for (let x = 0; x < w; x++) {
+      take(x, 0);
+      take(x, h - 1);
+    }
+    for (let y = 0; y < h; y++) {
+      take(0, y);
+      take(w - 1, y);
+    }
     const bg = border.map(median);
     const rgba = Buffer.alloc(w * h * 4);
     let fg = 0;
