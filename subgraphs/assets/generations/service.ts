@@ -38,6 +38,8 @@ export class Generations {
   async create(p: Principal | null, key: string | null | undefined, input: GenerationInput): Promise<AiJobDoc> {
     const principal = this.assets.writer(p, SCOPES.generate);
     if (!key) throw idempotencyKeyRequired();
+    // An unknown bucket is refused now (404), not found later by the job.
+    if (input.bucket) await this.assets.buckets.get(principal.accountId, input.bucket);
     const body = {
       prompt: input.prompt,
       width: input.width ?? 512,
