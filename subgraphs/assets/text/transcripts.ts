@@ -1,4 +1,4 @@
-import { conflict, isPlatformError, notFound } from '../../../core/errors';
+import { conflict, notFound } from '../../../core/errors';
 import type { Ports } from '../../../core/ports';
 import type { Principal } from '../../../core/principal';
 import type { AiConfigs } from '../ai/config';
@@ -78,7 +78,9 @@ export class Transcripts {
       );
       return stored;
     } catch (e) {
-      if (!isPlatformError(e) || e.status >= 400) await this.spend.release(accountId, period, token, price);
+      // Nothing was stored: the reservation goes back (a debit already made stays the same entry
+      // under its key, so a retry of the request does not draw twice).
+      await this.spend.release(accountId, period, token, price);
       throw e;
     }
   }
