@@ -321,6 +321,14 @@ describe('assets AI, OCR, transcripts, generations', () => {
     expect(other.status).toBe(409);
     expect(other.body.error.code).toBe('assets.idempotency_conflict');
 
+    const nowhere = await t.rest('POST', `${A}/generations`, {
+      key,
+      body: { ...body, bucket: 'no-such-bucket' },
+      headers: { 'idempotency-key': 'g2' },
+    });
+    expect(nowhere.status).toBe(404);
+    expect(nowhere.body.error.code).toBe('assets.bucket_not_found');
+
     const job = await poll(key, first.body.data.status_url);
     expect(job.status).toBe('succeeded');
     expect(job.result.provider).toBe('local');
