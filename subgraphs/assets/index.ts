@@ -46,10 +46,11 @@ import { APPROVALS_TOPIC, approvalActivitySource } from './workflows/activity';
 import { workflowModels } from './workflows/model';
 import { AssetWorkflowsResolver } from './workflows/resolvers';
 import { APPROVAL_SWEEP_MS, OP_AUTOMATION_ACTION, OP_WORKFLOW_RUN, WorkflowService } from './workflows/service';
+import * as processing from './processing';
 
 export { AssetsService } from './service';
 
-export interface AssetsServices extends external.ExternalServices {
+export interface AssetsServices extends external.ExternalServices, processing.ProcessingServices {
   assets: AssetsService;
   relay: OutboxRelay;
   ports: Ports;
@@ -122,6 +123,7 @@ export default defineArea<AssetsServices, AssetsSettings>({
       bulk,
       webhooks,
       ...external.externalServices(ctx, assets),
+      ...processing.processingServices(ctx, assets),
     };
   },
   subgraph: (s) => ({
@@ -133,6 +135,7 @@ export default defineArea<AssetsServices, AssetsSettings>({
       AssetBulkResolver,
       AssetWebhooksResolver,
       ...external.externalResolvers,
+      ...processing.processingResolvers,
     ],
     // The second argument (all the area's services) lets a resolver reach the service it wraps.
     createResolver: (cls) => (cls === AssetWorkflowsResolver ? new cls(s?.workflows) : new cls(s?.assets, s)),
@@ -140,12 +143,13 @@ export default defineArea<AssetsServices, AssetsSettings>({
   provides(s, ports) {
     ports.provide('assetFiles', assetFilesPort(s.assets));
   },
-  routes: [...assetsRoutes, ...collectionRoutes, ...bulkRoutes, ...webhookRoutes, ...external.externalRoutes],
+  routes: [...assetsRoutes, ...collectionRoutes, ...bulkRoutes, ...webhookRoutes, ...external.externalRoutes, ...processing.processingRoutes],
   executors: (s) => ({
     [OP_WORKFLOW_RUN]: (ctx) => s.workflows.executeRun(ctx),
     [OP_AUTOMATION_ACTION]: (ctx) => s.workflows.executeAction(ctx),
     [BULK_OPERATION_TYPE]: (ctx) => s.bulk.run(ctx),
     ...external.externalExecutors(s),
+    ...processing.processingExecutors(s),
   }),
   standIns: [...external.externalStandIns],
   consumers: (s, ctx) => [
@@ -169,6 +173,7 @@ export default defineArea<AssetsServices, AssetsSettings>({
     // Expires forgotten approvals (and fails the runs waiting on them).
     periodicWorker('assets-approval-expiry', APPROVAL_SWEEP_MS, ctx.log, () => s.workflows.sweepExpired()),
     { name: 'assets-webhook-deliveries', start: () => s.webhooks.start(), stop: () => s.webhooks.stop() },
+    ...processing.processingWorkers(s),
   ],
   activitySources: [approvalActivitySource],
   http: {
