@@ -40,6 +40,7 @@ import {
   withRecordChange,
 } from './webhooks/sources';
 import * as external from './external';
+import * as bucketOps from './bucket-ops';
 import { assetsMcpPlane } from './mcp/plane';
 import { assetsWorkflowHookPlane } from './workflow-hooks/plane';
 import { APPROVALS_TOPIC, approvalActivitySource } from './workflows/activity';
@@ -49,7 +50,7 @@ import { APPROVAL_SWEEP_MS, OP_AUTOMATION_ACTION, OP_WORKFLOW_RUN, WorkflowServi
 
 export { AssetsService } from './service';
 
-export interface AssetsServices extends external.ExternalServices {
+export interface AssetsServices extends external.ExternalServices, bucketOps.BucketOpsServices {
   assets: AssetsService;
   relay: OutboxRelay;
   ports: Ports;
@@ -122,6 +123,7 @@ export default defineArea<AssetsServices, AssetsSettings>({
       bulk,
       webhooks,
       ...external.externalServices(ctx, assets),
+      ...bucketOps.bucketOpsServices(ctx, assets),
     };
   },
   subgraph: (s) => ({
@@ -133,19 +135,29 @@ export default defineArea<AssetsServices, AssetsSettings>({
       AssetBulkResolver,
       AssetWebhooksResolver,
       ...external.externalResolvers,
+      ...bucketOps.bucketOpsResolvers,
     ],
     // The second argument (all the area's services) lets a resolver reach the service it wraps.
     createResolver: (cls) => (cls === AssetWorkflowsResolver ? new cls(s?.workflows) : new cls(s?.assets, s)),
   }),
   provides(s, ports) {
     ports.provide('assetFiles', assetFilesPort(s.assets));
+    ports.provide('objectBuckets', bucketOps.objectBucketsPort(s));
   },
-  routes: [...assetsRoutes, ...collectionRoutes, ...bulkRoutes, ...webhookRoutes, ...external.externalRoutes],
+  routes: [
+    ...assetsRoutes,
+    ...collectionRoutes,
+    ...bulkRoutes,
+    ...webhookRoutes,
+    ...external.externalRoutes,
+    ...bucketOps.bucketOpsRoutes,
+  ],
   executors: (s) => ({
     [OP_WORKFLOW_RUN]: (ctx) => s.workflows.executeRun(ctx),
     [OP_AUTOMATION_ACTION]: (ctx) => s.workflows.executeAction(ctx),
     [BULK_OPERATION_TYPE]: (ctx) => s.bulk.run(ctx),
     ...external.externalExecutors(s),
+    ...bucketOps.bucketOpsExecutors(s),
   }),
   standIns: [...external.externalStandIns],
   consumers: (s, ctx) => [
@@ -169,16 +181,19 @@ export default defineArea<AssetsServices, AssetsSettings>({
     // Expires forgotten approvals (and fails the runs waiting on them).
     periodicWorker('assets-approval-expiry', APPROVAL_SWEEP_MS, ctx.log, () => s.workflows.sweepExpired()),
     { name: 'assets-webhook-deliveries', start: () => s.webhooks.start(), stop: () => s.webhooks.stop() },
+    bucketOps.bucketOpsWorker(s),
   ],
   activitySources: [approvalActivitySource],
   http: {
     bridge: async (app, s) => {
+      await bucketOps.bucketOpsBridge(app, s.assets, s, bearerAuthenticate(s.ports));
       await app.register(async (scope) => assetsUploadPlane(scope, s.assets, bearerAuthenticate(s.ports)));
       await app.register(async (scope) => assetsMcpPlane(scope, s.workflows, bearerAuthenticate(s.ports)));
       await app.register(async (scope) => assetsWorkflowHookPlane(scope, s.workflows));
       await external.externalBridge(app, s.assets, s, bearerAuthenticate(s.ports));
     },
     cdn: async (app, s) => {
+      await bucketOps.bucketOpsCdn(app, s.assets, s);
       await assetsCdnPlane(app, s.assets);
       await external.externalCdn(app, s.assets, s);
     },
