@@ -10,6 +10,15 @@ export const DEFAULT_INDEX_OBJECT = 'index.html';
 /** How long a CDN process trusts its copy of a bucket's object-store mark and website settings. */
 const MARK_CACHE_MS = 1000;
 
+/**
+ * The Assets bucket checks answer 400 (unknown region, replica = home). Behind these routes the
+ * body already passed its schema, so such a refusal is a business one: 422 (the fuzz contract).
+ */
+const asBusinessStatus = (e: unknown): never => {
+  if (e instanceof PlatformError && e.status === 400) throw new PlatformError(e.code, 422, e.message, e.details);
+  throw e;
+};
+
 export const bucketNotFound = () => notFound('assets.bucket_not_found', 'bucket not found');
 
 /** The storage settings `PUT /buckets/{id}/storage` changes (spec 2.3 bucket attributes). */
@@ -79,7 +88,7 @@ export class ObjstoreBuckets {
    */
   async create(p: Principal | null, input: BucketInput): Promise<BucketDoc> {
     const { accountId } = this.assets.writer(p, SCOPES.admin);
-    const bucket = await this.assets.buckets.create(accountId, input);
+    const bucket = await this.assets.buckets.create(accountId, input).catch(asBusinessStatus);
     const now = new Date();
     await this.m.ObjstoreBucket.create({ _id: bucket._id, accountId, website: null, createdAt: now, updatedAt: now });
     return bucket;
@@ -94,13 +103,7 @@ export class ObjstoreBuckets {
   ): Promise<BucketDoc> {
     const { accountId } = this.assets.writer(p, SCOPES.admin);
     await this.require(accountId, bucketId);
-    try {
-      return await this.assets.buckets.update(accountId, bucketId, ifMatch, input);
-    } catch (e) {
-      // The bucket's own validation speaks 400; a schema-valid but impossible region is 422 here.
-      if (e instanceof PlatformError && e.status === 400) throw new PlatformError(e.code, 422, e.message, e.details);
-      throw e;
-    }
+    return this.assets.buckets.update(accountId, bucketId, ifMatch, input).catch(asBusinessStatus);
   }
 
   async website(p: Principal | null, bucketId: string): Promise<ObjstoreBucketDoc> {
