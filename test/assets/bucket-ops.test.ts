@@ -177,6 +177,7 @@ describe('relocation (spec 4.3)', () => {
     );
     reading = false;
     await reader;
+    console.log('relocation took', new Date(done.finished_at).getTime() - new Date(done.started_at).getTime(), 'ms');
     expect(done).toMatchObject({ status: 'succeeded', objects_total: 12, objects_copied: 12, objects_switched: 12 });
     expect(done.bytes_copied).toBe(bodies.reduce((n, b) => n + Buffer.byteLength(b), 0));
     expect(failures).toEqual([]);

@@ -13,6 +13,8 @@ import type { ObjstoreBuckets } from './objstore-buckets';
 export const RELOCATION_OPERATION = 'assets.bucket_relocation';
 /** Passes over the bucket after its home switched, for objects written during the copy. */
 const CATCH_UP_PASSES = 3;
+/** How often a running pass writes its progress. */
+const PROGRESS_EVERY_MS = 250;
 
 const relocationNotFound = () => notFound('assets.relocation_not_found', 'relocation not found');
 
@@ -159,6 +161,7 @@ export class Relocations {
     let switched = 0;
     let copied = done;
     let bytes = 0;
+    let lastReport = Date.now();
     for (const a of objects) {
       if (a.homeRegion === job.toRegion) continue;
       if (ctx.signal.aborted) throw ctx.signal.reason ?? new Error('aborted');
@@ -194,18 +197,19 @@ export class Relocations {
           .exec();
       }
       copied++;
-      await this.m.Relocation.updateOne(
-        { _id: job._id },
-        {
-          $max: { objectsCopied: copied, objectsSwitched: copied },
-          $set: { updatedAt: new Date() },
-        },
-      );
-      if (bytes) {
-        await this.m.Relocation.updateOne({ _id: job._id }, { $inc: { bytesCopied: bytes } });
+      // Progress a few times a second, not per object (the engine renews the lease on its own).
+      if (copied === objects.length || Date.now() - lastReport > PROGRESS_EVERY_MS) {
+        lastReport = Date.now();
+        await this.m.Relocation.updateOne(
+          { _id: job._id },
+          {
+            $max: { objectsCopied: copied, objectsSwitched: copied },
+            $inc: { bytesCopied: bytes },
+            $set: { updatedAt: new Date() },
+          },
+        );
         bytes = 0;
       }
-      await ctx.heartbeat();
     }
     return switched;
   }
