@@ -123,7 +123,6 @@ it('kill -9 during a relocation: after restart every object is copied, verified 
     if (rel?.status === 'succeeded' || rel?.status === 'failed') break;
     await new Promise((r) => setTimeout(r, 200));
   }
-  // eslint-disable-next-line no-console
   console.log(`relocation: ${atKill}/${N} switched at the kill, finished ${Date.now() - restartedAt} ms after the restart`);
   expect(rel).toMatchObject({ status: 'succeeded', objects_total: N, objects_switched: N, to_region: 'local-2' });
   const op = await conn.collection('operations').findOne({ _id: relId as never });
