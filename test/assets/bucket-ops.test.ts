@@ -177,7 +177,6 @@ describe('relocation (spec 4.3)', () => {
     );
     reading = false;
     await reader;
-    console.log('relocation took', new Date(done.finished_at).getTime() - new Date(done.started_at).getTime(), 'ms');
     expect(done).toMatchObject({ status: 'succeeded', objects_total: 12, objects_copied: 12, objects_switched: 12 });
     expect(done.bytes_copied).toBe(bodies.reduce((n, b) => n + Buffer.byteLength(b), 0));
     expect(failures).toEqual([]);
@@ -395,4 +394,37 @@ describe('inventory exports and the bounded query', () => {
     const other = await t.createKey();
     expect((await q({}, other.key)).status).toBe(404);
   });
+});
+
+describe('object-store buckets as event sources', () => {
+  it('a subscription on a new object-store bucket is accepted at once and receives its uploads', async () => {
+    const { key, bucket } = await objstoreBucket();
+    const sub = await t.rest('POST', `/api/v1/buckets/${bucket.id}/event-subscriptions`, {
+      key,
+      body: { event_types: ['object.created'], prefix: 'in/' },
+    });
+    expect(sub.status).toBe(201);
+    const other = await t.createKey();
+    const foreign = await t.rest('POST', `/api/v1/buckets/${bucket.id}/event-subscriptions`, { key: other.key, body: {} });
+    expect(foreign.status).toBe(404);
+    const up = await upload(key, bucket.id, 'in/new.txt', 'hello events');
+    const items = await waitFor(
+      async () => {
+        const r = await t.rest(
+          'GET',
+          `/api/v1/buckets/${bucket.id}/event-subscriptions/${sub.body.data.id}/deliveries?limit=10`,
+          {
+            key,
+          },
+        );
+        return r.body.data?.items?.length ? r.body.data.items : null;
+      },
+      30_000,
+      'a pulled delivery',
+    );
+    expect(items[0]).toMatchObject({
+      type: 'object.created',
+      data: expect.objectContaining({ bucket_id: bucket.id, key: 'in/new.txt', asset_id: up.id }),
+    });
+  }, 60_000);
 });
