@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { notFound } from '../../../core/errors';
 import { newId } from '../../../core/ids';
-import type { OperationContext, OperationEngine } from '../../../core/operations/engine';
+import { type OperationContext, type OperationEngine, willRetry } from '../../../core/operations/engine';
 import type { Principal } from '../../../core/principal';
 import type { AssetDoc, BucketDoc } from '../model';
 import type { AssetsService } from '../service';
@@ -119,6 +119,22 @@ export class InventoryExports {
   }
 
   async run(ctx: OperationContext): Promise<{ rows: number }> {
+    try {
+      return await this.write(ctx);
+    } catch (e) {
+      // Retriable (or interrupted): the engine runs it again. Otherwise the record says it failed.
+      if (ctx.signal.aborted || willRetry(ctx.op, e)) throw e;
+      const { exportId } = ctx.op.input as { exportId: string };
+      const at = new Date();
+      await this.m.InventoryExport.updateOne(
+        { _id: exportId, status: { $ne: 'succeeded' } },
+        { $set: { status: 'failed', error: (e as Error).message, finishedAt: at, updatedAt: at } },
+      );
+      throw e;
+    }
+  }
+
+  private async write(ctx: OperationContext): Promise<{ rows: number }> {
     const { exportId } = ctx.op.input as { exportId: string };
     const job = await this.m.InventoryExport.findById(exportId).lean<InventoryExportDoc>().exec();
     if (!job) throw new Error(`inventory export ${exportId} is missing`);

@@ -2,9 +2,9 @@ import { createHash } from 'node:crypto';
 import { PlatformError, notFound } from '../../../core/errors';
 import { newId } from '../../../core/ids';
 import { isDuplicateKey } from '../../../core/mongo';
-import type { OperationContext, OperationEngine } from '../../../core/operations/engine';
+import { type OperationContext, type OperationEngine, willRetry } from '../../../core/operations/engine';
 import type { Principal } from '../../../core/principal';
-import type { AssetDoc } from '../model';
+import type { AssetDoc, BucketDoc } from '../model';
 import { SCOPES, type AssetsService } from '../service';
 import type { BucketOpsModels, RelocationDoc } from './model';
 import type { ObjstoreBuckets } from './objstore-buckets';
@@ -118,9 +118,15 @@ export class Relocations {
       // Pass 1 moves what was there; the home switches; later passes catch objects written meanwhile.
       let moved = await this.pass(ctx, job);
       await set({ status: 'switching' });
+      const b = await this.assets.m.Bucket.findOne({ _id: job.bucketId, accountId: job.accountId }).lean<BucketDoc>().exec();
+      // The new home is no longer a replica of itself.
+      const replicas = (b?.replicationPolicy?.regions ?? []).filter((r) => r !== job.toRegion);
       await this.assets.m.Bucket.updateOne(
         { _id: job.bucketId, accountId: job.accountId, homeRegion: job.fromRegion },
-        { $set: { homeRegion: job.toRegion, updatedAt: new Date() }, $inc: { revision: 1 } },
+        {
+          $set: { homeRegion: job.toRegion, replicationPolicy: { regions: replicas }, updatedAt: new Date() },
+          $inc: { revision: 1 },
+        },
       );
       for (let i = 0; i < CATCH_UP_PASSES; i++) moved += await this.pass(ctx, job);
       const finishedAt = new Date();
@@ -130,7 +136,8 @@ export class Relocations {
       );
       return { objects: moved };
     } catch (e) {
-      if (ctx.signal.aborted) throw e; // the engine resumes it (a lost lease, a shutdown)
+      // A lost lease, a shutdown or a retriable failure: the engine runs it again, the record stays open.
+      if (ctx.signal.aborted || willRetry(ctx.op, e)) throw e;
       const finishedAt = new Date();
       await this.m.Relocation.updateOne(
         { _id: job._id },
@@ -223,7 +230,9 @@ export class Relocations {
       seen.add(v.sha256);
       const already = (await this.assets.blobs.stat(to, v.sha256)) === v.size;
       if (!already) {
-        const from = (await this.assets.locate(a as AssetDoc, v.sha256)) ?? a.homeRegion;
+        const from = await this.assets.locate(a as AssetDoc, v.sha256);
+        // No copy anywhere (a version whose bytes a delete job already removed): nothing to move.
+        if (!from) continue;
         await this.assets.blobs.copy(from, to, v.sha256);
         total += v.size;
       }
