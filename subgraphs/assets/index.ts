@@ -40,6 +40,7 @@ import {
   withRecordChange,
 } from './webhooks/sources';
 import * as external from './external';
+import * as bucketOps from './bucket-ops';
 import { assetsMcpPlane } from './mcp/plane';
 import { assetsWorkflowHookPlane } from './workflow-hooks/plane';
 import { APPROVALS_TOPIC, approvalActivitySource } from './workflows/activity';
@@ -50,7 +51,7 @@ import * as processing from './processing';
 
 export { AssetsService } from './service';
 
-export interface AssetsServices extends external.ExternalServices, processing.ProcessingServices {
+export interface AssetsServices extends external.ExternalServices, processing.ProcessingServices, bucketOps.BucketOpsServices {
   assets: AssetsService;
   relay: OutboxRelay;
   ports: Ports;
@@ -124,6 +125,7 @@ export default defineArea<AssetsServices, AssetsSettings>({
       webhooks,
       ...external.externalServices(ctx, assets),
       ...processing.processingServices(ctx, assets),
+      ...bucketOps.bucketOpsServices(ctx, assets),
     };
   },
   subgraph: (s) => ({
@@ -136,12 +138,14 @@ export default defineArea<AssetsServices, AssetsSettings>({
       AssetWebhooksResolver,
       ...external.externalResolvers,
       ...processing.processingResolvers,
+      ...bucketOps.bucketOpsResolvers,
     ],
     // The second argument (all the area's services) lets a resolver reach the service it wraps.
     createResolver: (cls) => (cls === AssetWorkflowsResolver ? new cls(s?.workflows) : new cls(s?.assets, s)),
   }),
   provides(s, ports) {
     ports.provide('assetFiles', assetFilesPort(s.assets));
+    ports.provide('objectBuckets', bucketOps.objectBucketsPort(s));
   },
   routes: [
     ...assetsRoutes,
@@ -150,6 +154,7 @@ export default defineArea<AssetsServices, AssetsSettings>({
     ...webhookRoutes,
     ...external.externalRoutes,
     ...processing.processingRoutes,
+    ...bucketOps.bucketOpsRoutes,
   ],
   executors: (s) => ({
     [OP_WORKFLOW_RUN]: (ctx) => s.workflows.executeRun(ctx),
@@ -157,6 +162,7 @@ export default defineArea<AssetsServices, AssetsSettings>({
     [BULK_OPERATION_TYPE]: (ctx) => s.bulk.run(ctx),
     ...external.externalExecutors(s),
     ...processing.processingExecutors(s),
+    ...bucketOps.bucketOpsExecutors(s),
   }),
   standIns: [...external.externalStandIns],
   consumers: (s, ctx) => [
@@ -181,16 +187,19 @@ export default defineArea<AssetsServices, AssetsSettings>({
     periodicWorker('assets-approval-expiry', APPROVAL_SWEEP_MS, ctx.log, () => s.workflows.sweepExpired()),
     { name: 'assets-webhook-deliveries', start: () => s.webhooks.start(), stop: () => s.webhooks.stop() },
     ...processing.processingWorkers(s),
+    bucketOps.bucketOpsWorker(s),
   ],
   activitySources: [approvalActivitySource],
   http: {
     bridge: async (app, s) => {
+      await bucketOps.bucketOpsBridge(app, s.assets, s, bearerAuthenticate(s.ports));
       await app.register(async (scope) => assetsUploadPlane(scope, s.assets, bearerAuthenticate(s.ports)));
       await app.register(async (scope) => assetsMcpPlane(scope, s.workflows, bearerAuthenticate(s.ports)));
       await app.register(async (scope) => assetsWorkflowHookPlane(scope, s.workflows));
       await external.externalBridge(app, s.assets, s, bearerAuthenticate(s.ports));
     },
     cdn: async (app, s) => {
+      await bucketOps.bucketOpsCdn(app, s.assets, s);
       await assetsCdnPlane(app, s.assets);
       await external.externalCdn(app, s.assets, s);
     },

@@ -5,6 +5,7 @@ import { badRequest, isPlatformError, notFound } from '../../core/errors';
 import type { Ports } from '../../core/ports';
 import type { Principal } from '../../core/principal';
 import type { StagedBlob } from './blob-store';
+import { noteAccessKey } from './bucket-ops/access-hooks';
 import { etagOf } from './revisions';
 import type { AssetsService } from './service';
 import { parseUploadFields } from './uploads';
@@ -89,6 +90,7 @@ export async function assetsUploadPlane(app: FastifyInstance, assets: AssetsServ
       let staged: StagedBlob | null = null;
       try {
         const principal = assets.writer(await authenticate(req));
+        noteAccessKey(req, principal.keyId);
         if (!req.isMultipart()) throw badRequest('validation_failed', 'expected a multipart/form-data body');
         const form = await readForm(req, assets, principal);
         staged = form.staged;
