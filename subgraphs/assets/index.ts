@@ -40,6 +40,7 @@ import {
   withRecordChange,
 } from './webhooks/sources';
 import * as external from './external';
+import * as housekeeping from './housekeeping';
 import { assetsMcpPlane } from './mcp/plane';
 import { assetsWorkflowHookPlane } from './workflow-hooks/plane';
 import { APPROVALS_TOPIC, approvalActivitySource } from './workflows/activity';
@@ -49,7 +50,7 @@ import { APPROVAL_SWEEP_MS, OP_AUTOMATION_ACTION, OP_WORKFLOW_RUN, WorkflowServi
 
 export { AssetsService } from './service';
 
-export interface AssetsServices extends external.ExternalServices {
+export interface AssetsServices extends external.ExternalServices, housekeeping.HousekeepingServices {
   assets: AssetsService;
   relay: OutboxRelay;
   ports: Ports;
@@ -122,6 +123,7 @@ export default defineArea<AssetsServices, AssetsSettings>({
       bulk,
       webhooks,
       ...external.externalServices(ctx, assets),
+      ...housekeeping.housekeepingServices(ctx, assets),
     };
   },
   subgraph: (s) => ({
@@ -133,6 +135,7 @@ export default defineArea<AssetsServices, AssetsSettings>({
       AssetBulkResolver,
       AssetWebhooksResolver,
       ...external.externalResolvers,
+      ...housekeeping.housekeepingResolvers,
     ],
     // The second argument (all the area's services) lets a resolver reach the service it wraps.
     createResolver: (cls) => (cls === AssetWorkflowsResolver ? new cls(s?.workflows) : new cls(s?.assets, s)),
@@ -140,7 +143,7 @@ export default defineArea<AssetsServices, AssetsSettings>({
   provides(s, ports) {
     ports.provide('assetFiles', assetFilesPort(s.assets));
   },
-  routes: [...assetsRoutes, ...collectionRoutes, ...bulkRoutes, ...webhookRoutes, ...external.externalRoutes],
+  routes: [...assetsRoutes, ...collectionRoutes, ...bulkRoutes, ...webhookRoutes, ...external.externalRoutes, ...housekeeping.housekeepingRoutes],
   executors: (s) => ({
     [OP_WORKFLOW_RUN]: (ctx) => s.workflows.executeRun(ctx),
     [OP_AUTOMATION_ACTION]: (ctx) => s.workflows.executeAction(ctx),
@@ -161,6 +164,7 @@ export default defineArea<AssetsServices, AssetsSettings>({
             : await fromObjectEvent(s.assets, m.value as ObjectEvent),
         ),
     },
+    ...housekeeping.housekeepingConsumers(s, ctx),
   ],
   workers: (s, ctx) => [
     { name: 'assets-outbox', start: () => s.relay.start(), stop: () => s.relay.stop() },
@@ -169,6 +173,7 @@ export default defineArea<AssetsServices, AssetsSettings>({
     // Expires forgotten approvals (and fails the runs waiting on them).
     periodicWorker('assets-approval-expiry', APPROVAL_SWEEP_MS, ctx.log, () => s.workflows.sweepExpired()),
     { name: 'assets-webhook-deliveries', start: () => s.webhooks.start(), stop: () => s.webhooks.stop() },
+    ...housekeeping.housekeepingWorkers(s, ctx),
   ],
   activitySources: [approvalActivitySource],
   http: {
@@ -179,6 +184,7 @@ export default defineArea<AssetsServices, AssetsSettings>({
       await external.externalBridge(app, s.assets, s, bearerAuthenticate(s.ports));
     },
     cdn: async (app, s) => {
+      housekeeping.housekeepingCdn(app, s.assets, s);
       await assetsCdnPlane(app, s.assets);
       await external.externalCdn(app, s.assets, s);
     },
