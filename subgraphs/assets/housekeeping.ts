@@ -55,7 +55,10 @@ export function housekeepingWorkers(s: HousekeepingServices, ctx: AreaContext<un
 }
 
 /** The audit stream records the same events the webhooks fan out, from the same two topics. */
-export const housekeepingConsumers = (s: HousekeepingServices & { assets: AssetsService }, ctx: AreaContext<unknown>): ConsumerDefinition[] => [
+export const housekeepingConsumers = (
+  s: HousekeepingServices & { assets: AssetsService },
+  ctx: AreaContext<unknown>,
+): ConsumerDefinition[] => [
   {
     name: 'audit-events',
     topics: [ctx.topic('objects'), ctx.topic(RECORD_CHANGES_TOPIC)],

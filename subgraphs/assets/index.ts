@@ -143,7 +143,14 @@ export default defineArea<AssetsServices, AssetsSettings>({
   provides(s, ports) {
     ports.provide('assetFiles', assetFilesPort(s.assets));
   },
-  routes: [...assetsRoutes, ...collectionRoutes, ...bulkRoutes, ...webhookRoutes, ...external.externalRoutes, ...housekeeping.housekeepingRoutes],
+  routes: [
+    ...assetsRoutes,
+    ...collectionRoutes,
+    ...bulkRoutes,
+    ...webhookRoutes,
+    ...external.externalRoutes,
+    ...housekeeping.housekeepingRoutes,
+  ],
   executors: (s) => ({
     [OP_WORKFLOW_RUN]: (ctx) => s.workflows.executeRun(ctx),
     [OP_AUTOMATION_ACTION]: (ctx) => s.workflows.executeAction(ctx),

@@ -77,7 +77,10 @@ export class AssetLifecycleResolver {
   }
 
   @Mutation(() => LifecycleRuleDeletionType)
-  async deleteAssetLifecycleRule(@Arg('id', () => ID) id: string, @Ctx() ctx: RequestContext): Promise<LifecycleRuleDeletionType> {
+  async deleteAssetLifecycleRule(
+    @Arg('id', () => ID) id: string,
+    @Ctx() ctx: RequestContext,
+  ): Promise<LifecycleRuleDeletionType> {
     return { id: (await this.rules.remove(ctx.principal, id))._id, deleted: true };
   }
 }

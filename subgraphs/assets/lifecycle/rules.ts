@@ -174,9 +174,16 @@ export class LifecycleRules {
     return this.assets.m.Asset;
   }
 
-  /** The rule acts as a member key of the account with the write scope (the delete path checks it). */
+  /** The rule acts as a member key of the account with read and write scopes (the delete path checks both). */
   private principalOf(rule: LifecycleRuleDoc): Principal {
-    return { accountId: rule.accountId, accountSlug: '', plan: 'free', keyId: `lifecycle:${rule._id}`, role: 'member', scopes: [SCOPES.write] };
+    return {
+      accountId: rule.accountId,
+      accountSlug: '',
+      plan: 'free',
+      keyId: `lifecycle:${rule._id}`,
+      role: 'member',
+      scopes: [SCOPES.read, SCOPES.write],
+    };
   }
 
   private async deleteIfOld(rule: LifecycleRuleDoc, a: AssetDoc, cutoff: Date): Promise<number> {

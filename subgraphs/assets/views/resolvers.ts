@@ -130,7 +130,12 @@ export class AssetViewsResolver {
     @Arg('to', () => String, { nullable: true }) to?: string,
   ): Promise<AnalyticsType> {
     const a = await analytics(this.assets, this.usage, ctx.principal, { from, to });
-    return { from: a.from, to: a.to, totals: toUsage(a.totals), days: a.days.map((d) => ({ date: d.day, ...toUsage(d.counts) })) };
+    return {
+      from: a.from,
+      to: a.to,
+      totals: toUsage(a.totals),
+      days: a.days.map((d) => ({ date: d.day, ...toUsage(d.counts) })),
+    };
   }
 
   @Query(() => SummaryType)

@@ -80,7 +80,8 @@ export class UsageCounters {
           { upsert: true },
         ).catch(() => {
           // Put the counts back for the next flush rather than lose them on a blip.
-          for (const [k, v] of Object.entries(e.counts) as [UsageField, number][]) this.add(e.accountId, { [k]: v }, new Date(`${e.day}T12:00:00Z`));
+          for (const [k, v] of Object.entries(e.counts) as [UsageField, number][])
+            this.add(e.accountId, { [k]: v }, new Date(`${e.day}T12:00:00Z`));
         });
       }
     })();
