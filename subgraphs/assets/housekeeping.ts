@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { AreaContext, BackgroundWorker, ConsumerDefinition } from '../../core/area';
 import { periodicWorker } from '../../core/periodic-worker';
+import type { OperationExecutor } from '../../core/operations/engine';
 import type { AnyRoute } from '../../core/rest-route';
 import type { ObjectEvent } from '../../core/events/object-events';
 import { Clock } from './lifecycle/clock';
@@ -15,10 +16,12 @@ import { cdnUsageHook } from './views/cdn-usage';
 import { AssetViewsResolver } from './views/resolvers';
 import { viewRoutes } from './views/routes';
 import { UsageCounters, usageModel } from './views/usage';
+import { videoCdnPlane } from './video/cdn';
+import { VIDEO_OUTPUT_OPERATION, VideoOutputs, videoOutputModel } from './video/outputs';
 import { fromObjectEvent, fromRecordChange, RECORD_CHANGES_TOPIC, type RecordChange } from './webhooks/sources';
 
 /**
- * Lifecycle rules and the usage views of Assets (issue 16 items 5, 6): index.ts wires them in with
+ * Lifecycle rules, the usage views and legacy video outputs of Assets (issue 16 items 5, 6, 2): index.ts wires them in with
  * one line per hook of the area contract, as external.ts does for the outside-facing parts.
  */
 export const housekeepingSettingsSchema = z.object({
@@ -32,6 +35,7 @@ export interface HousekeepingServices {
   lifecycle: LifecycleRules;
   usage: UsageCounters;
   audit: AuditStream;
+  video: VideoOutputs;
 }
 
 export function housekeepingServices(ctx: AreaContext<unknown>, assets: AssetsService): HousekeepingServices {
@@ -39,7 +43,8 @@ export function housekeepingServices(ctx: AreaContext<unknown>, assets: AssetsSe
   const lifecycle = new LifecycleRules(lifecycleRuleModel(ctx.conn), assets, new Clock(settings.ASSETS_CLOCK_OFFSET_MS), ctx.log);
   const usage = new UsageCounters(usageModel(ctx.conn));
   assets.transforms.onComputed = (d) => usage.add(d.accountId, { transformsComputed: 1, transformBytes: d.size });
-  return { lifecycle, usage, audit: new AuditStream(auditModel(ctx.conn), assets) };
+  const video = new VideoOutputs(videoOutputModel(ctx.conn), assets, ctx.engine);
+  return { lifecycle, usage, audit: new AuditStream(auditModel(ctx.conn), assets), video };
 }
 
 export const housekeepingResolvers = [AssetLifecycleResolver, AssetViewsResolver];
@@ -72,7 +77,12 @@ export const housekeepingConsumers = (
   },
 ];
 
-/** Counts deliveries of the assets CDN (registered before its routes, so it sees them all). */
-export function housekeepingCdn(app: FastifyInstance, assets: AssetsService, s: HousekeepingServices): void {
+export const housekeepingExecutors = (s: HousekeepingServices): Record<string, OperationExecutor> => ({
+  [VIDEO_OUTPUT_OPERATION]: (ctx) => s.video.run(ctx),
+});
+
+/** Counts deliveries of the assets CDN (registered before its routes, so it sees them all); video outputs. */
+export async function housekeepingCdn(app: FastifyInstance, assets: AssetsService, s: HousekeepingServices): Promise<void> {
   cdnUsageHook(app, assets, s.usage);
+  await videoCdnPlane(app, assets, s.video);
 }

@@ -156,6 +156,7 @@ export default defineArea<AssetsServices, AssetsSettings>({
     [OP_AUTOMATION_ACTION]: (ctx) => s.workflows.executeAction(ctx),
     [BULK_OPERATION_TYPE]: (ctx) => s.bulk.run(ctx),
     ...external.externalExecutors(s),
+    ...housekeeping.housekeepingExecutors(s),
   }),
   standIns: [...external.externalStandIns],
   consumers: (s, ctx) => [
@@ -191,7 +192,7 @@ export default defineArea<AssetsServices, AssetsSettings>({
       await external.externalBridge(app, s.assets, s, bearerAuthenticate(s.ports));
     },
     cdn: async (app, s) => {
-      housekeeping.housekeepingCdn(app, s.assets, s);
+      await housekeeping.housekeepingCdn(app, s.assets, s);
       await assetsCdnPlane(app, s.assets);
       await external.externalCdn(app, s.assets, s);
     },
