@@ -237,6 +237,7 @@ describe('assets lifecycle rules and views', () => {
     expect(window.to).toBe(today);
     expect((await t.rest('GET', `/api/v1/assets/analytics?from=${today}&to=2020-01-01`, { key })).status).toBe(422);
     expect((await t.rest('GET', '/api/v1/assets/analytics?from=2026-02-30', { key })).status).toBe(422);
+    expect((await t.rest('GET', '/api/v1/assets/analytics?to=0000-00-00', { key })).status).toBe(422);
     expect((await t.rest('GET', '/api/v1/assets/analytics?from=yesterday', { key })).status).toBe(400);
     // Another account's figures are its own.
     const other = await t.createKey();
@@ -312,11 +313,12 @@ describe('assets lifecycle rules and views', () => {
       expect(new Set(seen).size).toBe(6);
       expect(seen).toEqual(direction === 'desc' ? all.map((e: any) => e.id) : [...all.map((e: any) => e.id)].reverse());
     }
-    // A cursor is bound to its direction; another account sees nothing.
+    // A cursor is bound to its direction (422, as a cursor that is not one); another account sees nothing.
     const first = await t.rest('GET', '/api/v1/assets/events?limit=2', { key });
     expect(
       (await t.rest('GET', `/api/v1/assets/events?limit=2&direction=asc&cursor=${first.body.data.next_cursor}`, { key })).status,
-    ).toBe(400);
+    ).toBe(422);
+    expect((await t.rest('GET', '/api/v1/assets/events?cursor=not-a-cursor', { key })).status).toBe(422);
     const other = await t.createKey();
     expect((await t.rest('GET', '/api/v1/assets/events', { key: other.key })).body.data).toEqual({ events: [], next_cursor: '' });
     expect((await t.rest('GET', `/api/v1/assets/events?asset_id=${a.id}&limit=100`, { key })).body.data.events).toHaveLength(6);

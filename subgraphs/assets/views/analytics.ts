@@ -25,13 +25,13 @@ export async function analytics(
   args: { from?: string | null; to?: string | null },
 ): Promise<Analytics> {
   const { accountId } = assets.reader(p);
+  // The schema checks the shape; a day that does not exist (2026-02-30, 0000-00-00) or a backwards window is 422.
   const to = args.to ?? dayOf(new Date());
-  const from = args.from ?? dayOf(new Date(new Date(`${to}T00:00:00Z`).getTime() - (ANALYTICS_DEFAULT_DAYS - 1) * DAY_MS));
-  const start = new Date(`${from}T00:00:00Z`).getTime();
   const end = new Date(`${to}T00:00:00Z`).getTime();
-  // The schema checks the shape; a day that does not exist (2026-02-30) or a backwards window is 422.
-  if (Number.isNaN(start) || dayOf(new Date(start)) !== from) throw invalidRange('from is not a calendar day');
   if (Number.isNaN(end) || dayOf(new Date(end)) !== to) throw invalidRange('to is not a calendar day');
+  const from = args.from ?? dayOf(new Date(end - (ANALYTICS_DEFAULT_DAYS - 1) * DAY_MS));
+  const start = new Date(`${from}T00:00:00Z`).getTime();
+  if (Number.isNaN(start) || dayOf(new Date(start)) !== from) throw invalidRange('from is not a calendar day');
   if (start > end) throw invalidRange('from is after to');
   if ((end - start) / DAY_MS + 1 > ANALYTICS_MAX_DAYS) throw invalidRange(`a window holds at most ${ANALYTICS_MAX_DAYS} days`);
   const days = await usage.days(accountId, from, to);

@@ -1,5 +1,6 @@
 import { type Connection, type Model, Schema } from 'mongoose';
 import { decodeCursor, encodeCursor } from '../../../core/cursors';
+import { PlatformError } from '../../../core/errors';
 import { model } from '../../../core/mongo';
 import type { Principal } from '../../../core/principal';
 import type { AssetsService } from '../service';
@@ -48,6 +49,19 @@ export interface AuditPage {
   nextCursor: string;
 }
 
+/**
+ * The cursor's position. A cursor that is not one of ours, or belongs to another direction or
+ * filter, is 422 `assets.invalid_cursor` (a well-formed request naming a position that does not
+ * exist, like an unknown id), not a 400.
+ */
+function cursorOf(cursor: string, binding: string): { t: string; id: string } {
+  try {
+    return decodeCursor<{ t: string; id: string }>(cursor, binding);
+  } catch {
+    throw new PlatformError('assets.invalid_cursor', 422, 'the cursor is not valid for this listing');
+  }
+}
+
 export class AuditStream {
   constructor(
     readonly Event: Model<AuditEventDoc>,
@@ -85,7 +99,7 @@ export class AuditStream {
     const filter: Record<string, unknown> = { accountId };
     if (args.assetId) filter.assetId = args.assetId;
     if (args.cursor) {
-      const c = decodeCursor<{ t: string; id: string }>(args.cursor, binding);
+      const c = cursorOf(args.cursor, binding);
       const at = new Date(c.t);
       const op = dir === 1 ? '$gt' : '$lt';
       filter.$or = [{ recordedAt: { [op]: at } }, { recordedAt: at, _id: { [op]: c.id } }];

@@ -53,6 +53,7 @@ export const viewRoutes: AnyRoute[] = [
     operation: 'asset-events',
     query: eventsQuery,
     scope: SCOPES.read,
+    errors: [422],
     variables: (r) => ({
       assetId: r.query.asset_id ?? null,
       direction: r.query.direction ?? null,
