@@ -237,7 +237,8 @@ describe('assets lifecycle rules and views', () => {
     expect(window.to).toBe(today);
     expect((await t.rest('GET', `/api/v1/assets/analytics?from=${today}&to=2020-01-01`, { key })).status).toBe(422);
     expect((await t.rest('GET', '/api/v1/assets/analytics?from=2026-02-30', { key })).status).toBe(422);
-    expect((await t.rest('GET', '/api/v1/assets/analytics?to=0000-00-00', { key })).status).toBe(422);
+    expect((await t.rest('GET', '/api/v1/assets/analytics?to=2026-02-31', { key })).status).toBe(422);
+    expect((await t.rest('GET', '/api/v1/assets/analytics?to=0000-00-00', { key })).status).toBe(400);
     expect((await t.rest('GET', '/api/v1/assets/analytics?from=yesterday', { key })).status).toBe(400);
     // Another account's figures are its own.
     const other = await t.createKey();

@@ -5,7 +5,8 @@ import { EVENTS_PAGE_MAX } from './audit';
 
 const P = '/api/v1/assets';
 const tag = 'Assets';
-const day = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'YYYY-MM-DD');
+/** A UTC day; the service still refuses one that does not exist (2026-02-30) with 422. */
+const day = z.string().regex(/^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$/, 'YYYY-MM-DD');
 
 const analyticsQuery = z.object({ from: day.optional(), to: day.optional() }).strict();
 const eventsQuery = z
