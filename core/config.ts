@@ -54,6 +54,11 @@ const schema = z.object({
   /** Overall deadline of one operation from its enqueue, in milliseconds: 1 h. */
   OPERATION_DEADLINE_MS: z.coerce.number().int().min(10).default(3_600_000),
   /**
+   * A finished operation moves from the hot `operations` collection to `operations_archive` this
+   * long after it finished (core/operations/archive.ts): 10 min. Reads find it in either.
+   */
+  OPERATION_ARCHIVE_AFTER_MS: z.coerce.number().int().min(0).default(600_000),
+  /**
    * Lease of an `in_progress` idempotency key, in milliseconds (renewed while the request runs); a
    * retry after a crash takes the key over once it lapses (core/idempotency.ts).
    */

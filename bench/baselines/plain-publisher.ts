@@ -6,10 +6,12 @@
  *
  *   GET /api/v1/publisher/projects/:id/metadata          key (cached) → site → [operation, project, provider]
  *   GET /api/v1/publisher/projects/:id/recovery-points   key (cached) → site → points (newest 100)
+ *   POST /api/v1/publisher/sites                          key (cached) → plan slot (conditional upsert)
+ *                                                         → site by id → project, site, operation inserts
  */
 import Fastify from 'fastify';
 import mongoose from 'mongoose';
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 
 const PRINCIPAL_CACHE_MS = 5_000;
 const loose = () => new mongoose.Schema({ _id: String }, { strict: false, versionKey: false });
@@ -39,6 +41,7 @@ export async function startPlainPublisher(mongodbUri: string, sitesDomain = 'sit
   const Provider = m('Provider', 'publisher_newsletter_providers');
   const Sender = m('Sender', 'account_senders');
   const Point = m('Point', 'publisher_recovery_points');
+  const Quota = m('Quota', 'publisher_site_quota');
 
   const cache = new Map<string, { principal: Principal | null; until: number }>();
   async function principalOf(auth: string | undefined): Promise<Principal | null> {
@@ -143,6 +146,66 @@ export async function startPlainPublisher(mongodbUri: string, sitesDomain = 'sit
         completed_at: iso(d.completedAt),
       })),
     };
+  });
+
+  // The same writes as the platform's create (site-creation.ts): a hosted slot of the plan, a
+  // resumed-create check, the project, the site holding its lock, the provisioning operation. No validation beyond the name, no GraphQL, no envelope beyond this.
+  app.post<{ Body: { name?: string } }>('/api/v1/publisher/sites', async (req, reply) => {
+    const p = await principalOf(req.headers.authorization);
+    if (!p) return reply.status(401).send({ success: false });
+    const name = (req.body?.name ?? '').trim();
+    if (!name) return reply.status(400).send({ success: false });
+    const siteId = randomUUID();
+    const operationId = randomUUID();
+    const quota = await Quota.findOneAndUpdate(
+      { _id: p.accountId, hostedSites: { $lt: 100 }, holders: { $ne: siteId } },
+      { $inc: { hostedSites: 1 }, $push: { holders: siteId } },
+      { upsert: true, new: true },
+    ).lean();
+    if (!quota) return reply.status(402).send({ success: false });
+    if (await Site.findById(siteId).lean()) return reply.status(409).send({ success: false });
+    const now = new Date();
+    await Project.create({ _id: siteId, accountId: p.accountId, name, sourceType: 'site', createdAt: now });
+    const slug = `${name.toLowerCase().replace(/[^a-z0-9]+/g, '-')}-${siteId.slice(0, 6)}`;
+    const siteUrl = `https://${slug}.${sitesDomain}`;
+    await Site.create({
+      _id: siteId,
+      accountId: p.accountId,
+      name,
+      slug,
+      status: 'provisioning',
+      siteUrl,
+      adminUrl: `${siteUrl}/admin/`,
+      deploymentMode: 'hosted',
+      activeOperationId: operationId,
+      activeOperationAt: now,
+      createdAt: now,
+      updatedAt: now,
+    });
+    await Operation.create({
+      _id: operationId,
+      accountId: p.accountId,
+      projectId: siteId,
+      resourceType: 'site',
+      resourceId: siteId,
+      operationType: 'bench_provision',
+      status: 'pending',
+      step: 'queued',
+      runAfter: now,
+      lease: { owner: null, token: 0, until: null },
+      createdAt: now,
+      updatedAt: now,
+      // Same shape, but an empty outbox: the platform's relay (same database) would publish it.
+      outbox: [],
+    });
+    return reply.status(202).send({
+      success: true,
+      data: {
+        project: { id: siteId, name, created_at: now.toISOString() },
+        site_url: siteUrl,
+        operation: { id: operationId, status: 'pending', step: 'queued' },
+      },
+    });
   });
 
   await app.listen({ port: 0, host: '127.0.0.1' });

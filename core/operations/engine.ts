@@ -18,8 +18,14 @@ import {
   type OperationModel,
   type OperationStep,
 } from './model';
+import type { BackgroundWorker } from '../area';
+import { periodicWorker } from '../periodic-worker';
+import { DEFAULT_ARCHIVE_INTERVAL_MS, OperationArchive, operationArchiveModel } from './archive';
 import { redactMessage } from './redact';
 import { OperationStore, type Candidate, type Fence } from './store';
+
+/** Thrown inside `enqueue` to take the duplicate-id path for an id found in the archive. */
+const DUPLICATE_IN_ARCHIVE = new Error('operation id already archived');
 
 /** The holder's lease was taken over (or it could not renew it): its work is void. */
 export class LeaseLostError extends PlatformError {
@@ -126,6 +132,10 @@ export interface OperationEngineOptions {
   stepTimeoutMs?: number;
   /** Default overall deadline of an operation from its enqueue: config().OPERATION_DEADLINE_MS (1 h). */
   deadlineMs?: number;
+  /** A terminal operation moves to the archive this long after it finished: config().OPERATION_ARCHIVE_AFTER_MS (10 min). */
+  archiveAfterMs?: number;
+  /** Pause between archive passes: 30 s. */
+  archiveIntervalMs?: number;
 }
 
 export interface EngineStats {
@@ -156,6 +166,8 @@ interface Run {
 export class OperationEngine {
   readonly model: OperationModel;
   readonly store: OperationStore;
+  /** Terminal operations, moved out of `model` (archive.ts); `get` and `getMany` read both. */
+  readonly archive: OperationArchive;
   readonly workerId: string;
   readonly stats: EngineStats = {
     claimed: 0,
@@ -184,6 +196,8 @@ export class OperationEngine {
   private pollTimer: NodeJS.Timeout | undefined;
   private scanning: Promise<void> | undefined;
   private scanAgain = false;
+  private readonly archiveAfterMs: number;
+  private readonly archiver: BackgroundWorker;
 
   constructor(opts: OperationEngineOptions) {
     this.model = operationModel(opts.conn);
@@ -201,6 +215,18 @@ export class OperationEngine {
       opts.relay ??
       (opts.bus ? new OutboxRelay({ models: [this.model], bus: opts.bus, intervalMs: opts.relayIntervalMs }) : undefined);
     this.log = childLogger('operations', { worker: this.workerId });
+    this.archive = new OperationArchive(this.model, operationArchiveModel(opts.conn));
+    this.archiveAfterMs = opts.archiveAfterMs ?? config().OPERATION_ARCHIVE_AFTER_MS;
+    this.archiver = periodicWorker('operations-archive', opts.archiveIntervalMs ?? DEFAULT_ARCHIVE_INTERVAL_MS, this.log, () =>
+      this.archiveFinished(),
+    );
+  }
+
+  /** One archive pass: moves what finished more than `archiveAfterMs` ago (archive.ts). */
+  async archiveFinished(now: Date = new Date()): Promise<number> {
+    const moved = await this.archive.moveFinishedBefore(new Date(now.getTime() - this.archiveAfterMs));
+    if (moved > 0) this.log.debug({ moved }, 'terminal operations archived');
+    return moved;
   }
 
   register(operationType: string, executor: OperationExecutor): void {
@@ -239,9 +265,12 @@ export class OperationEngine {
       traceparent: currentTraceparent() ?? null,
     });
     try {
+      // An id whose operation finished and moved to the archive is taken too: the hot collection's
+      // unique `_id` no longer sees it.
+      if (op.id && (await this.archive.get(op.id))) throw DUPLICATE_IN_ARCHIVE;
       await this.model.create(doc);
     } catch (e) {
-      if (!isDuplicateKey(e) || !op.id) throw e;
+      if ((e !== DUPLICATE_IN_ARCHIVE && !isDuplicateKey(e)) || !op.id) throw e;
       const existing = await this.get(op.id);
       const same =
         existing &&
@@ -305,8 +334,20 @@ export class OperationEngine {
     }
   }
 
-  get(id: string): Promise<OperationDoc | null> {
-    return this.model.findById(id).lean<OperationDoc>().exec();
+  /** The operation `id`, live or archived. */
+  async get(id: string): Promise<OperationDoc | null> {
+    return (await this.model.findById(id).lean<OperationDoc>().exec()) ?? this.archive.get(id);
+  }
+
+  /** The operations among `ids`, live or archived, in no particular order. */
+  async getMany(ids: string[]): Promise<OperationDoc[]> {
+    const hot = await this.model
+      .find({ _id: { $in: ids } })
+      .lean<OperationDoc[]>()
+      .exec();
+    const found = new Set(hot.map((o) => o._id));
+    const rest = ids.filter((id) => !found.has(id));
+    return rest.length === 0 ? hot : [...hot, ...(await this.archive.many(rest))];
   }
 
   start(): void {
@@ -314,6 +355,7 @@ export class OperationEngine {
     this.running = true;
     this.halted = false;
     if (this.ownsRelay) this.relay?.start();
+    this.archiver.start();
     this.schedule(0);
   }
 
@@ -333,6 +375,7 @@ export class OperationEngine {
     this.running = false;
     this.clearPoll();
     await this.scanning;
+    await this.archiver.stop();
     if (!this.halted) {
       const inFlight = () => Promise.all([...this.runs.values()].map((r) => r.done));
       if (!(await within(inFlight(), graceMs))) {
@@ -358,6 +401,7 @@ export class OperationEngine {
     this.halted = true;
     this.running = false;
     this.clearPoll();
+    void this.archiver.stop();
     for (const r of this.runs.values()) this.stopHeartbeat(r);
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();

@@ -136,6 +136,12 @@ operationSchema.index({ status: 1, runAfter: 1 });
 // Project feeds, newest first.
 operationSchema.index({ projectId: 1, createdAt: -1 });
 operationSchema.index({ resourceType: 1, resourceId: 1, createdAt: -1 });
+// The claim's compare-and-swap and the holder's fenced writes filter on exactly these keys
+// (store.ts CLAIM_CAS_KEYS, FENCE_KEYS). `_id` alone makes them unique; being unique is what makes
+// the MongoDB-wire server answer them from the index instead of a scan (decision 0015). On real
+// MongoDB they cost one more index entry per write and change nothing else.
+operationSchema.index({ _id: 1, status: 1, step: 1, 'lease.token': 1, 'lease.until': 1 }, { unique: true });
+operationSchema.index({ _id: 1, 'lease.owner': 1, 'lease.token': 1 }, { unique: true });
 
 export type OperationModel = mongoose.Model<OperationDoc>;
 

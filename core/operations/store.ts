@@ -44,9 +44,29 @@ export const CANDIDATE_FIELDS = {
   attempt: 1,
   maxAttempts: 1,
   startedAt: 1,
+  runAfter: 1,
 } as const;
 
-export type Candidate = OperationRef & Pick<OperationDoc, 'status' | 'step' | 'lease' | 'attempt' | 'maxAttempts' | 'startedAt'>;
+export type Candidate = OperationRef &
+  Pick<OperationDoc, 'status' | 'step' | 'lease' | 'attempt' | 'maxAttempts' | 'startedAt' | 'runAfter'>;
+
+/**
+ * The keys of the claim's compare-and-swap. A unique index on exactly these keys (model.ts) lets
+ * the MongoDB-wire server find the document by index instead of scanning the collection under its
+ * lock (decision 0015). Every write that could make a read candidate unclaimable changes one of
+ * them: a claim bumps `lease.token`, a heartbeat moves `lease.until`, a retry, completion or failure
+ * changes `status`, a new step changes `step`.
+ */
+export const CLAIM_CAS_KEYS = ['_id', 'status', 'step', 'lease.token', 'lease.until'] as const;
+
+/** The keys of a holder's fenced writes, likewise matched by a unique index. */
+export const FENCE_KEYS = ['_id', 'lease.owner', 'lease.token'] as const;
+
+/** Whether a candidate, as read, is due and held by nobody at `now`. */
+export function claimable(c: Candidate, now: Date): boolean {
+  const until = c.lease?.until ?? null;
+  return (c.runAfter == null || c.runAfter <= now) && (until === null || until < now);
+}
 
 /**
  * The operation's conditional writes. Each is one single-document update that changes the state
@@ -100,20 +120,24 @@ export class OperationStore {
       .exec()) as Candidate[];
   }
 
-  /** Matches `c` only if nobody claimed or changed it since it was read, and it is still free. */
-  private unchanged(c: Candidate, now: Date) {
+  /**
+   * Matches `c` only if nobody claimed or changed it since it was read: exact values of
+   * CLAIM_CAS_KEYS, no range or `$or` (those would scan). Whether it was free is decided on the
+   * values read (`claimable`); the equality makes that decision still hold at the write.
+   */
+  private unchanged(c: Candidate) {
     return {
       _id: c._id,
       status: c.status,
       step: c.step,
       'lease.token': c.lease?.token ?? 0,
-      runAfter: { $lte: now },
-      $or: [{ 'lease.until': null }, { 'lease.until': { $lt: now } }],
+      'lease.until': c.lease?.until ?? null,
     };
   }
 
   /** Atomically takes `c` for `owner` until `now + leaseMs`; null when another worker won. */
   async claim(c: Candidate, owner: string, leaseMs: number, now: Date): Promise<OperationDoc | null> {
+    if (!claimable(c, now)) return null;
     const update: UpdateQuery<OperationDoc> = {
       $set: {
         status: 'running',
@@ -126,12 +150,13 @@ export class OperationStore {
       $inc: { 'lease.token': 1, attempt: 1 },
     };
     if (c.status !== 'running') update.$push = outboxPush([this.event(c, 'running', c.step, null, now)], now);
-    return this.model.findOneAndUpdate(this.unchanged(c, now), update, { new: true }).lean<OperationDoc>().exec();
+    return this.model.findOneAndUpdate(this.unchanged(c), update, { new: true }).lean<OperationDoc>().exec();
   }
 
   /** Ends an operation whose workers keep dying (every claim expired) as failed. */
   async abandon(c: Candidate, code: string, message: string, now: Date): Promise<boolean> {
-    const res = await this.model.updateOne(this.unchanged(c, now), {
+    if (!claimable(c, now)) return false;
+    const res = await this.model.updateOne(this.unchanged(c), {
       $set: failedFields(code, message, now),
       $push: outboxPush([this.event(c, 'failed', c.step, code, now)], now),
     });

@@ -93,7 +93,7 @@ export class ActivityService {
     if (r.sourceKind !== OPERATION_SOURCE_KIND || r.initiator != null) return r;
     const known = await this.models.Item.findById(r.id, { initiator: 1 }).lean<{ initiator: unknown }>().exec();
     if (known?.initiator != null) return { ...r, initiator: known.initiator };
-    const op = await this.d.engine.model.findById(r.sourceId, { initiator: 1 }).lean<{ initiator: unknown }>().exec();
+    const op = await this.d.engine.get(r.sourceId);
     return { ...r, initiator: op?.initiator ?? null };
   }
 

@@ -47,10 +47,12 @@ import { APPROVALS_TOPIC, approvalActivitySource } from './workflows/activity';
 import { workflowModels } from './workflows/model';
 import { AssetWorkflowsResolver } from './workflows/resolvers';
 import { APPROVAL_SWEEP_MS, OP_AUTOMATION_ACTION, OP_WORKFLOW_RUN, WorkflowService } from './workflows/service';
+import * as processing from './processing';
 
 export { AssetsService } from './service';
 
-export interface AssetsServices extends external.ExternalServices, housekeeping.HousekeepingServices {
+export interface AssetsServices
+  extends external.ExternalServices, housekeeping.HousekeepingServices, processing.ProcessingServices {
   assets: AssetsService;
   relay: OutboxRelay;
   ports: Ports;
@@ -124,6 +126,7 @@ export default defineArea<AssetsServices, AssetsSettings>({
       webhooks,
       ...external.externalServices(ctx, assets),
       ...housekeeping.housekeepingServices(ctx, assets),
+      ...processing.processingServices(ctx, assets),
     };
   },
   subgraph: (s) => ({
@@ -136,6 +139,7 @@ export default defineArea<AssetsServices, AssetsSettings>({
       AssetWebhooksResolver,
       ...external.externalResolvers,
       ...housekeeping.housekeepingResolvers,
+      ...processing.processingResolvers,
     ],
     // The second argument (all the area's services) lets a resolver reach the service it wraps.
     createResolver: (cls) => (cls === AssetWorkflowsResolver ? new cls(s?.workflows) : new cls(s?.assets, s)),
@@ -150,6 +154,7 @@ export default defineArea<AssetsServices, AssetsSettings>({
     ...webhookRoutes,
     ...external.externalRoutes,
     ...housekeeping.housekeepingRoutes,
+    ...processing.processingRoutes,
   ],
   executors: (s) => ({
     [OP_WORKFLOW_RUN]: (ctx) => s.workflows.executeRun(ctx),
@@ -157,6 +162,7 @@ export default defineArea<AssetsServices, AssetsSettings>({
     [BULK_OPERATION_TYPE]: (ctx) => s.bulk.run(ctx),
     ...external.externalExecutors(s),
     ...housekeeping.housekeepingExecutors(s),
+    ...processing.processingExecutors(s),
   }),
   standIns: [...external.externalStandIns],
   consumers: (s, ctx) => [
@@ -182,6 +188,7 @@ export default defineArea<AssetsServices, AssetsSettings>({
     periodicWorker('assets-approval-expiry', APPROVAL_SWEEP_MS, ctx.log, () => s.workflows.sweepExpired()),
     { name: 'assets-webhook-deliveries', start: () => s.webhooks.start(), stop: () => s.webhooks.stop() },
     ...housekeeping.housekeepingWorkers(s, ctx),
+    ...processing.processingWorkers(s),
   ],
   activitySources: [approvalActivitySource],
   http: {

@@ -14,7 +14,6 @@ export const HOSTED_SITE_LIMIT: Record<Plan, number> = { free: 1, pro: 100 };
 export class HostedSlots {
   constructor(private readonly models: PublisherModels) {}
 
-  /** Takes one hosted-site slot of the account's plan, atomically; 402 when none is left. */
   /**
    * Takes a hosted-site slot of the plan for `siteId` (402 when none is left). Idempotent per site:
    * the quota lists the sites holding a slot, so a resumed create does not take a second one and a

@@ -61,14 +61,7 @@ export class SiteRecovery {
       .sort({ createdAt: -1, _id: -1 })
       .limit(RECOVERY_POINT_LIST_LIMIT)
       .lean();
-    return recoveryPointViews(
-      (ids) =>
-        this.d.engine.model
-          .find({ _id: { $in: ids } })
-          .lean<OperationDoc[]>()
-          .exec(),
-      docs,
-    );
+    return recoveryPointViews((ids) => this.d.engine.getMany(ids), docs);
   }
 
   /** A manual recovery point: a `recovery_point` operation captures it (202). */

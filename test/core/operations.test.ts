@@ -9,6 +9,7 @@ import { collect, type Collector } from '../support/collect';
 import { newId } from '../../core/ids';
 import { connectMongo, ensureIndexes } from '../../core/mongo';
 import { OperationEngine, type EnqueueInput, type OperationEngineOptions, type OperationEvent } from '../../core/operations';
+import { CANDIDATE_FIELDS, type Candidate } from '../../core/operations/store';
 
 /** Runs against the real MongoDB-wire server and Kafka broker (`platform infra up`). */
 
@@ -381,5 +382,80 @@ describe('durable operations (real MongoDB-wire server and Kafka)', () => {
     const again = await e.enqueue(input);
     expect(again._id).toBe(first._id);
     await expect(e.enqueue({ ...input, operationType: 'start' })).rejects.toMatchObject({ code: 'operation_id_conflict' });
+  });
+
+  it('does not claim a candidate whose lease was renewed after it was read', async () => {
+    const e = engine({ leaseMs: 200 });
+    const queued = await e.enqueue(op('provision'));
+    const read = async () => (await e.store.candidates(['provision'], new Date(), 100)).find((c) => c._id === queued._id)!;
+    const first = await e.store.claim(await read(), 'worker-a', 200, new Date());
+    expect(first).not.toBeNull();
+    await sleep(250); // worker-a's lease lapses...
+    const stale = await read();
+    expect(stale.lease.owner).toBe('worker-a');
+    // ...and it renews before worker-b's claim lands: the claim must miss.
+    expect(await e.store.heartbeat({ id: queued._id, owner: 'worker-a', token: first!.lease.token }, 60_000)).toBe(true);
+    expect(await e.store.claim(stale, 'worker-b', 200, new Date())).toBeNull();
+    const doc = await e.get(queued._id);
+    expect(doc!.lease).toMatchObject({ owner: 'worker-a', token: first!.lease.token });
+    // A document read while its lease is live is not claimable at all.
+    const held = await e.model.findById(queued._id, CANDIDATE_FIELDS).lean<Candidate>();
+    expect(await e.store.claim(held!, 'worker-b', 200, new Date())).toBeNull();
+  });
+
+  it('moves finished operations to the archive and still finds them by id, in lists and for enqueue by id', async () => {
+    const e = engine({ archiveAfterMs: 0 });
+    e.register('provision', async () => 'ok');
+    e.start();
+    const input = op('provision', { id: newId() });
+    const done = await finished(e, (await e.enqueue(input))._id);
+    // The move waits for the relay to publish the operation's events (an empty outbox).
+    await until(async () => (await e.archiveFinished()) >= 0 && (await e.archive.get(done._id)));
+    expect(await e.model.findById(done._id).lean()).toBeNull();
+    expect(await e.archive.get(done._id)).toMatchObject({ _id: done._id, status: 'completed', result: 'ok' });
+    expect(await e.get(done._id)).toMatchObject({ _id: done._id, status: 'completed' });
+    const live = await e.enqueue(op('provision'));
+    expect((await e.getMany([done._id, live._id, 'nope'])).map((o) => o._id).sort()).toEqual([done._id, live._id].sort());
+    // Its id stays taken: the same request returns it, another is refused, and no second run starts.
+    expect((await e.enqueue(input))._id).toBe(done._id);
+    await expect(e.enqueue({ ...input, operationType: 'start' })).rejects.toMatchObject({ code: 'operation_id_conflict' });
+    expect(await e.model.findById(done._id).lean()).toBeNull();
+    expect((await e.getOrVoid(done._id, input)).status).toBe('completed');
+    await finished(e, live._id);
+  });
+
+  it('keeps a finished operation hot until its events are published', async () => {
+    // Its own database and no relay: the events stay in the documents' outboxes.
+    const quiet = await connectMongo(`mongodb://127.0.0.1:27017/t_ops_${run}_unrelayed`);
+    try {
+      const e = new OperationEngine({ conn: quiet, topic, leaseMs: 1000, pollMs: 50, archiveAfterMs: 0 });
+      engines.push(e);
+      await ensureIndexes(quiet);
+      e.register('provision', async () => 'ok');
+      e.start();
+      const done = await finished(e, (await e.enqueue(op('provision')))._id);
+      await e.archiveFinished(new Date(Date.now() + 3_600_000));
+      expect((await e.model.findById(done._id).lean())!.outbox.length).toBeGreaterThan(0);
+      expect(await e.archive.get(done._id)).toBeNull();
+      await e.model.updateOne({ _id: done._id }, { $set: { outbox: [] } }); // as the relay does once published
+      await e.archiveFinished(new Date(Date.now() + 3_600_000));
+      expect(await e.archive.get(done._id)).not.toBeNull();
+      await e.stop(1000);
+    } finally {
+      await quiet.dropDatabase();
+      await quiet.close();
+    }
+  });
+
+  it('keeps a finished operation hot until it is old enough', async () => {
+    const e = engine({ archiveAfterMs: 60_000 });
+    e.register('provision', async () => 'ok');
+    e.start();
+    const done = await finished(e, (await e.enqueue(op('provision')))._id);
+    expect(await e.archiveFinished()).toBe(0);
+    expect(await e.model.findById(done._id).lean()).not.toBeNull();
+    // A minute later it moves.
+    await until(async () => (await e.archiveFinished(new Date(Date.now() + 61_000))) >= 0 && (await e.archive.get(done._id)));
+    expect(await e.model.findById(done._id).lean()).toBeNull();
   });
 });

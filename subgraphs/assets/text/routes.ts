@@ -1,0 +1,75 @@
+import { type AnyRoute, route } from '../../../core/rest-route';
+import { SCOPES } from '../service';
+
+const P = '/api/v1/assets';
+const tag = 'Assets';
+
+/** Spec 4.3 `/{assetID}/text-extraction`, `/text-extractions/{id}/retry`, `/{assetID}/transcript`. */
+export const textRoutes: AnyRoute[] = [
+  route({
+    method: 'POST',
+    path: `${P}/{assetID}/text-extraction`,
+    summary: 'OCR of an image (tesseract): 202 with a durable job (409 not enabled or not a ready image; 402 spend cap)',
+    tag,
+    operation: 'request-text-extraction',
+    scope: SCOPES.process,
+    errors: [402, 404, 409],
+    creates: { extractionID: '/data/extraction_id' },
+    variables: (r) => ({ assetId: r.params.assetID }),
+    select: (d) => d.requestAssetTextExtraction,
+    status: 202,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'GET',
+    path: `${P}/{assetID}/text-extraction`,
+    summary: 'The latest OCR extraction of an asset: status and text',
+    tag,
+    operation: 'get-text-extraction',
+    scope: SCOPES.read,
+    errors: [404],
+    variables: (r) => ({ assetId: r.params.assetID }),
+    select: (d) => d.assetTextExtraction,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'POST',
+    path: `${P}/text-extractions/{extractionID}/retry`,
+    summary: 'Retry a failed OCR extraction as its next attempt (409 unless failed; 402 spend cap)',
+    tag,
+    operation: 'retry-text-extraction',
+    scope: SCOPES.process,
+    errors: [402, 404, 409],
+    variables: (r) => ({ id: r.params.extractionID }),
+    select: (d) => d.retryAssetTextExtraction,
+    status: 202,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'POST',
+    path: `${P}/{assetID}/transcript`,
+    summary: 'Transcribe an audio or video asset (the local provider answers 422 assets.transcription_unavailable)',
+    tag,
+    operation: 'request-transcript',
+    scope: SCOPES.process,
+    errors: [402, 404, 409, 422],
+    variables: (r) => ({ assetId: r.params.assetID }),
+    select: (d) => d.requestAssetTranscript,
+    status: 201,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'GET',
+    path: `${P}/{assetID}/transcript`,
+    summary: 'The transcript of an asset (404 assets.transcript_not_found when none)',
+    tag,
+    operation: 'get-transcript',
+    scope: SCOPES.read,
+    errors: [404],
+    variables: (r) => ({ assetId: r.params.assetID }),
+    select: (d) => d.assetTranscript,
+    status: 200,
+    envelope: 'standard',
+  }),
+];
