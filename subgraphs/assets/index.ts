@@ -41,6 +41,7 @@ import {
 } from './webhooks/sources';
 import * as external from './external';
 import * as bucketOps from './bucket-ops';
+import * as housekeeping from './housekeeping';
 import { assetsMcpPlane } from './mcp/plane';
 import { assetsWorkflowHookPlane } from './workflow-hooks/plane';
 import { APPROVALS_TOPIC, approvalActivitySource } from './workflows/activity';
@@ -51,7 +52,12 @@ import * as processing from './processing';
 
 export { AssetsService } from './service';
 
-export interface AssetsServices extends external.ExternalServices, processing.ProcessingServices, bucketOps.BucketOpsServices {
+export interface AssetsServices
+  extends
+    external.ExternalServices,
+    housekeeping.HousekeepingServices,
+    processing.ProcessingServices,
+    bucketOps.BucketOpsServices {
   assets: AssetsService;
   relay: OutboxRelay;
   ports: Ports;
@@ -124,6 +130,7 @@ export default defineArea<AssetsServices, AssetsSettings>({
       bulk,
       webhooks,
       ...external.externalServices(ctx, assets),
+      ...housekeeping.housekeepingServices(ctx, assets),
       ...processing.processingServices(ctx, assets),
       ...bucketOps.bucketOpsServices(ctx, assets),
     };
@@ -137,6 +144,7 @@ export default defineArea<AssetsServices, AssetsSettings>({
       AssetBulkResolver,
       AssetWebhooksResolver,
       ...external.externalResolvers,
+      ...housekeeping.housekeepingResolvers,
       ...processing.processingResolvers,
       ...bucketOps.bucketOpsResolvers,
     ],
@@ -153,6 +161,7 @@ export default defineArea<AssetsServices, AssetsSettings>({
     ...bulkRoutes,
     ...webhookRoutes,
     ...external.externalRoutes,
+    ...housekeeping.housekeepingRoutes,
     ...processing.processingRoutes,
     ...bucketOps.bucketOpsRoutes,
   ],
@@ -161,6 +170,7 @@ export default defineArea<AssetsServices, AssetsSettings>({
     [OP_AUTOMATION_ACTION]: (ctx) => s.workflows.executeAction(ctx),
     [BULK_OPERATION_TYPE]: (ctx) => s.bulk.run(ctx),
     ...external.externalExecutors(s),
+    ...housekeeping.housekeepingExecutors(s),
     ...processing.processingExecutors(s),
     ...bucketOps.bucketOpsExecutors(s),
   }),
@@ -178,6 +188,7 @@ export default defineArea<AssetsServices, AssetsSettings>({
             : await fromObjectEvent(s.assets, m.value as ObjectEvent),
         ),
     },
+    ...housekeeping.housekeepingConsumers(s, ctx),
   ],
   workers: (s, ctx) => [
     { name: 'assets-outbox', start: () => s.relay.start(), stop: () => s.relay.stop() },
@@ -186,6 +197,7 @@ export default defineArea<AssetsServices, AssetsSettings>({
     // Expires forgotten approvals (and fails the runs waiting on them).
     periodicWorker('assets-approval-expiry', APPROVAL_SWEEP_MS, ctx.log, () => s.workflows.sweepExpired()),
     { name: 'assets-webhook-deliveries', start: () => s.webhooks.start(), stop: () => s.webhooks.stop() },
+    ...housekeeping.housekeepingWorkers(s, ctx),
     ...processing.processingWorkers(s),
     bucketOps.bucketOpsWorker(s),
   ],
@@ -200,6 +212,7 @@ export default defineArea<AssetsServices, AssetsSettings>({
     },
     cdn: async (app, s) => {
       await bucketOps.bucketOpsCdn(app, s.assets, s);
+      await housekeeping.housekeepingCdn(app, s.assets, s);
       await assetsCdnPlane(app, s.assets);
       await external.externalCdn(app, s.assets, s);
     },

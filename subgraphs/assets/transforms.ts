@@ -251,6 +251,8 @@ export class Transforms {
   private readonly inflight = new Map<string, Promise<DerivativeDoc>>();
   /** Computations actually run (for tests and the bench). */
   computations = 0;
+  /** Told of each derivative computed (the usage counters, views/usage.ts). */
+  onComputed: (d: DerivativeDoc) => void = () => undefined;
   /**
    * Derivatives this process has served, kept ~1 s like the delivery decision: a derivative's
    * bytes never change under its key, so a hot address skips the record and the blob check.
@@ -396,6 +398,7 @@ export class Transforms {
       createdAt: new Date(),
     };
     await this.Derivative.replaceOne({ _id: key }, doc, { upsert: true });
+    this.onComputed(doc);
     return doc;
   }
 

@@ -1,0 +1,59 @@
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { AssetsService } from '../service';
+import { VIDEO_KINDS, VIDEO_PROFILES, type VideoKind, type VideoOutputDoc, type VideoOutputs } from './outputs';
+
+/** How long a first request waits for its output before answering 202 (the job goes on). */
+export const VIDEO_WAIT_MS = 15_000;
+const POLL_MS = 150;
+const notFound = (reply: FastifyReply) =>
+  reply
+    .status(404)
+    .header('Cache-Control', 'no-store')
+    .send({ success: false, error: { code: 'assets.not_found', message: 'not found', details: {} } });
+
+/**
+ * `{cdn_url}/assets/{id}/video/{kind}/{profile}` (spec 4.3): a public ready video's output, or a
+ * private one's with the signed-delivery `token` of its current version (the same grant and
+ * download count as the private version address). Anything not deliverable is a 404, before any
+ * work is queued.
+ */
+export async function videoCdnPlane(app: FastifyInstance, assets: AssetsService, video: VideoOutputs): Promise<void> {
+  app.route<{ Params: { id: string; kind: string; profile: string }; Querystring: { token?: string } }>({
+    method: ['GET', 'HEAD'],
+    url: '/assets/:id/video/:kind/:profile',
+    handler: async (req, reply) => {
+      const { id, kind, profile } = req.params;
+      if (!(VIDEO_KINDS as readonly string[]).includes(kind) || !(profile in VIDEO_PROFILES)) return notFound(reply);
+      const asset = await assets.anyAsset(id);
+      if (!asset || asset.type !== 'video') return notFound(reply);
+      const found =
+        asset.visibility === 'public'
+          ? await assets.publicCurrent(id)
+          : await assets.signedDelivery(id, String(asset.currentVersion), req.query.token);
+      if (!found || found.version.number !== asset.currentVersion) return notFound(reply);
+      let out: VideoOutputDoc | null = await video.request(found.asset, found.version, kind as VideoKind, profile);
+      const until = Date.now() + VIDEO_WAIT_MS;
+      while (out && out.status === 'queued' && Date.now() < until) {
+        await new Promise((r) => setTimeout(r, POLL_MS));
+        out = await video.get(out._id);
+      }
+      if (!out || out.status === 'failed' || !out.region || !out.sha256) {
+        if (out?.status === 'queued')
+          return reply
+            .status(202)
+            .header('Retry-After', '2')
+            .header('Cache-Control', 'no-store')
+            .send({ success: true, data: { status: 'processing' } });
+        return notFound(reply);
+      }
+      reply
+        .header('ETag', `"${out.sha256}"`)
+        .header('Cache-Control', asset.visibility === 'public' ? found.asset.cacheControl : 'private, no-store')
+        .header('Content-Type', out.mimeType)
+        .header('X-Content-Type-Options', 'nosniff')
+        .header('Content-Length', String(out.size));
+      if (req.method === 'HEAD') return reply.status(200).send();
+      return reply.status(200).send(assets.blobs.read(out.region, out.sha256));
+    },
+  });
+}
