@@ -25,6 +25,13 @@ export default defineArea<ActivityService>({
       log: ctx.log,
       topicOf: (name) => `${ctx.topicPrefix}.${name}`,
     }),
+  provides(services, ports) {
+    // Agent actions proposed by other areas; the area that proposes is named by the key's first word.
+    ports.provide(
+      'agentActions',
+      services.actions.port((key) => key.slice(0, key.indexOf('.'))),
+    );
+  },
   subgraph: (services) => ({ resolvers: [ActivityResolver], createResolver: (cls) => new cls(services) }),
   consumers: (services, ctx) =>
     services.sources().map((source) => ({

@@ -99,7 +99,8 @@ export type AuthorizationBasis = 'human_decision' | 'read_only_rule' | 'standing
 
 export interface ApprovalDoc {
   id: string;
-  status: 'pending' | 'approved' | 'denied' | 'expired';
+  /** `cancelled`: the proposing area withdrew the work before a decision (core/agent-actions.ts). */
+  status: 'pending' | 'approved' | 'denied' | 'expired' | 'cancelled';
   expiresAt: Date;
   decision: 'approved' | 'denied' | null;
   decidedAt: Date | null;
@@ -110,7 +111,7 @@ export interface OperationLinkDoc {
   activityId: string;
   resourceType: string;
   resourceId: string;
-  projectId: string;
+  projectId: string | null;
   relation: 'originated' | 'controlled' | 'observed';
 }
 
@@ -118,7 +119,8 @@ export interface OperationLinkDoc {
 export interface AgentActionDoc {
   _id: string;
   accountId: string;
-  projectId: string;
+  /** Null for an account-wide action (proposed through the port with scope `account`). */
+  projectId: string | null;
   objectiveId: string;
   actionKey: string;
   actionHash: string;
@@ -136,13 +138,24 @@ export interface AgentActionDoc {
   createdAt: Date;
   updatedAt: Date;
   finishedAt: Date | null;
+  /**
+   * Set when an area proposed the action through the kernel port (core/agent-actions.ts): what it
+   * is about, in the area's words. Absent for `platform agents act` actions.
+   */
+  proposal?: {
+    area: string;
+    title: string;
+    summary: string;
+    risk: 'low' | 'medium' | 'high';
+    resource: { type: string; id: string } | null;
+  } | null;
 }
 
 const actionSchema = new Schema<AgentActionDoc>(
   {
     _id: { type: String, required: true },
     accountId: { type: String, required: true },
-    projectId: { type: String, required: true },
+    projectId: { type: String, default: null },
     objectiveId: { type: String, required: true },
     actionKey: { type: String, required: true },
     actionHash: { type: String, required: true },
@@ -158,6 +171,7 @@ const actionSchema = new Schema<AgentActionDoc>(
     createdAt: { type: Date, required: true },
     updatedAt: { type: Date, required: true },
     finishedAt: { type: Date, default: null },
+    proposal: { type: Schema.Types.Mixed, default: null },
   },
   { collection: 'agent_actions', versionKey: false, minimize: false, timestamps: false },
 );

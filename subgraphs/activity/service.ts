@@ -1,4 +1,5 @@
 import '../../core/site-actions';
+import { agentActionPerformers } from '../../core/agent-actions';
 import type { ActivityScopeTarget } from '../../core/activity-scopes';
 import type { ActivityRecord, ActivitySource } from '../../core/activity-source';
 import type { EventBus } from '../../core/events/event-bus';
@@ -58,6 +59,7 @@ export class ActivityService {
       models: this.models,
       engine: d.engine,
       siteActions: () => d.ports.get('siteActions'),
+      performers: () => agentActionPerformers(d.ports),
       changed: (a) => this.publishAgent(a),
     });
   }
@@ -105,7 +107,7 @@ export class ActivityService {
       item: agentItem(a, { canDecide: false, now: new Date() }),
     };
     await this.d.bus
-      .publish([{ topic: this.d.topicOf(ACTIVITY_TOPICS.agentUpdates), key: a.projectId, value: update }])
+      .publish([{ topic: this.d.topicOf(ACTIVITY_TOPICS.agentUpdates), key: a.projectId ?? a.accountId, value: update }])
       .catch((e) => this.d.log.warn({ err: e }, 'agent activity update not streamed'));
   }
 
@@ -133,7 +135,7 @@ export class ActivityService {
         .lean<AgentActionDoc[]>()
         .exec();
       const visible: AgentActionDoc[] = [];
-      for (const a of actions) if (await this.canAccessProject(p, a.projectId)) visible.push(a);
+      for (const a of actions) if (a.projectId === null || (await this.canAccessProject(p, a.projectId))) visible.push(a);
       if (visible.length === 0) throw notFoundActivity('objective');
       return { accountId: p.accountId, _id: { $in: visible.flatMap((a) => a.operations.map((o) => o.activityId)) } };
     }
@@ -246,8 +248,11 @@ export class ActivityService {
       return { accountId: p.accountId, projectId: target.projectId, actionKey: { $gte: prefix, $lt: after } };
     }
     if (scope.type !== 'project' || !(await this.canAccessProject(p, scope.id))) throw notFoundActivity(scope.type);
-    await this.actions.expireDue(p.accountId, scope.id);
-    return { accountId: p.accountId, projectId: scope.id };
+    // A project's feed also lists its account's account-wide actions (e.g. Assets tool calls, whose
+    // buckets belong to the account): whoever reads a project of the account sees what may act on it.
+    const projectId = { $in: [scope.id, null] };
+    await this.actions.expireDue(p.accountId, projectId);
+    return { accountId: p.accountId, projectId };
   }
 
   async agentActivity(principal: Principal | null, scope: Scope, q: ListQuery) {

@@ -99,7 +99,14 @@ export function approvalView(a: AgentActionDoc, v: Viewer) {
   return {
     id: a.approval.id,
     status,
-    scope: { type: 'action', action_id: `${AGENT_SOURCE_KIND}:${a._id}`, action_key: a.actionKey, project_id: a.projectId },
+    scope: {
+      type: 'action',
+      action_id: `${AGENT_SOURCE_KIND}:${a._id}`,
+      action_key: a.actionKey,
+      // `account`: an account-wide action (no project); `project`: one project's.
+      level: a.projectId ? 'project' : 'account',
+      project_id: a.projectId,
+    },
     expires_at: iso(a.approval.expiresAt),
     decision: decided ? a.approval.decision : null,
     decided_at: iso(a.approval.decidedAt),
@@ -125,13 +132,18 @@ export function agentItem(a: AgentActionDoc, v: Viewer) {
     id: `${AGENT_SOURCE_KIND}:${a._id}`,
     source: { kind: AGENT_SOURCE_KIND, record_id: a._id, status },
     action_key: a.actionKey,
-    agent: { type: 'cli', objective_id: a.objectiveId },
+    agent: { type: a.proposal ? a.proposal.area : 'cli', objective_id: a.objectiveId },
     principal: { type: a.principal.type, id: a.principal.id },
-    resource: { type: 'project', id: a.projectId },
+    resource: a.proposal?.resource
+      ? { type: a.proposal.resource.type, id: a.proposal.resource.id }
+      : a.projectId
+        ? { type: 'project', id: a.projectId }
+        : { type: 'account', id: a.accountId },
+    project: a.projectId ? { type: 'project', id: a.projectId } : null,
     environment: null,
-    title: a.actionKey,
-    summary: null,
-    impact: null,
+    title: a.proposal?.title ?? a.actionKey,
+    summary: a.proposal?.summary ?? null,
+    impact: a.proposal ? { risk: a.proposal.risk } : null,
     revision: null,
     review: null,
     status,
@@ -145,10 +157,7 @@ export function agentItem(a: AgentActionDoc, v: Viewer) {
       activity_id: o.activityId,
       resource: { type: o.resourceType, id: o.resourceId },
       relation: o.relation,
-      link:
-        o.resourceType === 'site'
-          ? `/api/v1/projects/${o.projectId}/operation-activity/${encodeURIComponent(o.activityId)}`
-          : null,
+      link: o.projectId ? `/api/v1/projects/${o.projectId}/operation-activity/${encodeURIComponent(o.activityId)}` : null,
     })),
     created_at: iso(a.createdAt),
     updated_at: iso(a.updatedAt),
