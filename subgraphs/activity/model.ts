@@ -34,6 +34,15 @@ export interface ActivityItemDoc {
   current: boolean;
   version: number;
   extra: Record<string, unknown>;
+  /** The steps the source reported, in the order first seen (spec 2.6 `tasks`); see projection.ts. */
+  tasks?: TaskDoc[];
+}
+
+/** One step of an item as its events showed it: first and last time it was the current step. */
+export interface TaskDoc {
+  name: string;
+  firstAt: string;
+  lastAt: string;
 }
 
 const itemSchema = new Schema<ActivityItemDoc>(
@@ -61,6 +70,7 @@ const itemSchema = new Schema<ActivityItemDoc>(
     current: { type: Boolean, required: true },
     version: { type: Number, required: true },
     extra: { type: Schema.Types.Mixed, default: () => ({}) },
+    tasks: { type: Schema.Types.Mixed, default: () => [] },
   },
   { collection: 'activity_items', versionKey: false, minimize: false, timestamps: false },
 );
@@ -179,14 +189,46 @@ actionSchema.index({ accountId: 1, projectId: 1, status: 1, createdAt: -1, _id: 
 actionSchema.index({ approvalId: 1 });
 actionSchema.index({ accountId: 1, objectiveId: 1 });
 
+/**
+ * How one activity source's projection is doing (availability health): written by the consumer,
+ * at most once a second per source and process while healthy, at once on an error and on the
+ * first success after one. `_id` is the source kind.
+ */
+export interface SourceHealthDoc {
+  _id: string;
+  /** The source's own time of the last event applied (its record's `updatedAt`). */
+  lastEventAt: Date | null;
+  /** When the projection applied it. */
+  lastAppliedAt: Date | null;
+  /** lastAppliedAt − lastEventAt: how far behind the source the projection runs. */
+  lagMs: number | null;
+  lastErrorAt: Date | null;
+  /** The failure's kind (source-health.ts errorCode), never its message. */
+  lastError: string | null;
+}
+
+const healthSchema = new Schema<SourceHealthDoc>(
+  {
+    _id: { type: String, required: true },
+    lastEventAt: { type: Date, default: null },
+    lastAppliedAt: { type: Date, default: null },
+    lagMs: { type: Number, default: null },
+    lastErrorAt: { type: Date, default: null },
+    lastError: { type: String, default: null },
+  },
+  { collection: 'activity_source_health', versionKey: false, minimize: false, timestamps: false },
+);
+
 export interface ActivityModels {
   Item: mongoose.Model<ActivityItemDoc>;
   Action: mongoose.Model<AgentActionDoc>;
+  Health: mongoose.Model<SourceHealthDoc>;
 }
 
 export function activityModels(conn: mongoose.Connection): ActivityModels {
   return {
     Item: model(conn, 'activity', 'Item', itemSchema),
     Action: model(conn, 'activity', 'AgentAction', actionSchema),
+    Health: model(conn, 'activity', 'SourceHealth', healthSchema),
   };
 }

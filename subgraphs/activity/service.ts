@@ -13,6 +13,7 @@ import { AgentActions, ContinuationUnavailable, type ActInput, type ApprovalMode
 import { ACTIVITY_TOPICS, type ActivityUpdateEvent } from './events';
 import { type ActivityItemDoc, type ActivityModels, type AgentActionDoc, activityModels } from './model';
 import { project } from './projection';
+import { SourceHealth } from './source-health';
 import {
   type Scope,
   actionPage,
@@ -52,9 +53,11 @@ const accessUnavailable = () =>
 export class ActivityService {
   readonly models: ActivityModels;
   readonly actions: AgentActions;
+  readonly health: SourceHealth;
 
   constructor(private readonly d: ActivityDeps) {
     this.models = activityModels(d.conn);
+    this.health = new SourceHealth(this.models);
     this.actions = new AgentActions({
       models: this.models,
       engine: d.engine,
@@ -73,7 +76,14 @@ export class ActivityService {
 
   /** Consumer handler: projects one event of `source` and streams the item when it changed. */
   async consume(source: ActivitySource, event: unknown): Promise<void> {
-    const applied = await project(this.models, source, event, (r) => this.withInitiator(r));
+    let applied;
+    try {
+      applied = await project(this.models, source, event, (r) => this.withInitiator(r));
+    } catch (e) {
+      await this.health.failed(source.sourceKind, e);
+      throw e;
+    }
+    if (applied) await this.health.applied(source.sourceKind, applied.doc.updatedAt);
     if (!applied?.changed) return;
     const doc = applied.doc;
     const update: ActivityUpdateEvent = {
@@ -154,9 +164,21 @@ export class ActivityService {
     return filter;
   }
 
-  private availability(state: 'available' | 'unavailable') {
-    const sources = this.sources().map((s) => ({ source_kind: s.sourceKind, role: 'operations', state }));
-    return { sources, complete: state === 'available' };
+  /**
+   * `availability` of an operation-activity read: every source with its role, state and health
+   * (last event, lag, last error). A source whose latest attempt failed is still `available` (its
+   * projection answers, as of its last event) but makes the read incomplete.
+   */
+  private async availability(state: 'available' | 'unavailable') {
+    const kinds = this.sources().map((s) => s.sourceKind);
+    const health = state === 'available' ? await this.health.read(kinds).catch(() => null) : null;
+    const sources = kinds.map((kind) => ({
+      source_kind: kind,
+      role: 'operations',
+      state,
+      health: health ? health.get(kind)! : null,
+    }));
+    return { sources, complete: state === 'available' && sources.every((s) => s.health?.status !== 'failing') };
   }
 
   async operationActivity(principal: Principal | null, scope: Scope, q: ListQuery) {
@@ -184,7 +206,7 @@ export class ActivityService {
           has_more: page.hasMore,
           next_cursor: page.nextCursor,
         },
-        availability: this.availability('available'),
+        availability: await this.availability('available'),
         unresolved_references: [],
         ...(current.complete ? {} : { read_limit_exceeded: true }),
       };
@@ -198,7 +220,7 @@ export class ActivityService {
         current: [],
         current_complete: false,
         history: { items: [], limit, complete: false, has_more: false, next_cursor: null },
-        availability: this.availability('unavailable'),
+        availability: await this.availability('unavailable'),
         unresolved_references: [],
       });
     }

@@ -47,6 +47,49 @@ function initiatorOf(d: ActivityItemDoc) {
   return { initiator, channel: i.type === 'api_key' ? 'api' : null, parents: [] };
 }
 
+/** Which state a task is in: every task but the last is done; the last shares the item's state. */
+const LAST_TASK_STATE: Record<string, string> = {
+  queued: 'queued',
+  running: 'running',
+  waiting: 'waiting',
+  completed: 'completed',
+  failed: 'failed',
+  cancelled: 'cancelled',
+  rolled_back: 'failed',
+  unknown: 'unknown',
+};
+
+function tasksOf(d: ActivityItemDoc) {
+  const tasks = d.tasks ?? [];
+  return tasks.map((t, i) => ({
+    id: `${d._id}/${t.name}`,
+    name: t.name,
+    status: i < tasks.length - 1 ? 'completed' : (LAST_TASK_STATE[d.status] ?? 'unknown'),
+    started_at: t.firstAt,
+    updated_at: t.lastAt,
+  }));
+}
+
+/**
+ * Resources the item is about besides its own: the project it belongs to (when the resource is
+ * not the project itself) and whatever the source declared in `extra.related`.
+ */
+function relatedOf(d: ActivityItemDoc) {
+  const out: { type: string; id: string; relation: string }[] = [];
+  if (d.projectId && !(d.resourceType === 'project' && d.resourceId === d.projectId)) {
+    out.push({ type: 'project', id: d.projectId, relation: 'belongs_to' });
+  }
+  const declared = (d.extra ?? {}).related;
+  if (Array.isArray(declared)) {
+    for (const r of declared as { type?: unknown; id?: unknown; relation?: unknown }[]) {
+      if (typeof r?.type === 'string' && typeof r.id === 'string') {
+        out.push({ type: r.type, id: r.id, relation: typeof r.relation === 'string' ? r.relation : 'related' });
+      }
+    }
+  }
+  return out;
+}
+
 export function operationItem(d: ActivityItemDoc) {
   const extra = d.extra ?? {};
   const who = initiatorOf(d);
@@ -69,8 +112,8 @@ export function operationItem(d: ActivityItemDoc) {
     updated_at: iso(d.updatedAt),
     finished_at: iso(d.finishedAt),
     parents: who.parents,
-    related_resources: [],
-    tasks: [],
+    related_resources: relatedOf(d),
+    tasks: tasksOf(d),
     links: operationLinks(d),
   };
 }

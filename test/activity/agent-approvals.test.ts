@@ -1,3 +1,5 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startTestPlatform, uniqueName, type TestPlatform } from '../support/platform';
 
 // The machine is shared: runs and projections get minutes, not seconds, under heavy load.
@@ -202,5 +204,100 @@ describe('Assets approvals as agent actions', () => {
     const d = await activityDecide(s.key, approvalId, { decision: 'approved', action_hash: action.approval.action_hash });
     expect(d.status).toBe(409);
     expect((await assetsDecide(s.key, approvalId, 'approve')).status).toBe(409);
+  });
+
+  it('an MCP write-tool call is an account-wide agent action; approving it on the activity route performs the tool', async () => {
+    const s = await setUp();
+    const client = new Client({ name: 'test-agent', version: '1.0.0' });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${t.bridgeUrl}/api/v1/assets/mcp`), {
+        requestInit: { headers: { authorization: `Bearer ${s.key}` } },
+      }),
+    );
+    let approvalId: string;
+    try {
+      const asked = await client.callTool({ name: 'tag', arguments: { asset_id: s.assetId, add: ['agent-tagged'] } });
+      expect(asked.structuredContent).toMatchObject({ status: 'approval_required', action_key: 'assets.tag' });
+      approvalId = (asked.structuredContent as any).approval_id;
+    } finally {
+      await client.close();
+    }
+    // Account-wide: listed in the feed of a project of the account.
+    const feed = await t.rest('GET', `/api/v1/projects/${s.projectId}/agent-activity`, { key: s.key });
+    const action = feed.body.data.pending.find((a: any) => a.approval.id === approvalId);
+    expect(action).toMatchObject({
+      action_key: 'assets.tag',
+      status: 'pending_approval',
+      principal: { type: 'api_key' },
+      project: null,
+      approval: { scope: { level: 'account', project_id: null }, can_decide: true },
+    });
+    expect(action.summary).toContain('tag');
+    // Another account's key sees no such approval.
+    const other = await t.createKey();
+    expect(
+      (await activityDecide(other.key, approvalId, { decision: 'approved', action_hash: action.approval.action_hash })).status,
+    ).toBe(404);
+    const ok = await activityDecide(s.key, approvalId, { decision: 'approved', action_hash: action.approval.action_hash });
+    expect(ok.status).toBe(200);
+    expect(ok.body.data.continuation).toMatchObject({ status: 'settled', action_status: 'succeeded' });
+    expect(ok.body.data.continuation.operations[0]).toMatchObject({
+      relation: 'originated',
+      resource: { type: 'asset_automation_action', id: approvalId },
+    });
+    await until(
+      () => t.rest('GET', `/api/v1/assets/${s.assetId}`, { key: s.key }),
+      (x) => (x.body.data.tags ?? []).includes('agent-tagged'),
+    );
+    expect(await assetsApproval(s.key, approvalId)).toMatchObject({ status: 'approved' });
+  });
+
+  it('shows tasks, related resources and per-source health; a failing source makes availability incomplete', async () => {
+    const { key } = await t.createKey();
+    const siteOf = async () => {
+      const site = await t.rest('POST', '/api/v1/publisher/sites', { key, body: { name: 'Health' } });
+      expect(site.status).toBe(202);
+      return { projectId: site.body.data.project.id as string, opId: site.body.data.operation.id as string };
+    };
+    const completedIn = async (projectId: string, opId: string) =>
+      until(
+        () => t.rest('GET', `/api/v1/projects/${projectId}/operation-activity`, { key }),
+        (x) => x.status === 200 && x.body.data.history.items.some((i: any) => i.id === `operation:${opId}`),
+      );
+    const a = await siteOf();
+    const read = await completedIn(a.projectId, a.opId);
+    const item = read.body.data.history.items.find((i: any) => i.id === `operation:${a.opId}`);
+    expect(item.related_resources).toEqual([{ type: 'project', id: a.projectId, relation: 'belongs_to' }]);
+    expect(item.tasks.length).toBeGreaterThan(0);
+    for (const task of item.tasks) {
+      expect(task).toEqual({
+        id: `operation:${a.opId}/${task.name}`,
+        name: expect.any(String),
+        status: 'completed',
+        started_at: expect.any(String),
+        updated_at: expect.any(String),
+      });
+    }
+    const op = read.body.data.availability.sources.find((x: any) => x.source_kind === 'operation');
+    expect(op).toMatchObject({ role: 'operations', state: 'available', health: { status: 'ok', last_error: null } });
+    expect(typeof op.health.last_event_at).toBe('string');
+    expect(op.health.lag_ms).toEqual(expect.any(Number));
+    expect(read.body.data.availability.complete).toBe(true);
+
+    // An event the projection cannot apply: the source shows failing, by kind only, until the next one applies.
+    const activity = (t.platform.services as any).activity;
+    const broken = { sourceKind: 'operation', topic: 'operations', map: () => ({ id: 'elsewhere:1' }) };
+    await expect(activity.consume(broken, {})).rejects.toThrow();
+    const failing = await t.rest('GET', `/api/v1/projects/${a.projectId}/operation-activity`, { key });
+    const fop = failing.body.data.availability.sources.find((x: any) => x.source_kind === 'operation');
+    expect(fop).toMatchObject({ state: 'available', health: { status: 'failing', last_error: { code: 'invalid_event' } } });
+    expect(failing.body.data.availability.complete).toBe(false);
+    const b = await siteOf();
+    await completedIn(b.projectId, b.opId);
+    const healed = await until(
+      () => t.rest('GET', `/api/v1/projects/${b.projectId}/operation-activity`, { key }),
+      (x) => x.body.data.availability.sources.find((s: any) => s.source_kind === 'operation').health.status === 'ok',
+    );
+    expect(healed.body.data.availability.complete).toBe(true);
   });
 });
