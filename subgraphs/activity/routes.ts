@@ -6,7 +6,16 @@ import { type AnyRoute, type RouteRequest, route } from '../../core/rest-route';
  * arrives as an array and fails the string schema); exact reads take no query at all.
  */
 const tag = 'Activity';
-const listQuery = z.object({ limit: z.string().optional(), cursor: z.string().optional() }).strict();
+/** `limit` 1–100 written as digits (kept a string: the service parses it too, spec 4.6); cursor opaque, never empty. */
+const listQuery = z
+  .object({
+    limit: z
+      .string()
+      .regex(/^(100|[1-9][0-9]?)$/)
+      .optional(),
+    cursor: z.string().min(1).max(512).optional(),
+  })
+  .strict();
 const exactQuery = z.object({}).strict();
 
 interface ScopePath {
@@ -41,6 +50,7 @@ function feedRoutes(feed: 'operation-activity' | 'agent-activity', s: ScopePath)
       tag,
       operation: feed,
       query: listQuery,
+      errors: [404],
       variables: (r) => ({ ...scopeVars(r), limit: r.query.limit ?? null, cursor: r.query.cursor ?? null }),
       select: (d) => d[op],
       status: 200,
@@ -53,6 +63,7 @@ function feedRoutes(feed: 'operation-activity' | 'agent-activity', s: ScopePath)
       tag,
       operation: `${feed}-item`,
       query: exactQuery,
+      errors: [404],
       variables: (r) => ({ ...scopeVars(r), [itemArg]: r.params.activityID ?? r.params.actionID }),
       select: (d) => d[`${op}Item`],
       status: 200,
@@ -80,6 +91,8 @@ export const activityRoutes: AnyRoute[] = [
     tag,
     operation: 'decide-approval',
     body: decisionBody,
+    // 404 unknown approval; 409 wrong hash, other decision, withheld, withdrawn; 410 expired.
+    errors: [404, 409, 410],
     variables: (r) => ({
       approvalId: r.params.approvalID,
       decision: r.body.decision,
