@@ -50,6 +50,8 @@ const originatedOperationId = (actionId: string) => derivedUuid(`originated:${ac
 export const proposedActionId = (approvalId: string) => derivedUuid(`proposed:${approvalId}`);
 /** What a proposal's pending approval waits at most: 30 days (an area's longer expiry is cut to it). */
 export const MAX_PROPOSAL_TTL_S = 30 * 24 * 3600;
+/** A decided action whose work is unconfirmed this long is re-driven by the sweep: 30 s. */
+export const REDRIVE_AFTER_MS = 30_000;
 
 export interface ActInput {
   accountId: string;
@@ -466,6 +468,25 @@ export class AgentActions {
       .lean<AgentActionDoc>()
       .exec();
     if (next) await this.d.changed?.(next);
+  }
+
+  /**
+   * Re-drives decided actions whose work was never confirmed (a crash between the decision and its
+   * performer, or a performer that was unavailable): approved ones still `queued` or `unavailable`,
+   * denied proposals left `unavailable`, untouched for `quietMs`. At most `batch` per pass; each is
+   * idempotent (fixed operation ids, conditional writes). Returns how many it tried.
+   */
+  async redriveContinuations(quietMs = REDRIVE_AFTER_MS, batch = 50, now = new Date()): Promise<number> {
+    const due = await this.d.models.Action.find({
+      continuation: { $in: ['queued', 'unavailable'] },
+      'approval.decision': { $in: ['approved', 'denied'] },
+      updatedAt: { $lte: new Date(now.getTime() - quietMs) },
+    })
+      .limit(batch)
+      .lean<AgentActionDoc[]>()
+      .exec();
+    for (const a of due) await this.settleDecision(a).catch(() => undefined);
+    return due.length;
   }
 
   /** Settles pending approvals of a project that expired unanswered (reads call it first). */

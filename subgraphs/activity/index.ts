@@ -1,4 +1,6 @@
 import { defineArea } from '../../core/area';
+import { periodicWorker } from '../../core/periodic-worker';
+import { REDRIVE_AFTER_MS } from './agent-actions';
 import { agentsAct } from './cli';
 import { ACTIVITY_TOPICS } from './events';
 import { activityFeeds } from './feeds';
@@ -50,6 +52,8 @@ export default defineArea<ActivityService>({
           .catch((e) => ctx.log.warn({ err: e }, 'activity topics not ensured')),
       stop: () => undefined,
     },
+    // Decided actions whose work was never confirmed (crash between decision and performer) run again.
+    periodicWorker('activity-continuations', REDRIVE_AFTER_MS, ctx.log, () => services.actions.redriveContinuations()),
   ],
   routes: activityRoutes,
   cli: [agentsAct],

@@ -300,4 +300,34 @@ describe('Assets approvals as agent actions', () => {
     );
     expect(healed.body.data.availability.complete).toBe(true);
   });
+
+  it('a decision recorded on the action whose performer never ran (a crash) is re-driven by the sweep', async () => {
+    const s = await setUp();
+    const { runId, approvalId, action } = await waitingRun(s);
+    const activity = (t.platform.services as any).activity;
+    // What a crash right after the arbiter's write leaves: the action approved, Assets still pending.
+    const now = new Date(Date.now() - 60_000);
+    await activity.models.Action.updateOne(
+      { _id: action.source.record_id },
+      {
+        $set: {
+          'approval.status': 'approved',
+          'approval.decision': 'approved',
+          'approval.decidedAt': now,
+          status: 'queued',
+          continuation: 'queued',
+          updatedAt: now,
+        },
+      },
+    );
+    expect(await assetsApproval(s.key, approvalId)).toMatchObject({ status: 'pending' });
+    expect(await activity.actions.redriveContinuations(30_000)).toBeGreaterThanOrEqual(1);
+    await until(
+      () => runOf(s.key, runId),
+      (x) => x.body.data.status === 'succeeded',
+    );
+    expect(await assetsApproval(s.key, approvalId)).toMatchObject({ status: 'approved' });
+    const exact = await exactAction(s.key, s.projectId, action.id);
+    expect(exact.body.data.item).toMatchObject({ status: 'succeeded', continuation: { status: 'settled' } });
+  });
 });
