@@ -1,4 +1,5 @@
 import type { ActivitySource } from './activity-source';
+import type { AgentActionPerformers, AgentActionsPort } from './agent-actions';
 import type { Principal } from './principal';
 
 /**
@@ -67,6 +68,10 @@ export interface KernelPorts {
   credits: CreditLedgerPort;
   /** Every registered area's activity sources (collected by the composition root). */
   activitySources: ActivitySource[];
+  /** Agent actions needing approval, proposed by any area (provided by activity; core/agent-actions.ts). */
+  agentActions: AgentActionsPort;
+  /** Who performs a decided agent action, by action-key prefix (kernel-owned; core/agent-actions.ts). */
+  agentActionPerformers: AgentActionPerformers;
 }
 
 export type PortName = keyof KernelPorts;

@@ -1,6 +1,14 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { PlatformError, badRequest, conflict, forbidden } from '../../core/errors';
 import { isUuid } from '../../core/ids';
+import type {
+  AgentActionDecision,
+  AgentActionPerformers,
+  AgentActionProposal,
+  AgentActionsPort,
+  AreaDecisionOutcome,
+} from '../../core/agent-actions';
+import { isDuplicateKey } from '../../core/mongo';
 import type { SiteActions } from '../../core/site-actions';
 import type { OperationEngine } from '../../core/operations/engine';
 import type { Principal } from '../../core/principal';
@@ -31,11 +39,19 @@ export function actionHash(a: Pick<AgentActionDoc, '_id' | 'actionKey' | 'projec
     .digest('hex');
 }
 
-/** A UUID fixed by the action: the id of the operation it originates (enqueue is idempotent on it). */
-function originatedOperationId(actionId: string): string {
-  const h = createHash('sha256').update(`originated:${actionId}`).digest('hex');
+function derivedUuid(seed: string): string {
+  const h = createHash('sha256').update(seed).digest('hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
+
+/** A UUID fixed by the action: the id of the operation it originates (enqueue is idempotent on it). */
+const originatedOperationId = (actionId: string) => derivedUuid(`originated:${actionId}`);
+/** The action of an area's proposal, fixed by its approval id: proposing again finds the same one. */
+export const proposedActionId = (approvalId: string) => derivedUuid(`proposed:${approvalId}`);
+/** What a proposal's pending approval waits at most: 30 days (an area's longer expiry is cut to it). */
+export const MAX_PROPOSAL_TTL_S = 30 * 24 * 3600;
+/** A decided action whose work is unconfirmed this long is re-driven by the sweep: 30 s. */
+export const REDRIVE_AFTER_MS = 30_000;
 
 export interface ActInput {
   accountId: string;
@@ -52,6 +68,8 @@ export interface ActionDeps {
   engine: OperationEngine;
   /** The publisher's lifecycle actions (kernel port, read at call time). */
   siteActions: () => SiteActions;
+  /** Performers of proposed actions by key prefix (kernel-owned registry). */
+  performers: () => AgentActionPerformers;
   /** Told after every change of an action (the live feed). */
   changed?: (a: AgentActionDoc) => Promise<void> | void;
 }
@@ -64,10 +82,12 @@ type Work = (a: AgentActionDoc, d: ActionDeps) => Promise<OperationLinkDoc[]>;
 const KNOWN_WORK: Record<string, Work> = {
   /** Restarts the project's publishing site through the publisher's own `restart` operation. */
   'publisher.site.restart': async (a, d) => {
+    if (!a.projectId) throw conflict('site_not_found', 'an account-wide action names no site to restart');
+    const projectId = a.projectId;
     // Through the publisher's own port: the restart takes the site's lifecycle lock and fencing.
     const op = await d.siteActions().run({
       accountId: a.accountId,
-      projectId: a.projectId,
+      projectId,
       action: 'restart',
       operationId: originatedOperationId(a._id),
       initiator: { type: 'agent_tool_execution', id: a._id, objective_id: a.objectiveId },
@@ -76,8 +96,8 @@ const KNOWN_WORK: Record<string, Work> = {
       {
         activityId: `operation:${op.operationId}`,
         resourceType: 'site',
-        resourceId: a.projectId,
-        projectId: a.projectId,
+        resourceId: projectId,
+        projectId,
         relation: 'originated',
       },
     ];
@@ -153,10 +173,9 @@ export class AgentActions {
    */
   async continueWork(a: AgentActionDoc): Promise<AgentActionDoc> {
     if (a.continuation === 'settled' || a.continuation === 'not_required') return a;
-    const work = KNOWN_WORK[a.actionKey];
     let set: Partial<AgentActionDoc>;
     try {
-      const operations = work ? await work(a, this.d) : [];
+      const operations = await this.work(a);
       set = { status: 'succeeded', continuation: 'settled', operations, current: false, errorCode: null };
     } catch (e) {
       if (e instanceof PlatformError && e.status < 500) {
@@ -169,6 +188,46 @@ export class AgentActions {
     }
     const now = new Date();
     return (await this.write(a, { ...set, finishedAt: now })) ?? a;
+  }
+
+  /** The work of an allowed action: its proposing area's performer, else a known key's, else none. */
+  private async work(a: AgentActionDoc): Promise<OperationLinkDoc[]> {
+    if (a.proposal) {
+      const performer = this.d.performers().performerFor(a.actionKey);
+      // A proposal whose area registered no performer in this process is a wiring fault: not done.
+      if (!performer) throw new Error(`no performer is registered for ${a.actionKey}`);
+      return (await performer.perform(this.decidedFor(a))).operations;
+    }
+    const known = KNOWN_WORK[a.actionKey];
+    return known ? known(a, this.d) : [];
+  }
+
+  private decidedFor(a: AgentActionDoc) {
+    return {
+      approvalId: a.approvalId!,
+      accountId: a.accountId,
+      actionKey: a.actionKey,
+      decision: a.approval!.decision!,
+      decidedBy: a.approval!.decidedBy,
+      note: (a.approval as { note?: string | null }).note ?? null,
+    };
+  }
+
+  /**
+   * What follows a recorded decision: an approval runs the work; a denial of a proposed action is
+   * told to its area (a workflow run waiting on it fails), once more on every retry (idempotent).
+   */
+  private async settleDecision(a: AgentActionDoc): Promise<AgentActionDoc> {
+    if (a.approval?.decision === 'approved') return this.continueWork(a);
+    if (a.approval?.decision !== 'denied' || !a.proposal) return a;
+    try {
+      await this.work(a);
+    } catch (e) {
+      if (e instanceof PlatformError && e.status < 500) return a;
+      await this.write(a, { continuation: 'unavailable' }).catch(() => undefined);
+      throw new ContinuationUnavailable(e instanceof Error ? e.message : String(e));
+    }
+    return a.continuation === 'unavailable' ? ((await this.write(a, { continuation: 'not_required' })) ?? a) : a;
   }
 
   private async write(a: AgentActionDoc, set: Partial<AgentActionDoc>): Promise<AgentActionDoc | null> {
@@ -196,7 +255,10 @@ export class AgentActions {
   ): Promise<AgentActionDoc> {
     if (!isUuid(approvalId)) throw badRequest('invalid_id', 'approval id is not a valid id');
     let a = await this.d.models.Action.findOne({ approvalId, accountId: p.accountId }).lean<AgentActionDoc>().exec();
-    if (!a || !a.approval || !(await canAccessProject(a.projectId))) throw notFoundActivity('approval');
+    // An account-wide action has no project to check: the account filter above is its boundary.
+    if (!a || !a.approval || (a.projectId !== null && !(await canAccessProject(a.projectId)))) {
+      throw notFoundActivity('approval');
+    }
     if (WITHHELD_ACTION_KEYS.has(a.actionKey)) {
       throw conflict('decision_withheld', 'decisions on this action are not offered through this endpoint');
     }
@@ -210,38 +272,15 @@ export class AgentActions {
         await this.expire(a, now);
         throw new PlatformError('approval_expired', 410, 'the approval expired before a decision was recorded');
       }
-      const approved = body.decision === 'approved';
-      const decided = await this.d.models.Action.findOneAndUpdate(
-        { _id: a._id, 'approval.status': 'pending', 'approval.expiresAt': { $gt: now } },
-        {
-          $set: {
-            'approval.status': body.decision,
-            'approval.decision': body.decision,
-            'approval.decidedAt': now,
-            'approval.decidedBy': p.keyId,
-            'approval.note': body.note ?? null,
-            authorization: approved ? { outcome: 'human_approved', basis: 'human_decision' } : null,
-            status: approved ? 'queued' : 'cancelled',
-            continuation: approved ? 'queued' : 'not_required',
-            current: approved,
-            finishedAt: approved ? null : now,
-            updatedAt: now,
-          },
-        },
-        { new: true },
-      )
-        .lean<AgentActionDoc>()
-        .exec();
-      if (decided) {
-        await this.d.changed?.(decided);
-        return approved ? this.continueWork(decided) : decided;
-      }
+      const decided = await this.record(a, body.decision, p.keyId, body.note ?? null, now);
+      if (decided) return this.settleDecision(decided);
       // Another decision won the race (or it just expired): judge against what is recorded now.
       a = (await this.get(a._id))!;
     }
     const approval = a.approval!;
     if (approval.status === 'expired')
       throw new PlatformError('approval_expired', 410, 'the approval expired before a decision was recorded');
+    if (approval.status === 'cancelled') throw conflict('approval_withdrawn', 'the approval was withdrawn before a decision');
     if (approval.status === 'pending') {
       await this.expire(a, now);
       throw new PlatformError('approval_expired', 410, 'the approval expired before a decision was recorded');
@@ -250,7 +289,165 @@ export class AgentActions {
     if (approval.decision !== body.decision || (body.note != null && body.note !== recordedNote)) {
       throw conflict('decision_conflict', `a different decision (${approval.decision}) is already recorded`);
     }
-    return approval.decision === 'approved' ? this.continueWork(a) : a;
+    return this.settleDecision(a);
+  }
+
+  /**
+   * The one conditional update every decision goes through, from either route: pending and not
+   * expired → decided. Null when another decision (or expiry) got there first.
+   */
+  private async record(
+    a: AgentActionDoc,
+    decision: AgentActionDecision,
+    decidedBy: string | null,
+    note: string | null,
+    now: Date,
+  ): Promise<AgentActionDoc | null> {
+    const approved = decision === 'approved';
+    const decided = await this.d.models.Action.findOneAndUpdate(
+      { _id: a._id, 'approval.status': 'pending', 'approval.expiresAt': { $gt: now } },
+      {
+        $set: {
+          'approval.status': decision,
+          'approval.decision': decision,
+          'approval.decidedAt': now,
+          'approval.decidedBy': decidedBy,
+          'approval.note': note,
+          authorization: approved ? { outcome: 'human_approved', basis: 'human_decision' } : null,
+          status: approved ? 'queued' : 'cancelled',
+          continuation: approved ? 'queued' : 'not_required',
+          current: approved,
+          finishedAt: approved ? null : now,
+          updatedAt: now,
+        },
+      },
+      { new: true },
+    )
+      .lean<AgentActionDoc>()
+      .exec();
+    if (decided) await this.d.changed?.(decided);
+    return decided;
+  }
+
+  // ---- the kernel port (core/agent-actions.ts) --------------------------------------------------
+
+  /** An area's proposal, pending approval (idempotent on the area's approval id). */
+  async propose(pr: AgentActionProposal, area: string): Promise<AgentActionDoc> {
+    if (!ACTION_KEY.test(pr.actionKey)) throw new Error(`invalid action key ${pr.actionKey}`);
+    const id = proposedActionId(pr.approvalId);
+    const now = new Date();
+    const latest = new Date(now.getTime() + MAX_PROPOSAL_TTL_S * 1000);
+    const doc: AgentActionDoc = {
+      _id: id,
+      accountId: pr.accountId,
+      projectId: pr.scope.type === 'project' ? pr.scope.projectId : null,
+      // One proposal is one objective: the area's request, however many retries it takes.
+      objectiveId: derivedUuid(`objective:${pr.approvalId}`),
+      actionKey: pr.actionKey,
+      actionHash: pr.actionHash,
+      status: 'pending_approval',
+      continuation: 'waiting_approvals',
+      authorization: null,
+      approvalId: pr.approvalId,
+      approval: {
+        id: pr.approvalId,
+        status: 'pending',
+        expiresAt: pr.expiresAt < latest ? pr.expiresAt : latest,
+        decision: null,
+        decidedAt: null,
+        decidedBy: null,
+      },
+      principal: pr.principal,
+      operations: [],
+      errorCode: null,
+      current: true,
+      createdAt: now,
+      updatedAt: now,
+      finishedAt: null,
+      proposal: { area, title: pr.title, summary: pr.summary, risk: pr.risk, resource: pr.resource ?? null },
+    };
+    try {
+      await this.d.models.Action.create(doc);
+    } catch (e) {
+      if (!isDuplicateKey(e)) throw e;
+      return (await this.get(id))!;
+    }
+    await this.d.changed?.(doc);
+    return doc;
+  }
+
+  /** A decision through the proposing area's own route (the area checked who may decide). */
+  async areaDecide(input: {
+    approvalId: string;
+    accountId: string;
+    decision: AgentActionDecision;
+    decidedBy: string | null;
+    note?: string | null;
+  }): Promise<AreaDecisionOutcome> {
+    const id = proposedActionId(input.approvalId);
+    let a = await this.d.models.Action.findOne({ _id: id, accountId: input.accountId }).lean<AgentActionDoc>().exec();
+    if (!a?.approval) return { outcome: 'unknown' };
+    const now = new Date();
+    let outcome: 'recorded' | 'repeated' = 'repeated';
+    if (a.approval.status === 'pending' && a.approval.expiresAt > now) {
+      const decided = await this.record(a, input.decision, input.decidedBy, input.note ?? null, now);
+      if (decided) outcome = 'recorded';
+      a = decided ?? (await this.get(id))!;
+    }
+    const st = a.approval!.status;
+    if (st === 'pending') {
+      await this.expire(a, now);
+      return { outcome: 'expired' };
+    }
+    if (st === 'expired') return { outcome: 'expired' };
+    if (st === 'cancelled') return { outcome: 'withdrawn' };
+    if (a.approval!.decision !== input.decision) return { outcome: 'conflict', decision: a.approval!.decision! };
+    try {
+      await this.settleDecision(a);
+    } catch (e) {
+      if (e instanceof ContinuationUnavailable) {
+        throw new PlatformError('approval_continuation_unavailable', 503, 'the decision is recorded; retry the same decision');
+      }
+      throw e;
+    }
+    return { outcome, decision: input.decision };
+  }
+
+  /** The area ends a pending approval without a decision; the decision instead when one won. */
+  async close(input: { approvalId: string; accountId: string; as: 'expired' | 'cancelled' }) {
+    const id = proposedActionId(input.approvalId);
+    const now = new Date();
+    const next = await this.d.models.Action.findOneAndUpdate(
+      { _id: id, accountId: input.accountId, 'approval.status': 'pending' },
+      {
+        $set: {
+          'approval.status': input.as,
+          status: input.as,
+          continuation: input.as === 'expired' ? 'blocked' : 'not_required',
+          current: false,
+          finishedAt: now,
+          updatedAt: now,
+        },
+      },
+      { new: true },
+    )
+      .lean<AgentActionDoc>()
+      .exec();
+    if (next) {
+      await this.d.changed?.(next);
+      return { closed: true, decision: null };
+    }
+    const a = await this.get(id);
+    return { closed: false, decision: a?.approval?.decision ?? null };
+  }
+
+  /** This service as the kernel port, for areas to propose and settle through. */
+  port(area: (actionKey: string) => string): AgentActionsPort {
+    return {
+      propose: async (pr) => ({ actionId: (await this.propose(pr, area(pr.actionKey)))._id }),
+      decide: (input) => this.areaDecide(input),
+      close: (input) => this.close(input),
+    };
   }
 
   private async expire(a: AgentActionDoc, now: Date): Promise<void> {
@@ -273,8 +470,27 @@ export class AgentActions {
     if (next) await this.d.changed?.(next);
   }
 
+  /**
+   * Re-drives decided actions whose work was never confirmed (a crash between the decision and its
+   * performer, or a performer that was unavailable): approved ones still `queued` or `unavailable`,
+   * denied proposals left `unavailable`, untouched for `quietMs`. At most `batch` per pass; each is
+   * idempotent (fixed operation ids, conditional writes). Returns how many it tried.
+   */
+  async redriveContinuations(quietMs = REDRIVE_AFTER_MS, batch = 50, now = new Date()): Promise<number> {
+    const due = await this.d.models.Action.find({
+      continuation: { $in: ['queued', 'unavailable'] },
+      'approval.decision': { $in: ['approved', 'denied'] },
+      updatedAt: { $lte: new Date(now.getTime() - quietMs) },
+    })
+      .limit(batch)
+      .lean<AgentActionDoc[]>()
+      .exec();
+    for (const a of due) await this.settleDecision(a).catch(() => undefined);
+    return due.length;
+  }
+
   /** Settles pending approvals of a project that expired unanswered (reads call it first). */
-  async expireDue(accountId: string, projectId: string, now = new Date()): Promise<void> {
+  async expireDue(accountId: string, projectId: string | { $in: (string | null)[] }, now = new Date()): Promise<void> {
     const due = await this.d.models.Action.find({
       accountId,
       projectId,

@@ -1,4 +1,6 @@
 import { defineArea } from '../../core/area';
+import { periodicWorker } from '../../core/periodic-worker';
+import { REDRIVE_AFTER_MS } from './agent-actions';
 import { agentsAct } from './cli';
 import { ACTIVITY_TOPICS } from './events';
 import { activityFeeds } from './feeds';
@@ -25,6 +27,13 @@ export default defineArea<ActivityService>({
       log: ctx.log,
       topicOf: (name) => `${ctx.topicPrefix}.${name}`,
     }),
+  provides(services, ports) {
+    // Agent actions proposed by other areas; the area that proposes is named by the key's first word.
+    ports.provide(
+      'agentActions',
+      services.actions.port((key) => key.slice(0, key.indexOf('.'))),
+    );
+  },
   subgraph: (services) => ({ resolvers: [ActivityResolver], createResolver: (cls) => new cls(services) }),
   consumers: (services, ctx) =>
     services.sources().map((source) => ({
@@ -43,6 +52,8 @@ export default defineArea<ActivityService>({
           .catch((e) => ctx.log.warn({ err: e }, 'activity topics not ensured')),
       stop: () => undefined,
     },
+    // Decided actions whose work was never confirmed (crash between decision and performer) run again.
+    periodicWorker('activity-continuations', REDRIVE_AFTER_MS, ctx.log, () => services.actions.redriveContinuations()),
   ],
   routes: activityRoutes,
   cli: [agentsAct],

@@ -34,6 +34,15 @@ export interface ActivityItemDoc {
   current: boolean;
   version: number;
   extra: Record<string, unknown>;
+  /** The steps the source reported, in the order first seen (spec 2.6 `tasks`); see projection.ts. */
+  tasks?: TaskDoc[];
+}
+
+/** One step of an item as its events showed it: first and last time it was the current step. */
+export interface TaskDoc {
+  name: string;
+  firstAt: string;
+  lastAt: string;
 }
 
 const itemSchema = new Schema<ActivityItemDoc>(
@@ -61,6 +70,7 @@ const itemSchema = new Schema<ActivityItemDoc>(
     current: { type: Boolean, required: true },
     version: { type: Number, required: true },
     extra: { type: Schema.Types.Mixed, default: () => ({}) },
+    tasks: { type: Schema.Types.Mixed, default: () => [] },
   },
   { collection: 'activity_items', versionKey: false, minimize: false, timestamps: false },
 );
@@ -99,7 +109,8 @@ export type AuthorizationBasis = 'human_decision' | 'read_only_rule' | 'standing
 
 export interface ApprovalDoc {
   id: string;
-  status: 'pending' | 'approved' | 'denied' | 'expired';
+  /** `cancelled`: the proposing area withdrew the work before a decision (core/agent-actions.ts). */
+  status: 'pending' | 'approved' | 'denied' | 'expired' | 'cancelled';
   expiresAt: Date;
   decision: 'approved' | 'denied' | null;
   decidedAt: Date | null;
@@ -110,7 +121,7 @@ export interface OperationLinkDoc {
   activityId: string;
   resourceType: string;
   resourceId: string;
-  projectId: string;
+  projectId: string | null;
   relation: 'originated' | 'controlled' | 'observed';
 }
 
@@ -118,7 +129,8 @@ export interface OperationLinkDoc {
 export interface AgentActionDoc {
   _id: string;
   accountId: string;
-  projectId: string;
+  /** Null for an account-wide action (proposed through the port with scope `account`). */
+  projectId: string | null;
   objectiveId: string;
   actionKey: string;
   actionHash: string;
@@ -136,13 +148,24 @@ export interface AgentActionDoc {
   createdAt: Date;
   updatedAt: Date;
   finishedAt: Date | null;
+  /**
+   * Set when an area proposed the action through the kernel port (core/agent-actions.ts): what it
+   * is about, in the area's words. Absent for `platform agents act` actions.
+   */
+  proposal?: {
+    area: string;
+    title: string;
+    summary: string;
+    risk: 'low' | 'medium' | 'high';
+    resource: { type: string; id: string } | null;
+  } | null;
 }
 
 const actionSchema = new Schema<AgentActionDoc>(
   {
     _id: { type: String, required: true },
     accountId: { type: String, required: true },
-    projectId: { type: String, required: true },
+    projectId: { type: String, default: null },
     objectiveId: { type: String, required: true },
     actionKey: { type: String, required: true },
     actionHash: { type: String, required: true },
@@ -158,6 +181,7 @@ const actionSchema = new Schema<AgentActionDoc>(
     createdAt: { type: Date, required: true },
     updatedAt: { type: Date, required: true },
     finishedAt: { type: Date, default: null },
+    proposal: { type: Schema.Types.Mixed, default: null },
   },
   { collection: 'agent_actions', versionKey: false, minimize: false, timestamps: false },
 );
@@ -165,14 +189,46 @@ actionSchema.index({ accountId: 1, projectId: 1, status: 1, createdAt: -1, _id: 
 actionSchema.index({ approvalId: 1 });
 actionSchema.index({ accountId: 1, objectiveId: 1 });
 
+/**
+ * How one activity source's projection is doing (availability health): written by the consumer,
+ * at most once a second per source and process while healthy, at once on an error and on the
+ * first success after one. `_id` is the source kind.
+ */
+export interface SourceHealthDoc {
+  _id: string;
+  /** The source's own time of the last event applied (its record's `updatedAt`). */
+  lastEventAt: Date | null;
+  /** When the projection applied it. */
+  lastAppliedAt: Date | null;
+  /** lastAppliedAt − lastEventAt: how far behind the source the projection runs. */
+  lagMs: number | null;
+  lastErrorAt: Date | null;
+  /** The failure's kind (source-health.ts errorCode), never its message. */
+  lastError: string | null;
+}
+
+const healthSchema = new Schema<SourceHealthDoc>(
+  {
+    _id: { type: String, required: true },
+    lastEventAt: { type: Date, default: null },
+    lastAppliedAt: { type: Date, default: null },
+    lagMs: { type: Number, default: null },
+    lastErrorAt: { type: Date, default: null },
+    lastError: { type: String, default: null },
+  },
+  { collection: 'activity_source_health', versionKey: false, minimize: false, timestamps: false },
+);
+
 export interface ActivityModels {
   Item: mongoose.Model<ActivityItemDoc>;
   Action: mongoose.Model<AgentActionDoc>;
+  Health: mongoose.Model<SourceHealthDoc>;
 }
 
 export function activityModels(conn: mongoose.Connection): ActivityModels {
   return {
     Item: model(conn, 'activity', 'Item', itemSchema),
     Action: model(conn, 'activity', 'AgentAction', actionSchema),
+    Health: model(conn, 'activity', 'SourceHealth', healthSchema),
   };
 }

@@ -1,6 +1,31 @@
 import type { ActivityRecord, ActivitySource } from '../../core/activity-source';
 import { isDuplicateKey } from '../../core/mongo';
-import type { ActivityItemDoc, ActivityModels } from './model';
+import { STEP_COMPLETED, STEP_QUEUED } from '../../core/operations/model';
+import type { ActivityItemDoc, ActivityModels, TaskDoc } from './model';
+
+/** Step words that mark a lifecycle point, not a task (the engine's queued and completed markers). */
+const NOT_TASKS = new Set([STEP_QUEUED, STEP_COMPLETED]);
+
+/**
+ * The item's tasks after `r`: each step the source reported as current, with the first and last
+ * time it was. Order-insensitive (min/max per name, sorted by first time), so a replay of the same
+ * events gives the same list.
+ */
+export function mergedTasks(prev: TaskDoc[] | undefined, r: ActivityRecord): TaskDoc[] {
+  const tasks = [...(prev ?? [])];
+  const at = r.updatedAt;
+  if (r.step && at && !NOT_TASKS.has(r.step)) {
+    const i = tasks.findIndex((t) => t.name === r.step);
+    if (i < 0) tasks.push({ name: r.step, firstAt: at, lastAt: at });
+    else
+      tasks[i] = {
+        name: r.step,
+        firstAt: tasks[i].firstAt < at ? tasks[i].firstAt : at,
+        lastAt: tasks[i].lastAt > at ? tasks[i].lastAt : at,
+      };
+  }
+  return tasks.sort((a, b) => (a.firstAt === b.firstAt ? a.name.localeCompare(b.name) : a.firstAt < b.firstAt ? -1 : 1));
+}
 
 /** Normalised statuses that leave `current` for `history` (spec 3.5; `unknown` stays current). */
 const TERMINAL_STATUSES = new Set(['completed', 'failed', 'cancelled', 'rolled_back']);
@@ -38,6 +63,7 @@ export function merged(prev: ActivityItemDoc | null, r: ActivityRecord): Activit
     current: !TERMINAL_STATUSES.has(r.status),
     version: r.version,
     extra: { ...(prev?.extra ?? {}), ...(r.extra ?? {}) },
+    tasks: mergedTasks(prev?.tasks, r),
   };
 }
 

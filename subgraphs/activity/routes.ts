@@ -6,8 +6,31 @@ import { type AnyRoute, type RouteRequest, route } from '../../core/rest-route';
  * arrives as an array and fails the string schema); exact reads take no query at all.
  */
 const tag = 'Activity';
-const listQuery = z.object({ limit: z.string().optional(), cursor: z.string().optional() }).strict();
+/** `limit` 1–100 written as digits (kept a string: the service parses it too, spec 4.6); cursor opaque, never empty. */
+const listQuery = z
+  .object({
+    limit: z
+      .string()
+      .regex(/^(100|[1-9][0-9]?)$/)
+      .optional(),
+    // An opaque signed cursor: `<base64url>.<base64url MAC>` (a forged one is still 400, spec 4.6).
+    cursor: z
+      .string()
+      .max(512)
+      .regex(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{22}$/)
+      .optional(),
+  })
+  .strict();
 const exactQuery = z.object({}).strict();
+const uuid = z.string().uuid();
+/** `<source_kind>:<UUID>` (percent-encoded once in the path). */
+const itemId = z.string().regex(/^[a-z][a-z0-9_]*:[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i);
+/** The path's id parameters as documented (the service answers a malformed one 400, spec 7.5). */
+const idParams = (path: string, item?: string) =>
+  z.object({
+    ...Object.fromEntries([...path.matchAll(/\{(\w+)\}/g)].map((m) => [m[1], uuid])),
+    ...(item ? { [item]: itemId } : {}),
+  });
 
 interface ScopePath {
   /** Path under `/api/v1` before the feed word. */
@@ -41,6 +64,8 @@ function feedRoutes(feed: 'operation-activity' | 'agent-activity', s: ScopePath)
       tag,
       operation: feed,
       query: listQuery,
+      params: idParams(s.path),
+      errors: [404],
       variables: (r) => ({ ...scopeVars(r), limit: r.query.limit ?? null, cursor: r.query.cursor ?? null }),
       select: (d) => d[op],
       status: 200,
@@ -53,6 +78,8 @@ function feedRoutes(feed: 'operation-activity' | 'agent-activity', s: ScopePath)
       tag,
       operation: `${feed}-item`,
       query: exactQuery,
+      params: idParams(s.path, feed === 'operation-activity' ? 'activityID' : 'actionID'),
+      errors: [404],
       variables: (r) => ({ ...scopeVars(r), [itemArg]: r.params.activityID ?? r.params.actionID }),
       select: (d) => d[`${op}Item`],
       status: 200,
@@ -80,6 +107,9 @@ export const activityRoutes: AnyRoute[] = [
     tag,
     operation: 'decide-approval',
     body: decisionBody,
+    params: z.object({ approvalID: uuid }),
+    // 404 unknown approval; 409 wrong hash, other decision, withheld, withdrawn; 410 expired.
+    errors: [404, 409, 410],
     variables: (r) => ({
       approvalId: r.params.approvalID,
       decision: r.body.decision,

@@ -1,4 +1,5 @@
 import '../../core/site-actions';
+import { agentActionPerformers } from '../../core/agent-actions';
 import type { ActivityScopeTarget } from '../../core/activity-scopes';
 import type { ActivityRecord, ActivitySource } from '../../core/activity-source';
 import type { EventBus } from '../../core/events/event-bus';
@@ -12,6 +13,7 @@ import { AgentActions, ContinuationUnavailable, type ActInput, type ApprovalMode
 import { ACTIVITY_TOPICS, type ActivityUpdateEvent } from './events';
 import { type ActivityItemDoc, type ActivityModels, type AgentActionDoc, activityModels } from './model';
 import { project } from './projection';
+import { SourceHealth } from './source-health';
 import {
   type Scope,
   actionPage,
@@ -51,13 +53,16 @@ const accessUnavailable = () =>
 export class ActivityService {
   readonly models: ActivityModels;
   readonly actions: AgentActions;
+  readonly health: SourceHealth;
 
   constructor(private readonly d: ActivityDeps) {
     this.models = activityModels(d.conn);
+    this.health = new SourceHealth(this.models);
     this.actions = new AgentActions({
       models: this.models,
       engine: d.engine,
       siteActions: () => d.ports.get('siteActions'),
+      performers: () => agentActionPerformers(d.ports),
       changed: (a) => this.publishAgent(a),
     });
   }
@@ -71,7 +76,14 @@ export class ActivityService {
 
   /** Consumer handler: projects one event of `source` and streams the item when it changed. */
   async consume(source: ActivitySource, event: unknown): Promise<void> {
-    const applied = await project(this.models, source, event, (r) => this.withInitiator(r));
+    let applied;
+    try {
+      applied = await project(this.models, source, event, (r) => this.withInitiator(r));
+    } catch (e) {
+      await this.health.failed(source.sourceKind, e);
+      throw e;
+    }
+    if (applied) await this.health.applied(source.sourceKind, applied.doc.updatedAt);
     if (!applied?.changed) return;
     const doc = applied.doc;
     const update: ActivityUpdateEvent = {
@@ -105,7 +117,7 @@ export class ActivityService {
       item: agentItem(a, { canDecide: false, now: new Date() }),
     };
     await this.d.bus
-      .publish([{ topic: this.d.topicOf(ACTIVITY_TOPICS.agentUpdates), key: a.projectId, value: update }])
+      .publish([{ topic: this.d.topicOf(ACTIVITY_TOPICS.agentUpdates), key: a.projectId ?? a.accountId, value: update }])
       .catch((e) => this.d.log.warn({ err: e }, 'agent activity update not streamed'));
   }
 
@@ -133,7 +145,7 @@ export class ActivityService {
         .lean<AgentActionDoc[]>()
         .exec();
       const visible: AgentActionDoc[] = [];
-      for (const a of actions) if (await this.canAccessProject(p, a.projectId)) visible.push(a);
+      for (const a of actions) if (a.projectId === null || (await this.canAccessProject(p, a.projectId))) visible.push(a);
       if (visible.length === 0) throw notFoundActivity('objective');
       return { accountId: p.accountId, _id: { $in: visible.flatMap((a) => a.operations.map((o) => o.activityId)) } };
     }
@@ -152,9 +164,21 @@ export class ActivityService {
     return filter;
   }
 
-  private availability(state: 'available' | 'unavailable') {
-    const sources = this.sources().map((s) => ({ source_kind: s.sourceKind, role: 'operations', state }));
-    return { sources, complete: state === 'available' };
+  /**
+   * `availability` of an operation-activity read: every source with its role, state and health
+   * (last event, lag, last error). A source whose latest attempt failed is still `available` (its
+   * projection answers, as of its last event) but makes the read incomplete.
+   */
+  private async availability(state: 'available' | 'unavailable') {
+    const kinds = this.sources().map((s) => s.sourceKind);
+    const health = state === 'available' ? await this.health.read(kinds).catch(() => null) : null;
+    const sources = kinds.map((kind) => ({
+      source_kind: kind,
+      role: 'operations',
+      state,
+      health: health ? health.get(kind)! : null,
+    }));
+    return { sources, complete: state === 'available' && sources.every((s) => s.health?.status !== 'failing') };
   }
 
   async operationActivity(principal: Principal | null, scope: Scope, q: ListQuery) {
@@ -182,7 +206,7 @@ export class ActivityService {
           has_more: page.hasMore,
           next_cursor: page.nextCursor,
         },
-        availability: this.availability('available'),
+        availability: await this.availability('available'),
         unresolved_references: [],
         ...(current.complete ? {} : { read_limit_exceeded: true }),
       };
@@ -196,7 +220,7 @@ export class ActivityService {
         current: [],
         current_complete: false,
         history: { items: [], limit, complete: false, has_more: false, next_cursor: null },
-        availability: this.availability('unavailable'),
+        availability: await this.availability('unavailable'),
         unresolved_references: [],
       });
     }
@@ -246,8 +270,11 @@ export class ActivityService {
       return { accountId: p.accountId, projectId: target.projectId, actionKey: { $gte: prefix, $lt: after } };
     }
     if (scope.type !== 'project' || !(await this.canAccessProject(p, scope.id))) throw notFoundActivity(scope.type);
-    await this.actions.expireDue(p.accountId, scope.id);
-    return { accountId: p.accountId, projectId: scope.id };
+    // A project's feed also lists its account's account-wide actions (e.g. Assets tool calls, whose
+    // buckets belong to the account): whoever reads a project of the account sees what may act on it.
+    const projectId = { $in: [scope.id, null] };
+    await this.actions.expireDue(p.accountId, projectId);
+    return { accountId: p.accountId, projectId };
   }
 
   async agentActivity(principal: Principal | null, scope: Scope, q: ListQuery) {

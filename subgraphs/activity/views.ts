@@ -47,6 +47,49 @@ function initiatorOf(d: ActivityItemDoc) {
   return { initiator, channel: i.type === 'api_key' ? 'api' : null, parents: [] };
 }
 
+/** Which state a task is in: every task but the last is done; the last shares the item's state. */
+const LAST_TASK_STATE: Record<string, string> = {
+  queued: 'queued',
+  running: 'running',
+  waiting: 'waiting',
+  completed: 'completed',
+  failed: 'failed',
+  cancelled: 'cancelled',
+  rolled_back: 'failed',
+  unknown: 'unknown',
+};
+
+function tasksOf(d: ActivityItemDoc) {
+  const tasks = d.tasks ?? [];
+  return tasks.map((t, i) => ({
+    id: `${d._id}/${t.name}`,
+    name: t.name,
+    status: i < tasks.length - 1 ? 'completed' : (LAST_TASK_STATE[d.status] ?? 'unknown'),
+    started_at: t.firstAt,
+    updated_at: t.lastAt,
+  }));
+}
+
+/**
+ * Resources the item is about besides its own: the project it belongs to (when the resource is
+ * not the project itself) and whatever the source declared in `extra.related`.
+ */
+function relatedOf(d: ActivityItemDoc) {
+  const out: { type: string; id: string; relation: string }[] = [];
+  if (d.projectId && !(d.resourceType === 'project' && d.resourceId === d.projectId)) {
+    out.push({ type: 'project', id: d.projectId, relation: 'belongs_to' });
+  }
+  const declared = (d.extra ?? {}).related;
+  if (Array.isArray(declared)) {
+    for (const r of declared as { type?: unknown; id?: unknown; relation?: unknown }[]) {
+      if (typeof r?.type === 'string' && typeof r.id === 'string') {
+        out.push({ type: r.type, id: r.id, relation: typeof r.relation === 'string' ? r.relation : 'related' });
+      }
+    }
+  }
+  return out;
+}
+
 export function operationItem(d: ActivityItemDoc) {
   const extra = d.extra ?? {};
   const who = initiatorOf(d);
@@ -69,8 +112,8 @@ export function operationItem(d: ActivityItemDoc) {
     updated_at: iso(d.updatedAt),
     finished_at: iso(d.finishedAt),
     parents: who.parents,
-    related_resources: [],
-    tasks: [],
+    related_resources: relatedOf(d),
+    tasks: tasksOf(d),
     links: operationLinks(d),
   };
 }
@@ -99,7 +142,14 @@ export function approvalView(a: AgentActionDoc, v: Viewer) {
   return {
     id: a.approval.id,
     status,
-    scope: { type: 'action', action_id: `${AGENT_SOURCE_KIND}:${a._id}`, action_key: a.actionKey, project_id: a.projectId },
+    scope: {
+      type: 'action',
+      action_id: `${AGENT_SOURCE_KIND}:${a._id}`,
+      action_key: a.actionKey,
+      // `account`: an account-wide action (no project); `project`: one project's.
+      level: a.projectId ? 'project' : 'account',
+      project_id: a.projectId,
+    },
     expires_at: iso(a.approval.expiresAt),
     decision: decided ? a.approval.decision : null,
     decided_at: iso(a.approval.decidedAt),
@@ -125,13 +175,18 @@ export function agentItem(a: AgentActionDoc, v: Viewer) {
     id: `${AGENT_SOURCE_KIND}:${a._id}`,
     source: { kind: AGENT_SOURCE_KIND, record_id: a._id, status },
     action_key: a.actionKey,
-    agent: { type: 'cli', objective_id: a.objectiveId },
+    agent: { type: a.proposal ? a.proposal.area : 'cli', objective_id: a.objectiveId },
     principal: { type: a.principal.type, id: a.principal.id },
-    resource: { type: 'project', id: a.projectId },
+    resource: a.proposal?.resource
+      ? { type: a.proposal.resource.type, id: a.proposal.resource.id }
+      : a.projectId
+        ? { type: 'project', id: a.projectId }
+        : { type: 'account', id: a.accountId },
+    project: a.projectId ? { type: 'project', id: a.projectId } : null,
     environment: null,
-    title: a.actionKey,
-    summary: null,
-    impact: null,
+    title: a.proposal?.title ?? a.actionKey,
+    summary: a.proposal?.summary ?? null,
+    impact: a.proposal ? { risk: a.proposal.risk } : null,
     revision: null,
     review: null,
     status,
@@ -145,10 +200,7 @@ export function agentItem(a: AgentActionDoc, v: Viewer) {
       activity_id: o.activityId,
       resource: { type: o.resourceType, id: o.resourceId },
       relation: o.relation,
-      link:
-        o.resourceType === 'site'
-          ? `/api/v1/projects/${o.projectId}/operation-activity/${encodeURIComponent(o.activityId)}`
-          : null,
+      link: o.projectId ? `/api/v1/projects/${o.projectId}/operation-activity/${encodeURIComponent(o.activityId)}` : null,
     })),
     created_at: iso(a.createdAt),
     updated_at: iso(a.updatedAt),

@@ -3,6 +3,7 @@ import type { z } from 'zod';
 import { defineArea } from '../../core/area';
 import { OutboxRelay } from '../../core/events/outbox';
 import { periodicWorker } from '../../core/periodic-worker';
+import { agentActionPerformers } from '../../core/agent-actions';
 import type { Ports } from '../../core/ports';
 import { assetFilesPort } from './asset-files';
 import { assetsCdnPlane } from './cdn-plane';
@@ -154,6 +155,8 @@ export default defineArea<AssetsServices, AssetsSettings>({
   provides(s, ports) {
     ports.provide('assetFiles', assetFilesPort(s.assets));
     ports.provide('objectBuckets', bucketOps.objectBucketsPort(s));
+    // Approvals are agent actions (core/agent-actions.ts): decided on either route, performed here.
+    agentActionPerformers(ports).register('assets.', { perform: (d) => s.workflows.applyDecision(d) });
   },
   routes: [
     ...assetsRoutes,

@@ -201,10 +201,12 @@ describe('activity service (real MongoDB-wire server and Kafka)', () => {
       updated_at: expect.any(String),
       finished_at: expect.any(String),
       parents: [],
-      related_resources: [],
-      tasks: [],
+      related_resources: [{ type: 'project', id: t.projectId, relation: 'belongs_to' }],
+      tasks: expect.any(Array),
       links: [{ rel: 'operation', href: `/api/v1/publisher/projects/${t.projectId}/operations/${opId}` }],
     });
+    // Every task the engine reported is done once the operation completed.
+    for (const task of item!.tasks) expect(task).toMatchObject({ status: 'completed', name: expect.any(String) });
     const r = await svc.operationActivity(t.p, { type: 'project', id: t.projectId }, {});
     expect(r).toMatchObject({
       contract_version: 1,

@@ -51,7 +51,7 @@ const decide = (decision: 'approved' | 'rejected', word: 'approve' | 'reject'): 
     operation: 'decide-approval',
     body: decisionBody,
     scope: SCOPES.write,
-    errors: [409, 410],
+    errors: [409, 410, 503],
     variables: (r) => ({
       id: r.params.approvalId,
       decision,

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
+import type { AgentActionOperationLink, AgentActionsPort, DecidedAgentAction } from '../../../core/agent-actions';
 import { decodeCursor, encodeCursor } from '../../../core/cursors';
 import { PlatformError, badRequest, conflict, notFound } from '../../../core/errors';
 import type { EventBus } from '../../../core/events/event-bus';
@@ -41,6 +42,11 @@ import { type GovernedTool, toolNamed } from '../mcp/tools';
 /** Operation types this file's executors run (registered in the area's `executors`). */
 export const OP_WORKFLOW_RUN = 'assets.workflow_run';
 export const OP_AUTOMATION_ACTION = 'assets.automation_action';
+/** How an approval is shown in agent activity: a run's gate moves work on; a tool call changes assets. */
+const APPROVAL_RISK: Record<ApprovalDoc['kind'], 'low' | 'medium' | 'high'> = {
+  workflow_step: 'medium',
+  automation_tool: 'medium',
+};
 /** How often pending approvals past their expiry are expired (and their runs failed): 30 s. */
 export const APPROVAL_SWEEP_MS = 30_000;
 /** `/automation` shows this many recent audits. */
@@ -360,6 +366,8 @@ export class WorkflowService {
     if (!next) return this.cancelRun(p, runId);
     const pending = run.approvalId ? await this.m.Approval.findById(run.approvalId).lean<ApprovalDoc>().exec() : null;
     if (pending?.status === 'pending') {
+      // Withdrawn in agent activity too (a decision there that got in first finds the run cancelled).
+      await this.agentActions()?.close({ approvalId: pending._id, accountId: pending.accountId, as: 'cancelled' });
       await this.m.Approval.updateOne(
         { _id: pending._id, status: 'pending' },
         { $set: { status: 'cancelled', updatedAt: now }, $push: { outbox: this.event(pending, 'cancelled', now) } },
@@ -518,29 +526,32 @@ export class WorkflowService {
     const config = STEP_CONFIGS.wait_for_approval.parse(step.config);
     const approvalId = stepApprovalId(run._id, run.segment, step.id);
     const now = new Date();
-    await this.insertApproval({
-      _id: approvalId,
-      accountId: run.accountId,
-      kind: 'workflow_step',
-      actionKey: 'assets.workflow.continue',
-      actionHash: approvalHash([approvalId, 'assets.workflow.continue', run._id, run.segment, step.id]),
-      title: config.title ?? `Continue workflow run at step ${step.id}`,
-      status: 'pending',
-      projectId: run.projectId,
-      runId: run._id,
-      stepId: step.id,
-      tool: null,
-      requestedBy: { type: 'workflow_run', id: run._id },
-      actor: run.actor,
-      expiresAt: new Date(now.getTime() + (config.expires_in ?? DEFAULT_APPROVAL_TTL_S) * 1000),
-      decidedAt: null,
-      decidedBy: null,
-      note: null,
-      operationId: null,
-      outbox: [],
-      createdAt: now,
-      updatedAt: now,
-    });
+    await this.insertApproval(
+      {
+        _id: approvalId,
+        accountId: run.accountId,
+        kind: 'workflow_step',
+        actionKey: 'assets.workflow.continue',
+        actionHash: approvalHash([approvalId, 'assets.workflow.continue', run._id, run.segment, step.id]),
+        title: config.title ?? `Continue workflow run at step ${step.id}`,
+        status: 'pending',
+        projectId: run.projectId,
+        runId: run._id,
+        stepId: step.id,
+        tool: null,
+        requestedBy: { type: 'workflow_run', id: run._id },
+        actor: run.actor,
+        expiresAt: new Date(now.getTime() + (config.expires_in ?? DEFAULT_APPROVAL_TTL_S) * 1000),
+        decidedAt: null,
+        decidedBy: null,
+        note: null,
+        operationId: null,
+        outbox: [],
+        createdAt: now,
+        updatedAt: now,
+      },
+      `Workflow run ${run._id} waits at step ${step.id} for a person's approval before it continues`,
+    );
     await this.m.Run.updateOne(
       { _id: run._id, segment: run.segment, status: 'running', cursor: run.cursor },
       {
@@ -555,13 +566,35 @@ export class WorkflowService {
     return { waiting_for_approval: approvalId };
   }
 
-  private async insertApproval(doc: ApprovalDoc): Promise<void> {
+  private async insertApproval(doc: ApprovalDoc, summary: string): Promise<void> {
     try {
       await this.m.Approval.create({ ...doc, outbox: [this.event(doc, 'pending', doc.createdAt)] });
       this.relay.nudge();
     } catch (e) {
       if (!isDuplicateKey(e)) throw e;
     }
+    // Also after a duplicate: a retried step heals a proposal lost between the two writes.
+    await this.agentActions()?.propose({
+      actionKey: doc.actionKey,
+      accountId: doc.accountId,
+      scope: doc.projectId ? { type: 'project', projectId: doc.projectId } : { type: 'account' },
+      approvalId: doc._id,
+      actionHash: doc.actionHash,
+      title: doc.title,
+      summary,
+      risk: APPROVAL_RISK[doc.kind],
+      expiresAt: doc.expiresAt,
+      principal: doc.requestedBy,
+      resource: doc.runId ? { type: 'asset_workflow_run', id: doc.runId } : { type: 'asset_approval', id: doc._id },
+    });
+  }
+
+  /**
+   * The kernel's agent-action port (core/agent-actions.ts), when the activity area runs: approvals
+   * are proposed there, so they show in agent activity and can be decided on either route.
+   */
+  private agentActions(): AgentActionsPort | null {
+    return this.d.ports.has('agentActions') ? this.d.ports.get('agentActions') : null;
   }
 
   // ---- approvals -----------------------------------------------------------------------------
@@ -596,24 +629,71 @@ export class WorkflowService {
     if (body.actionHash && body.actionHash !== a.actionHash) {
       throw conflict('assets.approval_hash_mismatch', 'action_hash does not match this approval');
     }
+    const port = this.agentActions();
+    if (port && a.status === 'pending' && a.expiresAt.getTime() <= Date.now()) {
+      // Past its time here: expired (in agent activity too), unless a decision there got in first.
+      await this.expire(a);
+      const after = await this.getApproval(p, id);
+      if (after.status === 'expired')
+        throw new PlatformError('assets.approval_expired', 410, 'the approval expired before a decision');
+    }
+    if (port) {
+      // The agent action is the arbiter: one conditional update there decides, on this route or on
+      // the activity route; its performer (applyDecision) then records it here and continues.
+      const r = await port.decide({
+        approvalId: id,
+        accountId: a.accountId,
+        decision: decision === 'approved' ? 'approved' : 'denied',
+        decidedBy: who.keyId,
+        note: body.note ?? null,
+      });
+      if (r.outcome === 'expired') {
+        await this.expire(a);
+        throw new PlatformError('assets.approval_expired', 410, 'the approval expired before a decision');
+      }
+      if (r.outcome === 'withdrawn') {
+        throw conflict('assets.approval_already_decided', 'the approval is already cancelled', { status: 'cancelled' });
+      }
+      if (r.outcome === 'conflict') {
+        const status = r.decision === 'approved' ? 'approved' : 'rejected';
+        throw conflict('assets.approval_already_decided', `the approval is already ${status}`, { status });
+      }
+      // `unknown`: an approval recorded before its proposal (or without the activity area): below.
+      if (r.outcome !== 'unknown') return this.getApproval(p, id);
+    }
+    return this.decideHere(a, decision, who.keyId, body.note ?? null);
+  }
+
+  /** The decision recorded on the approval itself (conditional on pending), then its continuation. */
+  private async decideHere(
+    a: ApprovalDoc,
+    decision: 'approved' | 'rejected',
+    decidedBy: string | null,
+    note: string | null,
+    /** The agent action already recorded this decision in time: no expiry check of our own. */
+    arbitrated = false,
+  ): Promise<ApprovalDoc> {
     const now = new Date();
     let decided = a;
     if (a.status === 'pending') {
-      if (a.expiresAt.getTime() <= now.getTime()) {
+      if (!arbitrated && a.expiresAt.getTime() <= now.getTime()) {
         await this.expire(a);
         throw new PlatformError('assets.approval_expired', 410, 'the approval expired before a decision');
       }
       const next = await this.m.Approval.findOneAndUpdate(
-        { _id: id, accountId: a.accountId, status: 'pending' },
+        { _id: a._id, accountId: a.accountId, status: 'pending' },
         {
-          $set: { status: decision, decidedAt: now, decidedBy: who.keyId, note: body.note ?? null, updatedAt: now },
-          $push: { outbox: this.event({ ...a, decidedBy: who.keyId }, decision, now) },
+          $set: { status: decision, decidedAt: now, decidedBy, note, updatedAt: now },
+          $push: { outbox: this.event({ ...a, decidedBy }, decision, now) },
         },
         { new: true },
       )
         .lean<ApprovalDoc>()
         .exec();
-      if (!next) return this.decide(p, id, decision, body);
+      if (!next) {
+        const again = await this.m.Approval.findById(a._id).lean<ApprovalDoc>().exec();
+        return this.decideHere(again!, decision, decidedBy, note, arbitrated);
+      }
       this.relay.nudge();
       decided = next;
     } else if (a.status === 'expired') {
@@ -623,6 +703,30 @@ export class WorkflowService {
     }
     // Same decision again (or the first one): make sure its continuation happened.
     return this.continueAfter(decided);
+  }
+
+  /**
+   * The performer of `assets.*` agent actions (registered in the area's `provides`): called once
+   * the action is decided, on either route, and again on a retried decision. Records the decision
+   * on the approval (a no-op when already recorded) and continues the run or performs the tool call
+   * (both idempotent on ids fixed by the approval).
+   */
+  async applyDecision(d: DecidedAgentAction): Promise<{ operations: AgentActionOperationLink[] }> {
+    const a = await this.m.Approval.findOne({ _id: d.approvalId, accountId: d.accountId }).lean<ApprovalDoc>().exec();
+    if (!a) throw approvalNotFound();
+    const done = await this.decideHere(a, d.decision === 'approved' ? 'approved' : 'rejected', d.decidedBy, d.note, true);
+    if (!done.operationId) return { operations: [] };
+    return {
+      operations: [
+        {
+          activityId: `operation:${done.operationId}`,
+          resourceType: done.kind === 'automation_tool' ? 'asset_automation_action' : 'asset_workflow_run',
+          resourceId: done.kind === 'automation_tool' ? done._id : done.runId!,
+          projectId: done.projectId,
+          relation: 'originated',
+        },
+      ],
+    };
   }
 
   /**
@@ -639,6 +743,14 @@ export class WorkflowService {
   }
 
   private async expire(a: ApprovalDoc): Promise<void> {
+    const closed = await this.agentActions()?.close({ approvalId: a._id, accountId: a.accountId, as: 'expired' });
+    if (closed?.decision) {
+      // A decision on the activity route won the race against the expiry: it stands.
+      await this.decideHere(a, closed.decision === 'approved' ? 'approved' : 'rejected', null, null, true).catch((e) =>
+        this.d.log.warn({ err: e, approvalId: a._id }, 'decided approval not applied at expiry'),
+      );
+      return;
+    }
     const now = new Date();
     await this.m.Approval.updateOne(
       { _id: a._id, status: 'pending' },
@@ -813,7 +925,10 @@ export class WorkflowService {
       createdAt: now,
       updatedAt: now,
     };
-    await this.insertApproval(approval);
+    await this.insertApproval(
+      approval,
+      `Governed tool ${t.name} (scope ${t.scope}) with arguments ${Object.keys(args).sort().join(', ') || 'none'}`,
+    );
     await audit('approval_required', null, id);
     return { outcome: 'approval_required', approval };
   }
