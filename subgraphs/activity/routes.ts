@@ -1,13 +1,27 @@
 import { z } from 'zod';
 import { type AnyRoute, type RouteRequest, route } from '../../core/rest-route';
+import { MAX_LIMIT } from './reads';
 
 /**
  * REST rows of spec 4.6 and 4.7. Lists take only `limit` and `cursor`, each once (a repeated one
  * arrives as an array and fails the string schema); exact reads take no query at all.
  */
 const tag = 'Activity';
-const listQuery = z.object({ limit: z.string().optional(), cursor: z.string().optional() }).strict();
+const listQuery = z
+  .object({ limit: z.coerce.number().int().min(1).max(MAX_LIMIT).optional(), cursor: z.string().min(1).optional() })
+  .strict();
 const exactQuery = z.object({}).strict();
+/**
+ * Spec 7.5: a malformed path id is a 400. Scope ids are UUIDs as `isUuid` (core/ids.ts) reads them
+ * (versions 1–8, RFC 4122 variant), item ids `<source_kind>:<UUID>` (`checkItemId`).
+ */
+const UUID_RE = '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-8][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}';
+const uuid = z.string().regex(new RegExp(`^${UUID_RE}$`));
+const itemId = z.string().regex(new RegExp(`^[a-z][a-z0-9_]*:${UUID_RE}$`));
+const pathSchema = (path: string) =>
+  z.object(
+    Object.fromEntries([...path.matchAll(/\{(\w+)\}/g)].map(([, n]) => [n, n === 'activityID' || n === 'actionID' ? itemId : uuid])),
+  ) as unknown as z.ZodType<Record<string, string>>;
 
 interface ScopePath {
   /** Path under `/api/v1` before the feed word. */
@@ -41,7 +55,12 @@ function feedRoutes(feed: 'operation-activity' | 'agent-activity', s: ScopePath)
       tag,
       operation: feed,
       query: listQuery,
-      variables: (r) => ({ ...scopeVars(r), limit: r.query.limit ?? null, cursor: r.query.cursor ?? null }),
+      params: pathSchema(base),
+      variables: (r) => ({
+        ...scopeVars(r),
+        limit: r.query.limit === undefined ? null : String(r.query.limit),
+        cursor: r.query.cursor ?? null,
+      }),
       select: (d) => d[op],
       status: 200,
       envelope: 'standard',
@@ -53,6 +72,7 @@ function feedRoutes(feed: 'operation-activity' | 'agent-activity', s: ScopePath)
       tag,
       operation: `${feed}-item`,
       query: exactQuery,
+      params: pathSchema(`${base}/{${feed === 'operation-activity' ? 'activityID' : 'actionID'}}`),
       variables: (r) => ({ ...scopeVars(r), [itemArg]: r.params.activityID ?? r.params.actionID }),
       select: (d) => d[`${op}Item`],
       status: 200,
@@ -80,6 +100,9 @@ export const activityRoutes: AnyRoute[] = [
     tag,
     operation: 'decide-approval',
     body: decisionBody,
+    params: pathSchema('/{approvalID}'),
+    // 409 hash changed or another decision recorded, 410 expired (spec 7.5).
+    errors: [409, 410],
     variables: (r) => ({
       approvalId: r.params.approvalID,
       decision: r.body.decision,

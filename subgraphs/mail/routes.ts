@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { type AnyRoute, route, type RouteRequest } from '../../core/rest-route';
-import { STEP_IDS } from './migration';
+import { PROVIDERS, STEP_IDS } from './migration';
 
 /**
  * Spec 4.8 mail routes, each onto one GraphQL operation. The three public routes live under
@@ -12,14 +12,18 @@ const tag = 'Mail';
 /** Query values arrive as a string, or an array when repeated: a repeated list joins with commas. */
 const text = z.union([z.string(), z.array(z.string())]).optional();
 const asText = (v: string | string[] | undefined): string | null => (v === undefined ? null : Array.isArray(v) ? v.join(',') : v);
-const auditQuery = z.object({ domain: text, selectors: text, download: text }).passthrough();
-const planQuery = auditQuery.extend({ provider: text });
-const checklistQuery = z.object({ domain: text, provider: text }).passthrough();
+/** The audited name: required; the service parses it (IDN → punycode) and refuses a non-name with 400. */
+const domain = z.string().min(1).max(1024);
+/** `download=1` asks for an attachment; `0` or empty does not (resolvers.ts `wantsDownload`). */
+const download = z.enum(['', '0', '1']).optional();
+const auditQuery = z.object({ domain, selectors: text, download }).passthrough();
+const planQuery = auditQuery.extend({ provider: z.enum(PROVIDERS) });
+const checklistQuery = z.object({ domain, provider: z.enum(PROVIDERS) }).passthrough();
 const checklistBody = z
   .object({
     domain: z.string().min(1).max(1024),
-    provider: z.string().min(1).max(64),
-    completed: z.array(z.string().max(64)).max(STEP_IDS.length * 2),
+    provider: z.enum(PROVIDERS),
+    completed: z.array(z.enum(STEP_IDS)).max(STEP_IDS.length * 2),
     revision: z.number().int().min(0),
   })
   .strict();
@@ -53,6 +57,7 @@ export const mailRoutes: AnyRoute[] = [
     summary: 'Public domain audit: SPF (with a merge proposal), DMARC, MX, DKIM and return-path; no authentication',
     tag,
     operation: 'mail-audit',
+    public: true,
     query: auditQuery,
     variables: (r) => ({
       domain: asText(r.query.domain) ?? '',
@@ -71,6 +76,7 @@ export const mailRoutes: AnyRoute[] = [
     summary: 'Public migration plan: the audit plus the provider guide, steps, rollback and examples; no authentication',
     tag,
     operation: 'mail-migration-plan',
+    public: true,
     query: planQuery,
     variables: (r) => ({
       domain: asText(r.query.domain) ?? '',
@@ -90,6 +96,7 @@ export const mailRoutes: AnyRoute[] = [
     summary: 'Every provider migration guide; no authentication',
     tag,
     operation: 'mail-migration-guides',
+    public: true,
     variables: () => ({}),
     select: (d) => d.mailMigrationGuides,
     status: 200,
@@ -114,6 +121,8 @@ export const mailRoutes: AnyRoute[] = [
     tag,
     operation: 'update-mail-migration-checklist',
     body: checklistBody,
+    // 409: the revision read is no longer current (spec 7.6).
+    errors: [409],
     variables: (r) => ({ ...r.body }),
     select: (d) => d.updateMailMigrationChecklist,
     status: 200,

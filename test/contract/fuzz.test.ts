@@ -21,6 +21,8 @@ const MAX_EXAMPLES = Number(process.env.FUZZ_MAX_EXAMPLES ?? 100);
  * as their rows are made precise: `FUZZ_AREAS=all` runs every operation.
  */
 const FUZZ_AREAS = (process.env.FUZZ_AREAS ?? 'publisher,commerce').split(',').map((a) => a.trim());
+/** The phases (all four in `npm test`; `FUZZ_PHASES=coverage` is a quick local pass). */
+const PHASES = process.env.FUZZ_PHASES ?? 'examples,coverage,fuzzing,stateful';
 /** The seed `npm test` runs (a run whose cases all pass); `FUZZ_SEED=random` draws a new one. */
 const DEFAULT_SEED = 1242015219;
 /** The whole stage's bound; the run is killed (and the test fails) past it. */
@@ -93,7 +95,7 @@ stage(
       '--checks',
       'all',
       '--phases',
-      'examples,coverage,fuzzing,stateful',
+      PHASES,
       '--max-examples',
       String(MAX_EXAMPLES),
       '--seed',
