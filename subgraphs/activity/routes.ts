@@ -20,7 +20,9 @@ const uuid = z.string().regex(new RegExp(`^${UUID_RE}$`));
 const itemId = z.string().regex(new RegExp(`^[a-z][a-z0-9_]*:${UUID_RE}$`));
 const pathSchema = (path: string) =>
   z.object(
-    Object.fromEntries([...path.matchAll(/\{(\w+)\}/g)].map(([, n]) => [n, n === 'activityID' || n === 'actionID' ? itemId : uuid])),
+    Object.fromEntries(
+      [...path.matchAll(/\{(\w+)\}/g)].map(([, n]) => [n, n === 'activityID' || n === 'actionID' ? itemId : uuid]),
+    ),
   ) as unknown as z.ZodType<Record<string, string>>;
 
 interface ScopePath {

@@ -63,7 +63,7 @@ export const collectionRoutes: AnyRoute[] = [
     operation: 'create-collection',
     body: collectionBody,
     scope: SCOPES.write,
-    errors: [409],
+    errors: [404, 409],
     creates: { collectionID: '/data/id' },
     variables: ({ body }) => ({ input: collectionInput(body) }),
     select: (d) => d.createAssetCollection,

@@ -97,6 +97,8 @@ export const workflowRoutes: AnyRoute[] = [
     operation: 'create-workflow',
     body: createBody,
     scope: SCOPES.write,
+    // 404: project_id names no project of the account.
+    errors: [404],
     creates: { workflowId: '/data/id' },
     variables: (r) => ({ name: r.body.name, projectId: r.body.project_id ?? null, draft: r.body.draft ?? null }),
     select: (d) => d.createAssetWorkflow,
