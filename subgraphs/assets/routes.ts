@@ -230,6 +230,8 @@ export const assetsRoutes: AnyRoute[] = [
     operation: 'create-upload-capability',
     body: capabilityBody,
     scope: SCOPES.write,
+    // 404: the bucket named is not one of the account's.
+    errors: [404],
     variables: (r) => ({ bucket: r.body.bucket ?? null, folder: r.body.folder ?? null, expiresIn: r.body.expires_in ?? null }),
     select: (d) => d.createAssetUploadCapability,
     status: 201,
@@ -384,6 +386,8 @@ export const assetsRoutes: AnyRoute[] = [
     operation: 'create-bucket',
     body: bucketBody,
     scope: SCOPES.admin,
+    // 409: a bucket with this name exists.
+    errors: [409],
     variables: ({ body }) => ({ input: bucketInput(body) }),
     select: (d) => d.createAssetBucket,
     headers: revisionHeader,
@@ -627,6 +631,8 @@ export const assetsRoutes: AnyRoute[] = [
     operation: 'create-branch',
     body: branchBody,
     scope: SCOPES.write,
+    // 409: the branch exists (main always does).
+    errors: [409],
     variables: (r) => ({ id: id(r), name: r.body.name, fromVersion: r.body.from_version ?? null }),
     select: (d) => d.createAssetBranch,
     headers: revisionHeader,
@@ -656,6 +662,8 @@ export const assetsRoutes: AnyRoute[] = [
     operation: 'create-transformation',
     body: transformationBody,
     scope: SCOPES.write,
+    // 409: a transformation with this name exists.
+    errors: [409],
     variables: (r) => transformationVars(r.body),
     select: (d) => d.createAssetTransformation,
     status: 201,

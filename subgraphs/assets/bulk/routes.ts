@@ -9,7 +9,14 @@ const tag = 'Assets';
 const str = z.string();
 
 /** One item per action (BULK_ACTIONS): `visibility` only with, and required by, action visibility; `tags` likewise with add_tags. */
-const target = { asset_id: str.min(1).max(64), revision: z.number().int().positive() };
+const target = {
+  asset_id: str.min(1).max(64),
+  revision: z
+    .number()
+    .int()
+    .positive()
+    .max(2 ** 31 - 1),
+};
 const item = z.discriminatedUnion('action', [
   z.object({ ...target, action: z.literal(BULK_ACTIONS[0]) }).strict(),
   z.object({ ...target, action: z.literal(BULK_ACTIONS[1]), visibility: z.enum(['public', 'private']) }).strict(),

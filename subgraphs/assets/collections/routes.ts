@@ -15,7 +15,8 @@ const ifMatch = (r: { headers: Record<string, string | string[] | undefined> }) 
 const pageQuery = z
   .object({ limit: z.coerce.number().int().min(1).max(ORG_LIST_LIMIT_MAX).optional(), cursor: str.optional() })
   .strict();
-const name = str.trim().min(1).max(128);
+// Trimmed by the service: at least one character that is not white space.
+const name = str.trim().min(1).max(128).regex(/\S/);
 
 const collectionBody = z
   .object({

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { type AnyRoute, route } from '../../../core/rest-route';
 import { revisionHeader } from '../revisions';
 import { SCOPES } from '../service';
+import { definitionSchema } from './catalog';
 import { APPROVAL_STATUSES } from './model';
 
 /**
@@ -18,12 +19,8 @@ const ifMatch = (r: { headers: Record<string, string | string[] | undefined> }) 
 const pageQuery = z
   .object({ limit: z.coerce.number().int().min(1).max(100).optional(), cursor: z.string().min(1).optional() })
   .strict();
-const draftBody = z
-  .object({
-    trigger: z.object({ type: z.string() }).strict(),
-    steps: z.array(z.object({ id: z.string(), type: z.string(), config: z.record(z.unknown()).optional() }).strict()).max(50),
-  })
-  .strict();
+/** The service's own definition schema (trigger types, step ids, at most MAX_STEPS steps). */
+const draftBody = definitionSchema;
 const createBody = z
   .object({
     name: z.string().trim().min(1).max(200),
