@@ -94,8 +94,8 @@ export const workflowRoutes: AnyRoute[] = [
     operation: 'create-workflow',
     body: createBody,
     scope: SCOPES.write,
-    // 404: project_id names no project of the account.
-    errors: [404],
+    // 404: project_id names no project of the account; 422: a config key the store cannot hold.
+    errors: [404, 422],
     creates: { workflowId: '/data/id' },
     variables: (r) => ({ name: r.body.name, projectId: r.body.project_id ?? null, draft: r.body.draft ?? null }),
     select: (d) => d.createAssetWorkflow,
@@ -177,7 +177,8 @@ export const workflowRoutes: AnyRoute[] = [
     operation: 'save-workflow-draft',
     body: draftBody,
     scope: SCOPES.write,
-    errors: [412, 428],
+    // 422: a step config key the store cannot hold (a NUL byte).
+    errors: [412, 422, 428],
     variables: (r) => ({ id: wfId(r), draft: r.body, ifMatch: ifMatch(r) }),
     select: (d) => d.saveAssetWorkflowDraft,
     headers: revisionHeader,
