@@ -881,7 +881,7 @@ function parseDraft(draft: unknown): Definition {
   const bad = unstorableKey(draft);
   if (bad !== null)
     throw new PlatformError('assets.unstorable_key', 422, 'step config keys must not contain NUL characters', {
-      key: bad.replace(/\u0000/g, '\\0').slice(0, 100),
+      key: bad.split('\u0000').join('\\0').slice(0, 100),
     });
   const parsed = definitionSchema.safeParse(draft);
   if (!parsed.success) {
