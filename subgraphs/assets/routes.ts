@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { type AnyRoute, route } from '../../core/rest-route';
 import { VISIBILITIES } from './model';
 import { revisionHeader } from './revisions';
+import { CAPABILITY_MAX_SECONDS } from './capabilities';
 import { BRANCH_RE, SCOPES, SORT_FIELDS } from './service';
 import { FITS, FORMATS, GRAVITIES, MAX_EDGE, NAME as TRANSFORMATION_NAME } from './transforms';
 import { MAX_KEY_LENGTH } from './uploads';
@@ -109,7 +110,18 @@ const expiresIn = z
   .min(1)
   .max(7 * 24 * 3600);
 const signedUrlBody = z.union([
-  z.object({ expires_in: expiresIn, max_downloads: z.number().int().positive().nullable().optional() }).strict(),
+  z
+    .object({
+      expires_in: expiresIn,
+      max_downloads: z
+        .number()
+        .int()
+        .positive()
+        .max(2 ** 31 - 1)
+        .nullable()
+        .optional(),
+    })
+    .strict(),
   z.object({ expires_in: expiresIn, transformation: str.min(1).max(64) }).strict(),
 ]);
 /** Spec "not shown" shapes: CONTRACTS.md (legacy flat form, typed v2 form with an eager policy). */
@@ -165,7 +177,17 @@ const transformBody = z
     definition: typedTransformation.shape.definition.optional(),
   })
   .strict();
-const branchBody = z.object({ name: str.regex(BRANCH_RE), from_version: z.number().int().positive().optional() }).strict();
+const branchBody = z
+  .object({
+    name: str.regex(BRANCH_RE),
+    from_version: z
+      .number()
+      .int()
+      .positive()
+      .max(2 ** 31 - 1)
+      .optional(),
+  })
+  .strict();
 
 const sessionShared = {
   bucket: str.min(1).optional(),
@@ -217,7 +239,7 @@ const capabilityBody = z
   .object({
     bucket: str.min(1).optional(),
     folder: str.max(MAX_KEY_LENGTH).optional(),
-    expires_in: z.number().int().positive().optional(),
+    expires_in: z.number().int().min(1).max(CAPABILITY_MAX_SECONDS).optional(),
   })
   .strict();
 

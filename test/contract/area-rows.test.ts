@@ -101,6 +101,18 @@ describe('through the bridge', () => {
     expect(res.body.data.part_count).toBe(1);
   });
 
+  it('refuses a workflow draft whose step config holds a NUL byte in a key with 422 (was a 500 from BSON)', async () => {
+    const { key } = await t.createKey({ plan: 'pro' });
+    const res = await t.rest('POST', '/api/v1/assets/workflows', {
+      key,
+      body: {
+        name: 'w',
+        draft: { trigger: { type: 'manual' }, steps: [{ id: 's1', type: 'tag', config: { a: { 'x\u0000y': 1 } } }] },
+      },
+    });
+    expect([res.status, res.body.error.code]).toEqual([422, 'assets.unstorable_key']);
+  });
+
   it('answers 401 before reading a transformation definition', async () => {
     const res = await t.rest('POST', '/api/v1/assets/transformations', {
       body: { name: 'x' }, // schema-valid, but no operation or format: the service's own 400 once keyed

@@ -28,9 +28,27 @@ const createBody = z
     draft: draftBody.optional(),
   })
   .strict();
-const activateBody = z.object({ version: z.number().int().positive().optional() }).strict().optional();
+const activateBody = z
+  .object({
+    version: z
+      .number()
+      .int()
+      .positive()
+      .max(2 ** 31 - 1)
+      .optional(),
+  })
+  .strict()
+  .optional();
 const runBody = z
-  .object({ asset_id: z.string().min(1).max(64).optional(), version: z.number().int().positive().optional() })
+  .object({
+    asset_id: z.string().min(1).max(64).optional(),
+    version: z
+      .number()
+      .int()
+      .positive()
+      .max(2 ** 31 - 1)
+      .optional(),
+  })
   .strict()
   .optional();
 const decisionBody = z
