@@ -165,7 +165,8 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
       handler: async (req: FastifyRequest, reply: FastifyReply) => {
         let body: unknown = undefined;
         if (route.body) {
-          const parsed = route.body.safeParse(req.body ?? {});
+          // No body reads as `{}`; a JSON `null` is a body, and not an object (400 like any other).
+          const parsed = route.body.safeParse(req.body === undefined ? {} : req.body);
           if (!parsed.success) return send(reply, route.envelope, 400, fromZod('body', parsed.error));
           body = parsed.data;
         } else if (

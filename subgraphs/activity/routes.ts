@@ -1,36 +1,29 @@
 import { z } from 'zod';
 import { type AnyRoute, type RouteRequest, route } from '../../core/rest-route';
+import { MAX_LIMIT } from './reads';
 
 /**
  * REST rows of spec 4.6 and 4.7. Lists take only `limit` and `cursor`, each once (a repeated one
  * arrives as an array and fails the string schema); exact reads take no query at all.
  */
 const tag = 'Activity';
-/** `limit` 1–100 written as digits (kept a string: the service parses it too, spec 4.6); cursor opaque, never empty. */
 const listQuery = z
-  .object({
-    limit: z
-      .string()
-      .regex(/^(100|[1-9][0-9]?)$/)
-      .optional(),
-    // An opaque signed cursor: `<base64url>.<base64url MAC>` (a forged one is still 400, spec 4.6).
-    cursor: z
-      .string()
-      .max(512)
-      .regex(/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{22}$/)
-      .optional(),
-  })
+  .object({ limit: z.coerce.number().int().min(1).max(MAX_LIMIT).optional(), cursor: z.string().min(1).optional() })
   .strict();
 const exactQuery = z.object({}).strict();
-const uuid = z.string().uuid();
-/** `<source_kind>:<UUID>` (percent-encoded once in the path). */
-const itemId = z.string().regex(/^[a-z][a-z0-9_]*:[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i);
-/** The path's id parameters as documented (the service answers a malformed one 400, spec 7.5). */
-const idParams = (path: string, item?: string) =>
-  z.object({
-    ...Object.fromEntries([...path.matchAll(/\{(\w+)\}/g)].map((m) => [m[1], uuid])),
-    ...(item ? { [item]: itemId } : {}),
-  });
+/**
+ * Spec 7.5: a malformed path id is a 400. Scope ids are UUIDs as `isUuid` (core/ids.ts) reads them
+ * (versions 1–8, RFC 4122 variant), item ids `<source_kind>:<UUID>` (`checkItemId`).
+ */
+const UUID_RE = '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-8][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}';
+const uuid = z.string().regex(new RegExp(`^${UUID_RE}$`));
+const itemId = z.string().regex(new RegExp(`^[a-z][a-z0-9_]*:${UUID_RE}$`));
+const pathSchema = (path: string) =>
+  z.object(
+    Object.fromEntries(
+      [...path.matchAll(/\{(\w+)\}/g)].map(([, n]) => [n, n === 'activityID' || n === 'actionID' ? itemId : uuid]),
+    ),
+  ) as unknown as z.ZodType<Record<string, string>>;
 
 interface ScopePath {
   /** Path under `/api/v1` before the feed word. */
@@ -64,9 +57,13 @@ function feedRoutes(feed: 'operation-activity' | 'agent-activity', s: ScopePath)
       tag,
       operation: feed,
       query: listQuery,
-      params: idParams(s.path),
+      params: pathSchema(base),
       errors: [404],
-      variables: (r) => ({ ...scopeVars(r), limit: r.query.limit ?? null, cursor: r.query.cursor ?? null }),
+      variables: (r) => ({
+        ...scopeVars(r),
+        limit: r.query.limit === undefined ? null : String(r.query.limit),
+        cursor: r.query.cursor ?? null,
+      }),
       select: (d) => d[op],
       status: 200,
       envelope: 'standard',
@@ -78,7 +75,7 @@ function feedRoutes(feed: 'operation-activity' | 'agent-activity', s: ScopePath)
       tag,
       operation: `${feed}-item`,
       query: exactQuery,
-      params: idParams(s.path, feed === 'operation-activity' ? 'activityID' : 'actionID'),
+      params: pathSchema(`${base}/{${feed === 'operation-activity' ? 'activityID' : 'actionID'}}`),
       errors: [404],
       variables: (r) => ({ ...scopeVars(r), [itemArg]: r.params.activityID ?? r.params.actionID }),
       select: (d) => d[`${op}Item`],
@@ -107,8 +104,8 @@ export const activityRoutes: AnyRoute[] = [
     tag,
     operation: 'decide-approval',
     body: decisionBody,
-    params: z.object({ approvalID: uuid }),
-    // 404 unknown approval; 409 wrong hash, other decision, withheld, withdrawn; 410 expired.
+    params: pathSchema('/{approvalID}'),
+    // 404 unknown approval; 409 hash changed, another decision recorded, withheld or withdrawn; 410 expired (spec 7.5).
     errors: [404, 409, 410],
     variables: (r) => ({
       approvalId: r.params.approvalID,

@@ -353,3 +353,10 @@ export function assetModels(conn: Connection): AssetModels {
     Session: model(conn, 'assets', 'UploadSession', sessionSchema),
   };
 }
+
+/**
+ * Parts of a session: at least one. An empty file in a single-PUT session has a part size of 0, so
+ * the division alone would be 0/0 (NaN, which GraphQL's Int refuses: a 500).
+ */
+export const partCount = (s: { fileSize: number; partSize: number }): number =>
+  s.partSize > 0 ? Math.max(1, Math.ceil(s.fileSize / s.partSize)) : 1;

@@ -2,7 +2,9 @@ import { z } from 'zod';
 import { type AnyRoute, route } from '../../core/rest-route';
 import { VISIBILITIES } from './model';
 import { revisionHeader } from './revisions';
-import { SCOPES, SORT_FIELDS } from './service';
+import { CAPABILITY_MAX_SECONDS } from './capabilities';
+import { BRANCH_RE, SCOPES, SORT_FIELDS } from './service';
+import { FITS, FORMATS, GRAVITIES, MAX_EDGE, NAME as TRANSFORMATION_NAME } from './transforms';
 import { MAX_KEY_LENGTH } from './uploads';
 import { workflowRoutes } from './workflows/routes';
 
@@ -101,37 +103,53 @@ const policyBody = z
 
 const tagsBody = z.object({ tags: z.array(str.min(1).max(128)).max(100) }).strict();
 const metadataBody = z.record(z.unknown());
-const signedUrlBody = z
-  .object({
-    expires_in: z.number().int().positive(),
-    max_downloads: z.number().int().positive().nullable().optional(),
-    transformation: str.min(1).max(64).optional(),
-  })
-  .strict();
+/** Up to ASSETS_SIGNED_URL_MAX_SECONDS (default 7 days); a transformation address counts no downloads. */
+const expiresIn = z
+  .number()
+  .int()
+  .min(1)
+  .max(7 * 24 * 3600);
+const signedUrlBody = z.union([
+  z
+    .object({
+      expires_in: expiresIn,
+      max_downloads: z
+        .number()
+        .int()
+        .positive()
+        .max(2 ** 31 - 1)
+        .nullable()
+        .optional(),
+    })
+    .strict(),
+  z.object({ expires_in: expiresIn, transformation: str.min(1).max(64) }).strict(),
+]);
 /** Spec "not shown" shapes: CONTRACTS.md (legacy flat form, typed v2 form with an eager policy). */
-const edge = z.number().int().positive().nullable().optional();
+const edge = z.number().int().min(1).max(MAX_EDGE).nullable().optional();
+const fit = z.enum(FITS).optional();
+const gravity = z.enum(GRAVITIES).optional();
+const format = z.enum(FORMATS).optional();
+const quality = z.number().int().min(1).max(100).optional();
 const legacyTransformation = z
   .object({
-    name: str,
+    name: str.regex(TRANSFORMATION_NAME),
     width: edge,
     height: edge,
-    fit: str.optional(),
-    gravity: str.optional(),
-    format: str.optional(),
-    quality: z.number().int().optional(),
+    fit,
+    gravity,
+    format,
+    quality,
   })
   .strict();
 const typedTransformation = z
   .object({
-    name: str,
+    name: str.regex(TRANSFORMATION_NAME),
     version: z.literal(2),
     definition: z
       .object({
-        operations: z
-          .array(z.object({ type: str, width: edge, height: edge, fit: str.optional(), gravity: str.optional() }).strict())
-          .max(4),
-        format: str.optional(),
-        quality: z.number().int().optional(),
+        operations: z.array(z.object({ type: z.literal('resize'), width: edge, height: edge, fit, gravity }).strict()).max(4),
+        format,
+        quality,
       })
       .strict(),
     eager: z.object({ enabled: z.boolean() }).strict().optional(),
@@ -159,7 +177,17 @@ const transformBody = z
     definition: typedTransformation.shape.definition.optional(),
   })
   .strict();
-const branchBody = z.object({ name: str.min(1).max(64), from_version: z.number().int().positive().optional() }).strict();
+const branchBody = z
+  .object({
+    name: str.regex(BRANCH_RE),
+    from_version: z
+      .number()
+      .int()
+      .positive()
+      .max(2 ** 31 - 1)
+      .optional(),
+  })
+  .strict();
 
 const sessionShared = {
   bucket: str.min(1).optional(),
@@ -211,7 +239,7 @@ const capabilityBody = z
   .object({
     bucket: str.min(1).optional(),
     folder: str.max(MAX_KEY_LENGTH).optional(),
-    expires_in: z.number().int().positive().optional(),
+    expires_in: z.number().int().min(1).max(CAPABILITY_MAX_SECONDS).optional(),
   })
   .strict();
 
@@ -224,6 +252,8 @@ export const assetsRoutes: AnyRoute[] = [
     operation: 'create-upload-capability',
     body: capabilityBody,
     scope: SCOPES.write,
+    // 404: the bucket named is not one of the account's.
+    errors: [404],
     variables: (r) => ({ bucket: r.body.bucket ?? null, folder: r.body.folder ?? null, expiresIn: r.body.expires_in ?? null }),
     select: (d) => d.createAssetUploadCapability,
     status: 201,
@@ -378,6 +408,8 @@ export const assetsRoutes: AnyRoute[] = [
     operation: 'create-bucket',
     body: bucketBody,
     scope: SCOPES.admin,
+    // 409: a bucket with this name exists.
+    errors: [409],
     variables: ({ body }) => ({ input: bucketInput(body) }),
     select: (d) => d.createAssetBucket,
     headers: revisionHeader,
@@ -392,6 +424,8 @@ export const assetsRoutes: AnyRoute[] = [
     operation: 'update-bucket',
     body: bucketBody.partial(),
     scope: SCOPES.admin,
+    // 428 without If-Match, 412 when it names another revision (spec 7.3); 409 duplicate key, non-empty bucket or job in progress.
+    errors: [409, 412, 428],
     variables: (r) => ({ id: r.params.bucketID, input: bucketInput(r.body), ifMatch: ifMatch(r) }),
     select: (d) => d.updateAssetBucket,
     headers: revisionHeader,
@@ -405,6 +439,8 @@ export const assetsRoutes: AnyRoute[] = [
     tag,
     operation: 'delete-bucket',
     scope: SCOPES.admin,
+    // 428 without If-Match, 412 when it names another revision (spec 7.3); 409 duplicate key, non-empty bucket or job in progress.
+    errors: [409, 412, 428],
     variables: (r) => ({ id: r.params.bucketID, ifMatch: ifMatch(r) }),
     select: (d) => d.deleteAssetBucket,
     status: 200,
@@ -488,6 +524,8 @@ export const assetsRoutes: AnyRoute[] = [
     operation: 'patch-asset',
     body: patchBody,
     scope: SCOPES.write,
+    // 428 without If-Match, 412 when it names another revision (spec 7.3); 409 duplicate key, non-empty bucket or job in progress.
+    errors: [409, 412, 428],
     variables: (r) => ({
       id: id(r),
       ifMatch: ifMatch(r),
@@ -511,6 +549,8 @@ export const assetsRoutes: AnyRoute[] = [
     tag,
     operation: 'delete-asset',
     scope: SCOPES.write,
+    // 428 without If-Match, 412 when it names another revision (spec 7.3); 409 duplicate key, non-empty bucket or job in progress.
+    errors: [409, 412, 428],
     variables: (r) => ({ id: id(r), ifMatch: ifMatch(r) }),
     select: (d) => d.deleteAsset,
     status: 202,
@@ -524,6 +564,8 @@ export const assetsRoutes: AnyRoute[] = [
     operation: 'set-asset-tags',
     body: tagsBody,
     scope: SCOPES.write,
+    // 428 without If-Match, 412 when it names another revision (spec 7.3).
+    errors: [412, 428],
     variables: (r) => ({ id: id(r), tags: r.body.tags, ifMatch: ifMatch(r) }),
     select: (d) => d.setAssetTags,
     headers: revisionHeader,
@@ -538,6 +580,8 @@ export const assetsRoutes: AnyRoute[] = [
     operation: 'merge-asset-metadata',
     body: metadataBody,
     scope: SCOPES.write,
+    // 428 without If-Match, 412 when it names another revision (spec 7.3).
+    errors: [412, 428],
     variables: (r) => ({ id: id(r), metadata: r.body, ifMatch: ifMatch(r) }),
     select: (d) => d.mergeAssetMetadata,
     headers: revisionHeader,
@@ -555,8 +599,8 @@ export const assetsRoutes: AnyRoute[] = [
     variables: (r) => ({
       id: id(r),
       expiresIn: r.body.expires_in,
-      maxDownloads: r.body.max_downloads ?? null,
-      transformation: r.body.transformation ?? null,
+      maxDownloads: 'max_downloads' in r.body ? (r.body.max_downloads ?? null) : null,
+      transformation: 'transformation' in r.body ? r.body.transformation : null,
     }),
     select: (d) => d.createAssetSignedUrl,
     status: 201,
@@ -593,6 +637,8 @@ export const assetsRoutes: AnyRoute[] = [
     tag,
     operation: 'restore-version',
     scope: SCOPES.write,
+    // 428 without If-Match, 412 when it names another revision (spec 7.3).
+    errors: [412, 428],
     variables: (r) => ({ id: id(r), versionId: r.params.versionID, ifMatch: ifMatch(r) }),
     select: (d) => d.restoreAssetVersion,
     headers: revisionHeader,
@@ -607,6 +653,8 @@ export const assetsRoutes: AnyRoute[] = [
     operation: 'create-branch',
     body: branchBody,
     scope: SCOPES.write,
+    // 409: the branch exists (main always does).
+    errors: [409],
     variables: (r) => ({ id: id(r), name: r.body.name, fromVersion: r.body.from_version ?? null }),
     select: (d) => d.createAssetBranch,
     headers: revisionHeader,
@@ -620,6 +668,8 @@ export const assetsRoutes: AnyRoute[] = [
     tag,
     operation: 'promote-branch',
     scope: SCOPES.write,
+    // 428 without If-Match, 412 when it names another revision (spec 7.3).
+    errors: [412, 428],
     variables: (r) => ({ id: id(r), branch: r.params.branch, ifMatch: ifMatch(r) }),
     select: (d) => d.promoteAssetBranch,
     headers: revisionHeader,
@@ -634,6 +684,8 @@ export const assetsRoutes: AnyRoute[] = [
     operation: 'create-transformation',
     body: transformationBody,
     scope: SCOPES.write,
+    // 409: a transformation with this name exists.
+    errors: [409],
     variables: (r) => transformationVars(r.body),
     select: (d) => d.createAssetTransformation,
     status: 201,

@@ -76,7 +76,7 @@ export interface AssetPatch {
 const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const assetNotFound = () => notFound('assets.not_found', 'asset not found');
 const jobNotFound = () => notFound('assets.job_not_found', 'job not found');
-const BRANCH_RE = /^[a-z0-9][a-z0-9._-]{0,63}$/i;
+export const BRANCH_RE = /^[a-zA-Z0-9][a-zA-Z0-9._-]{0,63}$/;
 /**
  * Public delivery remembers a resolved asset for 1 s (a CDN edge caches far longer): the hot path
  * then costs no database round trip. Changes made in this process forget the entry at once; another
@@ -388,8 +388,10 @@ export class AssetsService {
 
   async createBranch(p: Principal | null, id: string, name: string, fromVersion?: number | null): Promise<AssetDoc> {
     const { accountId } = this.writer(p);
-    if (!BRANCH_RE.test(name) || name === 'main')
-      throw badRequest('validation_failed', 'branch name must be 1–64 letters, digits, . _ - and not main');
+    if (!BRANCH_RE.test(name)) throw badRequest('validation_failed', 'branch name must be 1–64 letters, digits, . _ -');
+    // `main` always exists (the current version): asking for it again is the same conflict as any
+    // existing branch name, not a malformed request.
+    if (name === 'main') throw new PlatformError('assets.branch_exists', 409, 'branch main exists');
     const current = await this.get(p, id);
     const version = fromVersion ?? current.currentVersion;
     if (!current.versions.some((v) => v.number === version)) throw notFound('assets.version_not_found', 'version not found');

@@ -3,6 +3,7 @@ import { Arg, Ctx, Field, Float, ID, Int, Mutation, ObjectType, Query, Resolver 
 import type { RequestContext } from '../../core/subgraph-kit';
 import type { AssetsService } from './service';
 import { canonicalSpec, type DerivativeDoc, type TransformationDoc } from './transforms';
+import { requirePrincipal } from '../../core/principal';
 
 @ObjectType('AssetTransformationEager')
 export class EagerType {
@@ -74,6 +75,7 @@ export class AssetTransformsResolver {
     @Arg('eager', () => Boolean) eager: boolean,
     @Ctx() ctx: RequestContext,
   ): Promise<TransformationType> {
+    requirePrincipal(ctx.principal); // a request without a key is a 401 before its definition is read
     const spec = canonicalSpec(definition as Parameters<typeof canonicalSpec>[0]);
     return toTransformation(await this.svc.transforms.define(ctx.principal, name, version, spec, eager));
   }
@@ -91,6 +93,7 @@ export class AssetTransformsResolver {
     @Arg('transformation', () => String, { nullable: true }) transformation?: string,
     @Arg('definition', () => GraphQLJSONObject, { nullable: true }) definition?: Record<string, unknown>,
   ): Promise<DerivativeType> {
+    requirePrincipal(ctx.principal); // a request without a key is a 401 before its definition is read
     const inline = definition ? canonicalSpec(definition as Parameters<typeof canonicalSpec>[0]) : null;
     return toDerivative(await this.svc.transforms.transform(ctx.principal, id, transformation ?? null, inline));
   }

@@ -34,7 +34,7 @@ export const MAX_EDGE = 8192;
 export const QUALITY_DEFAULT = 80;
 const CACHE_MS = 1000;
 const CACHE_MAX = 10_000;
-const NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+export const NAME = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 const MIME: Record<Format, string> = { jpeg: 'image/jpeg', png: 'image/png', webp: 'image/webp', avif: 'image/avif' };
 
 export type Fit = (typeof FITS)[number];

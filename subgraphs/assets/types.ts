@@ -1,6 +1,6 @@
 import { GraphQLJSON, GraphQLJSONObject } from 'graphql-scalars';
 import { Directive, Field, Float, ID, InputType, Int, ObjectType } from 'type-graphql';
-import type { AssetDoc, AssetVersion, BucketDoc, JobDoc, SessionDoc } from './model';
+import { type AssetDoc, type AssetVersion, type BucketDoc, type JobDoc, type SessionDoc, partCount } from './model';
 import { publicUrl } from './views';
 
 @ObjectType('Asset', { description: 'A stored asset of the account (spec 2.3).' })
@@ -287,7 +287,7 @@ export const toSession = (s: SessionDoc, url: string): UploadSessionType => ({
   fileSize: s.fileSize,
   maxBytes: s.fileSize,
   partSize: s.partSize,
-  partCount: Math.max(1, Math.ceil(s.fileSize / s.partSize)),
+  partCount: partCount(s),
   parts: [...(s.parts ?? [])]
     .sort((a, b) => a.number - b.number)
     .map((p) => ({ number: p.number, size: p.size, checksum: p.sha256, receivedAt: p.receivedAt })),

@@ -7,7 +7,7 @@ import { isDuplicateKey } from '../../core/mongo';
 import type { Principal } from '../../core/principal';
 import { BlobTooLargeError } from './blob-store';
 import { largestAllowed } from './content-policy';
-import type { AssetDoc, SessionDoc } from './model';
+import { type AssetDoc, type SessionDoc, partCount } from './model';
 import type { AssetsService } from './service';
 import { parseUploadFields } from './uploads';
 
@@ -138,7 +138,7 @@ export class UploadSessions {
   }
 
   private expectedPartSize(s: SessionDoc, n: number): number {
-    const count = Math.max(1, Math.ceil(s.fileSize / s.partSize));
+    const count = partCount(s);
     if (n < 1 || n > count) throw badRequest('validation_failed', `part numbers run from 1 to ${count}`);
     return n < count ? s.partSize : s.fileSize - s.partSize * (count - 1);
   }
@@ -234,7 +234,7 @@ export class UploadSessions {
     const s = await this.get(caller, id);
     this.open(s);
     if (s.mode !== 'chunked') throw badRequest('validation_failed', 'a single-PUT session completes with its PUT');
-    const count = Math.max(1, Math.ceil(s.fileSize / s.partSize));
+    const count = partCount(s);
     const have = new Set(s.parts.map((x) => x.number));
     const missing = Array.from({ length: count }, (_, i) => i + 1).filter((n) => !have.has(n));
     if (missing.length > 0)

@@ -1,5 +1,9 @@
 import { z } from 'zod';
 import { route } from '../../core/rest-route';
+import { IDEMPOTENCY_KEY } from './checkouts';
+import { CURRENCIES, FUNDING_MODES, PRODUCTS } from './model';
+import { MAX_TOP_UP_CREDITS } from './pricing';
+import { USAGE_LIMIT } from './service';
 
 /** Spec 4.4: the AI-credit routes, one GraphQL operation each (documents in `operations/`). */
 export const PREFIX = '/api/v1/billing/ai-credits';
@@ -26,14 +30,12 @@ export const billingRoutes = [
     operation: 'list-ai-credit-usage',
     query: z
       .object({
-        product: z.string().optional(),
-        from: z.string().optional(),
-        to: z.string().optional(),
+        product: z.enum(PRODUCTS).optional(),
+        // A date or an RFC 3339 timestamp; `from` must be before `to` (else 400).
+        from: z.union([z.string().date(), z.string().datetime({ offset: true })]).optional(),
+        to: z.union([z.string().date(), z.string().datetime({ offset: true })]).optional(),
         source: z.string().optional(),
-        limit: z
-          .string()
-          .regex(/^\d{1,6}$/, 'a whole number')
-          .optional(),
+        limit: z.coerce.number().int().min(USAGE_LIMIT.min).max(USAGE_LIMIT.max).optional(),
         cursor: z.string().optional(),
       })
       .strict(),
@@ -42,7 +44,7 @@ export const billingRoutes = [
       from: query.from,
       to: query.to,
       source: query.source,
-      limit: query.limit === undefined ? undefined : Number(query.limit),
+      limit: query.limit,
       cursor: query.cursor,
     }),
     select: (d) => d.aiCreditUsage,
@@ -56,7 +58,7 @@ export const billingRoutes = [
     summary: 'Quote a top-up',
     tag,
     operation: 'create-ai-credit-quote',
-    body: z.object({ credits: z.number(), currency: z.string() }).strict(),
+    body: z.object({ credits: z.number().int().min(1).max(MAX_TOP_UP_CREDITS), currency: z.enum(CURRENCIES) }).strict(),
     variables: ({ body }) => ({ credits: body.credits, currency: body.currency }),
     select: (d) => d.createAiCreditQuote,
     status: 201,
@@ -69,7 +71,11 @@ export const billingRoutes = [
     summary: 'Check a quote out through a payment provider (exactly once per idempotency key)',
     tag,
     operation: 'create-ai-credit-checkout',
-    body: z.object({ quote_id: z.string(), idempotency_key: z.string(), provider: z.string() }).strict(),
+    body: z
+      .object({ quote_id: z.string(), idempotency_key: z.string().regex(IDEMPOTENCY_KEY), provider: z.enum(['test']) })
+      .strict(),
+    // 404 unknown quote, 409 quote or key already used otherwise, 410 quote expired.
+    errors: [404, 409, 410],
     variables: ({ body }) => ({ quoteId: body.quote_id, idempotencyKey: body.idempotency_key, provider: body.provider }),
     select: (d) => d.createAiCreditCheckout,
     status: 201,
@@ -94,7 +100,7 @@ export const billingRoutes = [
     summary: 'Set the funding preference of one product',
     tag,
     operation: 'set-ai-credit-funding',
-    body: z.object({ product: z.string(), mode: z.string() }).strict(),
+    body: z.object({ product: z.enum(PRODUCTS), mode: z.enum(FUNDING_MODES) }).strict(),
     variables: ({ body }) => ({ product: body.product, mode: body.mode }),
     select: (d) => d.setAiCreditFunding,
     status: 200,

@@ -12,6 +12,9 @@ const tag = 'Mail';
 /** Query values arrive as a string, or an array when repeated: a repeated list joins with commas. */
 const text = z.union([z.string(), z.array(z.string())]).optional();
 const asText = (v: string | string[] | undefined): string | null => (v === undefined ? null : Array.isArray(v) ? v.join(',') : v);
+// Spec 7.6 names the codes of a bad domain, selector list, download flag or provider
+// (`invalid_domain`, `invalid_selectors`, `invalid_audit`, `invalid_provider`): the service checks
+// them, so the query stays loose here (decision 0007 lists these 400s as per-operation exceptions).
 const auditQuery = z.object({ domain: text, selectors: text, download: text }).passthrough();
 const planQuery = auditQuery.extend({ provider: text });
 const checklistQuery = z.object({ domain: text, provider: text }).passthrough();
@@ -53,6 +56,7 @@ export const mailRoutes: AnyRoute[] = [
     summary: 'Public domain audit: SPF (with a merge proposal), DMARC, MX, DKIM and return-path; no authentication',
     tag,
     operation: 'mail-audit',
+    public: true,
     query: auditQuery,
     variables: (r) => ({
       domain: asText(r.query.domain) ?? '',
@@ -71,6 +75,7 @@ export const mailRoutes: AnyRoute[] = [
     summary: 'Public migration plan: the audit plus the provider guide, steps, rollback and examples; no authentication',
     tag,
     operation: 'mail-migration-plan',
+    public: true,
     query: planQuery,
     variables: (r) => ({
       domain: asText(r.query.domain) ?? '',
@@ -90,6 +95,7 @@ export const mailRoutes: AnyRoute[] = [
     summary: 'Every provider migration guide; no authentication',
     tag,
     operation: 'mail-migration-guides',
+    public: true,
     variables: () => ({}),
     select: (d) => d.mailMigrationGuides,
     status: 200,
@@ -114,6 +120,8 @@ export const mailRoutes: AnyRoute[] = [
     tag,
     operation: 'update-mail-migration-checklist',
     body: checklistBody,
+    // 409: the revision read is no longer current (spec 7.6).
+    errors: [409],
     variables: (r) => ({ ...r.body }),
     select: (d) => d.updateMailMigrationChecklist,
     status: 200,

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { type AnyRoute, route } from '../../core/rest-route';
+import { LIST_LIMIT_MAX } from './webhooks';
 
 /** Spec 4.8 sending, events and webhook routes under `/v1/mail` (camelCase JSON). */
 const tag = 'Mail sending and webhooks';
@@ -21,6 +22,7 @@ const sendBody = z
     attachments: z.array(z.string().min(1).max(100)).max(50).optional(),
   })
   .strict();
+// Unknown types are the service's `invalid_event_types` (with the list of unknown ones).
 const eventTypes = z.array(z.string().min(1).max(100)).min(1).max(60);
 const webhookBody = z
   .object({ url: z.string().min(1).max(2048), eventTypes, description: z.string().max(500).optional() })
@@ -28,20 +30,24 @@ const webhookBody = z
 const webhookPatch = z
   .object({ url: z.string().min(1).max(2048).optional(), eventTypes: eventTypes.optional(), enabled: z.boolean().optional() })
   .strict();
-const limit = z.string().regex(/^\d+$/, 'limit is a whole number').transform(Number).optional();
+const limit = z.coerce.number().int().min(1).max(LIST_LIMIT_MAX).optional();
+/** RFC 3339 times (the service reads them with `Date`; anything it cannot read is a 400). */
+const time = z.string().datetime({ offset: true }).optional();
 const eventsQuery = z
   .object({
     type: z.string().optional(),
     resourceType: z.string().optional(),
     resourceId: z.string().optional(),
     messageId: z.string().optional(),
-    from: z.string().optional(),
-    to: z.string().optional(),
+    from: time,
+    to: time,
     limit,
     cursor: z.string().optional(),
   })
   .strict();
-const deliveriesQuery = z.object({ status: z.string().optional(), limit, cursor: z.string().optional() }).strict();
+const deliveriesQuery = z
+  .object({ status: z.enum(['pending', 'succeeded', 'failed']).optional(), limit, cursor: z.string().optional() })
+  .strict();
 
 export const sendingRoutes: AnyRoute[] = [
   route({

@@ -76,8 +76,9 @@ describe('assets organisation through the bridge', () => {
     const id = created.body.data.id;
     expect((await t.rest('POST', C, { key, body: { name: 'Launch' } })).status).toBe(409);
     expect((await t.rest('POST', C, { key, body: { name: 'x', extra: 1 } })).status).toBe(400);
+    // Spec 7.3: an asset that is not visible is a 404 (the request itself is well formed).
     const unknown = await t.rest('POST', C, { key, body: { name: 'y', asset_ids: ['nope'] } });
-    expect(unknown.status).toBe(400);
+    expect(unknown.status).toBe(404);
     expect(unknown.body.error.details.unknown_asset_ids).toEqual(['nope']);
 
     const list = await t.rest('GET', C, { key });

@@ -13,15 +13,24 @@ import { startTestPlatform, type TestPlatform } from '../support/platform';
  * test/contract/fuzz.test.ts`.
  */
 const SCHEMA = path.join(__dirname, '..', '..', 'schema', 'openapi.json');
-const MAX_EXAMPLES = Number(process.env.FUZZ_MAX_EXAMPLES ?? 100);
 /**
- * The areas whose routes the stage covers (operation ids start with the area's name). Publisher
- * and commerce pass every check; assets, activity, billing, mail and objstore fail checks on their
- * rows today (listed route by route in docs/decisions/0007-openapi-contract.md, "left") and join
- * as their rows are made precise: `FUZZ_AREAS=all` runs every operation.
+ * Examples per operation in the fuzzing phase (the coverage phase adds its boundary cases on top).
+ * 10 keeps the whole stage over 161 operations bounded on the 2 shared cores CI has; raise it
+ * locally (`FUZZ_MAX_EXAMPLES=100`) when changing rows.
  */
-const FUZZ_AREAS = (process.env.FUZZ_AREAS ?? 'publisher,commerce').split(',').map((a) => a.trim());
-/** The seed `npm test` runs (a run whose cases all pass); `FUZZ_SEED=random` draws a new one. */
+const MAX_EXAMPLES = Number(process.env.FUZZ_MAX_EXAMPLES ?? 10);
+/**
+ * Every area's operations by default; `FUZZ_AREAS=publisher,commerce` narrows a local run to the
+ * areas named (operation ids start with the area's name).
+ */
+const FUZZ_AREAS = (process.env.FUZZ_AREAS ?? 'all').split(',').map((a) => a.trim());
+/** The phases (all four in `npm test`; `FUZZ_PHASES=coverage` is a quick local pass). */
+const PHASES = process.env.FUZZ_PHASES ?? 'examples,coverage,fuzzing,stateful';
+/**
+ * The seed `npm test` runs, so CI is deterministic (the same cases every run); `FUZZ_SEED=<n>`
+ * replays a printed seed and `FUZZ_SEED=random` draws a new one (run a few locally after changing
+ * a row: a row that passes one seed by luck fails another).
+ */
 const DEFAULT_SEED = 1242015219;
 /** The whole stage's bound; the run is killed (and the test fails) past it. */
 const BOUND_MS = Number(process.env.FUZZ_BOUND_MS ?? 15 * 60_000);
@@ -29,12 +38,8 @@ const BOUND_MS = Number(process.env.FUZZ_BOUND_MS ?? 15 * 60_000);
 let t: TestPlatform;
 let st: string;
 
-/**
- * Opt-in until it is green over a random seed: `npm run test:contract` (or FUZZ=1). Runs with fixed
- * seeds still find body shapes the rows do not state (issue 18, decision 0007 "left"), so the stage
- * would fail `npm test` at random; the deterministic contract tests beside it always run.
- */
-const enabled = process.env.FUZZ === '1';
+/** Part of `npm test`; `FUZZ=0` skips it for a quick local run of the other suites. */
+const enabled = process.env.FUZZ !== '0';
 const stage = enabled ? it : it.skip;
 
 beforeAll(async () => {
@@ -47,23 +52,39 @@ afterAll(async () => {
   await t?.stop();
 });
 
+const LOG = path.join(__dirname, '..', '..', '.data', 'schemathesis', 'last-run.log');
+
+/**
+ * Runs `st`, writing its output to LOG as it comes (a run cut short keeps what it printed). Past
+ * the bound it is interrupted (SIGINT: schemathesis then prints the failures found so far), and
+ * killed 30 s later if it has not stopped.
+ */
 function runFuzzer(args: string[]): Promise<{ code: number | null; output: string; timedOut: boolean }> {
   return new Promise((resolve) => {
+    fs.mkdirSync(path.dirname(LOG), { recursive: true });
+    const log = fs.createWriteStream(LOG);
     const child = spawn(st, args, {
       env: { ...process.env, NO_COLOR: '1', PYTHONUNBUFFERED: '1', SCHEMATHESIS_HOOKS: '' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
-    child.stdout.on('data', (b: Buffer) => (output += b.toString('utf8')));
-    child.stderr.on('data', (b: Buffer) => (output += b.toString('utf8')));
+    const take = (b: Buffer) => {
+      output += b.toString('utf8');
+      log.write(b);
+    };
+    child.stdout.on('data', take);
+    child.stderr.on('data', take);
     let timedOut = false;
+    let kill: NodeJS.Timeout | undefined;
     const timer = setTimeout(() => {
       timedOut = true;
-      child.kill('SIGTERM');
+      child.kill('SIGINT');
+      kill = setTimeout(() => child.kill('SIGKILL'), 30_000);
     }, BOUND_MS);
     child.once('close', (code) => {
       clearTimeout(timer);
-      resolve({ code, output, timedOut });
+      clearTimeout(kill);
+      log.end(() => resolve({ code, output, timedOut }));
     });
   });
 }
@@ -92,8 +113,13 @@ stage(
       `Authorization: Bearer ${key}`,
       '--checks',
       'all',
+      // Response time is a performance figure (bench/), never a timed test: on a loaded CI machine
+      // a correct answer can take longer than the 10 s `--checks all` applies; the limit is put
+      // past the request timeout, so only a request that times out fails.
+      '--max-response-time',
+      '60',
       '--phases',
-      'examples,coverage,fuzzing,stateful',
+      PHASES,
       '--max-examples',
       String(MAX_EXAMPLES),
       '--seed',
@@ -110,9 +136,7 @@ stage(
       ...(FUZZ_AREAS.includes('all') ? [] : ['--include-operation-id-regex', `^(${FUZZ_AREAS.join('|')})\\.`]),
     ]);
     const seconds = ((Date.now() - started) / 1000).toFixed(0);
-    const log = path.join(__dirname, '..', '..', '.data', 'schemathesis', 'last-run.log');
-    fs.mkdirSync(path.dirname(log), { recursive: true });
-    fs.writeFileSync(log, output);
+    const log = LOG;
     const summary = output.trimEnd().split('\n').slice(-40).join('\n');
     process.stdout.write(`fuzz: ${seconds}s, exit ${code}, seed ${seed}, full output in ${log}\n${summary}\n`);
     if (timedOut || code !== 0) {

@@ -8,21 +8,20 @@ const P = '/api/v1/assets';
 const tag = 'Assets';
 const str = z.string();
 
-const item = z
-  .object({
-    asset_id: str.min(1).max(64),
-    revision: z.number().int().positive(),
-    action: z.enum(BULK_ACTIONS),
-    visibility: z.enum(['public', 'private']).optional(),
-    tags: z.array(str.min(1).max(128)).min(1).max(100).optional(),
-  })
-  .strict()
-  .refine((i) => (i.action === 'visibility') === (i.visibility !== undefined), {
-    message: 'visibility is required with action visibility, and only there',
-  })
-  .refine((i) => (i.action === 'add_tags') === (i.tags !== undefined), {
-    message: 'tags is required with action add_tags, and only there',
-  });
+/** One item per action (BULK_ACTIONS): `visibility` only with, and required by, action visibility; `tags` likewise with add_tags. */
+const target = {
+  asset_id: str.min(1).max(64),
+  revision: z
+    .number()
+    .int()
+    .positive()
+    .max(2 ** 31 - 1),
+};
+const item = z.discriminatedUnion('action', [
+  z.object({ ...target, action: z.literal(BULK_ACTIONS[0]) }).strict(),
+  z.object({ ...target, action: z.literal(BULK_ACTIONS[1]), visibility: z.enum(['public', 'private']) }).strict(),
+  z.object({ ...target, action: z.literal(BULK_ACTIONS[2]), tags: z.array(str.min(1).max(128)).min(1).max(100) }).strict(),
+]);
 const bulkBody = z.object({ items: z.array(item).min(1).max(BULK_MAX_ITEMS) }).strict();
 const resultsQuery = z
   .object({ limit: z.coerce.number().int().min(1).max(BULK_RESULTS_PAGE_MAX).optional(), cursor: str.optional() })
@@ -46,8 +45,8 @@ export const bulkRoutes: AnyRoute[] = [
         assetId: i.asset_id,
         revision: i.revision,
         action: i.action,
-        visibility: i.visibility ?? null,
-        tags: i.tags ?? null,
+        visibility: 'visibility' in i ? i.visibility : null,
+        tags: 'tags' in i ? i.tags : null,
       })),
     }),
     select: (d) => d.submitAssetBulk,

@@ -15,7 +15,8 @@ const ifMatch = (r: { headers: Record<string, string | string[] | undefined> }) 
 const pageQuery = z
   .object({ limit: z.coerce.number().int().min(1).max(ORG_LIST_LIMIT_MAX).optional(), cursor: str.optional() })
   .strict();
-const name = str.trim().min(1).max(128);
+// Trimmed by the service: at least one character that is not white space.
+const name = str.trim().min(1).max(128).regex(/\S/);
 
 const collectionBody = z
   .object({
@@ -63,7 +64,7 @@ export const collectionRoutes: AnyRoute[] = [
     operation: 'create-collection',
     body: collectionBody,
     scope: SCOPES.write,
-    errors: [409],
+    errors: [404, 409],
     creates: { collectionID: '/data/id' },
     variables: ({ body }) => ({ input: collectionInput(body) }),
     select: (d) => d.createAssetCollection,

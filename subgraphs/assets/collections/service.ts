@@ -131,7 +131,8 @@ export class Organisation {
     const known = new Set(found.map((a) => a._id));
     const unknown = unique.filter((i) => !known.has(i));
     if (unknown.length)
-      throw badRequest('assets.unknown_assets', 'asset_ids names assets that do not exist', { unknown_asset_ids: unknown });
+      // Spec 7.3: an asset that is not visible is a 404 (the request itself is well formed).
+      throw notFound('assets.unknown_assets', 'asset_ids names assets that do not exist', { unknown_asset_ids: unknown });
     return unique;
   }
 

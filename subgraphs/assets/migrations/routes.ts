@@ -31,6 +31,8 @@ export const migrationRoutes: AnyRoute[] = [
     operation: 'create-migration',
     body: createBody,
     scope: SCOPES.admin,
+    // 404: the connection (or bucket) named is not one of the account's.
+    errors: [404],
     creates: { migrationID: '/data/id' },
     variables: (r) => ({
       input: { connection: r.body.connection, bucket: r.body.bucket ?? null, folder: r.body.folder ?? null },

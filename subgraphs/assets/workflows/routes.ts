@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { type AnyRoute, route } from '../../../core/rest-route';
 import { revisionHeader } from '../revisions';
 import { SCOPES } from '../service';
+import { definitionSchema } from './catalog';
 import { APPROVAL_STATUSES } from './model';
 
 /**
@@ -18,12 +19,8 @@ const ifMatch = (r: { headers: Record<string, string | string[] | undefined> }) 
 const pageQuery = z
   .object({ limit: z.coerce.number().int().min(1).max(100).optional(), cursor: z.string().min(1).optional() })
   .strict();
-const draftBody = z
-  .object({
-    trigger: z.object({ type: z.string() }).strict(),
-    steps: z.array(z.object({ id: z.string(), type: z.string(), config: z.record(z.unknown()).optional() }).strict()).max(50),
-  })
-  .strict();
+/** The service's own definition schema (trigger types, step ids, at most MAX_STEPS steps). */
+const draftBody = definitionSchema;
 const createBody = z
   .object({
     name: z.string().trim().min(1).max(200),
@@ -31,9 +28,27 @@ const createBody = z
     draft: draftBody.optional(),
   })
   .strict();
-const activateBody = z.object({ version: z.number().int().positive().optional() }).strict().optional();
+const activateBody = z
+  .object({
+    version: z
+      .number()
+      .int()
+      .positive()
+      .max(2 ** 31 - 1)
+      .optional(),
+  })
+  .strict()
+  .optional();
 const runBody = z
-  .object({ asset_id: z.string().min(1).max(64).optional(), version: z.number().int().positive().optional() })
+  .object({
+    asset_id: z.string().min(1).max(64).optional(),
+    version: z
+      .number()
+      .int()
+      .positive()
+      .max(2 ** 31 - 1)
+      .optional(),
+  })
   .strict()
   .optional();
 const decisionBody = z
@@ -97,6 +112,8 @@ export const workflowRoutes: AnyRoute[] = [
     operation: 'create-workflow',
     body: createBody,
     scope: SCOPES.write,
+    // 404: project_id names no project of the account; 422: a config key the store cannot hold.
+    errors: [404, 422],
     creates: { workflowId: '/data/id' },
     variables: (r) => ({ name: r.body.name, projectId: r.body.project_id ?? null, draft: r.body.draft ?? null }),
     select: (d) => d.createAssetWorkflow,
@@ -178,7 +195,8 @@ export const workflowRoutes: AnyRoute[] = [
     operation: 'save-workflow-draft',
     body: draftBody,
     scope: SCOPES.write,
-    errors: [412, 428],
+    // 422: a step config key the store cannot hold (a NUL byte).
+    errors: [412, 422, 428],
     variables: (r) => ({ id: wfId(r), draft: r.body, ifMatch: ifMatch(r) }),
     select: (d) => d.saveAssetWorkflowDraft,
     headers: revisionHeader,

@@ -973,7 +973,31 @@ function withStep(steps: RunStepDoc[], i: number, patch: Partial<RunStepDoc>): R
   return steps.map((s, j) => (j === i ? { ...s, ...patch } : s));
 }
 
+/** The first object key, at any depth, that BSON cannot store (a NUL byte), or null. */
+function unstorableKey(v: unknown): string | null {
+  if (Array.isArray(v)) {
+    for (const x of v) {
+      const k = unstorableKey(x);
+      if (k !== null) return k;
+    }
+  } else if (v && typeof v === 'object') {
+    for (const [k, x] of Object.entries(v)) {
+      if (k.includes('\u0000')) return k;
+      const inner = unstorableKey(x);
+      if (inner !== null) return inner;
+    }
+  }
+  return null;
+}
+
 function parseDraft(draft: unknown): Definition {
+  // A well-formed draft whose step config has a key with a NUL byte cannot be stored (BSON refuses
+  // it): a 422, not the 500 the encoder would give.
+  const bad = unstorableKey(draft);
+  if (bad !== null)
+    throw new PlatformError('assets.unstorable_key', 422, 'step config keys must not contain NUL characters', {
+      key: bad.split('\u0000').join('\\0').slice(0, 100),
+    });
   const parsed = definitionSchema.safeParse(draft);
   if (!parsed.success) {
     throw badRequest('validation_failed', 'the draft is not a workflow definition', {
