@@ -139,7 +139,7 @@ describe('assets MCP endpoint and automation', () => {
     expect(audits[2].error_code).toBe('insufficient_scope');
   });
 
-  it('refuses a missing or wrong key, and answers 405 to GET and DELETE (stateless)', async () => {
+  it('refuses a missing or wrong key; answers 405 to MCP GET and DELETE (stateless), and 404 to others on that path', async () => {
     const noKey = await fetch(`${t.bridgeUrl}/api/v1/assets/mcp`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
@@ -149,12 +149,21 @@ describe('assets MCP endpoint and automation', () => {
     expect(noKey.headers.get('www-authenticate')).toBe('Bearer');
     await expect(connect('not-a-key')).rejects.toThrow();
     const { key } = await t.createKey();
-    const get = await fetch(`${t.bridgeUrl}/api/v1/assets/mcp`, { headers: { authorization: `Bearer ${key}` } });
+    const get = await fetch(`${t.bridgeUrl}/api/v1/assets/mcp`, {
+      headers: { authorization: `Bearer ${key}`, accept: 'text/event-stream' },
+    });
     expect(get.status).toBe(405);
+    expect(get.headers.get('allow')).toBe('POST');
     const del = await fetch(`${t.bridgeUrl}/api/v1/assets/mcp`, {
       method: 'DELETE',
-      headers: { authorization: `Bearer ${key}` },
+      headers: { authorization: `Bearer ${key}`, 'mcp-session-id': 'any' },
     });
     expect(del.status).toBe(405);
+    // Not MCP's requests: the path reads as an asset id that names no asset.
+    for (const method of ['GET', 'DELETE']) {
+      const res = await fetch(`${t.bridgeUrl}/api/v1/assets/mcp`, { method, headers: { authorization: `Bearer ${key}` } });
+      expect(res.status).toBe(404);
+      expect(await res.json()).toMatchObject({ success: false, error: { code: 'assets.not_found' } });
+    }
   });
 });

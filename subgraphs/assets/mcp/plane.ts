@@ -1,8 +1,8 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { FastifyInstance } from 'fastify';
-import { isPlatformError, unauthenticated } from '../../../core/errors';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { isPlatformError, notFound, unauthenticated } from '../../../core/errors';
 import type { Logger } from '../../../core/logger';
 import type { Principal } from '../../../core/principal';
 import { ASSETS_PREFIX, type Authenticate, sendError } from '../upload-plane';
@@ -95,12 +95,24 @@ export async function assetsMcpPlane(
     await server.connect(transport);
     await transport.handleRequest(req.raw, reply.raw, req.body);
   });
-  // A stateless server keeps no stream to resume and no session to end (MCP: answer 405).
-  const notAllowed = async (_req: unknown, reply: import('fastify').FastifyReply) =>
-    reply
-      .status(405)
-      .header('Allow', 'POST')
-      .send({ jsonrpc: '2.0', error: { code: -32000, message: 'Method not allowed.' }, id: null });
-  app.get(MCP_PATH, notAllowed);
-  app.delete(MCP_PATH, notAllowed);
+  // A stateless server keeps no stream to resume and no session to end (MCP: answer 405). The
+  // path also reads as `/api/v1/assets/{assetID}` with the id `mcp`: a request that is not MCP's
+  // (a GET not asking for an event stream, a DELETE naming no session) gets the asset routes'
+  // answer for an id that names no asset, rather than a transport's 405 on an asset path.
+  const notAllowed =
+    (isMcp: (req: FastifyRequest) => boolean) => async (req: FastifyRequest, reply: import('fastify').FastifyReply) => {
+      if (!isMcp(req)) return sendError(reply, notFound('assets.not_found', 'asset not found'), req.log);
+      return reply
+        .status(405)
+        .header('Allow', 'POST')
+        .send({ jsonrpc: '2.0', error: { code: -32000, message: 'Method not allowed.' }, id: null });
+    };
+  app.get(
+    MCP_PATH,
+    notAllowed((req) => String(req.headers.accept ?? '').includes('text/event-stream')),
+  );
+  app.delete(
+    MCP_PATH,
+    notAllowed((req) => req.headers['mcp-session-id'] !== undefined),
+  );
 }
