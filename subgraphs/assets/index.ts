@@ -2,6 +2,8 @@ import path from 'node:path';
 import type { z } from 'zod';
 import { defineArea } from '../../core/area';
 import { OutboxRelay } from '../../core/events/outbox';
+import { TOPICS } from '../../core/events/topics';
+import type { OperationEvent } from '../../core/operations/store';
 import { periodicWorker } from '../../core/periodic-worker';
 import { agentActionPerformers } from '../../core/agent-actions';
 import type { Ports } from '../../core/ports';
@@ -192,6 +194,13 @@ export default defineArea<AssetsServices, AssetsSettings>({
         ),
     },
     ...housekeeping.housekeepingConsumers(s, ctx),
+    {
+      // A run whose segment operation the engine gave up on is failed, not left `running`.
+      name: 'workflow-run-operations',
+      topics: [`${ctx.topicPrefix}.${TOPICS.operations}`],
+      fromBeginning: true,
+      handler: async (m) => s.workflows.onOperationEvent(m.value as OperationEvent),
+    },
   ],
   workers: (s, ctx) => [
     { name: 'assets-outbox', start: () => s.relay.start(), stop: () => s.relay.stop() },

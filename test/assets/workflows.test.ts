@@ -438,4 +438,38 @@ describe('assets workflows', () => {
     );
     expect((await send('[1]', 'msg_5')).status).toBe(400);
   });
+
+  // Last in the file: it pauses the shared platform's engine.
+  it('fails a run whose segment operation the engine gave up on, instead of leaving it running', async () => {
+    const { key } = await t.createKey();
+    const asset = await upload(key);
+    const { id } = await published(key, {
+      trigger: { type: 'manual' },
+      steps: [{ id: 'label', type: 'tag', config: { add: ['x'] } }],
+    });
+    const engine = t.platform.engine;
+    engine.halt(); // nobody claims the segment while its workers are made to look dead
+    try {
+      const started = await t.rest('POST', `/api/v1/assets/workflows/${id}/run`, { key, body: { asset_id: asset.id } });
+      expect(started.status).toBe(202);
+      const [opId] = started.body.data.operations as string[];
+      // As after every worker that claimed it died mid-run: running, its lease lapsed, no attempts left.
+      const past = new Date(Date.now() - 60_000);
+      const res = await engine.model.updateOne(
+        { _id: opId },
+        { $set: { status: 'running', attempt: 99, 'lease.owner': 'dead-worker', 'lease.until': past } },
+      );
+      expect(res.modifiedCount).toBe(1);
+    } finally {
+      engine.start();
+    }
+    const failed = await until(
+      () => t.rest('GET', `/api/v1/assets/workflows/${id}/runs`, { key }),
+      (r) => r.body.data?.items?.[0]?.status === 'failed',
+      30_000,
+    );
+    expect(failed.body.data.items[0].error_code).toBe('operation_abandoned');
+    expect(failed.body.data.items[0].steps.map((s: any) => [s.id, s.status])).toEqual([['label', 'failed']]);
+    expect((await t.rest('GET', `/api/v1/assets/${asset.id}`, { key })).body.data.tags).toEqual([]);
+  });
 });

@@ -9,6 +9,7 @@ import { newId } from '../../../core/ids';
 import type { Logger } from '../../../core/logger';
 import { isDuplicateKey } from '../../../core/mongo';
 import type { OperationContext, OperationEngine } from '../../../core/operations/engine';
+import type { OperationEvent } from '../../../core/operations/store';
 import type { Ports } from '../../../core/ports';
 import { type Principal, requireScope, requireWriter } from '../../../core/principal';
 import { encryptSecret } from '../../../core/secrets';
@@ -515,6 +516,38 @@ export class WorkflowService {
           errorCode: code,
           errorMessage: message,
           steps: withStep(run.steps, i, { status: 'failed', errorCode: code, finishedAt: now }),
+          finishedAt: now,
+          updatedAt: now,
+        },
+      },
+    ).exec();
+  }
+
+  /**
+   * A segment's operation failed without the executor failing the run: the engine gave up on it
+   * (every worker that claimed it died, `operation_abandoned`) or it never ran. Without this the
+   * run would show `running` for ever. Read from the kernel's operation events; conditional on the
+   * run still being in that segment at the cursor read, so a run the executor already ended, a
+   * cancelled run and a later segment are left alone, and a redelivered event changes nothing.
+   */
+  async onOperationEvent(ev: OperationEvent): Promise<void> {
+    if (ev.operationType !== OP_WORKFLOW_RUN || ev.status !== 'failed') return;
+    const run = await this.m.Run.findById(ev.resourceId).lean<RunDoc>().exec();
+    if (!run || (run.status !== 'queued' && run.status !== 'running')) return;
+    if (runOperationId(run._id, run.segment) !== ev.id) return; // an earlier segment's operation
+    const code = ev.errorCode ?? 'internal_error';
+    const now = new Date();
+    await this.m.Run.updateOne(
+      { _id: run._id, segment: run.segment, status: run.status, cursor: run.cursor },
+      {
+        $set: {
+          status: 'failed',
+          errorCode: code,
+          errorMessage: 'the platform stopped running this workflow run; retry it to resume where it stopped',
+          steps:
+            run.cursor < run.steps.length
+              ? withStep(run.steps, run.cursor, { status: 'failed', errorCode: code, finishedAt: now })
+              : run.steps,
           finishedAt: now,
           updatedAt: now,
         },
