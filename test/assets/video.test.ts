@@ -79,7 +79,7 @@ describe('assets video outputs', () => {
 
     // Served from the stored output afterwards (same bytes); unknown kinds, profiles and non-videos are 404.
     expect((await output(`${cdnUrl}/assets/${v.id}/video/poster/original`)).body.equals(poster.body)).toBe(true);
-    expect((await fetch(`${cdnUrl}/assets/${v.id}/video/hls/original`)).status).toBe(404);
+    expect((await fetch(`${cdnUrl}/assets/${v.id}/video/gif/original`)).status).toBe(404);
     expect((await fetch(`${cdnUrl}/assets/${v.id}/video/poster/4k`)).status).toBe(404);
     expect((await fetch(`${cdnUrl}/assets/00000000-0000-4000-8000-000000000000/video/poster/original`)).status).toBe(404);
   });
@@ -96,5 +96,42 @@ describe('assets video outputs', () => {
     const poster = await output(`${cdnUrl}/assets/${v.id}/video/poster/360p?token=${encodeURIComponent(token!)}`);
     expect(poster.status).toBe(200);
     expect(await sharp(poster.body).metadata()).toMatchObject({ width: 320, height: 240 });
+  });
+
+  it('serves HLS: a VOD playlist whose segments resolve beside it, with a private video’s token carried along', async () => {
+    const { key } = await t.createKey();
+    const pub = await upload(key, 'clips/hls.mp4', 'public');
+    const url = `${cdnUrl}/assets/${pub.id}/video/hls/360p`;
+    const playlist = await output(url);
+    expect(playlist.status).toBe(200);
+    expect(playlist.type).toBe('application/vnd.apple.mpegurl');
+    const text = playlist.body.toString('utf8');
+    expect(text.startsWith('#EXTM3U\n')).toBe(true);
+    expect(text).toContain('#EXT-X-PLAYLIST-TYPE:VOD');
+    expect(text.trimEnd().endsWith('#EXT-X-ENDLIST')).toBe(true);
+    const segments = text.split('\n').filter((l) => l && !l.startsWith('#'));
+    expect(segments[0]).toBe('360p/0.ts');
+    // A player resolves each entry against the playlist's address.
+    const seg = await fetch(new URL(segments[0], url));
+    expect(seg.status).toBe(200);
+    expect(seg.headers.get('content-type')).toBe('video/mp2t');
+    const bytes = Buffer.from(await seg.arrayBuffer());
+    expect(bytes[0]).toBe(0x47); // MPEG-TS sync byte
+    expect(bytes.length % 188).toBe(0);
+    expect((await fetch(`${cdnUrl}/assets/${pub.id}/video/hls/360p/${segments.length}.ts`)).status).toBe(404);
+
+    const priv = await upload(key, 'clips/hls-private.mp4', 'private');
+    const signed = await t.rest('POST', `/api/v1/assets/${priv.id}/signed-url`, { key, body: { expires_in: 300 } });
+    const token = new URL(signed.body.data.url).searchParams.get('token')!;
+    const privUrl = `${cdnUrl}/assets/${priv.id}/video/hls/360p?token=${encodeURIComponent(token)}`;
+    const privList = await output(privUrl);
+    expect(privList.status).toBe(200);
+    const entry = privList.body
+      .toString('utf8')
+      .split('\n')
+      .find((l) => l && !l.startsWith('#'))!;
+    expect(entry).toBe(`360p/0.ts?token=${encodeURIComponent(token)}`);
+    expect((await fetch(new URL(entry, privUrl))).status).toBe(200);
+    expect((await fetch(`${cdnUrl}/assets/${priv.id}/video/hls/360p/0.ts`)).status).toBe(404);
   });
 });

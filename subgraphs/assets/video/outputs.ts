@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
@@ -17,10 +17,10 @@ import { ffmpeg } from './ffmpeg';
 export const VIDEO_OUTPUT_OPERATION = 'assets.video_output';
 
 /**
- * Legacy video output kinds (spec 4.3) that are built. `hls` (a playlist plus segments, which the
- * one-file address shape cannot carry alone) is not: its address answers 404.
+ * Legacy video output kinds (spec 4.3). `hls` is a VOD playlist at the output's address plus its
+ * MPEG-TS segments one level below it (`…/video/hls/{profile}/{n}.ts`, cdn.ts).
  */
-export const VIDEO_KINDS = ['poster', 'thumbnail', 'mp4'] as const;
+export const VIDEO_KINDS = ['poster', 'thumbnail', 'mp4', 'hls'] as const;
 export type VideoKind = (typeof VIDEO_KINDS)[number];
 
 /** Profiles (spec "not shown"): the output's height, never enlarged; `original` keeps the source's. */
@@ -33,8 +33,23 @@ export const VIDEO_PROFILES: Record<string, number | null> = {
 };
 /** A thumbnail is at most this tall whatever the profile. */
 const THUMBNAIL_MAX_HEIGHT = 180;
-const MIME: Record<VideoKind, string> = { poster: 'image/jpeg', thumbnail: 'image/jpeg', mp4: 'video/mp4' };
-const EXT: Record<VideoKind, string> = { poster: 'jpg', thumbnail: 'jpg', mp4: 'mp4' };
+const MIME: Record<VideoKind, string> = {
+  poster: 'image/jpeg',
+  thumbnail: 'image/jpeg',
+  mp4: 'video/mp4',
+  hls: 'application/vnd.apple.mpegurl',
+};
+const EXT: Record<VideoKind, string> = { poster: 'jpg', thumbnail: 'jpg', mp4: 'mp4', hls: 'm3u8' };
+/** Target length of an HLS segment, in seconds (players buffer about three). */
+export const HLS_SEGMENT_SECONDS = 4;
+export const HLS_SEGMENT_MIME = 'video/mp2t';
+
+/** One stored HLS segment: its blob and its duration as the playlist states it. */
+export interface HlsSegment {
+  sha256: string;
+  size: number;
+  duration: number;
+}
 
 export interface VideoOutputDoc {
   /** Hash of the source bytes, kind and profile: one output per source version and spec. */
@@ -52,6 +67,8 @@ export interface VideoOutputDoc {
   mimeType: string;
   region: string | null;
   error: string | null;
+  /** `hls` only: the segments, in order (the playlist is written from them when served). */
+  segments?: HlsSegment[];
   createdAt: Date;
   updatedAt: Date;
 }
@@ -72,6 +89,7 @@ const outputSchema = new Schema<VideoOutputDoc>(
     mimeType: String,
     region: { type: String, default: null },
     error: { type: String, default: null },
+    segments: { type: [{ _id: false, sha256: String, size: Number, duration: Number }], default: undefined },
     createdAt: Date,
     updatedAt: Date,
   },
@@ -93,11 +111,52 @@ function renderArgs(kind: VideoKind, height: number | null): string[] {
     const h = Math.min(height ?? THUMBNAIL_MAX_HEIGHT, THUMBNAIL_MAX_HEIGHT);
     return ['-frames:v', '1', '-vf', ['thumbnail', ...scale(h)].join(','), '-q:v', '4', '-f', 'image2'];
   }
-  return [
+  const video = [
     ...(height === null ? [] : ['-vf', scale(height)[0]]),
     ...['-c:v', 'libx264', '-preset', 'veryfast', '-crf', '23', '-pix_fmt', 'yuv420p'],
-    ...['-c:a', 'aac', '-b:a', '128k', '-movflags', '+faststart', '-f', 'mp4'],
+    ...['-c:a', 'aac', '-b:a', '128k'],
   ];
+  if (kind === 'hls')
+    return [
+      ...video,
+      ...['-f', 'hls', '-hls_time', String(HLS_SEGMENT_SECONDS), '-hls_playlist_type', 'vod', '-hls_list_size', '0'],
+      // A keyframe at every segment boundary, so each segment starts playable.
+      ...['-force_key_frames', `expr:gte(t,n_forced*${HLS_SEGMENT_SECONDS})`],
+    ];
+  return [...video, '-movflags', '+faststart', '-f', 'mp4'];
+}
+
+/** The segment file names and durations of an ffmpeg VOD playlist, in order. */
+export function parsePlaylist(m3u8: string): Array<{ file: string; duration: number }> {
+  const out: Array<{ file: string; duration: number }> = [];
+  let duration: number | null = null;
+  for (const line of m3u8.split(/\r?\n/)) {
+    const inf = /^#EXTINF:([0-9.]+)/.exec(line);
+    if (inf) duration = Number(inf[1]);
+    else if (line && !line.startsWith('#') && duration !== null) {
+      out.push({ file: line.trim(), duration });
+      duration = null;
+    }
+  }
+  return out;
+}
+
+/**
+ * The playlist served for stored segments: segment `n` at `{profile}/{n}.ts` relative to the
+ * playlist's own address (`…/video/hls/{profile}`), carrying `query` (a private video's token).
+ */
+export function playlistFor(profile: string, segments: HlsSegment[], query = ''): string {
+  const target = Math.max(HLS_SEGMENT_SECONDS, ...segments.map((s) => Math.ceil(s.duration)));
+  return [
+    '#EXTM3U',
+    '#EXT-X-VERSION:3',
+    `#EXT-X-TARGETDURATION:${target}`,
+    '#EXT-X-MEDIA-SEQUENCE:0',
+    '#EXT-X-PLAYLIST-TYPE:VOD',
+    ...segments.flatMap((s, n) => [`#EXTINF:${s.duration.toFixed(6)},`, `${encodeURIComponent(profile)}/${n}.ts${query}`]),
+    '#EXT-X-ENDLIST',
+    '',
+  ].join('\n');
 }
 
 /**
@@ -154,6 +213,11 @@ export class VideoOutputs {
     return (await this.Output.findById(id).lean<VideoOutputDoc>().exec()) ?? doc;
   }
 
+  /** The output of a source version, kind and profile if it was ever asked for (no job queued). */
+  existing(sourceSha256: string, kind: VideoKind, profile: string): Promise<VideoOutputDoc | null> {
+    return this.get(outputKey(sourceSha256, kind, profile));
+  }
+
   async get(id: string): Promise<VideoOutputDoc | null> {
     return this.Output.findById(id).lean<VideoOutputDoc>().exec();
   }
@@ -167,7 +231,7 @@ export class VideoOutputs {
     const version = asset?.versions.find((v) => v.number === out.version);
     const region = asset && version ? await this.assets.locate(asset, version.sha256) : null;
     if (!asset || !version || !region) return this.fail(outputId, 'the source version is no longer available');
-    let result: { sha256: string; size: number; width: number | null; height: number | null };
+    let result: { sha256: string; size: number; width: number | null; height: number | null; segments?: HlsSegment[] };
     try {
       result = await ctx.step('render', (s) => this.render(region, version.sha256, out.kind, out.profile, s.signal), {
         timeoutMs: 10 * 60_000,
@@ -194,16 +258,34 @@ export class VideoOutputs {
     kind: VideoKind,
     profile: string,
     signal: AbortSignal,
-  ): Promise<{ sha256: string; size: number; width: number | null; height: number | null }> {
+  ): Promise<{ sha256: string; size: number; width: number | null; height: number | null; segments?: HlsSegment[] }> {
     const dir = await mkdtemp(path.join(tmpdir(), 'assets-video-'));
     try {
       const input = path.join(dir, 'source');
       const output = path.join(dir, `out.${EXT[kind]}`);
       await pipeline(this.assets.blobs.read(region, sha256), createWriteStream(input));
-      await ffmpeg(['-i', input, ...renderArgs(kind, VIDEO_PROFILES[profile] ?? null), output], signal);
+      const extra = kind === 'hls' ? ['-hls_segment_filename', path.join(dir, 'seg%d.ts')] : [];
+      await ffmpeg(['-i', input, ...renderArgs(kind, VIDEO_PROFILES[profile] ?? null), ...extra, output], signal);
+      if (kind === 'hls') {
+        // Each segment is a blob of its own; the playlist is written from their list when served.
+        const listed = parsePlaylist(await readFile(output, 'utf8'));
+        const files = new Set(await readdir(dir));
+        const segments: HlsSegment[] = [];
+        for (const { file, duration } of listed) {
+          if (!files.has(file)) throw new Error(`ffmpeg listed a segment it did not write: ${file}`);
+          const seg = await this.assets.blobs.stage(createReadStream(path.join(dir, file)));
+          await this.assets.blobs.commit(seg, region);
+          segments.push({ sha256: seg.sha256, size: seg.size, duration });
+        }
+        if (segments.length === 0) throw new Error('ffmpeg wrote no HLS segment');
+        const digest = createHash('sha256')
+          .update(segments.map((s) => s.sha256).join(','))
+          .digest('hex');
+        return { sha256: digest, size: segments.reduce((a, s) => a + s.size, 0), width: null, height: null, segments };
+      }
       let width: number | null = null;
       let height: number | null = null;
-      if (kind !== 'mp4') {
+      if (kind === 'poster' || kind === 'thumbnail') {
         const meta = await sharp(output).metadata();
         width = meta.width ?? null;
         height = meta.height ?? null;
