@@ -9,15 +9,10 @@
  * Run: `npm run -s build && node dist/bench/assets-ai.js` (the engines must be up).
  */
 import 'reflect-metadata';
-import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import sharp from 'sharp';
-import { startPlatform } from '../app/platform';
-import { loadConfig } from '../core/config';
 import { LocalAiProvider } from '../subgraphs/assets/ai/provider';
 import { OcrEngine } from '../subgraphs/assets/text/ocr';
+import { startBenchPlatform } from './bench-platform';
 
 process.env.APOLLO_TELEMETRY_DISABLED = '1';
 const N = Number(process.env.BENCH_AI_N ?? 10);
@@ -82,24 +77,8 @@ async function main(): Promise<void> {
   await rate('analyze 1 MP JPEG (local provider)', N, () => p.analyze(mp1));
   await rate('analyze 12 MP JPEG (local provider)', Math.max(3, Math.floor(N / 2)), () => p.analyze(mp12));
 
-  const id = randomBytes(4).toString('hex');
-  const dir = await mkdtemp(path.join(tmpdir(), 'assets-ai-bench-'));
-  const base = loadConfig(process.env);
-  const config = loadConfig({
-    ...process.env,
-    LOG_LEVEL: 'warn',
-    ASSETS_BLOB_DIR: path.join(dir, 'blobs'),
-    MONGODB_URI: base.mongodbUri.replace(/\/[^/?]*(\?|$)/, `/bench_${id}$1`),
-  });
-  const platform = await startPlatform({
-    config,
-    bridgePort: 0,
-    routerPort: 0,
-    cdnPort: 0,
-    subgraphBasePort: 0,
-    topicPrefix: `bench${id}`,
-  });
-  const bridge = platform.bridgeUrl!;
+  const benchRun = await startBenchPlatform('assets-ai-bench');
+  const { platform, id, bridge } = benchRun;
   try {
     const { key } = await platform.services.identity.createApiKey({ accountSlug: `bench-${id}`, plan: 'pro' });
     const auth = { authorization: `Bearer ${key}` };
@@ -134,9 +113,7 @@ async function main(): Promise<void> {
       submit(`/api/v1/assets/${helloId}/text-extraction`),
     );
   } finally {
-    await platform.conn.dropDatabase().catch(() => undefined);
-    await platform.stop();
-    await rm(dir, { recursive: true, force: true });
+    await benchRun.stop();
   }
   process.exit(0);
 }

@@ -10,12 +10,7 @@
 import 'reflect-metadata';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { startPlatform } from '../app/platform';
-import { loadConfig } from '../core/config';
+import { startBenchPlatform } from './bench-platform';
 
 process.env.APOLLO_TELEMETRY_DISABLED = '1';
 const MCP_CALLS = Number(process.env.BENCH_MCP_CALLS ?? 300);
@@ -28,25 +23,8 @@ const summary = (ms: number[]) => {
 };
 
 async function main(): Promise<void> {
-  const id = randomBytes(4).toString('hex');
-  const dir = await mkdtemp(path.join(tmpdir(), 'assets-auto-bench-'));
-  const base = loadConfig(process.env);
-  const config = loadConfig({
-    ...process.env,
-    LOG_LEVEL: 'warn',
-    RATE_LIMIT_PER_MINUTE: '1000000',
-    ASSETS_BLOB_DIR: path.join(dir, 'blobs'),
-    MONGODB_URI: base.mongodbUri.replace(/\/[^/?]*(\?|$)/, `/bench_${id}$1`),
-  });
-  const platform = await startPlatform({
-    config,
-    bridgePort: 0,
-    routerPort: 0,
-    cdnPort: 0,
-    subgraphBasePort: 0,
-    topicPrefix: `bench${id}`,
-  });
-  const bridge = platform.bridgeUrl!;
+  const benchRun = await startBenchPlatform('assets-auto-bench', { RATE_LIMIT_PER_MINUTE: '1000000' });
+  const { platform, id, bridge } = benchRun;
   try {
     const { key } = await platform.services.identity.createApiKey({ accountSlug: `bench-${id}`, plan: 'pro' });
     const auth = { authorization: `Bearer ${key}` };
@@ -123,9 +101,7 @@ async function main(): Promise<void> {
     }
     console.log(`approve → succeeded (1 tag step after): ${summary(approveTimes)}`);
   } finally {
-    await platform.conn.dropDatabase().catch(() => undefined);
-    await platform.stop();
-    await rm(dir, { recursive: true, force: true });
+    await benchRun.stop();
   }
   process.exit(0);
 }

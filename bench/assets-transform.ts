@@ -10,17 +10,14 @@
  * Run: `npm run -s build && node dist/bench/assets-transform.js` (the engines must be up).
  */
 import 'reflect-metadata';
-import { randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import http from 'node:http';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
-import { startPlatform } from '../app/platform';
 import { hammerInWorker } from './keep-alive-load';
-import { loadConfig } from '../core/config';
 import type { AssetsService } from '../subgraphs/assets/service';
+import { startBenchPlatform } from './bench-platform';
 
 process.env.APOLLO_TELEMETRY_DISABLED = '1';
 const CDN_SECONDS = Number(process.env.BENCH_CDN_SECONDS ?? 5);
@@ -28,24 +25,8 @@ const SEQUENTIAL = Number(process.env.BENCH_TRANSFORMS ?? 8);
 const MiB = 1024 ** 2;
 
 async function main(): Promise<void> {
-  const id = randomBytes(4).toString('hex');
-  const dir = await mkdtemp(path.join(tmpdir(), 'assets-tr-bench-'));
-  const base = loadConfig(process.env);
-  const config = loadConfig({
-    ...process.env,
-    LOG_LEVEL: 'warn',
-    ASSETS_BLOB_DIR: path.join(dir, 'blobs'),
-    MONGODB_URI: base.mongodbUri.replace(/\/[^/?]*(\?|$)/, `/bench_${id}$1`),
-  });
-  const platform = await startPlatform({
-    config,
-    bridgePort: 0,
-    routerPort: 0,
-    cdnPort: 0,
-    subgraphBasePort: 0,
-    topicPrefix: `bench${id}`,
-  });
-  const bridge = platform.bridgeUrl!;
+  const benchRun = await startBenchPlatform('assets-tr-bench');
+  const { platform, id, dir, bridge } = benchRun;
   const cdn = platform.cdnUrl!;
   const svc = (platform.services as unknown as { assets: { assets: AssetsService } }).assets.assets;
   try {
@@ -168,9 +149,7 @@ async function main(): Promise<void> {
       `20 concurrent uncached transforms (${svc.transforms.computations - c0} computations) in ${secs.toFixed(1)} s: RSS ${(rss0 / MiB).toFixed(0)} → peak ${(peak / MiB).toFixed(0)} MiB (growth ${((peak - rss0) / MiB).toFixed(0)} MiB)`,
     );
   } finally {
-    await platform.conn.dropDatabase().catch(() => undefined);
-    await platform.stop();
-    await rm(dir, { recursive: true, force: true });
+    await benchRun.stop();
   }
   process.exit(0);
 }

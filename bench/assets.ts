@@ -15,16 +15,14 @@ import 'reflect-metadata';
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdtemp, open, rm, stat, writeFile } from 'node:fs/promises';
+import { open, rm, stat, writeFile } from 'node:fs/promises';
 import http from 'node:http';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { promisify } from 'node:util';
-import { startPlatform } from '../app/platform';
 import { hammerInWorker } from './keep-alive-load';
-import { loadConfig } from '../core/config';
 import { newId } from '../core/ids';
+import { startBenchPlatform } from './bench-platform';
 
 process.env.APOLLO_TELEMETRY_DISABLED = '1';
 const run = promisify(execFile);
@@ -90,24 +88,8 @@ async function sha256File(file: string): Promise<string> {
 }
 
 async function main(): Promise<void> {
-  const id = randomBytes(4).toString('hex');
-  const dir = await mkdtemp(path.join(tmpdir(), 'assets-bench-'));
-  const base = loadConfig(process.env);
-  const config = loadConfig({
-    ...process.env,
-    LOG_LEVEL: 'warn',
-    ASSETS_BLOB_DIR: path.join(dir, 'blobs'),
-    MONGODB_URI: base.mongodbUri.replace(/\/[^/?]*(\?|$)/, `/bench_${id}$1`),
-  });
-  const platform = await startPlatform({
-    config,
-    bridgePort: 0,
-    routerPort: 0,
-    cdnPort: 0,
-    subgraphBasePort: 0,
-    topicPrefix: `bench${id}`,
-  });
-  const bridge = platform.bridgeUrl!;
+  const benchRun = await startBenchPlatform('assets-bench');
+  const { platform, id, dir, bridge } = benchRun;
   try {
     const created = await platform.services.identity.createApiKey({ accountSlug: `bench-${id}`, plan: 'pro' });
     const auth = `Authorization: Bearer ${created.key}`;
@@ -278,9 +260,7 @@ async function main(): Promise<void> {
       console.log(`  deep page (page 101)  ${await series(`limit=50&cursor=${encodeURIComponent(cursor)}`)}`);
     }
   } finally {
-    await platform.conn.dropDatabase().catch(() => undefined);
-    await platform.stop();
-    await rm(dir, { recursive: true, force: true });
+    await benchRun.stop();
   }
   process.exit(0);
 }
