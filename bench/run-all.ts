@@ -142,15 +142,26 @@ async function measured(t: LoadTarget, concurrency = CONCURRENCY): Promise<Figur
 
 /** Subject and baseline in alternating order, ROUNDS each; figures averaged over the rounds. */
 async function sideBySide(subject: LoadTarget, baseline: LoadTarget): Promise<{ s: Figures; b: Figures }> {
+  return alternating(
+    () => measured(subject),
+    () => measured(baseline),
+  );
+}
+
+/** Two measurements in alternating order, ROUNDS each (load on the machine hits both alike); averaged. */
+async function alternating(
+  subject: () => Promise<Figures>,
+  baseline: () => Promise<Figures>,
+): Promise<{ s: Figures; b: Figures }> {
   const s: Figures[] = [];
   const b: Figures[] = [];
   for (let r = 0; r < ROUNDS; r++) {
     if (r % 2 === 0) {
-      s.push(await measured(subject));
-      b.push(await measured(baseline));
+      s.push(await subject());
+      b.push(await baseline());
     } else {
-      b.push(await measured(baseline));
-      s.push(await measured(subject));
+      b.push(await baseline());
+      s.push(await subject());
     }
   }
   const avg = (xs: Figures[], k: keyof Figures) => xs.reduce((a, x) => a + x[k], 0) / xs.length;
@@ -443,31 +454,11 @@ async function writesSection(platform: Platform, mongodbUri: string): Promise<vo
   // sides measure the request itself. The platform's relay still publishes each create's event.
   platform.engine.halt();
   try {
-    const s: Figures[] = [];
-    const b: Figures[] = [];
-    const subject = () => createBurst(platform, `${platform.bridgeUrl}/api/v1/publisher/sites`, n, concurrency);
-    const baseline = () => createBurst(platform, `${plain.url}/api/v1/publisher/sites`, n, concurrency);
-    for (let r = 0; r < ROUNDS; r++) {
-      if (r % 2 === 0) {
-        s.push(await subject());
-        b.push(await baseline());
-      } else {
-        b.push(await baseline());
-        s.push(await subject());
-      }
-    }
-    const mean = (xs: Figures[]): Figures => {
-      const avg = (k: keyof Figures) => xs.reduce((a, x) => a + x[k], 0) / xs.length;
-      return {
-        rps: avg('rps'),
-        p50: avg('p50'),
-        p99: avg('p99'),
-        requests: avg('requests'),
-        cpuMs: avg('cpuMs'),
-        commands: avg('commands'),
-      };
-    };
-    loadRowsAt(`POST sites (${n} creates)`, { s: mean(s), b: mean(b) }, { rps: 0.6 }, concurrency);
+    const fig = await alternating(
+      () => createBurst(platform, `${platform.bridgeUrl}/api/v1/publisher/sites`, n, concurrency),
+      () => createBurst(platform, `${plain.url}/api/v1/publisher/sites`, n, concurrency),
+    );
+    loadRowsAt(`POST sites (${n} creates)`, fig, { rps: 0.6 }, concurrency);
   } finally {
     await plain.close();
   }
