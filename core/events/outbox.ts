@@ -117,7 +117,8 @@ export interface OutboxRelayOptions {
 export const RELAY_LEASES = 'kernel_outbox_relay_leases';
 
 interface PendingDoc {
-  _id: unknown;
+  /** Whatever the model's id type is (a string for most, an ObjectId for some). */
+  _id: string | mongoose.Types.ObjectId;
   outbox: OutboxEntry[];
 }
 
@@ -158,6 +159,8 @@ export class OutboxRelay {
   /** The relay set: every process relaying the same collections competes for this one lease. */
   private readonly leaseId: string;
   private readonly holder = newId();
+  /** When the lease this relay last took or renewed lapses (by its own clock); 0 when not held. */
+  private heldUntil = 0;
 
   constructor(opts: OutboxRelayOptions) {
     this.models = opts.models;
@@ -179,6 +182,10 @@ export class OutboxRelay {
    */
   private async holdLease(): Promise<boolean> {
     const now = Date.now();
+    // Held with more than half of it left: nobody else can take it before it lapses, so the
+    // round trip is skipped (a busy relay ticks on every write's nudge; renewing each time was a
+    // command per write for nothing).
+    if (now < this.heldUntil - this.leaseMs / 2) return true;
     const leases = this.models[0].db.collection<{ _id: string; holder: string; until: Date }>(RELAY_LEASES);
     try {
       await leases.findOneAndUpdate(
@@ -186,8 +193,10 @@ export class OutboxRelay {
         { $set: { holder: this.holder, until: new Date(now + this.leaseMs) } },
         { upsert: true },
       );
+      this.heldUntil = now + this.leaseMs;
       return true;
     } catch (e) {
+      this.heldUntil = 0;
       if (isDuplicateKey(e)) return false;
       throw e;
     }
@@ -195,6 +204,7 @@ export class OutboxRelay {
 
   /** Gives the lease up at once, so another process's relay takes over without waiting it out. */
   private async releaseLease(): Promise<void> {
+    this.heldUntil = 0;
     const leases = this.models[0].db.collection<{ _id: string; holder: string; until: Date }>(RELAY_LEASES);
     await leases.updateOne({ _id: this.leaseId, holder: this.holder }, { $set: { until: new Date(0) } }).catch(() => undefined);
   }
@@ -302,9 +312,18 @@ export class OutboxRelay {
       if (pending.length === 0) break;
       const ordered = mergeByTime(pending);
       await this.bus.publish(ordered.map(outboxMessage));
-      for (const d of pending) {
-        await model.updateOne({ _id: d._id }, { $pull: { outbox: { eventId: { $in: d.outbox.map((e) => e.eventId) } } } });
-      }
+      // One `update` command for the whole batch (a statement per document), not one per document.
+      // Each statement pulls exactly the entries published, so entries pushed since the read stay.
+      const docsOf = model.collection as unknown as mongoose.mongo.Collection<PendingDoc>;
+      await docsOf.bulkWrite(
+        pending.map((d) => ({
+          updateOne: {
+            filter: { _id: d._id },
+            update: { $pull: { outbox: { eventId: { $in: d.outbox.map((e) => e.eventId) } } } },
+          },
+        })),
+        { ordered: false },
+      );
       total += ordered.length;
       if (docs.length < this.batchSize) break;
     }

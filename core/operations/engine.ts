@@ -103,6 +103,12 @@ export interface EnqueueInput {
   maxAttempts?: number;
   /** Chosen by the caller (e.g. to reference it first from its own document); enqueue is then idempotent. */
   id?: string;
+  /**
+   * `id` was drawn at random for this call (not read back from a stored plan or sent by a client),
+   * so no earlier operation can hold it: the archive lookup that keeps a reused id from running
+   * twice is skipped (one round trip fewer on every such create).
+   */
+  idIsNew?: boolean;
   /** Overall deadline from now, in milliseconds: the engine's `deadlineMs`. */
   deadlineMs?: number;
 }
@@ -267,7 +273,7 @@ export class OperationEngine {
     try {
       // An id whose operation finished and moved to the archive is taken too: the hot collection's
       // unique `_id` no longer sees it.
-      if (op.id && (await this.archive.get(op.id))) throw DUPLICATE_IN_ARCHIVE;
+      if (op.id && !op.idIsNew && (await this.archive.get(op.id))) throw DUPLICATE_IN_ARCHIVE;
       await this.model.create(doc);
     } catch (e) {
       if ((e !== DUPLICATE_IN_ARCHIVE && !isDuplicateKey(e)) || !op.id) throw e;

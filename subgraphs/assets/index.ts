@@ -98,7 +98,9 @@ export default defineArea<AssetsServices, AssetsSettings>({
         : new FsBlobStore(root);
     const [host, port] = (ctx.settings.ASSETS_CLAMD_ADDRESS ?? '').split(':');
     const scanner = host && port ? new ClamdScanner(host, Number(port)) : new EicarScanner();
-    const relay = new OutboxRelay({ models: [m.Asset, m.Job], bus: ctx.bus });
+    // Writes in this process nudge the relay at once; the idle scan (a collection scan per model on
+    // the wire server) only picks up what another process wrote: once a second, as the engine's.
+    const relay = new OutboxRelay({ models: [m.Asset, m.Job], bus: ctx.bus, intervalMs: 1_000 });
     const assets = new AssetsService(
       m,
       blobs,

@@ -45,6 +45,8 @@ export interface CreatedSite {
 interface PlannedSite {
   projectId: string;
   operationId: string;
+  /** Drawn just now for this request (no Idempotency-Key): no earlier operation can hold the id. */
+  fresh?: boolean;
 }
 
 export interface SiteCreationDeps {
@@ -72,7 +74,7 @@ export class SiteCreation {
 
   async createSite(principal: Principal | null, input: CreateSiteInput, idempotencyKey?: string | null): Promise<CreatedSite> {
     const p = this.access.writer(principal);
-    if (!idempotencyKey) return this.provisionSite(p, input, { projectId: randomUUID(), operationId: randomUUID() });
+    if (!idempotencyKey) return this.provisionSite(p, input, { projectId: randomUUID(), operationId: randomUUID(), fresh: true });
     // The project and operation ids are fixed when the key is first claimed; a retry after a crash
     // resumes with the same ids (every step below is idempotent per id) instead of creating twice.
     const { value } = await this.d.idempotency.run(
@@ -115,10 +117,16 @@ export class SiteCreation {
       },
       ids.projectId,
     );
-    const operation = await enqueueSiteOperation(this.d.engine, p, site._id, 'provision', operationId, {
-      runtimeVersion: spec.runtime.version,
-      name: spec.name,
-    });
+    const operation = await enqueueSiteOperation(
+      this.d.engine,
+      p,
+      site._id,
+      'provision',
+      operationId,
+      { runtimeVersion: spec.runtime.version, name: spec.name },
+      site._id,
+      { idIsNew: ids.fresh },
+    );
     return { project: projectView(site), siteUrl: site.siteUrl, adminUrl: site.adminUrl, operation };
   }
 

@@ -1,4 +1,4 @@
-import type { OperationEngine } from '../../core/operations/engine';
+import type { EnqueueInput, OperationEngine } from '../../core/operations/engine';
 import type { Principal } from '../../core/principal';
 
 /**
@@ -13,9 +13,11 @@ export function enqueueSiteOperation(
   id: string,
   input: object,
   siteId = projectId,
+  opts: Pick<EnqueueInput, 'idIsNew'> = {},
 ) {
   return engine.enqueue({
     id,
+    ...opts,
     accountId: p.accountId,
     projectId,
     resourceType: 'site',

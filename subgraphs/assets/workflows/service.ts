@@ -86,7 +86,8 @@ export class WorkflowService {
   readonly relay: OutboxRelay;
 
   constructor(readonly d: WorkflowDeps) {
-    this.relay = new OutboxRelay({ models: [d.models.Approval], bus: d.bus });
+    // Decisions nudge it at once; the idle scan is for other processes' writes (as the engine's).
+    this.relay = new OutboxRelay({ models: [d.models.Approval], bus: d.bus, intervalMs: 1_000 });
   }
 
   private event(a: ApprovalDoc, status: ApprovalDoc['status'], at: Date) {
