@@ -5,13 +5,17 @@
  * BENCH_GAP_MS (500). Prints p50/p99/max delivery latency from the engine write to each
  * subscriber (outbox → Kafka → projection → Kafka → router → socket), how many deliveries arrived,
  * and the process's memory (RSS and heap) before the subscribers, with them, and after the events.
- * Platform and clients share one process, so memory is both sides together.
+ * The subscribers run in a worker thread (their own event loop, as remote clients would have), so
+ * the figure is the platform's fan-out, not the clients' parsing queued behind it on one loop; both
+ * threads stamp times with `performance.timeOrigin + performance.now()`. Memory is the whole
+ * process's (platform and clients together).
  * Subscribers count as registered once each has received a warm-up event (no fixed sleep).
  * Run: `npm run -s build && node dist/bench/activity-fanout.js`.
  */
 import 'reflect-metadata';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createClient, type Client } from 'graphql-ws';
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import WebSocket from 'ws';
 import { startPlatform } from '../app/platform';
 import { loadConfig } from '../core/config';
@@ -32,6 +36,83 @@ const memory = () => {
 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Wall-clock milliseconds with sub-millisecond resolution, comparable across threads. */
+const now = () => performance.timeOrigin + performance.now();
+
+interface ClientsSetup {
+  url: string;
+  key: string;
+  projectId: string;
+}
+type ToClients = { type: 'report'; sentAt: [string, number][] } | { type: 'close' };
+type FromClients =
+  { type: 'seen'; registered: number; errors: number } | { type: 'latencies'; values: number[] } | { type: 'closed' };
+
+/** The worker thread: the subscribers. Reports how many have seen an event, then the latencies. */
+function runClients(setup: ClientsSetup): void {
+  const port = parentPort!;
+  const post = (m: FromClients) => port.postMessage(m);
+  const clients: Client[] = [];
+  /** Arrival times per item id, one per subscriber that got it. */
+  const arrivals = new Map<string, number[]>();
+  const seen = new Array<boolean>(SUBSCRIBERS).fill(false);
+  let registered = 0;
+  let errors = 0;
+  let reported = -1;
+  const report = setInterval(() => {
+    if (registered === reported) return;
+    reported = registered;
+    post({ type: 'seen', registered, errors });
+  }, 100);
+  for (let c = 0; c < CONNECTIONS; c++) {
+    clients.push(
+      createClient({
+        url: setup.url,
+        webSocketImpl: WebSocket,
+        connectionParams: { authorization: `Bearer ${setup.key}` },
+        retryAttempts: 0,
+        lazy: false,
+      }),
+    );
+  }
+  for (let s = 0; s < SUBSCRIBERS; s++) {
+    clients[s % CONNECTIONS].subscribe(
+      { query: 'subscription($p: ID!) { operationActivity(projectId: $p) }', variables: { p: setup.projectId } },
+      {
+        next: (v) => {
+          const at = now();
+          const item = (v.data as { operationActivity: { id: string } } | undefined)?.operationActivity;
+          if (!item) return;
+          if (!seen[s]) {
+            seen[s] = true;
+            registered++;
+          }
+          const list = arrivals.get(item.id);
+          if (list) list.push(at);
+          else arrivals.set(item.id, [at]);
+        },
+        error: () => {
+          errors++;
+        },
+        complete: () => undefined,
+      },
+    );
+  }
+  port.on('message', (m: ToClients) => {
+    if (m.type === 'report') {
+      const values: number[] = [];
+      for (const [id, sent] of m.sentAt) for (const at of arrivals.get(id) ?? []) values.push(at - sent);
+      post({ type: 'latencies', values });
+    } else {
+      clearInterval(report);
+      void Promise.all(clients.map((c) => c.dispose())).then(() => {
+        post({ type: 'closed' });
+        port.close();
+      });
+    }
+  });
+}
+
 async function main(): Promise<void> {
   const id = randomBytes(4).toString('hex');
   const base = loadConfig(process.env);
@@ -41,52 +122,34 @@ async function main(): Promise<void> {
     MONGODB_URI: base.mongodbUri.replace(/\/[^/?]*(\?|$)/, `/bench_${id}$1`),
   });
   const platform = await startPlatform({ config, bridgePort: 0, routerPort: 0, subgraphBasePort: 0, topicPrefix: `bench${id}` });
-  const clients: Client[] = [];
+  let worker: Worker | undefined;
   try {
     const created = await platform.services.identity.createApiKey({ accountSlug: `bench-${id}`, plan: 'pro' });
     const projectId = (await platform.services.identity.createProject(created.accountId, 'bench'))._id;
     console.log(
-      `activity fan-out bench (node ${process.version}, ${new Date().toISOString()}): ${SUBSCRIBERS} subscribers, ${CONNECTIONS} sockets, ${CHANGES} changes`,
+      `activity fan-out bench (node ${process.version}, ${new Date().toISOString()}): ${SUBSCRIBERS} subscribers, ${CONNECTIONS} sockets, ${CHANGES} changes, clients in a worker thread`,
     );
     global.gc?.();
     console.log(`memory before subscribers: ${memory()}`);
 
-    const sentAt = new Map<string, number>();
-    const latencies: number[] = [];
-    /** Per subscriber: has it seen anything yet (the warm-up proves it registered). */
-    const seen = new Array<boolean>(SUBSCRIBERS).fill(false);
-    for (let c = 0; c < CONNECTIONS; c++) {
-      clients.push(
-        createClient({
-          url: platform.routerUrl!.replace(/^http/, 'ws'),
-          webSocketImpl: WebSocket,
-          connectionParams: { authorization: `Bearer ${created.key}` },
-          retryAttempts: 0,
-          lazy: false,
-        }),
+    const setup: ClientsSetup = { url: platform.routerUrl!.replace(/^http/, 'ws'), key: created.key, projectId };
+    worker = new Worker(__filename, { workerData: setup });
+    let registered = 0;
+    let errors = 0;
+    const waiting = new Map<FromClients['type'], (m: FromClients) => void>();
+    worker.on('message', (m: FromClients) => {
+      if (m.type === 'seen') ({ registered, errors } = m);
+      waiting.get(m.type)?.(m);
+    });
+    const reply = <T extends FromClients['type']>(type: T) =>
+      new Promise<Extract<FromClients, { type: T }>>((resolve) =>
+        waiting.set(type, (m) => resolve(m as Extract<FromClients, { type: T }>)),
       );
-    }
-    const errors: unknown[] = [];
-    for (let s = 0; s < SUBSCRIBERS; s++) {
-      clients[s % CONNECTIONS].subscribe(
-        { query: 'subscription($p: ID!) { operationActivity(projectId: $p) }', variables: { p: projectId } },
-        {
-          next: (v) => {
-            const item = (v.data as { operationActivity: { id: string } } | undefined)?.operationActivity;
-            if (!item) return;
-            seen[s] = true;
-            const t0 = sentAt.get(item.id);
-            if (t0) latencies.push(performance.now() - t0);
-          },
-          error: (e) => errors.push(e),
-          complete: () => undefined,
-        },
-      );
-    }
 
+    const sentAt = new Map<string, number>();
     const change = async (measured: boolean) => {
       const opId = randomUUID();
-      if (measured) sentAt.set(`operation:${opId}`, performance.now());
+      if (measured) sentAt.set(`operation:${opId}`, now());
       // An operation type nobody executes: exactly one status change (queued) per enqueue.
       await platform.engine.enqueue({
         id: opId,
@@ -100,14 +163,11 @@ async function main(): Promise<void> {
 
     // Warm up until every subscriber has received an event: then all are registered.
     const warmStart = Date.now();
-    while (seen.some((x) => !x) && Date.now() - warmStart < WARMUP_MS) {
+    while (registered < SUBSCRIBERS && Date.now() - warmStart < WARMUP_MS) {
       await change(false);
       await sleep(1000);
     }
-    const registered = seen.filter(Boolean).length;
-    console.log(
-      `registered ${registered}/${SUBSCRIBERS} in ${((Date.now() - warmStart) / 1000).toFixed(1)} s; errors ${errors.length}`,
-    );
+    console.log(`registered ${registered}/${SUBSCRIBERS} in ${((Date.now() - warmStart) / 1000).toFixed(1)} s; errors ${errors}`);
     global.gc?.();
     console.log(`memory with subscribers: ${memory()}`);
 
@@ -117,23 +177,37 @@ async function main(): Promise<void> {
     }
     const expected = registered * CHANGES;
     const deadline = Date.now() + 30_000;
-    while (latencies.length < expected && Date.now() < deadline) await sleep(100);
+    let latencies: number[] = [];
+    for (;;) {
+      const got = reply('latencies');
+      worker.postMessage({ type: 'report', sentAt: [...sentAt] } satisfies ToClients);
+      latencies = (await got).values;
+      if (latencies.length >= expected || Date.now() > deadline) break;
+      await sleep(200);
+    }
     const s = [...latencies].sort((a, b) => a - b);
     console.log(
       `delivery latency: p50 ${pct(s, 50).toFixed(1)} ms, p99 ${pct(s, 99).toFixed(1)} ms, max ${s[s.length - 1].toFixed(1)} ms; delivered ${latencies.length}/${expected}`,
     );
     console.log(`memory after events: ${memory()}`);
+    const closed = reply('closed');
+    worker.postMessage({ type: 'close' } satisfies ToClients);
+    await closed;
   } finally {
-    await Promise.all(clients.map((c) => c.dispose()));
+    await worker?.terminate();
     await platform.conn.dropDatabase().catch(() => undefined);
     await platform.stop();
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (e) => {
-    console.error(e);
-    process.exit(1);
-  },
-);
+if (isMainThread) {
+  main().then(
+    () => process.exit(0),
+    (e) => {
+      console.error(e);
+      process.exit(1);
+    },
+  );
+} else {
+  runClients(workerData as ClientsSetup);
+}

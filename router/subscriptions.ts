@@ -68,12 +68,22 @@ export function attachSubscriptions(server: Server, path: string, deps: Subscrip
   const schema = subscriptionSchema(deps);
   const open = new Map<WebSocket, string | undefined>();
   const recheck = setInterval(() => {
+    // One check per key, not per socket: a thousand sockets of one key cost one lookup a round.
+    const byHeader = new Map<string | undefined, WebSocket[]>();
     for (const [socket, header] of open) {
+      const sockets = byHeader.get(header);
+      if (sockets) sockets.push(socket);
+      else byHeader.set(header, [socket]);
+    }
+    for (const [header, sockets] of byHeader) {
       deps.authenticate(header).then(
         (principal) => {
-          if (principal || !open.has(socket)) return;
-          open.delete(socket);
-          socket.close(4403, 'Forbidden: key revoked');
+          if (principal) return;
+          for (const socket of sockets) {
+            if (!open.has(socket)) continue;
+            open.delete(socket);
+            socket.close(4403, 'Forbidden: key revoked');
+          }
         },
         () => undefined, // an engine hiccup is not a revocation; the next round checks again
       );

@@ -60,7 +60,7 @@ export function mapOperationEvent(e: OperationEvent): ActivityRecord | null {
     sourceStatus: e.status,
     step: e.step ?? null,
     terminal: outcome ? { outcome, at: e.updatedAt } : null,
-    initiator: null,
+    initiator: e.initiator ?? null,
     createdAt: isFirst ? e.updatedAt : null,
     startedAt: e.status === 'running' ? e.updatedAt : null,
     updatedAt: e.updatedAt,

@@ -16,6 +16,11 @@ export interface OperationEvent {
   errorCode: string | null;
   /** ISO 8601. */
   updatedAt: string;
+  /**
+   * Who started the operation, on the enqueue event only (it never changes, so later events leave
+   * it out): a consumer that projects the operation needs no read of it.
+   */
+  initiator?: unknown;
 }
 
 /** The identity of an operation, as events need it (immutable after enqueue). */
@@ -78,7 +83,14 @@ export class OperationStore {
     readonly topic: string,
   ) {}
 
-  event(op: OperationRef, status: OperationStatus, step: string, errorCode: string | null, updatedAt: Date): OutboxEvent {
+  event(
+    op: OperationRef,
+    status: OperationStatus,
+    step: string,
+    errorCode: string | null,
+    updatedAt: Date,
+    initiator: unknown = null,
+  ): OutboxEvent {
     const payload: OperationEvent = {
       id: op._id,
       accountId: op.accountId,
@@ -90,6 +102,7 @@ export class OperationStore {
       step,
       errorCode,
       updatedAt: updatedAt.toISOString(),
+      ...(initiator != null ? { initiator } : {}),
     };
     return { topic: this.topic, key: op.projectId, payload };
   }
@@ -98,7 +111,10 @@ export class OperationStore {
   newDocument(fields: Omit<OperationDoc, 'outbox'>): OperationDoc {
     return {
       ...fields,
-      outbox: outboxEntries([this.event(fields, fields.status, fields.step, null, fields.updatedAt)], fields.updatedAt),
+      outbox: outboxEntries(
+        [this.event(fields, fields.status, fields.step, null, fields.updatedAt, fields.initiator)],
+        fields.updatedAt,
+      ),
     };
   }
 

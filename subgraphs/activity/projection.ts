@@ -74,10 +74,17 @@ export type Applied = { doc: ActivityItemDoc; changed: boolean };
  * when another writer moved it. A record older than the stored one changes nothing (at-least-once
  * delivery and replays are safe); an equal one is re-applied (same event, same document).
  */
-export async function applyRecord(models: ActivityModels, r: ActivityRecord): Promise<Applied> {
+export async function applyRecord(
+  models: ActivityModels,
+  record: ActivityRecord,
+  enrich?: (r: ActivityRecord) => Promise<ActivityRecord>,
+): Promise<Applied> {
+  let r = record;
   for (let attempt = 0; attempt < 20; attempt++) {
     const prev = await models.Item.findById(r.id).lean<ActivityItemDoc>().exec();
     if (prev && prev.version > r.version) return { doc: prev, changed: false };
+    // Only a record the stored item cannot complete is enriched (an initiator is kept once known).
+    if (enrich && r.initiator == null && prev?.initiator == null) r = await enrich(r);
     const doc = merged(prev, r);
     if (!prev) {
       try {
@@ -108,5 +115,5 @@ export async function project(
   if (!record) return null;
   if (!record.id.startsWith(`${source.sourceKind}:`))
     throw new Error(`source ${source.sourceKind} mapped an item id ${record.id}`);
-  return applyRecord(models, enrich ? await enrich(record) : record);
+  return applyRecord(models, record, enrich);
 }

@@ -98,13 +98,13 @@ export class ActivityService {
   }
 
   /**
-   * Operation events do not carry who started the operation; its document does, and it never
-   * changes, so reading it once per item keeps a replay equal to the live projection.
+   * Who started an operation, for an item that does not know it yet: the enqueue event carries it,
+   * but an item first projected from a later event (or from an event published before events
+   * carried it) reads it from the operation once. It never changes, so a replay still equals the
+   * live projection.
    */
   private async withInitiator(r: ActivityRecord): Promise<ActivityRecord> {
-    if (r.sourceKind !== OPERATION_SOURCE_KIND || r.initiator != null) return r;
-    const known = await this.models.Item.findById(r.id, { initiator: 1 }).lean<{ initiator: unknown }>().exec();
-    if (known?.initiator != null) return { ...r, initiator: known.initiator };
+    if (r.sourceKind !== OPERATION_SOURCE_KIND) return r;
     const op = await this.d.engine.get(r.sourceId);
     return { ...r, initiator: op?.initiator ?? null };
   }
