@@ -17,8 +17,8 @@ export interface OperationEvent {
   /** ISO 8601. */
   updatedAt: string;
   /**
-   * Who started the operation, on the enqueue event only (it never changes, so later events leave
-   * it out): a consumer that projects the operation needs no read of it.
+   * Who started the operation (null: nobody named), on the enqueue event only (it never changes, so
+   * later events leave it out): a consumer that projects the operation needs no read of it.
    */
   initiator?: unknown;
 }
@@ -89,7 +89,7 @@ export class OperationStore {
     step: string,
     errorCode: string | null,
     updatedAt: Date,
-    initiator: unknown = null,
+    initiator?: unknown,
   ): OutboxEvent {
     const payload: OperationEvent = {
       id: op._id,
@@ -102,7 +102,7 @@ export class OperationStore {
       step,
       errorCode,
       updatedAt: updatedAt.toISOString(),
-      ...(initiator != null ? { initiator } : {}),
+      ...(initiator !== undefined ? { initiator } : {}),
     };
     return { topic: this.topic, key: op.projectId, payload };
   }
@@ -112,7 +112,7 @@ export class OperationStore {
     return {
       ...fields,
       outbox: outboxEntries(
-        [this.event(fields, fields.status, fields.step, null, fields.updatedAt, fields.initiator)],
+        [this.event(fields, fields.status, fields.step, null, fields.updatedAt, fields.initiator ?? null)],
         fields.updatedAt,
       ),
     };

@@ -83,8 +83,8 @@ export async function applyRecord(
   for (let attempt = 0; attempt < 20; attempt++) {
     const prev = await models.Item.findById(r.id).lean<ActivityItemDoc>().exec();
     if (prev && prev.version > r.version) return { doc: prev, changed: false };
-    // Only a record the stored item cannot complete is enriched (an initiator is kept once known).
-    if (enrich && r.initiator == null && prev?.initiator == null) r = await enrich(r);
+    // Only the first projection of an item may need enriching: from then on the item holds it.
+    if (enrich && !prev) r = await enrich(r);
     const doc = merged(prev, r);
     if (!prev) {
       try {

@@ -78,7 +78,10 @@ export class ActivityService {
   async consume(source: ActivitySource, event: unknown): Promise<void> {
     let applied;
     try {
-      applied = await project(this.models, source, event, (r) => this.withInitiator(r));
+      // The enqueue event names its initiator (null included); only an item first seen through a
+      // later event (or an event from before events carried it) reads the operation.
+      const named = event !== null && typeof event === 'object' && 'initiator' in event;
+      applied = await project(this.models, source, event, named ? undefined : (r) => this.withInitiator(r));
     } catch (e) {
       await this.health.failed(source.sourceKind, e);
       throw e;
@@ -98,10 +101,8 @@ export class ActivityService {
   }
 
   /**
-   * Who started an operation, for an item that does not know it yet: the enqueue event carries it,
-   * but an item first projected from a later event (or from an event published before events
-   * carried it) reads it from the operation once. It never changes, so a replay still equals the
-   * live projection.
+   * Who started an operation, for an item first projected from an event that does not name it: read
+   * from the operation once. It never changes, so a replay still equals the live projection.
    */
   private async withInitiator(r: ActivityRecord): Promise<ActivityRecord> {
     if (r.sourceKind !== OPERATION_SOURCE_KIND) return r;

@@ -45,9 +45,9 @@ describe('operation events', () => {
     expect(mapOperationEvent(payload)?.initiator).toEqual(initiator);
   });
 
-  it('an operation nobody named, and every later event, carry no initiator', () => {
+  it('says so when nobody is named, and later events leave the initiator out', () => {
     const doc = store.newDocument({ ...fields, initiator: null });
-    expect(doc.outbox[0].payload).not.toHaveProperty('initiator');
+    expect(doc.outbox[0].payload).toHaveProperty('initiator', null);
     const later = store.event(fields, 'running', 'boot', null, now).payload as OperationEvent;
     expect(later).not.toHaveProperty('initiator');
     expect(mapOperationEvent(later)?.initiator).toBeNull();
