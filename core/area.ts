@@ -65,13 +65,21 @@ export interface FeedDefinition<E = unknown, A = Record<string, unknown>> {
   typesSdl: string;
   /** Topic name after the prefix, e.g. `operations` or `commerce.events`. */
   topic: string;
-  /** Routes an event to the subscribers whose `keyOfArgs` is the same. */
-  keyOfEvent(event: E): string | null;
+  /**
+   * Routes an event to the subscribers listening on its key, or on any of its keys (an event can
+   * belong to several scopes: its project, its resource type in that project, …).
+   */
+  keyOfEvent(event: E): string | readonly string[] | null;
   keyOfArgs(args: A): string;
   /** The refusal a subscriber sees when `authorize` says no (concealed as not found). */
   notFound: { code: string; message: string };
-  /** Whether this principal may watch what these arguments select (a refusal ends the subscription). */
-  authorize(principal: Principal, args: A, ports: Ports): Promise<boolean>;
+  /**
+   * Whether this principal may watch what these arguments select (a refusal ends the subscription):
+   * `true` listens on `keyOfArgs(args)`; a list of keys listens on those instead (a scope decided
+   * with the principal, e.g. a database's project found through its owning area). A subscriber
+   * gets an event once even when several of its keys match.
+   */
+  authorize(principal: Principal, args: A, ports: Ports): Promise<boolean | readonly string[]>;
   /** The payload sent to the subscriber (default: the event itself). */
   toPayload?(event: E): unknown;
   /** A stable id of the event for de-duplication of at-least-once delivery (default `eventId`/`event_id`). */

@@ -127,7 +127,17 @@ export class FeedHub {
     }
     const key = feed.keyOfEvent(e);
     if (key === null) return;
-    const listeners = this.listeners.get(`${feed.field}\u0000${key}`);
+    let listeners: Set<(e: Event) => void> | undefined;
+    if (typeof key === 'string') {
+      listeners = this.listeners.get(`${feed.field}\u0000${key}`);
+    } else {
+      // Several keys: a subscriber listening on more than one of them still gets the event once.
+      for (const k of key) {
+        const some = this.listeners.get(`${feed.field}\u0000${k}`);
+        if (!some?.size) continue;
+        listeners = listeners ? new Set([...listeners, ...some]) : some;
+      }
+    }
     if (!listeners?.size) return;
     // The hand-off to live subscribers, in the trace of the consumed message (and so of its request).
     const span = tracer().startSpan(`subscription ${feed.field}`, { attributes: { 'platform.subscribers': listeners.size } });
@@ -135,9 +145,9 @@ export class FeedHub {
     span.end();
   }
 
-  /** An async iterator of one feed's events for one key, ended by `return()`. */
-  watch(field: string, key: string): AsyncIterableIterator<Event> {
-    const listenerKey = `${field}\u0000${key}`;
+  /** An async iterator of one feed's events for one key (or any of several), ended by `return()`. */
+  watch(field: string, key: string | readonly string[]): AsyncIterableIterator<Event> {
+    const listenerKeys = [...new Set(typeof key === 'string' ? [key] : key)].map((k) => `${field}\u0000${k}`);
     const queue: Event[] = [];
     let wake: (() => void) | undefined;
     let done = false;
@@ -150,13 +160,18 @@ export class FeedHub {
       }
       wake?.();
     };
-    const set = this.listeners.get(listenerKey) ?? new Set();
-    set.add(listener);
-    this.listeners.set(listenerKey, set);
+    for (const listenerKey of listenerKeys) {
+      const set = this.listeners.get(listenerKey) ?? new Set();
+      set.add(listener);
+      this.listeners.set(listenerKey, set);
+    }
     const cleanup = () => {
       done = true;
-      set.delete(listener);
-      if (set.size === 0) this.listeners.delete(listenerKey);
+      for (const listenerKey of listenerKeys) {
+        const set = this.listeners.get(listenerKey);
+        set?.delete(listener);
+        if (set?.size === 0) this.listeners.delete(listenerKey);
+      }
       wake?.();
     };
     const log = this.log;

@@ -51,10 +51,11 @@ function subscriptionSchema(deps: SubscriptionDeps): GraphQLSchema {
     const field = fields[feed.field];
     field.subscribe = async (_root, args: Record<string, unknown>, ctx: SubscriptionContext) => {
       // What the principal may not see is concealed exactly like what does not exist.
-      if (!ctx.principal || !(await feed.authorize(ctx.principal, args, deps.ports))) {
+      const allowed = ctx.principal ? await feed.authorize(ctx.principal, args, deps.ports) : false;
+      if (!allowed || (allowed !== true && allowed.length === 0)) {
         throw new GraphQLError(feed.notFound.message, { extensions: { code: feed.notFound.code, status: 404 } });
       }
-      return deps.hub.watch(feed.field, feed.keyOfArgs(args));
+      return deps.hub.watch(feed.field, allowed === true ? feed.keyOfArgs(args) : allowed);
     };
     field.resolve = (e: unknown) => (feed.toPayload ? feed.toPayload(e) : e);
   }

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { createClient } from 'graphql-ws';
@@ -290,6 +291,101 @@ describe('agent activity and decisions through the bridge', () => {
     });
     await intruder.dispose();
     expect(JSON.stringify(refusal)).toContain('activity_not_found');
+  });
+
+  it('streams by scope as the REST reads do: a database, its actions under `database.`, and account-wide actions in a project feed', async () => {
+    const { key, account } = await t.createKey();
+    const site = await createSite(key);
+    await waitForOperation(t, key, site.projectId, site.operationId);
+    const meta = await t.rest('GET', `/api/v1/publisher/projects/${site.projectId}/metadata`, { key });
+    const databaseId = meta.body.data.database.id as string;
+    const client = createClient({
+      url: t.routerUrl.replace(/^http/, 'ws'),
+      webSocketImpl: WebSocket,
+      connectionParams: { authorization: `Bearer ${key}` },
+      retryAttempts: 0,
+    });
+    const watch = (query: string, variables: Record<string, unknown>) => {
+      const got: any[] = [];
+      const errors: unknown[] = [];
+      const stop = client.subscribe(
+        { query, variables },
+        {
+          next: (v) => (v.errors ? errors.push(v.errors) : got.push(Object.values(v.data!)[0])),
+          error: (e) => errors.push(e),
+          complete: () => undefined,
+        },
+      );
+      return { got, errors, stop };
+    };
+    const scoped = (field: string) => `subscription($s: ActivityScopeInput!) { ${field}(scope: $s) }`;
+    const database = { type: 'database', id: databaseId, projectId: site.projectId };
+    const dbOps = watch(scoped('operationActivity'), { s: database });
+    const dbActions = watch(scoped('agentActivity'), { s: database });
+    const projectActions = watch('subscription($p: ID!) { agentActivity(projectId: $p) }', { p: site.projectId });
+    try {
+      await new Promise((r) => setTimeout(r, 500));
+      // A site operation is about the database's site: the database scope streams it.
+      const restart = await t.rest('POST', `/api/v1/publisher/projects/${site.projectId}/actions`, {
+        key,
+        body: { action: 'restart' },
+      });
+      expect(restart.status).toBe(202);
+      const restartId = `operation:${restart.body.data.operation.id}`;
+      await until(async () => dbOps.got.some((i) => i.id === restartId));
+
+      // Agent actions: `database.*` reaches the database scope, `publisher.*` only the project's feed.
+      const onDatabase = await act(account, site.projectId, 'database.backup.create');
+      const onSite = await act(account, site.projectId, 'publisher.site.restart');
+      // Account-wide (an Assets tool call has no project): every project feed of the account lists it.
+      const services = t.platform.services as unknown as { activity: ActivityService };
+      const accountWide = await services.activity.actions
+        .port(() => 'assets')
+        .propose({
+          actionKey: 'assets.bucket.delete',
+          accountId: (await t.platform.services.identity.ensureAccount(account))._id,
+          scope: { type: 'account' },
+          approvalId: randomUUID(),
+          actionHash: 'h',
+          title: 'Delete bucket',
+          summary: 'An account-wide action',
+          risk: 'high',
+          expiresAt: new Date(Date.now() + 3_600_000),
+          principal: { type: 'api_key', id: null },
+        });
+      const accountWideId = `agent_tool_execution:${accountWide.actionId}`;
+      await until(async () =>
+        [onDatabase.action_id, onSite.action_id, accountWideId].every((id) => projectActions.got.some((i) => i.id === id)),
+      );
+      await until(async () => dbActions.got.some((i) => i.id === onDatabase.action_id));
+      await new Promise((r) => setTimeout(r, 1_000));
+      expect(dbActions.got.map((i) => i.id)).not.toContain(onSite.action_id);
+      expect(dbActions.got.map((i) => i.id)).not.toContain(accountWideId);
+      expect(dbOps.errors).toEqual([]);
+      expect(dbActions.errors).toEqual([]);
+      expect(projectActions.errors).toEqual([]);
+    } finally {
+      dbOps.stop();
+      dbActions.stop();
+      projectActions.stop();
+    }
+    // A database named with another project, an unknown one, or both arguments at once: not found.
+    const other = await createSite(key);
+    const refused = async (variables: Record<string, unknown>, query = scoped('operationActivity')) => {
+      const r = watch(query, variables);
+      await until(async () => r.errors.length > 0 || r.got.length > 0, 20_000);
+      r.stop();
+      return JSON.stringify(r.errors);
+    };
+    expect(await refused({ s: { ...database, projectId: other.projectId } })).toContain('activity_not_found');
+    expect(await refused({ s: { type: 'database', id: randomUUID() } })).toContain('activity_not_found');
+    expect(
+      await refused(
+        { s: database, p: site.projectId },
+        'subscription($s: ActivityScopeInput!, $p: ID!) { operationActivity(scope: $s, projectId: $p) }',
+      ),
+    ).toContain('activity_not_found');
+    await client.dispose();
   });
 
   it('expired approvals answer 410; withheld actions offer no decision', async () => {
