@@ -31,8 +31,13 @@ const PHASES = process.env.FUZZ_PHASES ?? 'examples,coverage,fuzzing,stateful';
  * a row: a row that passes one seed by luck fails another).
  */
 const DEFAULT_SEED = 1242015219;
-/** The whole stage's bound; the run is killed (and the test fails) past it. */
-const BOUND_MS = Number(process.env.FUZZ_BOUND_MS ?? 15 * 60_000);
+/**
+ * The whole stage's bound; the run is interrupted (and the test fails) past it. At 100 examples the
+ * stage takes ~7 minutes on this 2-core machine shared with another developer (load average ~4;
+ * decision 0007, "Figures"); 12 minutes leaves room for a busier CI machine and keeps `npm test`
+ * well inside CI's 90.
+ */
+const BOUND_MS = Number(process.env.FUZZ_BOUND_MS ?? 12 * 60_000);
 
 /**
  * The platform's own log (one access line per request: ~25,000 at 100 examples, megabytes of CI
@@ -144,8 +149,10 @@ stage(
       'all',
       '--request-timeout',
       '20',
+      // Two workers, so the same seed draws the same cases (4 were measured ~10% faster but not
+      // reproducible: the case count changed between runs).
       '--workers',
-      process.env.FUZZ_WORKERS ?? '2',
+      '2',
       '--no-color',
       ...(FUZZ_AREAS.includes('all') ? [] : ['--include-operation-id-regex', `^(${FUZZ_AREAS.join('|')})\\.`]),
     ]);
