@@ -14,6 +14,9 @@ import { envelopeResolver, toFastifyPath } from './route-paths';
 import { bridgeUnavailable, withRetryAfter } from './retry-after';
 import { installRateLimit, RateLimiter, rateLimitedError } from '../core/rate-limit';
 
+/** The parser's error for a body with a prototype-poisoning key. */
+const FORBIDDEN_JSON_KEY = 'PLATFORM_FORBIDDEN_JSON_KEY';
+
 /** Largest JSON body any route accepts unless it says less: 1 MiB. */
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -99,7 +102,17 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
     if (typeof body === 'string' && body.trim() === '') return done(null, undefined);
-    defaultJson(req, body as string, done);
+    defaultJson(req, body as string, (err, value) => {
+      if (!err) return done(null, value);
+      // Fastify's parser (secure-json-parse) also refuses `__proto__` and `constructor.prototype`
+      // keys at any depth, with the same error as broken JSON; tell the two apart for the client.
+      try {
+        JSON.parse(body as string);
+      } catch {
+        return done(err, undefined);
+      }
+      done(Object.assign(new Error('forbidden JSON key'), { code: FORBIDDEN_JSON_KEY, statusCode: 400 }), undefined);
+    });
   });
 
   app.addHook('onSend', async (req, reply) => {
@@ -132,6 +145,14 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
       return send(reply, kind, 415, {
         code: 'unsupported_media_type',
         message: 'send JSON (Content-Type: application/json)',
+        details: {},
+      });
+    }
+    // Valid JSON, refused for what those keys could do to objects merged from it.
+    if (err.code === FORBIDDEN_JSON_KEY) {
+      return send(reply, kind, 400, {
+        code: 'forbidden_json_key',
+        message: 'request body has a `__proto__` or `constructor.prototype` key, which is refused at any depth',
         details: {},
       });
     }

@@ -30,6 +30,15 @@ describe('REST bridge transport', () => {
     expect(res.body.error.code).toBe('unsupported_media_type');
   });
 
+  it('refuses prototype-poisoning keys at any depth with their own 400, not as invalid JSON', async () => {
+    const { key } = await t.createKey();
+    for (const rawBody of ['{"name":"a","__proto__":{"x":1}}', '{"name":"a","n":{"constructor":{"prototype":{"x":1}}}}']) {
+      const res = await t.rest('POST', '/api/v1/publisher/sites', { key, rawBody });
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatchObject({ code: 'forbidden_json_key', message: expect.stringContaining('__proto__') });
+    }
+  });
+
   it('refuses more than one JSON value in a body', async () => {
     const { key } = await t.createKey();
     const res = await t.rest('POST', '/api/v1/publisher/sites', { key, rawBody: '{"name":"a"}{"name":"b"}' });
