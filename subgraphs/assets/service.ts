@@ -114,14 +114,32 @@ export class AssetsService {
     readonly cfg: Config,
     private readonly objectsTopic: () => string,
     /** Tells the outbox relay there is something to publish. */
-    readonly nudge: () => void = () => undefined,
+    private readonly nudgeRelay: () => void = () => undefined,
   ) {
     this.buckets = new Buckets(m, settings.ASSETS_REGIONS);
     this.uploads = new Uploads(m, blobs, this.buckets, scanner, settings, objectsTopic);
     this.sessions = new UploadSessions(this);
     this.capabilities = new UploadCapabilities(this);
     this.transforms = new Transforms(this);
-    this.uploads.onStored = (a) => this.transforms.enqueueEager(a);
+    this.uploads.onStored = async (a) => {
+      await this.transforms.enqueueEager(a);
+      this.nudge();
+    };
+  }
+
+  /** Who else wants to hear of new work (the assets worker, where workers run). */
+  private readonly nudged = new Set<() => void>();
+
+  /** Something was written: the relay has events to publish, the worker may have work. */
+  nudge(): void {
+    this.nudgeRelay();
+    for (const fn of this.nudged) fn();
+  }
+
+  /** `fn` runs on every `nudge` until the returned function is called. */
+  onNudge(fn: () => void): () => void {
+    this.nudged.add(fn);
+    return () => this.nudged.delete(fn);
   }
 
   reader(p: Principal | null | undefined): Principal {

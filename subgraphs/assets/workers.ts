@@ -3,8 +3,12 @@ import type { Logger } from '../../core/logger';
 import type { AssetDoc } from './model';
 import type { AssetsService } from './service';
 
-/** Pause between idle rounds of the assets worker, in milliseconds. */
-const IDLE_MS = 250;
+/**
+ * Pause between idle rounds of the assets worker, in milliseconds. Writes in this process wake it
+ * at once (`AssetsService.nudge`); the idle round (three collection scans on the wire server) only
+ * picks up other processes' work and due retries, so once a second keeps an idle platform quiet.
+ */
+const IDLE_MS = 1_000;
 /** How often staged files and stalled uploads are swept, in milliseconds. */
 const SWEEP_EVERY_MS = 10_000;
 
@@ -43,6 +47,9 @@ export function assetsWorker(assets: AssetsService, log: Logger): BackgroundWork
   let timer: NodeJS.Timeout | undefined;
   let loop: Promise<void> | undefined;
   let lastSweep = 0;
+  /** A nudge came during a round: run the next one at once. */
+  let again = false;
+  let unlisten: (() => void) | undefined;
 
   const round = async (): Promise<boolean> => {
     let busy = false;
@@ -75,18 +82,36 @@ export function assetsWorker(assets: AssetsService, log: Logger): BackgroundWork
           log.warn({ err: (e as Error).message }, 'assets worker round failed');
           return false;
         })
-        .then((busy) => schedule(busy ? 0 : IDLE_MS));
+        .then((busy) => {
+          timer = undefined;
+          const now = busy || again;
+          again = false;
+          loop = undefined;
+          schedule(now ? 0 : IDLE_MS);
+        });
     }, ms);
+  };
+
+  const wake = () => {
+    if (!running) return;
+    if (loop) {
+      again = true; // a round is under way: the next starts right after it
+      return;
+    }
+    if (timer) clearTimeout(timer);
+    schedule(0);
   };
 
   return {
     name: 'assets-worker',
     start() {
       running = true;
+      unlisten = assets.onNudge(wake);
       schedule(0);
     },
     async stop() {
       running = false;
+      unlisten?.();
       if (timer) clearTimeout(timer);
       await loop;
     },
