@@ -54,6 +54,21 @@ export async function ensureIndexes(conn: mongoose.Connection): Promise<void> {
 }
 
 /** The server refused a write because it would duplicate a unique index key (E11000). */
+/**
+ * Inserts one new document as `Model.create` would — the schema's defaults, casting and validation
+ * apply, a duplicate `_id` or unique key throws 11000 — without hydrating a Document and running
+ * mongoose's save machinery for it (middleware, a stack-capturing parallel-save guard per call):
+ * about 0.8 ms CPU less per insert on the project's machine (issue 20: a site create makes four).
+ * Only for schemas with no save middleware (none in this code base has any). Returns what was
+ * stored (defaults applied, values cast, unknown fields dropped).
+ */
+export async function insertOne<T>(model: mongoose.Model<T>, doc: T): Promise<T> {
+  const whole = model.applyDefaults({ ...doc } as Parameters<typeof model.applyDefaults>[0]);
+  const stored = (await model.validate(whole)) as T;
+  await model.insertMany([stored], { lean: true });
+  return stored;
+}
+
 export function isDuplicateKey(e: unknown): boolean {
   return typeof e === 'object' && e !== null && (e as { code?: number }).code === 11000;
 }

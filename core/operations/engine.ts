@@ -8,7 +8,7 @@ import type { EventBus } from '../events/event-bus';
 import { OutboxRelay } from '../events/outbox';
 import { TOPICS, topicName } from '../events/topics';
 import { newId } from '../ids';
-import { isDuplicateKey } from '../mongo';
+import { isDuplicateKey, insertOne } from '../mongo';
 import { childLogger, type Logger } from '../logger';
 import {
   DEFAULT_MAX_ATTEMPTS,
@@ -274,7 +274,7 @@ export class OperationEngine {
       // An id whose operation finished and moved to the archive is taken too: the hot collection's
       // unique `_id` no longer sees it.
       if (op.id && !op.idIsNew && (await this.archive.get(op.id))) throw DUPLICATE_IN_ARCHIVE;
-      await this.model.create(doc);
+      await insertOne(this.model, doc);
     } catch (e) {
       if ((e !== DUPLICATE_IN_ARCHIVE && !isDuplicateKey(e)) || !op.id) throw e;
       const existing = await this.get(op.id);

@@ -1,5 +1,5 @@
 import type { ActivityRecord, ActivitySource } from '../../core/activity-source';
-import { isDuplicateKey } from '../../core/mongo';
+import { isDuplicateKey, insertOne } from '../../core/mongo';
 import { STEP_COMPLETED, STEP_QUEUED } from '../../core/operations/model';
 import type { ActivityItemDoc, ActivityModels, TaskDoc } from './model';
 
@@ -88,7 +88,7 @@ export async function applyRecord(
     const doc = merged(prev, r);
     if (!prev) {
       try {
-        await models.Item.create(doc);
+        await insertOne(models.Item, doc);
         return { doc, changed: true };
       } catch (e) {
         if (isDuplicateKey(e)) continue;

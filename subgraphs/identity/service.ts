@@ -1,7 +1,7 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Connection } from 'mongoose';
 import { badRequest, notFound, unauthenticated } from '../../core/errors';
-import { isDuplicateKey } from '../../core/mongo';
+import { isDuplicateKey, insertOne } from '../../core/mongo';
 import { effectiveScopes, scopesOfRole } from '../../core/scopes';
 import { SUBSCRIPTION_STATES, type SubscriptionState } from '../../core/account-standing';
 import { KEY_MODES, type KeyMode, type Plan, type Principal, type Role } from '../../core/principal';
@@ -184,14 +184,13 @@ export class IdentityService {
     const trimmed = name.trim();
     if (!trimmed || trimmed.length > 100) throw badRequest('invalid_name', 'project name must be 1 to 100 characters');
     try {
-      const doc = await this.models.Project.create({
+      return await insertOne(this.models.Project, {
         _id: opts.id ?? randomUUID(),
         accountId,
         name: trimmed,
         sourceType,
         createdAt: new Date(),
       });
-      return doc.toObject();
     } catch (e) {
       // A given id that exists for this account is the same project (a resumed create).
       if (!opts.id || !isDuplicateKey(e)) throw e;

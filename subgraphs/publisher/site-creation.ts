@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { PlatformError, badRequest, conflict, notFound } from '../../core/errors';
 import type { IdempotencyStore } from '../../core/idempotency';
 import { isUuid, newId } from '../../core/ids';
-import { isDuplicateKey } from '../../core/mongo';
+import { isDuplicateKey, insertOne } from '../../core/mongo';
 import type { OperationEngine } from '../../core/operations/engine';
 import type { OperationDoc } from '../../core/operations/model';
 import type { ProjectDirectory } from '../../core/ports';
@@ -177,7 +177,7 @@ export class SiteCreation {
       activeOperationAt: fields.activeOperationId ? now : null,
     };
     try {
-      await this.d.models.Site.create(doc);
+      await insertOne(this.d.models.Site, doc);
     } catch (e) {
       if (!isDuplicateKey(e)) throw e;
       const raced = await this.d.models.Site.findById(siteId).lean();
