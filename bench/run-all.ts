@@ -457,6 +457,10 @@ async function writesSection(platform: Platform, mongodbUri: string): Promise<vo
   // sides measure the request itself. The platform's relay still publishes each create's event.
   platform.engine.halt();
   try {
+    // One unmeasured burst per side first: both measure warm code (JIT, pools), whether or not the
+    // sections before this one already exercised the create path (BENCH_ONLY=writes runs it cold).
+    await createBurst(platform, `${platform.bridgeUrl}/api/v1/publisher/sites`, n, concurrency);
+    await createBurst(platform, `${plain.url}/api/v1/publisher/sites`, n, concurrency);
     const fig = await alternating(
       () => createBurst(platform, `${platform.bridgeUrl}/api/v1/publisher/sites`, n, concurrency),
       () => createBurst(platform, `${plain.url}/api/v1/publisher/sites`, n, concurrency),
