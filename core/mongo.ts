@@ -53,7 +53,6 @@ export async function ensureIndexes(conn: mongoose.Connection): Promise<void> {
   }
 }
 
-/** The server refused a write because it would duplicate a unique index key (E11000). */
 /**
  * Inserts one new document as `Model.create` would — the schema's defaults, casting and validation
  * apply, a duplicate `_id` or unique key throws 11000 — without hydrating a Document and running
@@ -69,6 +68,7 @@ export async function insertOne<T>(model: mongoose.Model<T>, doc: T): Promise<T>
   return stored;
 }
 
+/** The server refused a write because it would duplicate a unique index key (E11000). */
 export function isDuplicateKey(e: unknown): boolean {
   return typeof e === 'object' && e !== null && (e as { code?: number }).code === 11000;
 }
