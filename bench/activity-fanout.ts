@@ -13,12 +13,11 @@
  * Run: `npm run -s build && node dist/bench/activity-fanout.js`.
  */
 import 'reflect-metadata';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { createClient, type Client } from 'graphql-ws';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import WebSocket from 'ws';
-import { startPlatform } from '../app/platform';
-import { loadConfig } from '../core/config';
+import { startBenchPlatform } from './bench-platform';
 
 process.env.APOLLO_TELEMETRY_DISABLED = '1';
 const SUBSCRIBERS = Number(process.env.BENCH_SUBSCRIBERS ?? 1000);
@@ -114,14 +113,8 @@ function runClients(setup: ClientsSetup): void {
 }
 
 async function main(): Promise<void> {
-  const id = randomBytes(4).toString('hex');
-  const base = loadConfig(process.env);
-  const config = loadConfig({
-    ...process.env,
-    LOG_LEVEL: 'warn',
-    MONGODB_URI: base.mongodbUri.replace(/\/[^/?]*(\?|$)/, `/bench_${id}$1`),
-  });
-  const platform = await startPlatform({ config, bridgePort: 0, routerPort: 0, subgraphBasePort: 0, topicPrefix: `bench${id}` });
+  const bench = await startBenchPlatform('bench-fanout');
+  const { platform, id } = bench;
   let worker: Worker | undefined;
   try {
     const created = await platform.services.identity.createApiKey({ accountSlug: `bench-${id}`, plan: 'pro' });
@@ -195,8 +188,7 @@ async function main(): Promise<void> {
     await closed;
   } finally {
     await worker?.terminate();
-    await platform.conn.dropDatabase().catch(() => undefined);
-    await platform.stop();
+    await bench.stop();
   }
 }
 

@@ -8,30 +8,15 @@
  * path (every item 412). Run: `npm run -s build && node dist/bench/assets-bulk.js`.
  */
 import 'reflect-metadata';
-import { randomBytes } from 'node:crypto';
-import { startPlatform } from '../app/platform';
-import { loadConfig } from '../core/config';
 import { newId } from '../core/ids';
+import { startBenchPlatform } from './bench-platform';
 
 process.env.APOLLO_TELEMETRY_DISABLED = '1';
 const N = Number(process.env.BENCH_BULK_ITEMS ?? 10_000);
 
 async function main(): Promise<void> {
-  const id = randomBytes(4).toString('hex');
-  const base = loadConfig(process.env);
-  const config = loadConfig({
-    ...process.env,
-    LOG_LEVEL: 'warn',
-    MONGODB_URI: base.mongodbUri.replace(/\/[^/?]*(\?|$)/, `/bench_${id}$1`),
-  });
-  const platform = await startPlatform({
-    config,
-    bridgePort: 0,
-    routerPort: 0,
-    cdnPort: 0,
-    subgraphBasePort: 0,
-    topicPrefix: `bench${id}`,
-  });
+  const bench = await startBenchPlatform('bench-assets-bulk');
+  const { platform, id } = bench;
   const bridge = platform.bridgeUrl!;
   try {
     const { key, accountId } = await platform.services.identity.createApiKey({ accountSlug: `bench-${id}`, plan: 'pro' });
@@ -102,8 +87,7 @@ async function main(): Promise<void> {
     await run('bulk visibility/add_tags, every revision current');
     await run('same items again, every revision stale (412 each)');
   } finally {
-    await platform.conn.dropDatabase().catch(() => undefined);
-    await platform.stop();
+    await bench.stop();
   }
 }
 

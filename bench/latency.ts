@@ -8,11 +8,10 @@
  * query of the router and subgraph lines (e.g. `{ __typename }` for the bare transport cost). Run: `npm run -s build && node dist/bench/latency.js` (also part of `npm run bench`).
  */
 import 'reflect-metadata';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
-import { startPlatform } from '../app/platform';
-import { loadConfig } from '../core/config';
+import { startBenchPlatform } from './bench-platform';
 import { PRINCIPAL_HEADER, signPrincipal } from '../core/principal';
 
 process.env.APOLLO_TELEMETRY_DISABLED = '1';
@@ -87,21 +86,8 @@ function inWorker(t: Target, concurrency: number): Promise<string> {
 }
 
 async function main(): Promise<void> {
-  const id = randomBytes(4).toString('hex');
-  const base = loadConfig(process.env);
-  const config = loadConfig({
-    ...process.env,
-    LOG_LEVEL: 'warn',
-    MONGODB_URI: base.mongodbUri.replace(/\/[^/?]*(\?|$)/, `/bench_${id}$1`),
-  });
-  const platform = await startPlatform({
-    config,
-    bridgePort: 0,
-    routerPort: 0,
-    cdnPort: 0,
-    subgraphBasePort: 0,
-    topicPrefix: `bench${id}`,
-  });
+  const bench = await startBenchPlatform('bench-latency');
+  const { platform, id } = bench;
   try {
     const created = await platform.services.identity.createApiKey({ accountSlug: `bench-${id}`, plan: 'pro' });
     const auth = { authorization: `Bearer ${created.key}` };
@@ -119,7 +105,7 @@ async function main(): Promise<void> {
         method: 'POST',
         // Signed per request, as the router does: a principal header is valid for 30 s, one subgraph and one request id.
         headers: json,
-        signed: { principal, audience: 'publisher', key: config.INTERNAL_SIGNING_KEY },
+        signed: { principal, audience: 'publisher', key: platform.config.INTERNAL_SIGNING_KEY },
         body: query,
       },
     ];
@@ -128,8 +114,7 @@ async function main(): Promise<void> {
     );
     for (const c of [1, CONCURRENCY]) for (const t of targets) console.log(await inWorker(t, c));
   } finally {
-    await platform.conn.dropDatabase().catch(() => undefined);
-    await platform.stop();
+    await bench.stop();
   }
   process.exit(0);
 }

@@ -13,12 +13,10 @@
  */
 import 'reflect-metadata';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { startPlatform } from '../app/platform';
-import { loadConfig } from '../core/config';
 import { newId } from '../core/ids';
+import { startBenchPlatform } from './bench-platform';
 
 process.env.APOLLO_TELEMETRY_DISABLED = '1';
 const REQUESTS = Number(process.env.BENCH_CDN_REQUESTS ?? 2000);
@@ -31,23 +29,9 @@ const pct = (xs: number[], p: number) => {
 };
 
 async function main(): Promise<void> {
-  const id = randomBytes(4).toString('hex');
-  const blobDir = await mkdtemp(path.join(tmpdir(), 'bench-bucket-ops-'));
-  const base = loadConfig(process.env);
-  const config = loadConfig({
-    ...process.env,
-    LOG_LEVEL: 'warn',
-    ASSETS_BLOB_DIR: blobDir,
-    MONGODB_URI: base.mongodbUri.replace(/\/[^/?]*(\?|$)/, `/bench_${id}$1`),
-  });
-  const platform = await startPlatform({
-    config,
-    bridgePort: 0,
-    routerPort: 0,
-    cdnPort: 0,
-    subgraphBasePort: 0,
-    topicPrefix: `bench${id}`,
-  });
+  const bench = await startBenchPlatform('bench-bucket-ops');
+  const { platform, id } = bench;
+  const blobDir = path.join(bench.dir, 'blobs');
   const bridge = platform.bridgeUrl!;
   const cdn = platform.cdnUrl!;
   try {
@@ -199,9 +183,7 @@ async function main(): Promise<void> {
         `${Math.round(rel.objects_switched / secs)} objects/s, ${(rel.bytes_copied / 1048576 / secs).toFixed(1)} MiB/s`,
     );
   } finally {
-    await platform.conn.dropDatabase().catch(() => undefined);
-    await platform.stop();
-    await rm(blobDir, { recursive: true, force: true });
+    await bench.stop();
   }
 }
 
