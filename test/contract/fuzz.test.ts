@@ -163,6 +163,22 @@ stage(
     const log = LOG;
     const summary = output.trimEnd().split('\n').slice(-40).join('\n');
     process.stdout.write(`fuzz: ${seconds}s, exit ${code}, seed ${seed}, full output in ${log}\n${summary}\n`);
+    // CPython 3.11 before 3.11.8 can raise "AST constructor recursion depth mismatch" when two
+    // schemathesis workers parse sources at once (a race inside hypothesis's lambda descriptions,
+    // not an answer of the platform). A run whose only problems are that crash, with no failure
+    // found, is reported but not counted against the platform.
+    const errors = [...output.matchAll(/Runtime Error\n\n([^\n]+)/g)].map((m) => m[1]);
+    const onlyInterpreterRace =
+      !timedOut &&
+      code !== 0 &&
+      !/={3,} FAILURES ={3,}/.test(output) &&
+      /\b(\d+) generated, \1 passed\b/.test(output) &&
+      errors.length > 0 &&
+      errors.every((e) => e.startsWith('AST constructor recursion depth mismatch'));
+    if (onlyInterpreterRace) {
+      process.stdout.write(`fuzz: ${errors.length} schemathesis-internal interpreter race(s), no failure found; see ${log}\n`);
+      return;
+    }
     if (timedOut || code !== 0) {
       throw new Error(
         `schemathesis ${timedOut ? `ran past ${BOUND_MS / 1000}s` : `failed (exit ${code})`}; seed ${seed}; see ${log} (platform log: ${process.env.LOG_FILE})`,
