@@ -49,6 +49,8 @@ export const assetsSettingsSchema = z.object({
     .int()
     .positive()
     .default(7 * 24 * 3600),
+  /** Origins (besides `{base_url}`'s own) a browser may call `/api/v1/assets/mcp` from; comma-separated. */
+  ASSETS_MCP_ALLOWED_ORIGINS: list(''),
 });
 
 export type AssetsSettings = z.infer<typeof assetsSettingsSchema>;

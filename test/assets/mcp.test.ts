@@ -139,7 +139,7 @@ describe('assets MCP endpoint and automation', () => {
     expect(audits[2].error_code).toBe('insufficient_scope');
   });
 
-  it('refuses a missing or wrong key; answers 405 to MCP GET and DELETE (stateless), and 404 to others on that path', async () => {
+  it('refuses a missing or wrong key; answers 405 to MCP GET (no stream), 404 to a DELETE naming a session (none exist), and 404 to others on that path', async () => {
     const noKey = await fetch(`${t.bridgeUrl}/api/v1/assets/mcp`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
@@ -158,12 +158,91 @@ describe('assets MCP endpoint and automation', () => {
       method: 'DELETE',
       headers: { authorization: `Bearer ${key}`, 'mcp-session-id': 'any' },
     });
-    expect(del.status).toBe(405);
+    expect(del.status).toBe(404);
+    expect(await del.json()).toEqual({ jsonrpc: '2.0', error: { code: -32000, message: 'Session not found' }, id: null });
     // Not MCP's requests: the path reads as an asset id that names no asset.
     for (const method of ['GET', 'DELETE']) {
       const res = await fetch(`${t.bridgeUrl}/api/v1/assets/mcp`, { method, headers: { authorization: `Bearer ${key}` } });
       expect(res.status).toBe(404);
       expect(await res.json()).toMatchObject({ success: false, error: { code: 'assets.not_found' } });
     }
+  });
+
+  it('refuses a foreign Origin with 403 before anything else, and serves its own origin and none', async () => {
+    const { key } = await t.createKey();
+    const baseUrl = t.platform.config.baseUrl;
+    const call = (origin?: string, method = 'POST') =>
+      fetch(`${t.bridgeUrl}/api/v1/assets/mcp`, {
+        method,
+        headers: {
+          authorization: `Bearer ${key}`,
+          'content-type': 'application/json',
+          accept: method === 'GET' ? 'text/event-stream' : 'application/json, text/event-stream',
+          ...(method === 'DELETE' ? { 'mcp-session-id': 'any' } : {}),
+          ...(origin === undefined ? {} : { origin }),
+        },
+        body: method === 'POST' ? JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }) : undefined,
+      });
+    for (const origin of [
+      'https://evil.example',
+      'null',
+      'not a url',
+      new URL(baseUrl).origin.replace(/:(\d+)$/, (_, p) => `:${Number(p) + 1}`),
+    ]) {
+      for (const method of ['POST', 'GET', 'DELETE']) {
+        const res = await call(origin, method);
+        expect([origin, method, res.status]).toEqual([origin, method, 403]);
+        expect(await res.json()).toMatchObject({ jsonrpc: '2.0', error: { code: -32000 }, id: null });
+      }
+    }
+    // Refused before the key is looked at: a foreign page learns nothing about the key either.
+    const noKey = await fetch(`${t.bridgeUrl}/api/v1/assets/mcp`, {
+      method: 'POST',
+      headers: { origin: 'https://evil.example' },
+    });
+    expect(noKey.status).toBe(403);
+    for (const origin of [undefined, new URL(baseUrl).origin]) {
+      const res = await call(origin);
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({ jsonrpc: '2.0', id: 1, result: {} });
+    }
+  });
+
+  it('a stock SDK client: initialize, list tools, call one, and an undeclared argument is refused as a tool error', async () => {
+    const owner = await t.createKey();
+    const asset = await upload(owner.key);
+    const client = await connect(owner.key);
+    try {
+      // Nothing can change the tool list, so no list-change notifications are advertised.
+      expect(client.getServerCapabilities()).toEqual({ tools: {} });
+      expect(client.getServerVersion()).toEqual({ name: 'platform-assets', version: '1.0.0' });
+      const { tools } = await client.listTools();
+      for (const tool of tools) expect(tool.inputSchema).toMatchObject({ type: 'object', additionalProperties: false });
+      const got = await client.callTool({ name: 'get', arguments: { asset_id: asset.id } });
+      expect(got.isError).toBeFalsy();
+      expect(got.structuredContent).toMatchObject({ id: asset.id });
+
+      const extra = await client.callTool({ name: 'get', arguments: { asset_id: asset.id, include_secrets: true } });
+      expect(extra.isError).toBe(true);
+      expect((extra.structuredContent as any).error).toMatchObject({
+        code: 'invalid_arguments',
+        message: expect.stringContaining('include_secrets'),
+      });
+      // A write tool with an undeclared key records no approval.
+      const tagged = await client.callTool({ name: 'tag', arguments: { asset_id: asset.id, add: ['x'], force: true } });
+      expect(tagged.isError).toBe(true);
+      expect((tagged.structuredContent as any).error.code).toBe('invalid_arguments');
+      const wrongType = await client.callTool({ name: 'search', arguments: { limit: 'ten' } });
+      expect((wrongType.structuredContent as any).error).toMatchObject({
+        code: 'invalid_arguments',
+        details: { issues: [{ path: 'limit' }] },
+      });
+      // An unknown tool is a protocol error (JSON-RPC invalid params).
+      await expect(client.callTool({ name: 'nope', arguments: {} })).rejects.toMatchObject({ code: -32602 });
+    } finally {
+      await client.close();
+    }
+    const approvals = await t.rest('GET', '/api/v1/assets/workflows/approvals', { key: owner.key });
+    expect(approvals.body.data.items.filter((a: any) => a.tool?.name === 'tag')).toEqual([]);
   });
 });

@@ -1,3 +1,5 @@
+import { toJsonSchemaCompat } from '@modelcontextprotocol/sdk/server/zod-json-schema-compat.js';
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Principal } from '../../../core/principal';
 import type { AssetsService } from '../service';
@@ -83,6 +85,30 @@ export const GOVERNED_TOOLS: GovernedTool[] = [
 ];
 
 export const toolNamed = (name: string) => GOVERNED_TOOLS.find((t) => t.name === name);
+
+/** A tool's arguments: exactly the declared keys (an undeclared one is refused, not dropped). */
+const argumentsSchema = (t: GovernedTool) => z.object(t.input).strict();
+
+/** The tool's JSON schema as `tools/list` publishes it (`additionalProperties: false`). */
+export const toolInputJsonSchema = (t: GovernedTool): Tool['inputSchema'] =>
+  toJsonSchemaCompat(argumentsSchema(t), { strictUnions: true, pipeStrategy: 'input' }) as Tool['inputSchema'];
+
+/** Checks a call's arguments against the tool's schema, as that schema is published. */
+export function toolArguments(
+  t: GovernedTool,
+  args: unknown,
+):
+  | { ok: true; args: Record<string, unknown> }
+  | { ok: false; message: string; details: { issues: { path: string; message: string }[] } } {
+  const r = argumentsSchema(t).safeParse(args);
+  if (r.success) return { ok: true, args: r.data };
+  const issues = r.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));
+  return {
+    ok: false,
+    message: `invalid arguments for tool ${t.name}: ${issues.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join('; ')}`,
+    details: { issues },
+  };
+}
 
 /** `/automation`'s view of a tool. */
 export const toolView = (t: GovernedTool) => ({
