@@ -52,6 +52,8 @@ import { workflowModels } from './workflows/model';
 import { AssetWorkflowsResolver } from './workflows/resolvers';
 import { APPROVAL_SWEEP_MS, OP_AUTOMATION_ACTION, OP_WORKFLOW_RUN, WorkflowService } from './workflows/service';
 import * as processing from './processing';
+// Last: its module reads the kinds' types, so the schema keeps their order (schema/assets.graphql).
+import { AssetJobsResolver } from './jobs/resolvers';
 
 export { AssetsService } from './service';
 
@@ -143,6 +145,7 @@ export default defineArea<AssetsServices, AssetsSettings>({
   subgraph: (s) => ({
     resolvers: [
       AssetsResolver,
+      AssetJobsResolver,
       AssetTransformsResolver,
       AssetWorkflowsResolver,
       AssetOrganisationResolver,

@@ -75,11 +75,6 @@ export class AssetsResolver {
     return this.svc.getPolicy(ctx.principal);
   }
 
-  @Query(() => AssetJobType)
-  async assetJob(@Arg('id', () => ID) id: string, @Ctx() ctx: RequestContext): Promise<AssetJobType> {
-    return toJob(await this.svc.getJob(ctx.principal, id), this.svc.cfg.baseUrl);
-  }
-
   @Mutation(() => BucketType)
   async createAssetBucket(
     @Arg('input', () => BucketInputType) input: BucketInputType,
@@ -152,11 +147,6 @@ export class AssetsResolver {
     @Arg('ifMatch', () => String, { nullable: true }) ifMatch?: string,
   ): Promise<AssetJobType> {
     return toJob(await this.svc.requestDelete(ctx.principal, id, ifMatch), this.svc.cfg.baseUrl);
-  }
-
-  @Mutation(() => AssetJobType)
-  async cancelAssetJob(@Arg('id', () => ID) id: string, @Ctx() ctx: RequestContext): Promise<AssetJobType> {
-    return toJob(await this.svc.cancelJob(ctx.principal, id), this.svc.cfg.baseUrl);
   }
 
   @Mutation(() => PurgeType)

@@ -20,6 +20,23 @@ const ifMatch = (r: { headers: Record<string, string | string[] | undefined> }) 
   const h = r.headers['if-match'];
   return (Array.isArray(h) ? h[0] : h) ?? null;
 };
+/**
+ * `/jobs/{jobID}` answers any kind of job as its own route does (the kind's fields at the top, so
+ * a client polling `status_url` reads `result`, `counts` or `steps` where it always did), plus the
+ * common `kind`, `status_url` (this route) and `detail_url` (the kind's own route).
+ */
+const JOB_DETAILS = ['bulk', 'ai', 'migration', 'workflow_run'] as const;
+function jobView(job: unknown): unknown {
+  if (!job || typeof job !== 'object') return job;
+  const common: Record<string, unknown> = { ...(job as Record<string, unknown>) };
+  let detail: Record<string, unknown> = {};
+  for (const k of JOB_DETAILS) {
+    if (common[k] && typeof common[k] === 'object') detail = common[k] as Record<string, unknown>;
+    delete common[k];
+  }
+  return { ...common, ...detail, status_url: common.status_url };
+}
+
 const listQuery = z
   .object({
     bucket: str.optional(),
@@ -487,19 +504,20 @@ export const assetsRoutes: AnyRoute[] = [
     operation: 'get-job',
     scope: SCOPES.read,
     variables: (r) => ({ id: r.params.jobID }),
-    select: (d) => d.assetJob,
+    select: (d) => jobView(d.assetJob),
     status: 200,
     envelope: 'standard',
   }),
   route({
     method: 'POST',
     path: `${P}/jobs/{jobID}/cancel`,
-    summary: 'Cancel a queued job (409 once it runs or has finished)',
+    summary: 'Cancel a job where its kind allows (delete: while queued; migration; workflow run); 409 otherwise',
     tag,
     operation: 'cancel-job',
     scope: SCOPES.write,
+    errors: [409],
     variables: (r) => ({ id: r.params.jobID }),
-    select: (d) => d.cancelAssetJob,
+    select: (d) => jobView(d.cancelAssetJob),
     status: 200,
     envelope: 'standard',
   }),

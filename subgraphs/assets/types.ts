@@ -214,22 +214,37 @@ export class AssetListFilterInput {
   @Field(() => String, { nullable: true }) quarantineStatus?: string;
 }
 
-@ObjectType('AssetJob', { description: 'An asynchronous job (spec 2.3: `job_id`, `status`, `status_url`).' })
+@ObjectType('AssetJob', {
+  description:
+    'An asynchronous job (spec 2.3: `job_id`, `status`, `status_url`). Every job the Assets area hands out is read at `/jobs/{jobID}`: delete, bulk, AI (actions, text extraction, generation), migration and workflow-run jobs; the field named by `kind` carries the details.',
+})
 export class AssetJobType {
   @Field(() => ID) jobId!: string;
-  @Field(() => String, { description: '`queued`, `running`, `succeeded`, `failed` or `cancelled`' }) status!: string;
-  @Field(() => String) statusUrl!: string;
-  @Field(() => String) type!: string;
-  @Field(() => ID) assetId!: string;
+  @Field(() => String, { description: '`delete`, `bulk`, `ai`, `migration` or `workflow_run`' }) kind!: string;
+  @Field(() => String, {
+    description:
+      "The kind's own statuses: `queued`, `running`, `succeeded`, `failed` or `cancelled` (a workflow run also `waiting_approval`)",
+  })
+  status!: string;
+  @Field(() => String, { description: '`{base_url}/api/v1/assets/jobs/{jobID}`' }) statusUrl!: string;
+  @Field(() => String, { description: "The kind's own route (for a delete job the same as `statusUrl`)." }) detailUrl!: string;
+  @Field(() => String, { description: '`delete`, `bulk`, the AI action, `migration` or `workflow_run`' }) type!: string;
+  @Field(() => ID, { nullable: true, description: 'The asset the job is about, when there is one.' }) assetId!: string | null;
   @Field(() => String, { nullable: true }) error!: string | null;
   @Field(() => Date) createdAt!: Date;
   @Field(() => Date, { nullable: true }) finishedAt!: Date | null;
+  /** The kind's record, for the kind's field resolvers (jobs/resolvers.ts); not a GraphQL field. */
+  source?: { kind: string; doc: unknown };
 }
+
+export const jobStatusUrl = (baseUrl: string, id: string) => `${baseUrl}/api/v1/assets/jobs/${id}`;
 
 export const toJob = (j: JobDoc, baseUrl: string): AssetJobType => ({
   jobId: j._id,
+  kind: 'delete',
   status: j.status,
-  statusUrl: `${baseUrl}/api/v1/assets/jobs/${j._id}`,
+  statusUrl: jobStatusUrl(baseUrl, j._id),
+  detailUrl: jobStatusUrl(baseUrl, j._id),
   type: j.type,
   assetId: j.assetId,
   error: j.error ?? null,

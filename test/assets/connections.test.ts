@@ -151,7 +151,7 @@ describe('assets connections and migrations', () => {
       id: expect.any(String),
       job_id: started.body.data.id,
       status: 'queued',
-      status_url: `${t.bridgeUrl}/api/v1/assets/migrations/${started.body.data.id}`,
+      status_url: `${t.bridgeUrl}/api/v1/assets/jobs/${started.body.data.id}`,
     });
     const m = await waitFor(key, started.body.data.id, ended);
     expect(m).toMatchObject({ status: 'succeeded', counts: { total: 5, copied: 5, failed: 0, pending: 0 } });

@@ -212,7 +212,7 @@ describe('assets organisation through the bridge', () => {
     expect(sub.body.data).toMatchObject({
       job_id: expect.any(String),
       status: 'queued',
-      status_url: expect.stringContaining('/api/v1/assets/bulk/'),
+      status_url: expect.stringContaining('/api/v1/assets/jobs/'),
     });
     const jobId = sub.body.data.job_id;
     const job = await until(

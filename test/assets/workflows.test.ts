@@ -162,7 +162,7 @@ describe('assets workflows', () => {
     expect(started.body.data).toMatchObject({
       job_id: runId,
       status: 'queued',
-      status_url: `/api/v1/assets/workflows/runs/${runId}`,
+      status_url: `/api/v1/assets/jobs/${runId}`,
     });
 
     const waiting = await until(

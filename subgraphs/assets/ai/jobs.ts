@@ -66,7 +66,8 @@ export class AiJobs {
     private readonly ocr: OcrEngine,
   ) {}
 
-  statusUrl = (id: string) => `${this.assets.cfg.baseUrl}/api/v1/assets/ai/jobs/${id}`;
+  /** The one job route; `/ai/jobs/{id}` answers the same job. */
+  statusUrl = (id: string) => `${this.assets.cfg.baseUrl}/api/v1/assets/jobs/${id}`;
 
   /** Admission: every refusal happens here, before anything is spent. */
   async submit(p: Principal | null, s: SubmitInput): Promise<AiJobDoc> {

@@ -50,7 +50,8 @@ export class BulkJobType {
 export const toBulkJob = (j: BulkJobDoc, baseUrl: string): BulkJobType => ({
   jobId: j._id,
   status: j.status,
-  statusUrl: `${baseUrl}/api/v1/assets/bulk/${j._id}`,
+  // The one job route; `/bulk/{id}` (with the results) stays.
+  statusUrl: `${baseUrl}/api/v1/assets/jobs/${j._id}`,
   type: 'bulk',
   total: j.total,
   succeeded: j.succeeded,

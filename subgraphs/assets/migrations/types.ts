@@ -38,7 +38,8 @@ export class MigrationType {
 export const toMigration = (m: MigrationDoc, counts: ItemCounts, baseUrl: string): MigrationType => ({
   id: m._id,
   jobId: m._id,
-  statusUrl: `${baseUrl}/api/v1/assets/migrations/${m._id}`,
+  // The one job route; `/migrations/{id}` answers the same migration.
+  statusUrl: `${baseUrl}/api/v1/assets/jobs/${m._id}`,
   reportUrl: `${baseUrl}/api/v1/assets/migrations/${m._id}/report`,
   connectionId: m.connectionId,
   bucket: m.bucketId,

@@ -87,7 +87,7 @@ export async function assetsWorkflowHookPlane(app: FastifyInstance, workflows: W
       );
       return reply.status(202).send({
         success: true,
-        data: { run_id: run._id, job_id: run._id, status: run.status, status_url: `${ASSETS_PREFIX}/workflows/runs/${run._id}` },
+        data: { run_id: run._id, job_id: run._id, status: run.status, status_url: `${ASSETS_PREFIX}/jobs/${run._id}` },
       });
     } catch (e) {
       return sendError(reply, e, req.log);

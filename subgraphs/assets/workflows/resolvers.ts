@@ -158,7 +158,7 @@ const toVersion = (v: WorkflowVersionDoc): VersionType => ({
 
 const iso = (d: Date | null | undefined) => (d ? new Date(d).toISOString() : null);
 
-const toRun = (r: RunDoc): RunType => ({
+export const toRun = (r: RunDoc): RunType => ({
   id: r._id,
   workflowId: r.workflowId,
   version: r.version,
@@ -178,7 +178,8 @@ const toRun = (r: RunDoc): RunType => ({
   operations: r.operations,
   errorCode: r.errorCode,
   errorMessage: r.errorMessage,
-  statusUrl: `${P}/workflows/runs/${r._id}`,
+  // The one job route (its own route `/workflows/runs/{id}` answers the same run).
+  statusUrl: `${P}/jobs/${r._id}`,
   createdAt: r.createdAt,
   updatedAt: r.updatedAt,
   finishedAt: r.finishedAt,
