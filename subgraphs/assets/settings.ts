@@ -51,6 +51,10 @@ export const assetsSettingsSchema = z.object({
     .default(7 * 24 * 3600),
   /** Origins (besides `{base_url}`'s own) a browser may call `/api/v1/assets/mcp` from; comma-separated. */
   ASSETS_MCP_ALLOWED_ORIGINS: list(''),
+  /** Image transforms (CDN derivatives, `POST /{id}/transforms`, eager) running at once in one process. */
+  ASSETS_TRANSFORM_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(4),
+  /** Of those, at most this many for one account (its others wait in its own queue). */
+  ASSETS_TRANSFORM_ACCOUNT_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(2),
 });
 
 export type AssetsSettings = z.infer<typeof assetsSettingsSchema>;

@@ -7,6 +7,7 @@ import { isDuplicateKey, model } from '../../core/mongo';
 import type { Principal } from '../../core/principal';
 import type { AssetDoc, AssetVersion } from './model';
 import type { AssetsService } from './service';
+import { TransformLimiter } from './transform-limiter';
 
 /**
  * Image transformations (issue 16, items 1–2): named definitions, derivatives computed with sharp
@@ -265,7 +266,10 @@ export class Transforms {
     this.Transformation = model(conn, 'assets', 'Transformation', transformationSchema);
     this.Derivative = model(conn, 'assets', 'Derivative', derivativeSchema);
     this.EagerJob = model(conn, 'assets', 'TransformJob', eagerJobSchema);
+    const cfg = assets.settings;
+    this.limiter = new TransformLimiter(cfg.ASSETS_TRANSFORM_CONCURRENCY ?? 4, cfg.ASSETS_TRANSFORM_ACCOUNT_CONCURRENCY ?? 2);
   }
+  readonly limiter: TransformLimiter;
   readonly EagerJob: Model<EagerJobDoc>;
 
   // -- definitions --
@@ -347,7 +351,8 @@ export class Transforms {
     const work = (async () => {
       const have = await this.Derivative.findById(key).lean<DerivativeDoc>().exec();
       if (have && (await this.assets.blobs.stat(have.region, have.sha256)) !== null) return have;
-      return this.compute(key, src, spec);
+      // Bounded per process and per account (each decodes a whole image): transform-limiter.ts.
+      return this.limiter.run(src.asset.accountId, () => this.compute(key, src, spec));
     })();
     this.inflight.set(key, work);
     try {
