@@ -232,6 +232,16 @@ export const SPF_CASES: SpfCase[] = [
   { domain: 'macro-letter.test', status: 'manual_review', proposed: null, reason: 'unknown macro letter' },
   { domain: 'macro-modifier.test', status: 'manual_review', proposed: null, reason: 'transformer' },
   { domain: 'cr-separator.test', status: 'manual_review', proposed: null, reason: 'spaces only' },
-  { domain: 'mx-colon.test', status: 'safe_merge', lookupCount: 1, proposed: 'v=spf1 mx:foo:bar/baz.h1-mx.test include:_spf.platform.test -all' },
-  { domain: 'a-dual.test', status: 'safe_merge', lookupCount: 1, proposed: 'v=spf1 a:h1.test/24//64 include:_spf.platform.test -all' },
+  {
+    domain: 'mx-colon.test',
+    status: 'safe_merge',
+    lookupCount: 1,
+    proposed: 'v=spf1 mx:foo:bar/baz.h1-mx.test include:_spf.platform.test -all',
+  },
+  {
+    domain: 'a-dual.test',
+    status: 'safe_merge',
+    lookupCount: 1,
+    proposed: 'v=spf1 a:h1.test/24//64 include:_spf.platform.test -all',
+  },
 ];
