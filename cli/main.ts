@@ -1,4 +1,3 @@
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { type ProcessRole, startPlatform } from '../app/platform';
@@ -11,8 +10,8 @@ import { isPlatformError } from '../core/errors';
 import { createKafkaEventBus } from '../core/events/kafka-event-bus';
 import { connectMongo, ensureIndexes } from '../core/mongo';
 import { OperationEngine } from '../core/operations/engine';
-import { projectRoot } from '../core/paths';
 import { newArea, newRoute } from './scaffold';
+import { dataDir, findStandIns, recordStandIns, standInsDir } from './stand-ins';
 import { collectStatus, formatStatus, recordProcess } from './status';
 
 process.env.APOLLO_TELEMETRY_DISABLED = '1';
@@ -30,17 +29,18 @@ const BUILT_IN = `usage: platform <command>
 /** Every area's commands (CONTRACTS.md); each creating one takes --json. */
 function usage(): string {
   const lines = areaCommands().map(({ command }) => `  ${[...command.words, command.usage].join(' ')} [--json]`);
-  return `${BUILT_IN}${lines.join('\n')}\n`;
+  const note = '\n  --api-url URL on an area command picks the running platform whose stand-ins it uses (default: BRIDGE_PORT)\n';
+  return `${BUILT_IN}${lines.join('\n')}\n${note}`;
 }
 
 type AnyCommand = CliCommand<any>;
 const areaCommands = (): Array<{ area: string; command: AnyCommand }> =>
   areas().flatMap((a) => (a.cli ?? []).map((command) => ({ area: a.name, command })));
 
-/** Where `platform start` records the addresses of the stand-ins it started, for later CLI calls. */
-const STAND_INS_FILE = () => path.join(projectRoot(), config().DATA_DIR, 'stand-ins.json');
-/** Where each running `platform start` records itself, for `platform status`. */
-const PROCESSES_DIR = () => path.join(projectRoot(), config().DATA_DIR, 'processes');
+/** Where each `platform start` records the addresses of its stand-ins, one file per instance (`stand-ins.ts`). */
+const STAND_INS_DIR = () => standInsDir(config().DATA_DIR);
+/** Where each running `platform start` records itself, for `platform status` (an absolute DATA_DIR as given). */
+const PROCESSES_DIR = () => path.join(dataDir(config().DATA_DIR), 'processes');
 
 function fail(message: string): never {
   throw new CliUsageError(message);
@@ -118,10 +118,14 @@ async function start(args: string[]): Promise<void> {
   const standIns = Object.fromEntries(
     areas()
       .flatMap((a) => a.standIns ?? [])
-      .map((s) => [s.env, platform.config.env[s.env]]),
+      .map((s) => [s.env, platform.config.env[s.env]])
+      .filter((e): e is [string, string] => typeof e[1] === 'string'),
   );
-  await mkdir(path.dirname(STAND_INS_FILE()), { recursive: true });
-  await writeFile(STAND_INS_FILE(), `${JSON.stringify(standIns, null, 2)}\n`);
+  const standInsRecord = await recordStandIns(STAND_INS_DIR(), {
+    bridgeUrl: platform.bridgeUrl,
+    routerUrl: platform.routerUrl,
+    standIns,
+  });
   const unrecord = await recordProcess(PROCESSES_DIR(), role, platform);
   const lines = [
     platform.bridgeUrl && `REST bridge   ${platform.bridgeUrl}  (GET /healthz, /readyz, /api/v1/openapi.json)`,
@@ -138,8 +142,9 @@ async function start(args: string[]): Promise<void> {
     process.stderr.write(`platform: ${signal}, stopping…\n`);
     await platform.stop();
     await unrecord();
-    // The stand-ins stopped with it: later CLI calls must not be sent to their old addresses.
-    await rm(STAND_INS_FILE(), { force: true });
+    // The stand-ins stopped with it: later CLI calls must not be sent to their old addresses
+    // (this instance's record only; another instance's stays).
+    await standInsRecord.remove();
     if (infraStarted && (infraStarted.mongoStarted || infraStarted.kafkaStarted)) {
       await infraDown({ mongo: infraStarted.mongoStarted, kafka: infraStarted.kafkaStarted });
     }
@@ -172,7 +177,8 @@ async function status(args: string[]): Promise<void> {
 /**
  * Runs an area's command on the configured MongoDB (starting the local engines if need be) with the
  * same services the API uses. Stand-ins a running `platform start` recorded are found through
- * `.data/stand-ins.json` unless their variable is set.
+ * `<DATA_DIR>/stand-ins/<port>.json` (the instance at `--api-url`, else at BRIDGE_PORT, else the
+ * only one running) unless their variable is set.
  */
 async function areaCommand(argv: string[]): Promise<void> {
   const match = areaCommands()
@@ -188,15 +194,17 @@ async function areaCommand(argv: string[]): Promise<void> {
   const { area, command } = match!;
   const { values } = parseArgs({
     args: argv.slice(command.words.length),
-    options: { ...command.options, json: { type: 'boolean' } },
+    options: { ...command.options, json: { type: 'boolean' }, 'api-url': { type: 'string' } },
   }) as { values: Record<string, string | boolean | string[] | undefined> };
   const missing = (command.required ?? []).filter((name) => typeof values[name] !== 'string' || !values[name]);
   if (missing.length > 0) {
     const wanted = (command.required ?? []).map((name) => new RegExp(`--${name} \\S+`).exec(command.usage)?.[0] ?? `--${name}`);
     fail(`${command.words.join(' ')} needs ${wanted.join(' ')}`);
   }
-  const recorded = JSON.parse(await readFile(STAND_INS_FILE(), 'utf8').catch(() => '{}')) as Record<string, string>;
-  for (const [env, value] of Object.entries(recorded)) process.env[env] ??= value;
+  const apiUrl = typeof values['api-url'] === 'string' ? values['api-url'] : null;
+  const found = await findStandIns(STAND_INS_DIR(), { apiUrl, bridgePort: config().BRIDGE_PORT });
+  if (found.note) process.stderr.write(`platform: ${found.note}\n`);
+  for (const [env, value] of Object.entries(found.record?.standIns ?? {})) process.env[env] ??= value;
   const cfg = { ...config(), env: { ...process.env } };
   if (!cfg.externalMongo) await infraUp({ quiet: true });
   const conn = await connectMongo(cfg.mongodbUri);

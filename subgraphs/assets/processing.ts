@@ -18,6 +18,7 @@ import { AssetTextResolver } from './text/resolvers';
 import { textRoutes } from './text/routes';
 import { speechProvider } from './text/speech';
 import { Transcripts } from './text/transcripts';
+import { countAiCharge, usageModel } from './views/usage';
 
 /**
  * AI actions, OCR, transcripts and generations (issue 16 items 3 and 4). index.ts wires them in
@@ -44,14 +45,19 @@ export function processingServices(ctx: AreaContext<unknown>, assets: AssetsServ
     conflict: 'assets.idempotency_conflict',
     inProgress: 'assets.idempotency_in_progress',
   });
+  // Charged AI actions count in the Assets usage counters (`/analytics` ai.actions, ai.spend_micros).
+  const Usage = usageModel(ctx.conn);
+  aiJobs.onCharged = (c) => countAiCharge(Usage, c);
+  // The local provider never transcribes; a real one would be available.
+  const transcripts = new Transcripts(assets, m, aiConfigs, aiSpend, ctx.ports, speech, speech.name !== 'local');
+  transcripts.onCharged = (c) => countAiCharge(Usage, c);
   return {
     aiConfigs,
     aiSpend,
     aiJobs,
     ocr,
     textExtractions: new TextExtractions(assets, aiJobs),
-    // The local provider never transcribes; a real one would be available.
-    transcripts: new Transcripts(assets, m, aiConfigs, aiSpend, ctx.ports, speech, speech.name !== 'local'),
+    transcripts,
     generations: new Generations(assets, aiJobs, idempotency),
   };
 }

@@ -77,6 +77,9 @@ export interface WebhookDoc {
   enabled: boolean;
   /** `whsec_…`, sealed with AES-256-GCM; never selected by a GraphQL type. */
   secretSealed: string;
+  /** The secret before the last rotation, sealed; deliveries carry its signature too until `previousSecretUntil`. */
+  previousSecretSealed?: string | null;
+  previousSecretUntil?: Date | null;
   outbox: OutboxEntry[];
   createdAt: Date;
   updatedAt: Date;
@@ -182,6 +185,8 @@ const webhookSchema = new mongoose.Schema<WebhookDoc>(
     description: { type: String, default: null },
     enabled: { type: Boolean, default: true },
     secretSealed: String,
+    previousSecretSealed: { type: String, default: null },
+    previousSecretUntil: { type: Date, default: null },
     createdAt: Date,
     updatedAt: Date,
   },

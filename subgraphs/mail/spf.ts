@@ -1,5 +1,5 @@
-import { isIPv4, isIPv6 } from 'node:net';
 import type { AuditAnswer, LookupBudget } from './lookup-budget';
+import { looksLikeSpf, type ParsedSpf, parseSpfRecord, type SpfTerm } from './spf-syntax';
 
 /**
  * SPF analysis and merge (RFC 7208). The audit reads the domain's policy, walks every include and
@@ -30,107 +30,19 @@ export interface SpfResult {
   observed: string[];
 }
 
-const QUALIFIERS = new Set(['+', '-', '~', '?']);
-const MECHANISMS = new Set(['all', 'include', 'a', 'mx', 'ptr', 'ip4', 'ip6', 'exists']);
 const COUNTED = new Set(['include', 'a', 'mx', 'ptr', 'exists']);
-const MODIFIER_NAME = /^[a-z][a-z0-9_.-]*$/i;
-const DOMAIN_SPEC = /^(?=.{1,253}$)([a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?\.)+[a-z0-9-]{1,63}\.?$/i;
 
-export type SpfTerm =
-  | { kind: 'mechanism'; raw: string; qualifier: string; name: string; domain: string | null; cidr: string | null }
-  | { kind: 'modifier'; raw: string; name: string; value: string };
+export type { ParsedSpf, SpfTerm };
 
-export interface ParsedSpf {
-  terms: SpfTerm[];
-  /** Syntax errors, each one sentence; any error makes the record a permerror. */
-  errors: string[];
-}
-
-/** Whether a TXT string is an SPF record (§4.5: `v=spf1` followed by a space or the end). */
-export function isSpfRecord(txt: string): boolean {
-  return /^v=spf1(\s|$)/i.test(txt.trim());
-}
+/** Whether a TXT string is meant as an SPF record (§4.5); `parseSpf` says whether it is a valid one. */
+export const isSpfRecord = looksLikeSpf;
 
 const hasMacro = (s: string) => s.includes('%');
+/** Names a DNS resolver here will send: letters, digits, "-", "_" and dots. */
+const HOST_NAME = /^[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.?$/;
 
-/** Splits a record into terms and checks each against the §12 grammar. */
-export function parseSpf(record: string): ParsedSpf {
-  const tokens = record.trim().split(/\s+/);
-  const errors: string[] = [];
-  const terms: SpfTerm[] = [];
-  if (!/^v=spf1$/i.test(tokens[0] ?? '')) errors.push('the record does not start with "v=spf1"');
-  for (const raw of tokens.slice(1)) {
-    const eq = raw.indexOf('=');
-    const colon = raw.indexOf(':');
-    const slash = raw.indexOf('/');
-    // A modifier's name runs to "=" with no ":" or "/" before it.
-    if (eq > 0 && (colon < 0 || eq < colon) && (slash < 0 || eq < slash)) {
-      const name = raw.slice(0, eq).toLowerCase();
-      const value = raw.slice(eq + 1);
-      if (!MODIFIER_NAME.test(name)) errors.push(`"${raw}" is not a valid modifier`);
-      else terms.push({ kind: 'modifier', raw, name, value });
-      continue;
-    }
-    const qualifier = QUALIFIERS.has(raw[0]) ? raw[0] : '+';
-    const body = QUALIFIERS.has(raw[0]) ? raw.slice(1) : raw;
-    const m = /^([a-z0-9]+)(?::([^/]*))?(\/.*)?$/i.exec(body);
-    const name = m?.[1]?.toLowerCase() ?? '';
-    if (!m || !MECHANISMS.has(name)) {
-      errors.push(`"${raw}" is not a known mechanism`);
-      continue;
-    }
-    const arg = m[2] ?? null;
-    const cidr = m[3] ?? null;
-    const term: SpfTerm = { kind: 'mechanism', raw, qualifier, name, domain: arg, cidr };
-    const err = checkMechanism(name, arg, cidr);
-    if (err) errors.push(`"${raw}": ${err}`);
-    else terms.push(term);
-  }
-  const count = (n: string) => terms.filter((t) => t.kind === 'modifier' && t.name === n).length;
-  if (count('redirect') > 1) errors.push('the record has more than one redirect modifier');
-  if (count('exp') > 1) errors.push('the record has more than one exp modifier');
-  return { terms, errors };
-}
-
-function checkCidr(cidr: string | null, allowV6: boolean): string | null {
-  if (!cidr) return null;
-  const m = /^(?:\/(\d{1,2}))?(?:\/\/(\d{1,3}))?$/.exec(cidr);
-  if (!m || (!m[1] && !m[2])) return 'bad CIDR length';
-  if (m[1] && Number(m[1]) > 32) return 'IPv4 CIDR length above 32';
-  if (m[2] && (!allowV6 || Number(m[2]) > 128)) return 'bad IPv6 CIDR length';
-  return null;
-}
-
-function checkMechanism(name: string, arg: string | null, cidr: string | null): string | null {
-  switch (name) {
-    case 'all':
-      return arg !== null || cidr ? 'all takes no argument' : null;
-    case 'include':
-    case 'exists':
-      if (!arg) return `${name} needs a domain`;
-      if (cidr) return `${name} takes no CIDR length`;
-      return hasMacro(arg) || DOMAIN_SPEC.test(arg) ? null : 'not a valid domain';
-    case 'a':
-    case 'mx':
-      if (arg !== null && !hasMacro(arg) && !DOMAIN_SPEC.test(arg)) return 'not a valid domain';
-      return checkCidr(cidr, true);
-    case 'ptr':
-      if (cidr) return 'ptr takes no CIDR length';
-      return arg !== null && !hasMacro(arg) && !DOMAIN_SPEC.test(arg) ? 'not a valid domain' : null;
-    case 'ip4': {
-      if (!arg || !isIPv4(arg)) return 'not an IPv4 address';
-      const m = cidr ? /^\/(\d{1,2})$/.exec(cidr) : null;
-      return cidr && (!m || Number(m[1]) > 32) ? 'bad IPv4 CIDR length' : null;
-    }
-    case 'ip6': {
-      if (!arg || !isIPv6(arg)) return 'not an IPv6 address';
-      const m = cidr ? /^\/(\d{1,3})$/.exec(cidr) : null;
-      return cidr && (!m || Number(m[1]) > 128) ? 'bad IPv6 CIDR length' : null;
-    }
-    default:
-      return 'unknown mechanism';
-  }
-}
+/** Splits a record into terms and checks each against the §12 grammar (`spf-syntax.ts`). */
+export const parseSpf = parseSpfRecord;
 
 interface WalkState {
   count: number;
@@ -210,6 +122,15 @@ async function walk(dns: LookupBudget, state: WalkState, domain: string, record:
       note(state, `${domain}: "${term.raw}" uses a macro, which the audit cannot evaluate`);
       continue;
     }
+    if (!HOST_NAME.test(target) && term.name !== 'ptr') {
+      // Valid SPF syntax (a domain-spec may hold ":" or "/"), but no name a resolver here can ask
+      // for: the audit counts it as a void lookup, as a receiver's NXDOMAIN (decision 0100).
+      countVoid(state, target);
+      if (term.name === 'include')
+        note(state, `${domain}: "${term.raw}" names no domain that can hold an SPF record (a permerror)`);
+      else note(state, `${domain}: "${term.raw}" names ${target}, which is not a host name; counted as a void lookup`, false);
+      continue;
+    }
     if (term.name === 'include') {
       await follow(dns, state, target, path, `include:${target}`);
       continue;
@@ -256,10 +177,6 @@ async function walk(dns: LookupBudget, state: WalkState, domain: string, record:
     if (!countLookup(state)) return;
     if (hasMacro(redirect.value)) {
       note(state, `${domain}: "${redirect.raw}" uses a macro, which the audit cannot evaluate`);
-      return;
-    }
-    if (!DOMAIN_SPEC.test(redirect.value)) {
-      note(state, `${domain}: "${redirect.raw}" does not name a valid domain`);
       return;
     }
     await follow(dns, state, redirect.value, path, `redirect=${redirect.value}`);

@@ -32,6 +32,29 @@ export interface DeliveryOptions {
 
 const newSecret = () => `whsec_${randomBytes(24).toString('base64')}`;
 
+/**
+ * After a rotation, deliveries are signed with the new secret and, for this long, with the old one
+ * too: Standard Webhooks lets `webhook-signature` carry several space-separated `v1,…` entries and
+ * a receiver accepts any that verifies, so one still holding the old secret keeps working while
+ * it is updated (decision 0101).
+ */
+export const ROTATION_GRACE_MS = 24 * 60 * 60 * 1000;
+
+/** The `webhook-signature` value: the current secret's entry, then the previous one's during the grace. */
+export function signatureHeader(
+  hook: Pick<WebhookDoc, '_id' | 'secretSealed' | 'previousSecretSealed' | 'previousSecretUntil'>,
+  eventId: string,
+  at: Date,
+  body: string,
+): string {
+  const entries = [new Webhook(decryptSecret(hook.secretSealed, secretAad(hook._id))).sign(eventId, at, body)];
+  if (hook.previousSecretSealed && hook.previousSecretUntil && new Date(hook.previousSecretUntil).getTime() > at.getTime()) {
+    const previous = decryptSecret(hook.previousSecretSealed, previousSecretAad(hook._id));
+    entries.push(new Webhook(previous).sign(eventId, at, body));
+  }
+  return entries.join(' ');
+}
+
 export interface WebhookView {
   id: string;
   url: string;
@@ -108,6 +131,7 @@ const pageFilter = (cursor: string | null | undefined, binding: string) => {
 
 /** The record a sealed signing secret belongs to (its AAD). */
 const secretAad = (webhookId: string) => `mail_webhooks:${webhookId}:secret`;
+const previousSecretAad = (webhookId: string) => `mail_webhooks:${webhookId}:previous-secret`;
 
 export class WebhookService {
   private readonly loop: DueWorkLoop;
@@ -221,14 +245,27 @@ export class WebhookService {
 
   async rotate(principal: Principal | null, webhookId: string): Promise<{ secret: string }> {
     const p = requireWriter(principal);
-    await this.own(p, webhookId);
     const secret = newSecret();
-    const res = await this.models.Webhook.updateOne(
-      { _id: webhookId, accountId: p.accountId },
-      { $set: { secretSealed: encryptSecret(secret, secretAad(webhookId)), updatedAt: new Date() } },
-    );
-    if (res.matchedCount === 0) throw notFound('webhook_not_found', 'no such webhook');
-    return { secret };
+    // The new secret signs from now on; the one it replaces signs too for the grace period. The
+    // update is conditional on the secret read, so of two rotations at once neither loses the
+    // other's secret (the later one reads again).
+    for (;;) {
+      const current = await this.own(p, webhookId);
+      const now = new Date();
+      const previous = decryptSecret(current.secretSealed, secretAad(webhookId));
+      const res = await this.models.Webhook.updateOne(
+        { _id: webhookId, accountId: p.accountId, secretSealed: current.secretSealed },
+        {
+          $set: {
+            secretSealed: encryptSecret(secret, secretAad(webhookId)),
+            previousSecretSealed: encryptSecret(previous, previousSecretAad(webhookId)),
+            previousSecretUntil: new Date(now.getTime() + ROTATION_GRACE_MS),
+            updatedAt: now,
+          },
+        },
+      );
+      if (res.matchedCount === 1) return { secret };
+    }
   }
 
   async remove(principal: Principal | null, webhookId: string): Promise<boolean> {
@@ -434,10 +471,9 @@ export class WebhookService {
     let result;
     if (!hook) result = { statusCode: null, durationMs: 0, responseExcerpt: null, error: 'the webhook was deleted' };
     else {
-      const secret = decryptSecret(hook.secretSealed, secretAad(hook._id));
       const at = new Date();
       // `webhook-id` is the event id: the same on every retry, so receivers can deduplicate.
-      const signature = new Webhook(secret).sign(d.eventId, at, d.body);
+      const signature = signatureHeader(hook, d.eventId, at, d.body);
       result = await safePost(
         hook.url,
         d.body,

@@ -131,6 +131,12 @@ describe('assets AI, OCR, transcripts, generations', () => {
     expect(usage.body.data.items).toHaveLength(1);
     const cfg = await t.rest('GET', `${A}/ai/config`, { key });
     expect(cfg.body.data.spent_micros).toBe(20_000);
+    // Analytics count the charged action once, though the job ran twice.
+    const today = new Date().toISOString().slice(0, 10);
+    const analytics = await t.rest('GET', `${A}/analytics?from=${today}&to=${today}`, { key });
+    expect(analytics.status).toBe(200);
+    expect(analytics.body.data.totals.ai).toEqual({ actions: 1, spend_micros: 20_000 });
+    expect(analytics.body.data.days[0].ai).toEqual({ actions: 1, spend_micros: 20_000 });
   });
 
   it('smart-crop, background-remove and moderation compute from the pixels; outputs are private assets', async () => {

@@ -355,19 +355,39 @@ describe('webhooks', () => {
       return r.body.data.attempts.length === 3;
     });
 
-    // Rotation: later deliveries verify with the new secret only.
+    // Rotation: the new secret signs at once; during the grace period (ROTATION_GRACE_MS, 24 h)
+    // the old one signs too, as a second `v1,…` entry, so the stock verifier accepts either.
     const rotated = await t.rest('POST', `/v1/mail/webhooks/${hook.id}/rotate`, { key });
     expect(rotated.body.data.secret).toMatch(/^whsec_/);
     expect(rotated.body.data.secret).not.toBe(hook.secret);
-    const sent2 = await t.rest('POST', '/v1/mail/send', {
-      key,
-      body: { from, to: `ok-${tag()}@rcpt.test`, subject: 's', text: 't' },
-    });
-    const after = await until('delivery after rotation', async () =>
-      received.find((r) => JSON.parse(r.body).data.messageId === sent2.body.data.id),
-    );
+    const sendOne = async () => {
+      const s = await t.rest('POST', '/v1/mail/send', {
+        key,
+        body: { from, to: `ok-${tag()}@rcpt.test`, subject: 's', text: 't' },
+      });
+      return until('delivery after rotation', async () =>
+        received.find((r) => JSON.parse(r.body).data.messageId === s.body.data.id),
+      );
+    };
+    const after = await sendOne();
+    expect(String(after.headers['webhook-signature']).split(' ')).toHaveLength(2);
     expect(() => new Webhook(rotated.body.data.secret).verify(after.body, after.headers as Record<string, string>)).not.toThrow();
-    expect(() => new Webhook(hook.secret).verify(after.body, after.headers as Record<string, string>)).toThrow();
+    expect(() => new Webhook(hook.secret).verify(after.body, after.headers as Record<string, string>)).not.toThrow();
+    expect(() =>
+      new Webhook(`whsec_${randomBytes(24).toString('base64')}`).verify(after.body, after.headers as Record<string, string>),
+    ).toThrow();
+    const stored2 = await mail.models.Webhook.findById(hook.id).lean();
+    const until24h = new Date(stored2!.previousSecretUntil!).getTime() - Date.now();
+    expect(until24h).toBeGreaterThan(23.9 * 3600_000);
+    expect(until24h).toBeLessThanOrEqual(24 * 3600_000);
+    expect(JSON.stringify(stored2)).not.toContain(hook.secret.slice(6));
+
+    // Once the grace period is over, only the new secret signs.
+    await mail.models.Webhook.updateOne({ _id: hook.id }, { $set: { previousSecretUntil: new Date(Date.now() - 1000) } });
+    const later = await sendOne();
+    expect(String(later.headers['webhook-signature']).split(' ')).toHaveLength(1);
+    expect(() => new Webhook(rotated.body.data.secret).verify(later.body, later.headers as Record<string, string>)).not.toThrow();
+    expect(() => new Webhook(hook.secret).verify(later.body, later.headers as Record<string, string>)).toThrow();
   });
 
   it('validates endpoints: unknown event types, private addresses, updates and deletes', async () => {

@@ -13,6 +13,7 @@ import { evaluateModel, gatedProvider } from './evaluation';
 import type { AiDataDoc, AiJobDoc, AiModels } from './model';
 import { type AiAction, creditsOf, periodOf, PRICE_MICROS } from './pricing';
 import type { AiSpend } from './spend';
+import type { AiCharge } from '../views/usage';
 
 /** Operation type of every AI job on the kernel engine. */
 export const AI_OPERATION_TYPE = 'assets.ai';
@@ -65,6 +66,9 @@ export class AiJobs {
     private readonly spend: AiSpend,
     private readonly ocr: OcrEngine,
   ) {}
+
+  /** Called once per charged action when its job succeeds (the usage counters, `views/usage.ts`). */
+  onCharged: ((c: AiCharge) => Promise<void>) | undefined;
 
   /** The one job route; `/ai/jobs/{id}` answers the same job. */
   statusUrl = (id: string) => `${this.assets.cfg.baseUrl}/api/v1/assets/jobs/${id}`;
@@ -366,6 +370,12 @@ export class AiJobs {
       { _id: job._id, attempt: job.attempt, status: { $in: ['queued', 'running'] } },
       { $set: { status: 'succeeded', result, outputAssetIds, ledgerEntryId, updatedAt: now, finishedAt: now } },
     );
+    // The charge counts once per attempt, however often this step runs again.
+    const mark = await this.m.Job.updateOne(
+      { _id: job._id, attempt: job.attempt, status: 'succeeded', countedAttempt: { $ne: job.attempt } },
+      { $set: { countedAttempt: job.attempt } },
+    );
+    if (mark.modifiedCount === 1) await this.onCharged?.({ accountId: job.accountId, priceMicros: job.priceMicros, at: now });
     if (!job.assetId) return true;
     await this.m.Data.updateOne(
       { _id: job.assetId },

@@ -53,6 +53,8 @@ export interface AiJobDoc {
   outputAssetIds: string[];
   /** The ledger entry of the attempt that succeeded. */
   ledgerEntryId: string | null;
+  /** The attempt whose charge the usage counters hold (`/analytics`), so a re-run counts nothing. */
+  countedAttempt?: number | null;
   error: { code: string; message: string } | null;
   /** Who asked (the executor acts for them: quota and plan). */
   keyId: string;
@@ -112,6 +114,7 @@ const jobSchema = new Schema<AiJobDoc>(
     result: { type: Schema.Types.Mixed, default: null },
     outputAssetIds: { type: [String], default: [] },
     ledgerEntryId: { type: String, default: null },
+    countedAttempt: { type: Number, default: null },
     error: { type: Schema.Types.Mixed, default: null },
     keyId: String,
     plan: String,

@@ -7,6 +7,7 @@ import { creditsOf, periodOf, PRICE_MICROS } from '../ai/pricing';
 import type { AiSpend } from '../ai/spend';
 import { notProcessable } from '../ai/jobs';
 import { type AssetsService, SCOPES } from '../service';
+import type { AiCharge } from '../views/usage';
 import { type SpeechToTextProvider, transcriptionUnavailable } from './speech';
 
 export interface StoredTranscript {
@@ -36,6 +37,9 @@ export class Transcripts {
     private readonly provider: SpeechToTextProvider,
     private readonly available: boolean,
   ) {}
+
+  /** Called once per charged transcript (the usage counters, `views/usage.ts`). */
+  onCharged: ((c: AiCharge) => Promise<void>) | undefined;
 
   async request(p: Principal | null, assetId: string): Promise<StoredTranscript> {
     const { accountId } = this.assets.writer(p, SCOPES.process);
@@ -71,11 +75,16 @@ export class Transcripts {
         idempotencyKey: `assets.ai:${token}`,
       });
       const stored: StoredTranscript = { assetId, provider: this.provider.name, ...t, createdAt: new Date() };
-      await this.m.Data.updateOne(
+      const previous = await this.m.Data.findOneAndUpdate(
         { _id: assetId },
         { $set: { accountId, 'results.transcript': { jobId: token, at: stored.createdAt, result: stored, outputAssetIds: [] } } },
-        { upsert: true },
-      );
+        { upsert: true, new: false },
+      )
+        .lean<AiDataDoc>()
+        .exec();
+      // The same request again (same bytes, same token, same debit) is not a second charge.
+      if (previous?.results?.transcript?.jobId !== token)
+        await this.onCharged?.({ accountId, priceMicros: price, at: stored.createdAt });
       return stored;
     } catch (e) {
       // Nothing was stored: the reservation goes back (a debit already made stays the same entry

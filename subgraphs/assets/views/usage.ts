@@ -5,7 +5,8 @@ import { model } from '../../../core/mongo';
  * Usage counters: one document per account and UTC day, `_id` `<accountId>:<YYYY-MM-DD>`, changed
  * only by `$inc` (with `$setOnInsert` of its account and day) — any writer may add to it without
  * reading it first, and a read of a range is a look-up of exact ids. The AI actions add
- * `aiActions` / `aiSpendMicros` the same way (`UsageCounters.add` or a direct `$inc`).
+ * `aiActions` / `aiSpendMicros` with a direct `$inc` (`countAiCharge`) when a charged action
+ * completes.
  */
 export const USAGE_FIELDS = [
   'deliveryRequests',
@@ -126,4 +127,26 @@ export class UsageCounters {
     this.timer = undefined;
     await this.flush();
   }
+}
+
+/** An AI action that was charged: one action and its price, on the day it completed. */
+export interface AiCharge {
+  accountId: string;
+  priceMicros: number;
+  at: Date;
+}
+
+/**
+ * Adds one charged AI action to its account's day, written at once (not buffered: an AI action is
+ * rare and the process that runs it may not serve the CDN). Callers count each charge once, on
+ * the transition of the job to done; a crash between that transition and this write loses the one
+ * count rather than doubling it.
+ */
+export async function countAiCharge(Usage: Model<UsageDayDoc>, c: AiCharge): Promise<void> {
+  const day = dayOf(c.at);
+  await Usage.updateOne(
+    { _id: usageId(c.accountId, day) },
+    { $inc: { aiActions: 1, aiSpendMicros: c.priceMicros }, $setOnInsert: { accountId: c.accountId, day } },
+    { upsert: true },
+  );
 }

@@ -18,6 +18,12 @@ export interface AssetWebhookEvent {
   accountId: string;
   occurredAt: Date;
   data: Record<string, unknown>;
+  /**
+   * Order among events of one change that share `occurredAt` (0 to 15; `asset.created` 0, then
+   * `asset.processed` 1): deliveries of one asset to one webhook go out in (`occurredAt`, `order`)
+   * order (decision 0101).
+   */
+  order?: number;
 }
 
 /** Where areas of the assets code hand events to the webhooks (the fan-out is idempotent on `id`). */

@@ -40,6 +40,13 @@ export interface DeliveryDoc {
   nextAttemptAt: Date | null;
   /** Until when a worker's claim holds (a dead worker's claim lapses and another one sends). */
   leaseUntil: Date | null;
+  /**
+   * `<webhookId>:<assetId>` for an event about one asset: such deliveries go out one at a time in
+   * `seq` order, a later one waiting while an earlier one is pending (decision 0101). Null: unordered.
+   */
+  orderKey?: string | null;
+  /** The event's `occurredAt` in ms × 16 + its `order`. */
+  seq?: number | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -83,6 +90,8 @@ const deliverySchema = new Schema<DeliveryDoc>(
     attempts: { type: [attemptSchema], default: () => [] },
     nextAttemptAt: { type: Date, default: null },
     leaseUntil: { type: Date, default: null },
+    orderKey: { type: String, default: null },
+    seq: { type: Number, default: null },
     createdAt: Date,
     updatedAt: Date,
   },
@@ -90,6 +99,8 @@ const deliverySchema = new Schema<DeliveryDoc>(
 );
 deliverySchema.index({ status: 1, nextAttemptAt: 1 });
 deliverySchema.index({ webhookId: 1, createdAt: -1 });
+// The earlier pending delivery of the same asset and webhook, if any (the ordering gate).
+deliverySchema.index({ orderKey: 1, status: 1, seq: 1 });
 // Exact keys of the claim (decision 0001: an exact unique index avoids a scan).
 deliverySchema.index({ _id: 1, status: 1, leaseUntil: 1 }, { unique: true, name: 'delivery_claim' });
 

@@ -188,11 +188,15 @@ export class AssetWebhooks implements AssetWebhookEmitter {
       timestamp: event.occurredAt.toISOString(),
       data: { event_id: event.id, ...event.data },
     });
+    const assetId = typeof event.data.asset_id === 'string' ? event.data.asset_id : null;
+    const seq = event.occurredAt.getTime() * 16 + Math.max(0, Math.min(15, event.order ?? 0));
     let created = 0;
     for (const h of hooks) {
       const now = new Date();
       try {
         await this.m.Delivery.create({
+          orderKey: assetId ? `${h._id}:${assetId}` : null,
+          seq,
           _id: stableId(`delivery:${event.id}:${h._id}`),
           accountId: event.accountId,
           webhookId: h._id,
@@ -228,7 +232,11 @@ export class AssetWebhooks implements AssetWebhookEmitter {
     this.loop.nudge();
   }
 
-  /** Attempts up to 20 due deliveries (due, or claimed by a worker whose lease lapsed). */
+  /**
+   * Attempts up to 20 due deliveries (due, or claimed by a worker whose lease lapsed). A delivery
+   * about an asset waits while an earlier one of the same asset and webhook is pending (queued,
+   * in flight or backing off): it is put off, and the earlier one's end lets it go at once.
+   */
   private async drainDue(): Promise<boolean> {
     const now = new Date();
     const due = await this.m.Delivery.find(
@@ -236,13 +244,59 @@ export class AssetWebhooks implements AssetWebhookEmitter {
         status: 'pending',
         $or: [{ nextAttemptAt: { $lte: now }, leaseUntil: null }, { leaseUntil: { $lte: now } }],
       },
-      { _id: 1, leaseUntil: 1 },
+      { _id: 1, leaseUntil: 1, orderKey: 1, seq: 1 },
     )
       .limit(20)
-      .lean<Pick<DeliveryDoc, '_id' | 'leaseUntil'>[]>()
+      .lean<Pick<DeliveryDoc, '_id' | 'leaseUntil' | 'orderKey' | 'seq'>[]>()
       .exec();
-    await Promise.all(due.map((d) => this.attempt(d._id, d.leaseUntil ?? null)));
-    return due.length > 0;
+    const ready: typeof due = [];
+    for (const d of due) {
+      if (!d.orderKey || d.seq === null || d.seq === undefined) {
+        ready.push(d);
+        continue;
+      }
+      const earlier = await this.m.Delivery.findOne(
+        { orderKey: d.orderKey, status: 'pending', seq: { $lt: d.seq } },
+        { nextAttemptAt: 1, leaseUntil: 1 },
+      )
+        .lean<Pick<DeliveryDoc, 'nextAttemptAt' | 'leaseUntil'>>()
+        .exec();
+      if (!earlier) {
+        ready.push(d);
+        continue;
+      }
+      // Put off until the earlier one could be done; its end releases this one sooner.
+      const until = Math.max(
+        now.getTime() + this.settings.ASSETS_WEBHOOK_LEASE_MS,
+        earlier.leaseUntil ? new Date(earlier.leaseUntil).getTime() : 0,
+        earlier.nextAttemptAt ? new Date(earlier.nextAttemptAt).getTime() : 0,
+      );
+      await this.m.Delivery.updateOne(
+        { _id: d._id, status: 'pending', leaseUntil: d.leaseUntil ?? null },
+        { $set: { nextAttemptAt: new Date(until), leaseUntil: null } },
+      );
+    }
+    await Promise.all(ready.map((d) => this.attempt(d._id, d.leaseUntil ?? null)));
+    return ready.length > 0;
+  }
+
+  /** A delivery ended (sent or given up): the next one of its asset and webhook, put off while waiting, is due now. */
+  private async releaseNext(d: DeliveryDoc): Promise<void> {
+    if (!d.orderKey || d.seq === null || d.seq === undefined) return;
+    const next = await this.m.Delivery.findOne(
+      { orderKey: d.orderKey, status: 'pending', seq: { $gt: d.seq } },
+      { _id: 1, attempts: 1 },
+    )
+      .sort({ seq: 1 })
+      .lean<Pick<DeliveryDoc, '_id' | 'attempts'>>()
+      .exec();
+    // One still waiting its first turn goes now; one backing off from its own attempt keeps its time.
+    if (next && next.attempts.length === 0)
+      await this.m.Delivery.updateOne(
+        { _id: next._id, status: 'pending', leaseUntil: null },
+        { $set: { nextAttemptAt: new Date() } },
+      );
+    this.nudge();
   }
 
   private async nextDueInMs(): Promise<number | null> {
@@ -278,7 +332,7 @@ export class AssetWebhooks implements AssetWebhookEmitter {
       this.settings.ASSETS_WEBHOOK_RETRY_BASE_MS * 2 ** (count - 1),
     );
     const done = new Date();
-    await this.m.Delivery.updateOne(
+    const recorded = await this.m.Delivery.updateOne(
       { _id: id, status: 'pending', leaseUntil: lease },
       {
         $push: { attempts: attempt },
@@ -290,6 +344,7 @@ export class AssetWebhooks implements AssetWebhookEmitter {
         },
       },
     );
+    if (recorded.modifiedCount === 1 && (ok || exhausted)) await this.releaseNext(d);
   }
 
   private async send(hook: WebhookDoc, d: DeliveryDoc): Promise<DeliveryAttempt> {

@@ -39,8 +39,10 @@ export async function fromObjectEvent(assets: AssetsService, e: ObjectEvent): Pr
   const out = [ev(e.type === 'object.created' ? 'asset.created' : 'asset.updated')];
   const a = await assets.anyAsset(e.asset_id);
   if (a && a.accountId === e.account_id && a.currentVersion === e.version) {
-    if (a.status === 'ready') out.push(ev('asset.processed', { status: a.status, scan_status: a.scanStatus }));
-    if (a.status === 'quarantined') out.push(ev('asset.quarantined', { status: a.status, scan_status: a.scanStatus }));
+    // After the created/updated event of the same change (same occurredAt): `order` 1.
+    if (a.status === 'ready') out.push({ ...ev('asset.processed', { status: a.status, scan_status: a.scanStatus }), order: 1 });
+    if (a.status === 'quarantined')
+      out.push({ ...ev('asset.quarantined', { status: a.status, scan_status: a.scanStatus }), order: 1 });
   }
   return out;
 }
