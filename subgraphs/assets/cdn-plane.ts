@@ -34,8 +34,10 @@ const toSecond = (d: Date) => Math.floor(d.getTime() / 1000);
  * answer's `Date`). Anything else, including a value that is neither, sends the whole
  * representation (200), so a download resumed after the bytes changed is never stitched together.
  */
-export function ifRangeHolds(header: string | undefined, etag: string, lastModified: Date, now = new Date()): boolean {
+export function ifRangeHolds(header: string | string[] | undefined, etag: string, lastModified: Date, now = new Date()): boolean {
   if (header === undefined) return true;
+  // The field is a single value: sent twice, it names no one representation.
+  if (Array.isArray(header)) return false;
   const value = header.trim();
   if (value.startsWith('W/')) return false;
   if (value.startsWith('"')) return value === etag;
