@@ -40,6 +40,8 @@ export function errorStatuses(r: AreaRoute): number[] {
   if (r.body) [400, 413, 415].forEach((x) => s.add(x));
   if (r.query) s.add(400);
   if (pathParams(r.path).length) s.add(404);
+  // Commerce answers a refused body or query with COMMERCE_INVALID_CONFIGURATION's 422 (rest-bridge/envelopes.ts).
+  if (r.envelope === 'commerce' && s.delete(400)) s.add(422);
   return [...s].sort((a, b) => a - b);
 }
 
@@ -91,7 +93,11 @@ export function envelopeSchemas(kind: EnvelopeKind): { success: Json; error: Jso
           status: { const: 'error' },
           ...common,
           data: { type: 'null' },
-          error: errorBody,
+          // Every commerce error code carries the prefix (spec convention 3).
+          error: {
+            ...errorBody,
+            properties: { ...(errorBody.properties as Json), code: { type: 'string', pattern: '^COMMERCE_[A-Z_]+$' } },
+          },
         },
       },
     };

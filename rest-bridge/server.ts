@@ -5,7 +5,7 @@ import type { GraphQLFormattedError } from 'graphql';
 import { randomUUID } from 'node:crypto';
 import type { ZodError, ZodIssue } from 'zod';
 import type { Logger } from '../core/logger';
-import { type BridgeError, errorEnvelope, successEnvelope } from './envelopes';
+import { areaError, type BridgeError, errorEnvelope, successEnvelope } from './envelopes';
 import type { GraphQLExecutor } from './executor';
 import { registerMethodNotAllowed } from './method-not-allowed';
 import { buildOpenApi } from './openapi';
@@ -123,10 +123,12 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
     send(reply, envelopeForPath(req.url), 429, rateLimitedError(retryAfterS)),
   );
 
-  const send = (reply: FastifyReply, kind: EnvelopeKind, status: number, error: BridgeError) =>
-    withRetryAfter(reply, status, error.details)
+  const send = (reply: FastifyReply, kind: EnvelopeKind, given: number, e: BridgeError) => {
+    const { status, error } = areaError(kind, given, e);
+    return withRetryAfter(reply, status, error.details)
       .status(status)
       .send(errorEnvelope(kind, status, error));
+  };
 
   app.setNotFoundHandler((req, reply) =>
     send(reply, envelopeForPath(req.url), 404, {

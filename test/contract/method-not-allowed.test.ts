@@ -52,7 +52,7 @@ it('answers 405 in the commerce envelope, for any method (TRACE too), and 404 fo
     status: 'error',
     status_code: 405,
     data: null,
-    error: { code: 'method_not_allowed' },
+    error: { code: 'COMMERCE_METHOD_NOT_ALLOWED' },
   });
   const unknown = await t.rest('DELETE', '/api/v1/publisher/no-such-thing');
   expect(unknown.status).toBe(404);

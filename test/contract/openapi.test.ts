@@ -52,7 +52,10 @@ describe('precise schemas from the rows', () => {
     expect(meta['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/StandardSuccess' });
     expect(meta['404'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/StandardError' });
     const connect = op(`${C}/connect`, 'post').responses;
-    expect(Object.keys(connect)).toEqual(expect.arrayContaining(['202', '400', '402', '409', '413', '415', '422']));
+    expect(Object.keys(connect)).toEqual(expect.arrayContaining(['202', '402', '409', '413', '415', '422']));
+    // A refused commerce body is COMMERCE_INVALID_CONFIGURATION's 422, never a 400.
+    expect(Object.keys(connect)).not.toContain('400');
+    expect(doc.components.schemas.CommerceError.properties.error.properties.code.pattern).toBe('^COMMERCE_[A-Z_]+$');
     expect(connect['422'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/CommerceError' });
     expect(doc.components.schemas.CommerceError).toMatchObject({
       additionalProperties: false,
