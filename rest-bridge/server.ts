@@ -9,6 +9,7 @@ import { areaError, type BridgeError, errorEnvelope, successEnvelope } from './e
 import type { GraphQLExecutor } from './executor';
 import { registerMethodNotAllowed } from './method-not-allowed';
 import { buildOpenApi } from './openapi';
+import { BYTE_ROUTES } from './openapi-byte-routes';
 import type { AreaRoute, EnvelopeKind } from '../core/rest-route';
 import { envelopeResolver, toFastifyPath } from './route-paths';
 import { bridgeUnavailable, withRetryAfter } from './retry-after';
@@ -84,7 +85,8 @@ function fromZod(where: 'body' | 'query', e: ZodError): BridgeError {
 /** The REST bridge: every documented route → one fixed GraphQL operation → the area's envelope. */
 export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance> {
   const routes = opts.routes;
-  const envelopeForPath = envelopeResolver(routes);
+  // Byte routes count too: the commerce webhook receiver's path answers 404/405/429 as commerce.
+  const envelopeForPath = envelopeResolver([...routes, ...BYTE_ROUTES]);
   const app = Fastify({
     logger: false,
     bodyLimit: DEFAULT_BODY_LIMIT,

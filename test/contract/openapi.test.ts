@@ -48,7 +48,7 @@ describe('precise schemas from the rows', () => {
 
   it('answers every status a route can give, each with its area envelope', () => {
     const meta = op(`${P}/projects/{projectID}/metadata`, 'get').responses;
-    expect(Object.keys(meta)).toEqual(['200', '401', '403', '404', '429', '431', '503']);
+    expect(Object.keys(meta)).toEqual(['200', '401', '403', '404', '414', '429', '431', '503']);
     expect(meta['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/StandardSuccess' });
     expect(meta['404'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/StandardError' });
     const connect = op(`${C}/connect`, 'post').responses;
