@@ -103,7 +103,8 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
   // JSON only (multipart uploads get their own parser in the Assets area): anything else is a 415.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
-    if (typeof body === 'string' && body.trim() === '') return done(null, undefined);
+    // JSON's own white space only (RFC 8259: space, tab, LF, CR): a form feed is not "no body".
+    if (typeof body === 'string' && /^[ \t\n\r]*$/.test(body)) return done(null, undefined);
     defaultJson(req, body as string, (err, value) => {
       if (!err) return done(null, value);
       // Fastify's parser (secure-json-parse) also refuses `__proto__` and `constructor.prototype`
