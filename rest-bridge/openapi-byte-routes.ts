@@ -340,12 +340,12 @@ export const BYTE_ROUTES: readonly ByteRoute[] = [
     method: 'GET',
     path: '/api/v1/assets/mcp',
     envelope: 'standard',
-    operation: op('assets.mcp-stream', 'assets', 'MCP event stream: not offered by this stateless server (405)', 'bearer', {
+    operation: op('assets.mcp-stream', 'assets', 'MCP event stream: not offered by this stateless server (405)', 'none', {
       description:
         'Asked for an event stream (`Accept: text/event-stream`) the answer is 405 with `Allow: POST`; otherwise the path reads as the asset `mcp`, which does not exist (404).',
       responses: {
         '405': { description: 'no stream (stateless server)', content: json({ type: 'object' }) },
-        ...errors([401, 403, 404, 429, 503]),
+        ...errors([404, 429, 503]),
       },
     }),
   },
@@ -353,11 +353,11 @@ export const BYTE_ROUTES: readonly ByteRoute[] = [
     method: 'DELETE',
     path: '/api/v1/assets/mcp',
     envelope: 'standard',
-    operation: op('assets.mcp-end-session', 'assets', 'MCP session end: no sessions on this stateless server', 'bearer', {
+    operation: op('assets.mcp-end-session', 'assets', 'MCP session end: no sessions on this stateless server', 'none', {
       parameters: [header('Mcp-Session-Id', false, { type: 'string' }, 'A session id (none is ever issued).')],
       responses: {
         '405': { description: 'no sessions (stateless server)', content: json({ type: 'object' }) },
-        ...errors([401, 403, 404, 429, 503]),
+        ...errors([404, 429, 503]),
       },
     }),
   },
