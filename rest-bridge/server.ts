@@ -234,6 +234,6 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
       },
     });
   }
-  registerMethodNotAllowed(app, routes);
+  registerMethodNotAllowed(app, [...routes, ...BYTE_ROUTES]);
   return app;
 }

@@ -38,6 +38,17 @@ describe('requests the document forbids are refused', () => {
     expect((await send(' \t\r\n')).body.error?.code).not.toBe('invalid_json');
   });
 
+  it('a multipart body without a boundary is a 400, not a server error', async () => {
+    const { key } = await t.createKey();
+    for (const [method, url] of [
+      ['PUT', '/api/v1/assets/00000000-0000-4000-8000-000000000000/replace'],
+      ['POST', '/api/v1/assets/upload'],
+    ]) {
+      const res = await t.rest(method, url, { key, rawBody: '', headers: { 'content-type': 'multipart/form-data' } });
+      expect([url, res.status]).toEqual([url, 400]);
+    }
+  });
+
   it('commerce lists refuse a query parameter the document does not list (422 COMMERCE_INVALID_CONFIGURATION)', async () => {
     const tn = await tenant(t);
     for (const p of ['releases', 'webhooks', 'storefront/analytics']) {
