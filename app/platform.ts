@@ -12,6 +12,8 @@ import { TOPICS } from '../core/events/topics';
 import Fastify from 'fastify';
 import { portAnswers } from '../infra/tools';
 import { closeListener } from '../core/http-close';
+import { installAccessLog } from '../core/access-log';
+import { installMetricsRoute } from '../core/telemetry/http';
 import { childLogger } from '../core/logger';
 import { connectMongo, ensureIndexes } from '../core/mongo';
 import { OperationEngine } from '../core/operations/engine';
@@ -257,6 +259,9 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
   const cdnAreas = areas().filter((a) => a.http?.cdn && runsArea(a.name));
   if (cdnAreas.length > 0) {
     const cdn = Fastify({ logger: false });
+    // Like every listener: access log, traces and request metrics, and its own `/metrics`.
+    installAccessLog(cdn, log, 'cdn');
+    installMetricsRoute(cdn);
     for (const a of cdnAreas) {
       const own = (services as Record<string, unknown>)[a.name];
       await cdn.register(async (scope) => a.http!.cdn!(scope, own));

@@ -1,5 +1,8 @@
 import type { FastifyInstance } from 'fastify';
-import type { AreaRoute } from '../core/rest-route';
+import type { EnvelopeKind } from '../core/rest-route';
+
+/** A served method and path (an area row or a byte route) and the envelope its errors use. */
+type KnownRoute = { method: string; path: string; envelope: EnvelopeKind };
 import { errorEnvelope } from './envelopes';
 
 /**
@@ -7,8 +10,8 @@ import { errorEnvelope } from './envelopes';
  * QUERY included — is a 405 with `Allow` (the served methods, HEAD beside GET), in the envelope of
  * the path's area, before any body is read: not a 404, so a client learns the path exists.
  */
-export function registerMethodNotAllowed(app: FastifyInstance, routes: readonly AreaRoute[]): void {
-  const byPath = new Map<string, AreaRoute[]>();
+export function registerMethodNotAllowed(app: FastifyInstance, routes: readonly KnownRoute[]): void {
+  const byPath = new Map<string, KnownRoute[]>();
   for (const r of routes) byPath.set(r.path, [...(byPath.get(r.path) ?? []), r]);
   const known = [...byPath].map(([path, rows]) => {
     const served = new Set<string>(rows.map((r) => r.method));

@@ -2,6 +2,7 @@ import { STATUS_CODES } from 'node:http';
 import type { ZodTypeAny } from 'zod';
 import { zodToJsonSchema } from 'zod-to-json-schema';
 import type { AreaRoute, EnvelopeKind } from '../core/rest-route';
+import { BYTE_ROUTES, type ByteRoute } from './openapi-byte-routes';
 
 type Json = Record<string, unknown>;
 
@@ -40,6 +41,8 @@ export function errorStatuses(r: AreaRoute): number[] {
   if (r.body) [400, 413, 415].forEach((x) => s.add(x));
   if (r.query) s.add(400);
   if (pathParams(r.path).length) s.add(404);
+  // Commerce answers a refused body or query with COMMERCE_INVALID_CONFIGURATION's 422 (rest-bridge/envelopes.ts).
+  if (r.envelope === 'commerce' && s.delete(400)) s.add(422);
   return [...s].sort((a, b) => a - b);
 }
 
@@ -91,7 +94,11 @@ export function envelopeSchemas(kind: EnvelopeKind): { success: Json; error: Jso
           status: { const: 'error' },
           ...common,
           data: { type: 'null' },
-          error: errorBody,
+          // Every commerce error code carries the prefix (spec convention 3).
+          error: {
+            ...errorBody,
+            properties: { ...(errorBody.properties as Json), code: { type: 'string', pattern: '^COMMERCE_[A-Z_]+$' } },
+          },
         },
       },
     };
@@ -152,8 +159,38 @@ function linksOf(source: AreaRoute, all: readonly AreaRoute[], ids: Map<AreaRout
   return Object.keys(links).length ? links : undefined;
 }
 
-/** OpenAPI 3.1 generated from the route rows alone (what `schema/openapi.json` holds). */
-export function buildOpenApi(routes: readonly AreaRoute[]): Json {
+/**
+ * Answers given before any route runs, so on every operation: Node's HTTP parser refuses a request
+ * line and headers beyond 16 KiB (431, no body); the router refuses a path parameter over 100
+ * characters (414, Fastify's own JSON body, not an area envelope).
+ */
+function refusedBeforeTheBridge(path: string): Json {
+  return {
+    ...(pathParams(path).length
+      ? {
+          '414': {
+            description: 'URI Too Long (a path parameter over 100 characters; refused by the router)',
+            content: {
+              'application/json': {
+                schema: {
+                  type: 'object',
+                  required: ['statusCode', 'code', 'message'],
+                  properties: { statusCode: { const: 414 }, code: { type: 'string' }, message: { type: 'string' } },
+                },
+              },
+            },
+          },
+        }
+      : {}),
+    '431': { description: 'Request Header Fields Too Large (request line and headers over 16 KiB; no body)' },
+  };
+}
+
+/**
+ * OpenAPI 3.1 generated from the route rows (what `schema/openapi.json` holds), with the routes no
+ * row describes (the bridge's own and the areas' byte routes, `./openapi-byte-routes.ts`).
+ */
+export function buildOpenApi(routes: readonly AreaRoute[], byteRoutes: readonly ByteRoute[] = BYTE_ROUTES): Json {
   const paths: Record<string, Json> = {};
   const kinds = new Set<EnvelopeKind>();
   const ids = operationIds(routes);
@@ -174,8 +211,7 @@ export function buildOpenApi(routes: readonly AreaRoute[]): Json {
         ...(links ? { links } : {}),
       };
     }
-    // Node's HTTP parser refuses a request line and headers beyond 16 KiB before the bridge sees it.
-    responses['431'] = { description: 'Request Header Fields Too Large (request line and headers over 16 KiB; no body)' };
+    Object.assign(responses, refusedBeforeTheBridge(r.path));
     for (const status of errorStatuses(r)) {
       responses[String(status)] = {
         description: STATUS_CODES[status] ?? 'error',
@@ -197,6 +233,13 @@ export function buildOpenApi(routes: readonly AreaRoute[]): Json {
       op.requestBody = { required, content: { 'application/json': { schema: toSchema(r.body) } } };
     }
     (paths[r.path] ??= {})[r.method.toLowerCase()] = op;
+  }
+  for (const b of byteRoutes) {
+    const method = b.method.toLowerCase();
+    if (paths[b.path]?.[method]) throw new Error(`${b.method} ${b.path} is both a row and a byte route`);
+    kinds.add(b.envelope);
+    const responses = { ...(b.operation.responses as Json), ...refusedBeforeTheBridge(b.path) };
+    (paths[b.path] ??= {})[method] = { ...b.operation, responses };
   }
   const schemas: Json = {};
   for (const kind of [...kinds].sort()) {

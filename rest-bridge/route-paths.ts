@@ -8,7 +8,7 @@ export const toFastifyPath = (p: string): string => p.replace(/\{(\w+)\}/g, ':$1
  * the route rows sharing the most leading segments with it, so an area's own rows decide, never a
  * hard-coded prefix.
  */
-export function envelopeResolver(routes: readonly AnyRoute[]): (url: string) => EnvelopeKind {
+export function envelopeResolver(routes: readonly Pick<AnyRoute, 'path' | 'envelope'>[]): (url: string) => EnvelopeKind {
   const rows = routes.map((r) => ({ segments: r.path.split('/').filter(Boolean), envelope: r.envelope }));
   return (url) => {
     const segments = url.split('?')[0].split('/').filter(Boolean);

@@ -5,10 +5,11 @@ import type { GraphQLFormattedError } from 'graphql';
 import { randomUUID } from 'node:crypto';
 import type { ZodError, ZodIssue } from 'zod';
 import type { Logger } from '../core/logger';
-import { type BridgeError, errorEnvelope, successEnvelope } from './envelopes';
+import { areaError, type BridgeError, errorEnvelope, successEnvelope } from './envelopes';
 import type { GraphQLExecutor } from './executor';
 import { registerMethodNotAllowed } from './method-not-allowed';
 import { buildOpenApi } from './openapi';
+import { BYTE_ROUTES } from './openapi-byte-routes';
 import type { AreaRoute, EnvelopeKind } from '../core/rest-route';
 import { envelopeResolver, toFastifyPath } from './route-paths';
 import { bridgeUnavailable, withRetryAfter } from './retry-after';
@@ -84,7 +85,8 @@ function fromZod(where: 'body' | 'query', e: ZodError): BridgeError {
 /** The REST bridge: every documented route → one fixed GraphQL operation → the area's envelope. */
 export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance> {
   const routes = opts.routes;
-  const envelopeForPath = envelopeResolver(routes);
+  // Byte routes count too: the commerce webhook receiver's path answers 404/405/429 as commerce.
+  const envelopeForPath = envelopeResolver([...routes, ...BYTE_ROUTES]);
   const app = Fastify({
     logger: false,
     bodyLimit: DEFAULT_BODY_LIMIT,
@@ -101,7 +103,8 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
   // JSON only (multipart uploads get their own parser in the Assets area): anything else is a 415.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
-    if (typeof body === 'string' && body.trim() === '') return done(null, undefined);
+    // JSON's own white space only (RFC 8259: space, tab, LF, CR): a form feed is not "no body".
+    if (typeof body === 'string' && /^[ \t\n\r]*$/.test(body)) return done(null, undefined);
     defaultJson(req, body as string, (err, value) => {
       if (!err) return done(null, value);
       // Fastify's parser (secure-json-parse) also refuses `__proto__` and `constructor.prototype`
@@ -123,10 +126,12 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
     send(reply, envelopeForPath(req.url), 429, rateLimitedError(retryAfterS)),
   );
 
-  const send = (reply: FastifyReply, kind: EnvelopeKind, status: number, error: BridgeError) =>
-    withRetryAfter(reply, status, error.details)
+  const send = (reply: FastifyReply, kind: EnvelopeKind, given: number, e: BridgeError) => {
+    const { status, error } = areaError(kind, given, e);
+    return withRetryAfter(reply, status, error.details)
       .status(status)
       .send(errorEnvelope(kind, status, error));
+  };
 
   app.setNotFoundHandler((req, reply) =>
     send(reply, envelopeForPath(req.url), 404, {
@@ -229,6 +234,6 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
       },
     });
   }
-  registerMethodNotAllowed(app, routes);
+  registerMethodNotAllowed(app, [...routes, ...BYTE_ROUTES]);
   return app;
 }

@@ -17,16 +17,40 @@ export const notFound = (reply: FastifyReply) =>
 /** A strong validator of a version's bytes: their SHA-256. */
 const etagOfBytes = (v: AssetVersion) => `"${v.sha256}"`;
 
+/** `If-None-Match`: weak comparison (RFC 9110 8.8.3.2), so `W/"x"` matches `"x"`. */
 function matchesEtag(header: string | undefined, etag: string): boolean {
   if (!header) return false;
   if (header.trim() === '*') return true;
   return header.split(',').some((t) => t.trim().replace(/^W\//, '') === etag);
 }
 
+/** Whole seconds: what an HTTP-date can say. */
+const toSecond = (d: Date) => Math.floor(d.getTime() / 1000);
+
+/**
+ * RFC 9110 13.1.5 `If-Range`: may a `Range` be honoured? An entity tag must match the current one
+ * by strong comparison (a weak tag never does); an HTTP-date must equal `Last-Modified` exactly,
+ * and `Last-Modified` must be a strong validator (8.8.2.2: at least one second older than the
+ * answer's `Date`). Anything else, including a value that is neither, sends the whole
+ * representation (200), so a download resumed after the bytes changed is never stitched together.
+ */
+export function ifRangeHolds(header: string | string[] | undefined, etag: string, lastModified: Date, now = new Date()): boolean {
+  if (header === undefined) return true;
+  // The field is a single value: sent twice, it names no one representation.
+  if (Array.isArray(header)) return false;
+  const value = header.trim();
+  if (value.startsWith('W/')) return false;
+  if (value.startsWith('"')) return value === etag;
+  const date = Date.parse(value);
+  if (Number.isNaN(date) || Number.isNaN(lastModified.getTime())) return false;
+  return toSecond(new Date(date)) === toSecond(lastModified) && toSecond(now) - toSecond(lastModified) >= 1;
+}
+
 /**
  * Sends one version's bytes with the HTTP caching and range semantics a CDN edge gives:
- * `ETag` + `If-None-Match` (304), one `Range` (206, 416 when unsatisfiable; several ranges are
- * answered with the whole body), `Cache-Control` from the asset, `Content-Disposition` with the
+ * `ETag` + `If-None-Match` (304), `Last-Modified` (the version's creation), one `Range` (206, 416
+ * when unsatisfiable; several ranges are answered with the whole body) unless `If-Range` names
+ * another representation (200, whole body), `Cache-Control` from the asset, `Content-Disposition` with the
  * original name.
  */
 export async function sendVersion(
@@ -38,6 +62,8 @@ export async function sendVersion(
 ): Promise<FastifyReply> {
   const { version, region } = found;
   const etag = etagOfBytes(version);
+  const lastModified = new Date(version.createdAt);
+  if (!Number.isNaN(lastModified.getTime())) reply.header('Last-Modified', lastModified.toUTCString());
   reply
     .header('ETag', etag)
     .header('Cache-Control', cacheControl)
@@ -47,7 +73,8 @@ export async function sendVersion(
     .header('X-Content-Type-Options', 'nosniff');
   if (matchesEtag(req.headers['if-none-match'], etag)) return reply.status(304).send();
   const rangeHeader = req.headers.range;
-  if (rangeHeader && version.size > 0) {
+  const ifRange = req.headers['if-range'];
+  if (rangeHeader && version.size > 0 && ifRangeHolds(ifRange, etag, lastModified)) {
     const ranges = rangeParser(version.size, rangeHeader, { combine: true });
     if (ranges === -1) return reply.status(416).header('Content-Range', `bytes */${version.size}`).send();
     if (Array.isArray(ranges) && ranges.type === 'bytes' && ranges.length === 1) {

@@ -53,6 +53,10 @@ export interface ReadForm {
  */
 export async function readForm(req: FastifyRequest, assets: AssetsService, principal: Principal): Promise<ReadForm> {
   const form: ReadForm = { staged: null, fileName: undefined, fields: {} };
+  // Without a boundary the parser cannot start (it would throw a 500): a malformed request, 400.
+  if (!/;\s*boundary=/i.test(req.headers['content-type'] ?? '')) {
+    throw badRequest('validation_failed', 'multipart/form-data needs a boundary parameter');
+  }
   try {
     for await (const part of req.parts({ limits: FIELD_LIMITS })) {
       if (part.type === 'file') {

@@ -20,6 +20,12 @@ export const COMMERCE_CODES = {
   COMMERCE_UNAUTHENTICATED: 401,
   COMMERCE_SUBSCRIPTION_INACTIVE: 402,
   COMMERCE_FORBIDDEN: 403,
+  // Transport errors of the bridge and kernel on commerce routes (rest-bridge/envelopes.ts).
+  COMMERCE_METHOD_NOT_ALLOWED: 405,
+  COMMERCE_PAYLOAD_TOO_LARGE: 413,
+  COMMERCE_UNSUPPORTED_MEDIA_TYPE: 415,
+  COMMERCE_TOO_MANY_REQUESTS: 429,
+  COMMERCE_UNAVAILABLE: 503,
 } as const;
 
 export type CommerceCode = keyof typeof COMMERCE_CODES;

@@ -1,8 +1,9 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
 import '../../core/activity-scopes';
 import { defineArea } from '../../core/area';
 import { commerceCli } from './cli';
+import type { CommerceCode } from './errors';
 import { COMMERCE_BODY_LIMIT } from './limits';
 import { COMMERCE_OPERATION_TYPES } from './operation-view';
 import { CommerceResolver } from './resolvers';
@@ -26,6 +27,17 @@ export const commerceConfig = z.object({
   SIMULATED_STEP_DELAY_MS: z.coerce.number().int().min(0).default(600),
 });
 
+/** A commerce error answer of the receiver (spec 1.5, commerce envelope). */
+const failure = (reply: FastifyReply, status: number, code: CommerceCode, message: string) =>
+  reply.status(status).send({
+    success: false,
+    status: 'error',
+    status_code: status,
+    message,
+    data: null,
+    error: { code, message, details: {} },
+  });
+
 /** The inbound webhook receiver: raw bytes, verified before anything is parsed. */
 function webhookReceiver(app: FastifyInstance, services: CommerceService): void {
   const host = (address: string) => (address === '0.0.0.0' || address === '::' ? '127.0.0.1' : address);
@@ -40,19 +52,18 @@ function webhookReceiver(app: FastifyInstance, services: CommerceService): void 
     scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: COMMERCE_BODY_LIMIT }, (_req, body, done) =>
       done(null, body),
     );
+    // A body over 64 KiB (or any failure before the handler) answers in the commerce envelope too.
+    scope.setErrorHandler((err: Error & { code?: string }, _req, reply) =>
+      err.code === 'FST_ERR_CTP_BODY_TOO_LARGE'
+        ? failure(reply, 413, 'COMMERCE_PAYLOAD_TOO_LARGE', 'request body is too large')
+        : failure(reply, 500, 'COMMERCE_OPERATION_FAILED', 'internal error'),
+    );
     scope.post(WEBHOOK_RECEIVER_PATH, async (req, reply) => {
       const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
       const result = await services.observations.receive(req.headers, raw);
       if (result.status !== 200) {
         const code = result.status === 401 ? 'COMMERCE_UNAUTHENTICATED' : 'COMMERCE_INVALID_CONFIGURATION';
-        return reply.status(result.status).send({
-          success: false,
-          status: 'error',
-          status_code: result.status,
-          message: result.reason,
-          data: null,
-          error: { code, message: result.reason, details: {} },
-        });
+        return failure(reply, result.status, code, result.reason);
       }
       return reply.status(200).send({
         success: true,

@@ -57,11 +57,14 @@ const environmentBody = z
 
 const promotionBody = z.object({ preview_id: z.string().max(64) }).strict();
 const settingsBody = z.record(z.unknown());
-const pageQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(MAX_PAGE).optional(),
-  cursor: z.string().max(2048).optional(),
-});
-const analyticsQuery = z.object({ range: z.string().max(16).optional() });
+// Unknown query parameters are refused, as unknown body fields are (the document lists every one).
+const pageQuery = z
+  .object({
+    limit: z.coerce.number().int().min(1).max(MAX_PAGE).optional(),
+    cursor: z.string().max(2048).optional(),
+  })
+  .strict();
+const analyticsQuery = z.object({ range: z.string().max(16).optional() }).strict();
 
 export const commerceRoutes: AnyRoute[] = [
   route({

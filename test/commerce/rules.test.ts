@@ -185,13 +185,22 @@ describe('commerce rules (spec 5.4, 7.2, 8)', () => {
     await connectStorefront(t, tn);
     const P = `${base(tn.projectId)}/environments/production`;
     const unknownField = await t.rest('PUT', P, { key: tn.key, body: { app_url: 'https://a.example.com', colour: 'red' } });
-    expect(unknownField.status).toBe(400);
-    expect(unknownField.body).toMatchObject({ success: false, status_code: 400 });
+    expect(unknownField.status).toBe(422);
+    expect(unknownField.body).toMatchObject({
+      success: false,
+      status_code: 422,
+      error: { code: 'COMMERCE_INVALID_CONFIGURATION' },
+    });
     const twoValues = await t.rest('PUT', P, { key: tn.key, rawBody: '{"app_url":"https://a.example.com"} {}' });
-    expect(twoValues.status).toBe(400);
+    expect(twoValues.status).toBe(422);
     const big = await t.rest('PUT', P, { key: tn.key, body: { config_name: 'x'.repeat(65 * 1024) } });
     expect(big.status).toBe(413);
-    expect(big.body).toMatchObject({ success: false, status: 'error', status_code: 413 });
+    expect(big.body).toMatchObject({
+      success: false,
+      status: 'error',
+      status_code: 413,
+      error: { code: 'COMMERCE_PAYLOAD_TOO_LARGE' },
+    });
   });
 });
 

@@ -52,8 +52,22 @@ it('answers 405 in the commerce envelope, for any method (TRACE too), and 404 fo
     status: 'error',
     status_code: 405,
     data: null,
-    error: { code: 'method_not_allowed' },
+    error: { code: 'COMMERCE_METHOD_NOT_ALLOWED' },
   });
   const unknown = await t.rest('DELETE', '/api/v1/publisher/no-such-thing');
   expect(unknown.status).toBe(404);
+});
+
+it('answers 405 with Allow on the byte routes and the bridge’s own routes too', async () => {
+  const healthz = await raw('TRACE', '/healthz');
+  expect([healthz.status, healthz.allow]).toEqual([405, 'GET, HEAD']);
+  // `/api/v1/assets/mcp` is not the asset `mcp`: its own methods are listed.
+  const mcp = await raw('OPTIONS', '/api/v1/assets/mcp');
+  expect([mcp.status, mcp.allow]).toEqual([405, 'DELETE, GET, HEAD, POST']);
+  const upload = await raw('OPTIONS', '/api/v1/assets/upload');
+  expect([upload.status, upload.allow]).toEqual([405, 'POST']);
+  const report = await raw('QUERY', '/api/v1/assets/migrations/x/report');
+  expect([report.status, report.allow]).toEqual([405, 'GET, HEAD']);
+  const receiver = await raw('TRACE', '/api/v1/commerce/webhooks');
+  expect([receiver.status, receiver.allow, receiver.body.error.code]).toEqual([405, 'POST', 'COMMERCE_METHOD_NOT_ALLOWED']);
 });

@@ -48,11 +48,14 @@ describe('precise schemas from the rows', () => {
 
   it('answers every status a route can give, each with its area envelope', () => {
     const meta = op(`${P}/projects/{projectID}/metadata`, 'get').responses;
-    expect(Object.keys(meta)).toEqual(['200', '401', '403', '404', '429', '431', '503']);
+    expect(Object.keys(meta)).toEqual(['200', '401', '403', '404', '414', '429', '431', '503']);
     expect(meta['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/StandardSuccess' });
     expect(meta['404'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/StandardError' });
     const connect = op(`${C}/connect`, 'post').responses;
-    expect(Object.keys(connect)).toEqual(expect.arrayContaining(['202', '400', '402', '409', '413', '415', '422']));
+    expect(Object.keys(connect)).toEqual(expect.arrayContaining(['202', '402', '409', '413', '415', '422']));
+    // A refused commerce body is COMMERCE_INVALID_CONFIGURATION's 422, never a 400.
+    expect(Object.keys(connect)).not.toContain('400');
+    expect(doc.components.schemas.CommerceError.properties.error.properties.code.pattern).toBe('^COMMERCE_[A-Z_]+$');
     expect(connect['422'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/CommerceError' });
     expect(doc.components.schemas.CommerceError).toMatchObject({
       additionalProperties: false,
