@@ -256,6 +256,15 @@ export class RuntimeCache {
       report('install', 'installing dependencies');
       let fetched = 0;
       let lastReport = 0;
+      // Native builds (install scripts) print nothing at this log level: a heartbeat keeps the detail moving.
+      const heartbeat = setInterval(() => {
+        lastReport = Date.now();
+        report(
+          'install',
+          `installing dependencies: ${fetched} fetched, building (${Math.round((Date.now() - started) / 1000)} s)`,
+        );
+      }, 15_000);
+      heartbeat.unref();
       await run(
         this.npm,
         ['install', '--omit=dev', '--legacy-peer-deps', '--no-audit', '--no-fund', '--loglevel=http'],
@@ -268,7 +277,7 @@ export class RuntimeCache {
             report('install', `installing dependencies: ${fetched} fetched`);
           }
         },
-      );
+      ).finally(() => clearInterval(heartbeat));
       if (existsSync(path.join(pkgDir, 'node_modules', 'sqlite3')) && !(await sqliteBindingExists(pkgDir))) {
         report('build_native', 'building the sqlite3 binding against this Node');
         await buildNative(path.join(pkgDir, 'node_modules', 'sqlite3'));
