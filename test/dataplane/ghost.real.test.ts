@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Edge } from '../../dataplane/edge';
-import { GhostRunner, type GhostAdminAccess } from '../../dataplane/ghost';
-import { RuntimeCache, type InstalledRuntime } from '../../dataplane/runtime-cache';
+import { type GhostAdminAccess } from '../../dataplane/ghost';
+import { RuntimeCache } from '../../dataplane/runtime-cache';
+import { SiteHost } from '../../dataplane/sites';
 import { Supervisor } from '../../dataplane/supervisor';
 
 const GhostAdminAPI = require('@tryghost/admin-api');
@@ -46,13 +47,12 @@ function viaEdge(
 }
 
 describe('a real Ghost site from the runtime cache, through the edge', () => {
-  const cache = new RuntimeCache();
   const sup = new Supervisor({ stopTimeoutMs: 15_000 });
-  const runner = new GhostRunner(sup);
   const edge = new Edge({ port: 0 });
+  const sitesRoot = mkdtempSync(path.join(tmpdir(), 'ghost-sites-'));
+  const sites = new SiteHost({ cache: new RuntimeCache(), supervisor: sup, edge, sitesRoot });
+  const runner = sites.runner;
   const id = `site-${randomBytes(4).toString('hex')}`;
-  const siteDir = mkdtempSync(path.join(tmpdir(), 'ghost-site-'));
-  let runtime: InstalledRuntime;
   let host: string;
   let url: string;
   let access: GhostAdminAccess;
@@ -60,17 +60,14 @@ describe('a real Ghost site from the runtime cache, through the edge', () => {
 
   beforeAll(async () => {
     const t0 = Date.now();
-    runtime = await cache.ensure(GHOST);
+    await sites.pullRuntime(GHOST);
     figures.ensureMs = Date.now() - t0;
     await edge.listen();
     host = `${id}.sites.localhost:${edge.port}`;
     url = `http://${host}/`;
-    const t1 = Date.now();
-    const st = await runner.start({ id, runtimeDir: runtime.dir, siteDir, url, memoryMb: 512 });
-    edge.upsert([host], { target: { host: '127.0.0.1', port: st.port }, state: 'running', owner: id });
-    const health = await runner.waitHealthy(id, url, 180_000);
-    figures.bootMs = Date.now() - t1;
-    figures.version = health.version;
+    const started = await sites.start({ siteId: id, runtime: GHOST, url, hosts: [host], memoryMb: 512 });
+    figures.bootMs = started.bootMs;
+    figures.version = started.version;
   }, 900_000);
 
   afterAll(async () => {
@@ -78,7 +75,7 @@ describe('a real Ghost site from the runtime cache, through the edge', () => {
     console.log(`ghost real-test figures: ${JSON.stringify(figures)}`);
     await sup.removeAll();
     await edge.close();
-    rmSync(siteDir, { recursive: true, force: true });
+    rmSync(sitesRoot, { recursive: true, force: true });
   }, 60_000);
 
   it('serves the home page through the edge with the release as its generator', async () => {
@@ -124,17 +121,39 @@ describe('a real Ghost site from the runtime cache, through the edge', () => {
   });
 
   it('stops (the edge answers 503) and starts again on the same port with its data', async () => {
-    const port = sup.status(id)!.port;
-    await sup.stop(id);
-    edge.setState(id, 'stopped');
+    const port = sites.metadata(id).port;
+    await sites.stop(id);
+    expect(sites.metadata(id)).toMatchObject({ state: 'stopped', port });
     expect((await viaEdge(edge.port, host, 'GET', '/')).status).toBe(503);
-    sup.start(id);
-    await runner.waitHealthy(id, url, 120_000);
-    edge.setState(id, 'running');
-    expect(sup.status(id)!.port).toBe(port);
+    await sites.resume(id);
+    expect(sites.metadata(id)).toMatchObject({ state: 'running', port, restarts: 0 });
     const home = await viaEdge(edge.port, host, 'GET', '/');
     expect(home.status).toBe(200);
     expect(home.body).toContain('Hello from the platform');
     expect(await runner.isOpenForSetup(id, url)).toBe(false);
+  });
+
+  it("keeps two sites apart, and releases a removed site's port, routes and files", async () => {
+    const other = `site-${randomBytes(4).toString('hex')}`;
+    const otherHost = `${other}.sites.localhost:${edge.port}`;
+    const { port } = await sites.start({
+      siteId: other,
+      runtime: GHOST,
+      url: `http://${otherHost}/`,
+      hosts: [otherHost],
+      memoryMb: 512,
+    });
+    expect(port).not.toBe(sites.metadata(id).port);
+    await sites.setUp(other, { name: 'Other Owner', email: 'other@example.test', blogTitle: 'Other blog' });
+    const home = await viaEdge(edge.port, otherHost, 'GET', '/');
+    expect(home.body).toContain('Other blog');
+    expect(home.body).not.toContain('Hello from the platform');
+    expect(sites.siteDir(other)).not.toBe(sites.siteDir(id));
+    await sites.remove(other);
+    expect(sites.metadata(other).state).toBe('absent');
+    expect((await viaEdge(edge.port, otherHost, 'GET', '/')).status).toBe(404);
+    expect(existsSync(sites.siteDir(other))).toBe(false);
+    // The first site is untouched.
+    expect((await viaEdge(edge.port, host, 'GET', '/')).status).toBe(200);
   });
 });
