@@ -22,6 +22,18 @@ describe('import rules of the area kit', () => {
     expect(checkImport('subgraphs/registry.ts', 'subgraphs/publisher/index')).toBeNull();
   });
 
+  it('let areas import the data plane, and keep the data plane below every area', () => {
+    expect(checkImport('subgraphs/publisher/executors.ts', 'dataplane/supervisor')).toBeNull();
+    expect(checkImport('dataplane/ghost.ts', 'dataplane/supervisor')).toBeNull();
+    expect(checkImport('dataplane/edge.ts', 'core/errors')).toBeNull();
+    expect(checkImport('dataplane/edge.ts', 'subgraphs/publisher/model')).toMatch(/data plane/);
+    expect(checkImport('dataplane/edge.ts', 'rest-bridge/server')).toMatch(/data plane/);
+    expect(checkImport('dataplane/edge.ts', 'router/server')).toMatch(/data plane/);
+    expect(checkImport('dataplane/edge.ts', 'app/platform')).toMatch(/data plane/);
+    // The kernel stays below the data plane.
+    expect(checkImport('core/x.ts', 'dataplane/edge')).toMatch(/kernel/);
+  });
+
   it("catch the bridge importing an area's code (its limits.ts is the one allowed arrow)", () => {
     expect(checkImport('rest-bridge/server.ts', 'subgraphs/publisher/service')).toMatch(/bridge/);
     expect(checkImport('rest-bridge/server.ts', 'subgraphs/publisher/limits')).toBeNull();

@@ -5,7 +5,10 @@ import path from 'node:path';
  * The import rules of the area kit (docs/decisions/0006-area-shape.md):
  * - the kernel (`core/`) imports no area, nor the bridge, the router or the composition root;
  * - an area (`subgraphs/<area>/`) imports only the kernel and its own files;
- * - the bridge imports nothing under `subgraphs/` but an area's dependency-free `limits.ts`.
+ * - the bridge imports nothing under `subgraphs/` but an area's dependency-free `limits.ts`;
+ * - the data plane (`dataplane/`: runtime cache, supervisor, edge; docs/decisions/0120-data-plane.md)
+ *   sits below the areas beside the kernel: it imports only the kernel and its own files, and areas
+ *   may import it.
  */
 export interface Violation {
   file: string;
@@ -46,14 +49,19 @@ const areaOf = (p: string): string | null => {
 
 export function checkImport(file: string, target: string): string | null {
   const top = (p: string) => p.split('/')[0];
-  if (top(file) === 'core' && ['subgraphs', 'rest-bridge', 'router', 'app'].includes(top(target))) {
-    return 'the kernel imports no area, bridge, router or composition root';
+  if (top(file) === 'core' && ['subgraphs', 'rest-bridge', 'router', 'app', 'dataplane'].includes(top(target))) {
+    return 'the kernel imports no area, data plane, bridge, router or composition root';
+  }
+  if (top(file) === 'dataplane' && !['core', 'dataplane'].includes(top(target))) {
+    return 'the data plane imports only the kernel and its own files';
   }
   const area = areaOf(file);
   if (area) {
     const targetArea = areaOf(target);
     if (targetArea && targetArea !== area) return 'an area never imports another area (use a kernel port)';
-    if (!targetArea && top(target) !== 'core') return 'an area imports only the kernel and its own files';
+    if (!targetArea && !['core', 'dataplane'].includes(top(target))) {
+      return 'an area imports only the kernel, the data plane and its own files';
+    }
   }
   if (top(file) === 'rest-bridge' && top(target) === 'subgraphs' && !/^subgraphs\/[^/]+\/limits$/.test(target)) {
     return "the bridge imports nothing under subgraphs/ but an area's limits.ts";

@@ -1,0 +1,203 @@
+import http from 'node:http';
+import { isIP, type Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { createProxyServer } from 'http-proxy-3';
+import { Counter } from 'prom-client';
+import { metricsText } from '../core/telemetry/metrics';
+
+/**
+ * The edge (docs/decisions/0120-data-plane.md; CONTRACTS.md, "The data plane"): its own listener that
+ * serves hosted workloads by `Host`. The route table is an immutable map swapped whole, so a request
+ * sees either the old table or the new one, never half an update. Proxying (streaming both ways,
+ * websocket upgrades, `X-Forwarded-*`) is http-proxy-3's; the edge decides only where a request goes:
+ * an unknown host answers 404, a route whose workload is stopped or being restored answers 503, a
+ * workload that does not answer gives 502.
+ */
+
+export type RouteState = 'running' | 'stopped' | 'restoring';
+
+export interface EdgeRoute {
+  /** Where the workload listens. */
+  target: { host: string; port: number };
+  state: RouteState;
+  /** Who the route belongs to (a site id), for logs and metrics. */
+  owner?: string;
+}
+
+export interface EdgeOptions {
+  /** Listening port (default `EDGE_PORT`, else 8082); 0 picks a free one. */
+  port?: number;
+  /** Listening address (default 127.0.0.1). */
+  host?: string;
+  /** How long to wait for a workload's response headers, in ms (default 60 s). */
+  upstreamTimeoutMs?: number;
+}
+
+const edgeRequests = new Counter({
+  name: 'edge_requests_total',
+  help: 'Requests the edge answered, by outcome.',
+  labelNames: ['outcome'] as const,
+});
+
+/** `EDGE_PORT`, else 8082. */
+export function edgePortFromEnv(env: NodeJS.ProcessEnv = process.env): number {
+  const n = Number(env.EDGE_PORT);
+  return Number.isInteger(n) && n >= 0 && n < 65536 && env.EDGE_PORT !== undefined && env.EDGE_PORT !== '' ? n : 8082;
+}
+
+/** The host name of a `Host` header: lower case, without port or trailing dot. */
+export function hostKey(hostHeader: string | undefined): string {
+  if (!hostHeader) return '';
+  let h = hostHeader.trim().toLowerCase();
+  if (h.startsWith('[')) h = h.slice(0, h.indexOf(']') + 1);
+  else if (h.includes(':')) h = h.slice(0, h.lastIndexOf(':'));
+  return h.endsWith('.') ? h.slice(0, -1) : h;
+}
+
+function plain(res: http.ServerResponse, status: number, text: string, extra: Record<string, string> = {}): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store', ...extra });
+  res.end(`${text}\n`);
+}
+
+function refuseUpgrade(socket: Duplex, status: number, reason: string): void {
+  socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+}
+
+/** Client-supplied forwarding headers are dropped: the edge is the first hop and writes its own. */
+function dropForwarded(req: http.IncomingMessage): void {
+  for (const name of Object.keys(req.headers))
+    if (name.startsWith('x-forwarded-') || name === 'forwarded') delete req.headers[name];
+}
+
+export class Edge {
+  private routes: ReadonlyMap<string, EdgeRoute> = new Map();
+  private readonly server: http.Server;
+  private readonly proxy;
+  private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 512 });
+  private readonly requestedPort: number;
+  private readonly listenHost: string;
+  /** Upgraded (websocket) client connections: the listener no longer tracks them, so close cuts them here. */
+  private readonly upgraded = new Set<Duplex>();
+
+  constructor(opts: EdgeOptions = {}) {
+    this.requestedPort = opts.port ?? edgePortFromEnv();
+    this.listenHost = opts.host ?? '127.0.0.1';
+    this.proxy = createProxyServer({
+      xfwd: true,
+      ws: true,
+      agent: this.agent,
+      proxyTimeout: opts.upstreamTimeoutMs ?? 60_000,
+    });
+    this.proxy.on('error', (_err, _req, res) => {
+      edgeRequests.inc({ outcome: 'upstream_error' });
+      if (res instanceof http.ServerResponse) plain(res, 502, 'The site is not answering.');
+      else (res as Socket).destroy();
+    });
+    this.server = http.createServer((req, res) => void this.onRequest(req, res));
+    this.server.on('upgrade', (req, socket, head) => this.onUpgrade(req, socket, head));
+  }
+
+  /** Replaces the whole route table at once. Keys are host names (any case, with or without port). */
+  setRoutes(table: Iterable<[string, EdgeRoute]> | Record<string, EdgeRoute>): void {
+    const entries = Symbol.iterator in table ? [...(table as Iterable<[string, EdgeRoute]>)] : Object.entries(table);
+    this.routes = new Map(entries.map(([h, r]) => [hostKey(h), Object.freeze({ ...r, target: { ...r.target } })]));
+  }
+
+  /** Adds or replaces the routes of `hosts` (copy, then swap). */
+  upsert(hosts: string[], route: EdgeRoute): void {
+    const next = new Map(this.routes);
+    for (const h of hosts) next.set(hostKey(h), Object.freeze({ ...route, target: { ...route.target } }));
+    this.routes = next;
+  }
+
+  /** Marks every route of `owner` with `state` (a stopped or restoring site answers 503). */
+  setState(owner: string, state: RouteState): void {
+    const next = new Map(this.routes);
+    for (const [h, r] of next) if (r.owner === owner) next.set(h, Object.freeze({ ...r, state }));
+    this.routes = next;
+  }
+
+  /** Removes the routes of `hosts`, or every route of an owner with `{ owner }`. */
+  remove(hosts: string[] | { owner: string }): void {
+    const next = new Map(this.routes);
+    if (Array.isArray(hosts)) for (const h of hosts) next.delete(hostKey(h));
+    else for (const [h, r] of next) if (r.owner === hosts.owner) next.delete(h);
+    this.routes = next;
+  }
+
+  route(host: string): EdgeRoute | undefined {
+    return this.routes.get(hostKey(host));
+  }
+
+  table(): ReadonlyMap<string, EdgeRoute> {
+    return this.routes;
+  }
+
+  async listen(): Promise<number> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(this.requestedPort, this.listenHost, () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+    return this.port;
+  }
+
+  get port(): number {
+    const a = this.server.address();
+    return a && typeof a === 'object' ? a.port : this.requestedPort;
+  }
+
+  /** Stops accepting, lets answers in flight finish for up to `graceMs`, then cuts every connection. */
+  async close(graceMs = 2_000): Promise<void> {
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.server.closeIdleConnections();
+    const timer = setTimeout(() => this.server.closeAllConnections(), graceMs);
+    timer.unref();
+    for (const s of this.upgraded) s.destroy();
+    await closed;
+    clearTimeout(timer);
+    this.agent.destroy();
+  }
+
+  private async onRequest(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const host = hostKey(req.headers.host);
+    const route = this.routes.get(host);
+    if (!route) {
+      // The edge's own address (no site has an IP literal or `localhost` as its name) serves its metrics.
+      if (req.url === '/metrics' && (isIP(host.replace(/^\[|\]$/g, '')) !== 0 || host === 'localhost')) {
+        const m = await metricsText();
+        res.writeHead(200, { 'content-type': m.contentType });
+        res.end(m.body);
+        return;
+      }
+      edgeRequests.inc({ outcome: 'unknown_host' });
+      plain(res, 404, 'No site is served at this address.');
+      return;
+    }
+    if (route.state !== 'running') {
+      edgeRequests.inc({ outcome: 'unavailable' });
+      const why = route.state === 'restoring' ? 'This site is being restored.' : 'This site is stopped.';
+      plain(res, 503, why, { 'retry-after': '30' });
+      return;
+    }
+    edgeRequests.inc({ outcome: 'proxied' });
+    dropForwarded(req);
+    this.proxy.web(req, res, { target: { host: route.target.host, port: route.target.port } });
+  }
+
+  private onUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
+    const route = this.routes.get(hostKey(req.headers.host));
+    if (!route) return refuseUpgrade(socket, 404, 'Not Found');
+    if (route.state !== 'running') return refuseUpgrade(socket, 503, 'Service Unavailable');
+    dropForwarded(req);
+    this.upgraded.add(socket);
+    socket.once('close', () => this.upgraded.delete(socket));
+    this.proxy.ws(req, socket as Socket, head, { target: { host: route.target.host, port: route.target.port } });
+  }
+}

@@ -1,0 +1,263 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, readdir, readlink, rm, symlink } from 'node:fs/promises';
+import http from 'node:http';
+import path from 'node:path';
+import type { Supervisor, WorkloadStatus } from './supervisor';
+
+/**
+ * Runs the publishing software (Ghost, from the runtime cache) as a supervised site
+ * (docs/decisions/0120-data-plane.md): one process per site with its own port, a SQLite database file
+ * and a content directory of its own; the release's bundled themes are linked, not copied, so a
+ * release change re-points them. Once the site answers, the owner is set up at once (no site is
+ * left open for anyone to claim) and a custom integration gives the platform an Admin API key.
+ */
+
+export interface GhostSiteSpec {
+  /** The workload id (the site's id). */
+  id: string;
+  /** The installed release's directory (`RuntimeCache.ensure(...).dir`). */
+  runtimeDir: string;
+  /** The site's own directory: `content/` (themes, images, data/ghost.db, logs) lives under it. */
+  siteDir: string;
+  /** The public address the site is served at (through the edge), e.g. `http://blog.sites.localhost:8082/`. */
+  url: string;
+  /** V8 heap ceiling in MiB: the runtime's memory floor (or a plan's limit). */
+  memoryMb?: number;
+  /** Further Ghost configuration as environment (`mail__transport`, …). */
+  config?: Record<string, string>;
+}
+
+export interface GhostOwner {
+  name: string;
+  email: string;
+  /** Default: a random one (the owner signs in through the password-reset mail). */
+  password?: string;
+  blogTitle: string;
+}
+
+export interface GhostAdminAccess {
+  /** Ghost Admin API key (`id:secret`), for `@tryghost/admin-api`: store it encrypted. */
+  adminApiKey: string;
+  contentApiKey: string;
+  integrationId: string;
+  /** The owner's generated password when none was given (sign-in is by password reset otherwise). */
+  ownerPassword: string;
+}
+
+export class GhostError extends Error {
+  constructor(
+    readonly code: 'site_unhealthy' | 'site_setup_failed',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'GhostError';
+  }
+}
+
+/** The content directory of a site. */
+export function contentDir(siteDir: string): string {
+  return path.join(siteDir, 'content');
+}
+
+/** The SQLite database file of a site. */
+export function databaseFile(siteDir: string): string {
+  return path.join(contentDir(siteDir), 'data', 'ghost.db');
+}
+
+/**
+ * Creates the site's content directory (first start) and links the release's bundled themes into it,
+ * replacing links to another release (a theme the site uploaded itself is a directory and is kept).
+ */
+export async function prepareContent(runtimeDir: string, siteDir: string): Promise<void> {
+  const content = contentDir(siteDir);
+  for (const sub of ['data', 'images', 'files', 'media', 'logs', 'settings', 'adapters', 'themes', 'public']) {
+    await mkdir(path.join(content, sub), { recursive: true });
+  }
+  const bundled = path.join(runtimeDir, 'content', 'themes');
+  const themes = existsSync(bundled) ? await readdir(bundled, { withFileTypes: true }) : [];
+  for (const t of themes.filter((d) => d.isDirectory())) {
+    const link = path.join(content, 'themes', t.name);
+    const target = path.join(bundled, t.name);
+    const current = await readlink(link).catch(() => null);
+    if (current === target) continue;
+    if (current !== null || !existsSync(link)) {
+      await rm(link, { force: true });
+      await symlink(target, link, 'dir');
+    }
+  }
+}
+
+/** The environment a site's process gets: Ghost reads `a__b` as the setting `a.b`. */
+export function ghostEnv(spec: GhostSiteSpec, port: number): Record<string, string> {
+  return {
+    NODE_ENV: 'production',
+    url: spec.url,
+    server__host: '127.0.0.1',
+    server__port: String(port),
+    database__client: 'sqlite3',
+    database__connection__filename: databaseFile(spec.siteDir),
+    database__useNullAsDefault: 'true',
+    paths__contentPath: contentDir(spec.siteDir),
+    // Logs go to the supervisor (stdout), not to files inside the content directory.
+    logging__transports: '["stdout"]',
+    logging__level: 'warn',
+    // No calls home from a hosted site on this machine.
+    privacy__useUpdateCheck: 'false',
+    privacy__useGravatar: 'false',
+    privacy__useRpcPing: 'false',
+    privacy__useStructuredData: 'true',
+    ...spec.config,
+  };
+}
+
+interface Reply {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+/** One HTTP request straight to a site's port, as the public host (Ghost checks Origin against its url). */
+export function siteRequest(
+  port: number,
+  publicUrl: string,
+  method: string,
+  p: string,
+  opts: { body?: unknown; headers?: Record<string, string>; timeoutMs?: number } = {},
+): Promise<Reply> {
+  const u = new URL(publicUrl);
+  const payload = opts.body === undefined ? undefined : JSON.stringify(opts.body);
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path: p,
+        agent: false,
+        timeout: opts.timeoutMs ?? 30_000,
+        headers: {
+          host: u.host,
+          origin: u.origin,
+          'x-forwarded-proto': u.protocol.replace(':', ''),
+          accept: 'application/json',
+          ...(payload ? { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(payload)) } : {}),
+          ...opts.headers,
+        },
+      },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error('timed out')));
+    req.on('error', reject);
+    if (payload) req.write(payload);
+    req.end();
+  });
+}
+
+/** Runs Ghost sites on a supervisor. */
+export class GhostRunner {
+  constructor(readonly supervisor: Supervisor) {}
+
+  /** Prepares the content directory, registers the workload (allocating its port) and starts it. */
+  async start(spec: GhostSiteSpec): Promise<WorkloadStatus> {
+    await prepareContent(spec.runtimeDir, spec.siteDir);
+    if (this.supervisor.has(spec.id)) await this.supervisor.remove(spec.id);
+    await this.supervisor.add({
+      id: spec.id,
+      script: 'index.js',
+      cwd: spec.runtimeDir,
+      memoryMb: spec.memoryMb,
+      env: (port) => ghostEnv(spec, port),
+    });
+    return this.supervisor.start(spec.id);
+  }
+
+  /**
+   * Waits until the site answers its Admin API's public site endpoint with 200 (Ghost boots,
+   * migrates its database, then serves), and returns the version it reports.
+   */
+  async waitHealthy(id: string, url: string, timeoutMs = 120_000): Promise<{ version: string; ms: number }> {
+    const started = Date.now();
+    let last = 'no answer';
+    while (Date.now() - started < timeoutMs) {
+      const st = this.supervisor.status(id);
+      if (!st) throw new GhostError('site_unhealthy', `site ${id} is not supervised`);
+      if (st.state === 'failed') break;
+      if (st.state === 'running') {
+        try {
+          const r = await siteRequest(st.port, url, 'GET', '/ghost/api/admin/site/', { timeoutMs: 5_000 });
+          if (r.status === 200) {
+            const site = (JSON.parse(r.body) as { site?: { version?: string } }).site;
+            return { version: site?.version ?? 'unknown', ms: Date.now() - started };
+          }
+          last = `status ${r.status}`;
+        } catch (e) {
+          last = (e as Error).message;
+        }
+      }
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    const tail = this.supervisor.logs(id).slice(-5).join(' | ');
+    throw new GhostError('site_unhealthy', `site ${id} did not become healthy (${last}); last output: ${tail}`);
+  }
+
+  /** True when the site still has no owner (anyone reaching it could claim it). */
+  async isOpenForSetup(id: string, url: string): Promise<boolean> {
+    const r = await siteRequest(this.port(id), url, 'GET', '/ghost/api/admin/authentication/setup/');
+    const setup = (JSON.parse(r.body) as { setup?: { status: boolean }[] }).setup;
+    return setup?.[0]?.status === false;
+  }
+
+  /**
+   * Sets up the owner, signs in as them once (a first sign-in needs no device verification) and
+   * creates the platform's custom integration, answering its Admin API key.
+   */
+  async setUp(id: string, url: string, owner: GhostOwner, integrationName = 'Hosting platform'): Promise<GhostAdminAccess> {
+    const port = this.port(id);
+    const password = owner.password ?? `${randomBytes(18).toString('base64url')}!9a`;
+    const fail = (what: string, r: Reply) =>
+      new GhostError('site_setup_failed', `${what} answered ${r.status}: ${r.body.slice(0, 300)}`);
+    const setup = await siteRequest(port, url, 'POST', '/ghost/api/admin/authentication/setup/', {
+      body: { setup: [{ name: owner.name, email: owner.email, password, blogTitle: owner.blogTitle }] },
+    });
+    if (setup.status !== 201) throw fail('owner setup', setup);
+    const session = await siteRequest(port, url, 'POST', '/ghost/api/admin/session/', {
+      body: { username: owner.email, password },
+    });
+    if (session.status !== 201) throw fail('owner sign-in', session);
+    const cookie = (session.headers['set-cookie'] ?? []).map((c) => c.split(';')[0]).join('; ');
+    const created = await siteRequest(port, url, 'POST', '/ghost/api/admin/integrations/?include=api_keys', {
+      body: { integrations: [{ name: integrationName }] },
+      headers: { cookie },
+    });
+    if (created.status !== 201) throw fail('integration', created);
+    const integration = (
+      JSON.parse(created.body) as {
+        integrations: { id: string; api_keys: { type: string; id: string; secret: string }[] }[];
+      }
+    ).integrations[0];
+    const admin = integration.api_keys.find((k) => k.type === 'admin');
+    const content = integration.api_keys.find((k) => k.type === 'content');
+    if (!admin || !content) throw new GhostError('site_setup_failed', 'the integration has no API keys');
+    // The sign-in was only for this; end it.
+    await siteRequest(port, url, 'DELETE', '/ghost/api/admin/session/', { headers: { cookie } }).catch(() => undefined);
+    return {
+      // The Admin API serialises an admin key's secret as `id:secret` already.
+      adminApiKey: admin.secret.includes(':') ? admin.secret : `${admin.id}:${admin.secret}`,
+      contentApiKey: content.secret,
+      integrationId: integration.id,
+      ownerPassword: password,
+    };
+  }
+
+  private port(id: string): number {
+    const st = this.supervisor.status(id);
+    if (!st) throw new GhostError('site_unhealthy', `site ${id} is not supervised`);
+    return st.port;
+  }
+}

@@ -1,0 +1,146 @@
+import { rm } from 'node:fs/promises';
+import path from 'node:path';
+import type { Edge } from './edge';
+import { GhostRunner, type GhostAdminAccess, type GhostOwner } from './ghost';
+import type { InstalledRuntime, ProgressFn, RuntimeCache, RuntimeSpec } from './runtime-cache';
+import type { Supervisor, WorkloadStatus } from './supervisor';
+
+/**
+ * The data plane as the publishing area's executor sees it (docs/decisions/0120-data-plane.md): one
+ * object that keeps the runtime cache, the supervisor and the edge consistent for a site. A site is
+ * routed only once it answers; stopping marks its routes first (503, no request reaches a dying
+ * process); removing it releases its port, routes and files.
+ */
+
+export interface SiteHostOptions {
+  cache: RuntimeCache;
+  supervisor: Supervisor;
+  edge: Edge;
+  /** Where sites keep their content and database: `<sitesRoot>/<siteId>/`. */
+  sitesRoot: string;
+  /** How long a start may take to answer (default 180 s: a first boot migrates the database). */
+  healthTimeoutMs?: number;
+}
+
+export interface HostedSite {
+  siteId: string;
+  runtime: RuntimeSpec;
+  /** The public address (served through the edge). */
+  url: string;
+  /** Every host the edge serves the site at (its own name, verified custom domains). */
+  hosts: string[];
+  memoryMb?: number;
+  config?: Record<string, string>;
+}
+
+export interface SiteMetadata {
+  state: WorkloadStatus['state'] | 'absent';
+  port: number | null;
+  restarts: number;
+  rssBytes: number | null;
+  lastExit: WorkloadStatus['lastExit'];
+}
+
+export class SiteHost {
+  readonly runner: GhostRunner;
+  private readonly sites = new Map<string, HostedSite & { runtimeDir: string }>();
+
+  constructor(private readonly o: SiteHostOptions) {
+    this.runner = new GhostRunner(o.supervisor);
+  }
+
+  siteDir(siteId: string): string {
+    if (!/^[A-Za-z0-9_-]+$/.test(siteId)) throw new Error(`invalid site id ${siteId}`);
+    return path.join(this.o.sitesRoot, siteId);
+  }
+
+  /** Installs the release into the cache unless it is there (the `pull_image` step). */
+  pullRuntime(spec: RuntimeSpec, onProgress?: ProgressFn): Promise<InstalledRuntime> {
+    return this.o.cache.ensure(spec, onProgress);
+  }
+
+  /**
+   * Starts the site on its release (installing it when needed), waits until it answers, then routes
+   * its hosts to it. Starting a site that runs on another release replaces the process (an upgrade
+   * or a restore pins the release this way).
+   */
+  async start(site: HostedSite, onProgress?: ProgressFn): Promise<{ port: number; version: string; bootMs: number }> {
+    const runtime = await this.pullRuntime(site.runtime, onProgress);
+    const entry = { ...site, runtimeDir: runtime.dir };
+    this.sites.set(site.siteId, entry);
+    this.o.edge.setState(site.siteId, 'restoring');
+    const st = await this.runner.start({
+      id: site.siteId,
+      runtimeDir: runtime.dir,
+      siteDir: this.siteDir(site.siteId),
+      url: site.url,
+      memoryMb: site.memoryMb,
+      config: site.config,
+    });
+    const health = await this.runner.waitHealthy(site.siteId, site.url, this.o.healthTimeoutMs ?? 180_000);
+    this.route(entry, st.port);
+    return { port: st.port, version: health.version, bootMs: health.ms };
+  }
+
+  /** The `health_check` step: the site answers over HTTP with its version. */
+  async healthCheck(siteId: string): Promise<string> {
+    const site = this.get(siteId);
+    return (await this.runner.waitHealthy(siteId, site.url, this.o.healthTimeoutMs ?? 180_000)).version;
+  }
+
+  /** Sets up the owner and the platform's integration (the `configure_site` step). */
+  setUp(siteId: string, owner: GhostOwner): Promise<GhostAdminAccess> {
+    return this.runner.setUp(siteId, this.get(siteId).url, owner);
+  }
+
+  /** Stops the process; its hosts answer 503 from the moment this is called. */
+  async stop(siteId: string): Promise<void> {
+    this.get(siteId);
+    this.o.edge.setState(siteId, 'stopped');
+    await this.o.supervisor.stop(siteId);
+  }
+
+  /** Starts a stopped site again on the same port, release and data. */
+  async resume(siteId: string): Promise<void> {
+    const site = this.get(siteId);
+    const st = this.o.supervisor.start(siteId);
+    await this.runner.waitHealthy(siteId, site.url, this.o.healthTimeoutMs ?? 180_000);
+    this.route(site, st.port);
+  }
+
+  async restart(siteId: string): Promise<void> {
+    await this.stop(siteId);
+    await this.resume(siteId);
+  }
+
+  /** Marks the site's hosts as being restored (503) while its data is replaced. */
+  markRestoring(siteId: string): void {
+    this.o.edge.setState(siteId, 'restoring');
+  }
+
+  /** Stops the site and releases everything it held: port, routes, and (unless kept) its files. */
+  async remove(siteId: string, opts: { keepFiles?: boolean } = {}): Promise<void> {
+    this.o.edge.remove({ owner: siteId });
+    await this.o.supervisor.remove(siteId);
+    this.sites.delete(siteId);
+    if (!opts.keepFiles) await rm(this.siteDir(siteId), { recursive: true, force: true });
+  }
+
+  /** What a site's metadata shows of its process. */
+  metadata(siteId: string): SiteMetadata {
+    const st = this.o.supervisor.status(siteId);
+    if (!st) return { state: 'absent', port: null, restarts: 0, rssBytes: null, lastExit: null };
+    return { state: st.state, port: st.port, restarts: st.restarts, rssBytes: st.rssBytes, lastExit: st.lastExit };
+  }
+
+  private route(site: HostedSite, port: number): void {
+    this.o.edge.remove({ owner: site.siteId });
+    this.o.edge.upsert(site.hosts, { target: { host: '127.0.0.1', port }, state: 'running', owner: site.siteId });
+  }
+
+  private get(siteId: string): HostedSite & { runtimeDir: string } {
+    const s = this.sites.get(siteId);
+    if (!s) throw new Error(`site ${siteId} is not hosted here`);
+    return s;
+  }
+}

@@ -1,0 +1,333 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { EventEmitter } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import path from 'node:path';
+
+/**
+ * The process supervisor of the data plane (docs/decisions/0120-data-plane.md): one child process per
+ * workload, each with its own port (allocated on `add`, released on `remove`), environment and
+ * working directory. A process that exits without being asked to is restarted after an exponential
+ * backoff; one that keeps crashing is given up on (`failed`). State, restart count and last exit are
+ * readable for a site's metadata.
+ */
+
+export type WorkloadState = 'stopped' | 'running' | 'backoff' | 'stopping' | 'failed';
+
+export interface WorkloadSpec {
+  id: string;
+  /** Node script to run (a path, relative to `cwd` or absolute) and its arguments. */
+  script: string;
+  args?: string[];
+  cwd: string;
+  /** The environment, built once the port is known (`PORT` is always set as well). */
+  env?: Record<string, string> | ((port: number) => Record<string, string>);
+  /** V8 old-space ceiling in MiB (`--max-old-space-size`): the runtime's memory floor or a plan's limit. */
+  memoryMb?: number;
+  /** Use this port instead of allocating one (it is still reserved and released with the workload). */
+  port?: number;
+}
+
+export interface WorkloadExit {
+  code: number | null;
+  signal: string | null;
+  at: string;
+}
+
+export interface WorkloadStatus {
+  id: string;
+  state: WorkloadState;
+  port: number;
+  pid: number | null;
+  /** Restarts after a crash since the workload was added (a requested restart is not counted). */
+  restarts: number;
+  lastExit: WorkloadExit | null;
+  startedAt: string | null;
+  /** When the next automatic restart is due, while in `backoff`. */
+  nextRestartAt: string | null;
+  /** Resident memory of the process, when the system reports it. */
+  rssBytes: number | null;
+}
+
+export interface SupervisorOptions {
+  /** First backoff delay after a crash (default 1 s); doubles per consecutive crash up to `maxBackoffMs`. */
+  initialBackoffMs?: number;
+  maxBackoffMs?: number;
+  /** A run that lasted this long resets the backoff (default 60 s). */
+  stableAfterMs?: number;
+  /** Consecutive crashes after which the workload is `failed` and left alone (default 10). */
+  maxConsecutiveCrashes?: number;
+  /** How long a stop waits after SIGTERM before SIGKILL (default 10 s). */
+  stopTimeoutMs?: number;
+  /** Lines of output kept per workload (default 200). */
+  logLines?: number;
+  /** The Node executable children run with (default: this process's). */
+  nodePath?: string;
+}
+
+interface Workload {
+  spec: WorkloadSpec;
+  port: number;
+  state: WorkloadState;
+  child: ChildProcess | null;
+  restarts: number;
+  consecutiveCrashes: number;
+  lastExit: WorkloadExit | null;
+  startedAt: number | null;
+  nextRestartAt: number | null;
+  timer: NodeJS.Timeout | null;
+  log: string[];
+  /** Resolves when the current child has exited. */
+  exited: Promise<void> | null;
+}
+
+/** Asks the system for a free port on the loopback interface. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() => (addr && typeof addr === 'object' ? resolve(addr.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+/** The resident set size of a process from `/proc` (Linux); null elsewhere or when it is gone. */
+export function rssOf(pid: number): number | null {
+  try {
+    const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Workloads never outlive the platform process that supervises them: an exit without `shutdown`
+ * (a crash, a test runner's forced exit) would otherwise leave them running and holding their ports.
+ */
+const LIVE = new Set<Supervisor>();
+process.once('exit', () => {
+  for (const s of LIVE) s.killAll();
+});
+
+export class Supervisor extends EventEmitter {
+  private readonly workloads = new Map<string, Workload>();
+  private readonly reservedPorts = new Set<number>();
+  private readonly o: Required<SupervisorOptions>;
+
+  constructor(opts: SupervisorOptions = {}) {
+    super();
+    this.o = {
+      initialBackoffMs: opts.initialBackoffMs ?? 1_000,
+      maxBackoffMs: opts.maxBackoffMs ?? 60_000,
+      stableAfterMs: opts.stableAfterMs ?? 60_000,
+      maxConsecutiveCrashes: opts.maxConsecutiveCrashes ?? 10,
+      stopTimeoutMs: opts.stopTimeoutMs ?? 10_000,
+      logLines: opts.logLines ?? 200,
+      nodePath: opts.nodePath ?? process.execPath,
+    };
+    LIVE.add(this);
+  }
+
+  /** Kills every child at once (the platform process is exiting). */
+  killAll(): void {
+    for (const w of this.workloads.values()) w.child?.kill('SIGKILL');
+  }
+
+  /** Stops every workload; the supervisor is done. */
+  async shutdown(): Promise<void> {
+    await this.removeAll();
+    LIVE.delete(this);
+  }
+
+  /** Registers a workload and reserves its port; it stays `stopped` until `start`. */
+  async add(spec: WorkloadSpec): Promise<WorkloadStatus> {
+    if (this.workloads.has(spec.id)) throw new Error(`workload ${spec.id} exists`);
+    let port = spec.port;
+    if (port === undefined) {
+      do port = await freePort();
+      while (this.reservedPorts.has(port));
+    } else if (this.reservedPorts.has(port)) throw new Error(`port ${port} is taken by another workload`);
+    this.reservedPorts.add(port);
+    this.workloads.set(spec.id, {
+      spec,
+      port,
+      state: 'stopped',
+      child: null,
+      restarts: 0,
+      consecutiveCrashes: 0,
+      lastExit: null,
+      startedAt: null,
+      nextRestartAt: null,
+      timer: null,
+      log: [],
+      exited: null,
+    });
+    return this.status(spec.id)!;
+  }
+
+  has(id: string): boolean {
+    return this.workloads.has(id);
+  }
+
+  status(id: string): WorkloadStatus | null {
+    const w = this.workloads.get(id);
+    if (!w) return null;
+    const pid = w.child?.pid ?? null;
+    return {
+      id,
+      state: w.state,
+      port: w.port,
+      pid,
+      restarts: w.restarts,
+      lastExit: w.lastExit,
+      startedAt: w.startedAt ? new Date(w.startedAt).toISOString() : null,
+      nextRestartAt: w.nextRestartAt ? new Date(w.nextRestartAt).toISOString() : null,
+      rssBytes: pid ? rssOf(pid) : null,
+    };
+  }
+
+  list(): WorkloadStatus[] {
+    return [...this.workloads.keys()].map((id) => this.status(id)!);
+  }
+
+  /** The last lines the workload wrote (stdout and stderr, interleaved as they came). */
+  logs(id: string): string[] {
+    return [...(this.workloads.get(id)?.log ?? [])];
+  }
+
+  /** Starts the workload's process (no-op when it runs); clears a `failed` state and its crash streak. */
+  start(id: string): WorkloadStatus {
+    const w = this.get(id);
+    if (w.state === 'running') return this.status(id)!;
+    if (w.state === 'stopping') throw new Error(`workload ${id} is stopping`);
+    this.clearTimer(w);
+    w.consecutiveCrashes = 0;
+    this.spawn(w);
+    return this.status(id)!;
+  }
+
+  /** Stops the process (SIGTERM, then SIGKILL after the timeout); no automatic restart follows. */
+  async stop(id: string): Promise<WorkloadStatus> {
+    const w = this.get(id);
+    this.clearTimer(w);
+    if (w.child && w.exited) {
+      this.setState(w, 'stopping');
+      const child = w.child;
+      const exited = w.exited;
+      child.kill('SIGTERM');
+      const kill = setTimeout(() => child.kill('SIGKILL'), this.o.stopTimeoutMs);
+      await exited;
+      clearTimeout(kill);
+    }
+    this.setState(w, 'stopped');
+    return this.status(id)!;
+  }
+
+  async restart(id: string): Promise<WorkloadStatus> {
+    await this.stop(id);
+    return this.start(id);
+  }
+
+  /** Stops the workload and forgets it; its port is free again. */
+  async remove(id: string): Promise<void> {
+    if (!this.workloads.has(id)) return;
+    await this.stop(id);
+    const w = this.get(id);
+    this.workloads.delete(id);
+    this.reservedPorts.delete(w.port);
+  }
+
+  async stopAll(): Promise<void> {
+    await Promise.all([...this.workloads.keys()].map((id) => this.stop(id)));
+  }
+
+  async removeAll(): Promise<void> {
+    await Promise.all([...this.workloads.keys()].map((id) => this.remove(id)));
+  }
+
+  private get(id: string): Workload {
+    const w = this.workloads.get(id);
+    if (!w) throw new Error(`no workload ${id}`);
+    return w;
+  }
+
+  private setState(w: Workload, state: WorkloadState): void {
+    if (w.state === state) return;
+    w.state = state;
+    this.emit('state', this.status(w.spec.id));
+  }
+
+  private clearTimer(w: Workload): void {
+    if (w.timer) clearTimeout(w.timer);
+    w.timer = null;
+    w.nextRestartAt = null;
+  }
+
+  private spawn(w: Workload): void {
+    const { spec } = w;
+    const env = typeof spec.env === 'function' ? spec.env(w.port) : (spec.env ?? {});
+    const execArgv = spec.memoryMb ? [`--max-old-space-size=${spec.memoryMb}`] : [];
+    const script = path.resolve(spec.cwd, spec.script);
+    const child = spawn(this.o.nodePath, [...execArgv, script, ...(spec.args ?? [])], {
+      cwd: spec.cwd,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env, PORT: String(w.port) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    w.child = child;
+    w.startedAt = Date.now();
+    const keep = (chunk: Buffer) => {
+      for (const line of chunk.toString().split('\n')) {
+        if (!line) continue;
+        w.log.push(line);
+        if (w.log.length > this.o.logLines) w.log.shift();
+      }
+    };
+    child.stdout?.on('data', keep);
+    child.stderr?.on('data', keep);
+    w.exited = new Promise<void>((resolve) => {
+      child.once('exit', (code, signal) => {
+        this.onExit(w, child, code, signal);
+        resolve();
+      });
+      child.once('error', (e) => {
+        keep(Buffer.from(`spawn failed: ${e.message}`));
+        // 'exit' may never come for a spawn failure.
+        if (child.pid === undefined) {
+          this.onExit(w, child, null, null);
+          resolve();
+        }
+      });
+    });
+    this.setState(w, 'running');
+  }
+
+  private onExit(w: Workload, child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
+    if (w.child !== child) return;
+    w.child = null;
+    w.lastExit = { code, signal, at: new Date().toISOString() };
+    const ranMs = Date.now() - (w.startedAt ?? Date.now());
+    if (w.state === 'stopping' || w.state === 'stopped') return;
+    // Not asked to stop: a crash.
+    if (ranMs >= this.o.stableAfterMs) w.consecutiveCrashes = 0;
+    w.consecutiveCrashes += 1;
+    if (w.consecutiveCrashes > this.o.maxConsecutiveCrashes) {
+      this.setState(w, 'failed');
+      return;
+    }
+    const delay = Math.min(this.o.maxBackoffMs, this.o.initialBackoffMs * 2 ** (w.consecutiveCrashes - 1));
+    w.nextRestartAt = Date.now() + delay;
+    this.setState(w, 'backoff');
+    w.timer = setTimeout(() => {
+      w.timer = null;
+      w.nextRestartAt = null;
+      if (w.state !== 'backoff' || !this.workloads.has(w.spec.id)) return;
+      w.restarts += 1;
+      this.spawn(w);
+    }, delay);
+    w.timer.unref();
+  }
+}
