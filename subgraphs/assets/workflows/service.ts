@@ -28,6 +28,7 @@ import {
 } from './catalog';
 import { approvalEventEntry } from './activity';
 import { actionOperationId, approvalHash, runOperationId, stepApprovalId } from './ids';
+import { decisionRefusal, type Requester } from './decision-rights';
 import {
   type ApprovalDoc,
   type AuditDoc,
@@ -660,6 +661,9 @@ export class WorkflowService {
   ): Promise<ApprovalDoc> {
     const who = this.writer(p);
     const a = await this.getApproval(p, id);
+    // Spec 5.5: an owner (or the governance scope) decides, never the key that asked (decision 0095).
+    const refusal = decisionRefusal(who, a.requestedBy as Requester);
+    if (refusal) throw refusal;
     if (body.actionHash && body.actionHash !== a.actionHash) {
       throw conflict('assets.approval_hash_mismatch', 'action_hash does not match this approval');
     }
