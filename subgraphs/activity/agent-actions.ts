@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { PlatformError, badRequest, conflict, forbidden } from '../../core/errors';
+import { PlatformError, badRequest, conflict } from '../../core/errors';
 import { isUuid } from '../../core/ids';
 import type {
   AgentActionDecision,

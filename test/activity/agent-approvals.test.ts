@@ -241,7 +241,10 @@ describe('Assets approvals as agent actions', () => {
     const member = await t.createKey({ account: s.account, role: 'member' });
     const asMember = await t.rest('GET', `/api/v1/projects/${s.projectId}/agent-activity`, { key: member.key });
     expect(asMember.body.data.pending.find((a: any) => a.approval.id === approvalId).approval.can_decide).toBe(false);
-    const byMember = await activityDecide(member.key, approvalId, { decision: 'approved', action_hash: action.approval.action_hash });
+    const byMember = await activityDecide(member.key, approvalId, {
+      decision: 'approved',
+      action_hash: action.approval.action_hash,
+    });
     expect(byMember.status).toBe(403);
     expect(byMember.body.error.code).toBe('approval_not_permitted');
     // Another owner key of the account is offered it and decides.

@@ -114,7 +114,10 @@ describe('assets MCP endpoint and automation', () => {
       tool: { name: 'tag', args: { asset_id: asset.id, add: ['agent-tagged'], remove: [] }, scope: 'assets:write' },
     });
     // The key that asked never decides its own action (spec 5.5): it is not offered, and refused.
-    expect(approval).toMatchObject({ can_decide: false, decision_path: `/api/v1/assets/workflows/approvals/${approvalId}/decision` });
+    expect(approval).toMatchObject({
+      can_decide: false,
+      decision_path: `/api/v1/assets/workflows/approvals/${approvalId}/decision`,
+    });
     const self = await t.rest('POST', `/api/v1/assets/workflows/approvals/${approvalId}/approve`, {
       key: owner.key,
       body: { action_hash: approval.action_hash },
@@ -193,7 +196,10 @@ describe('assets MCP endpoint and automation', () => {
     expect((await hash(other.key)).can_decide).toBe(false);
     // The owner: offered, and the decision path answers (a denial here).
     expect((await hash(owner.key)).can_decide).toBe(true);
-    const denied = await t.rest('POST', decisionPath, { key: owner.key, body: { decision: 'denied', action_hash: asMember.action_hash } });
+    const denied = await t.rest('POST', decisionPath, {
+      key: owner.key,
+      body: { decision: 'denied', action_hash: asMember.action_hash },
+    });
     expect(denied.status).toBe(200);
     expect(denied.body.data).toMatchObject({ id: approvalId, status: 'rejected' });
     expect((await t.rest('GET', `/api/v1/assets/${asset.id}`, { key: owner.key })).body.data.tags).toEqual([]);
