@@ -2,6 +2,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Config } from '../../core/config';
 import { decodeCursor, encodeCursor } from '../../core/cursors';
 import { PlatformError, badRequest, notFound } from '../../core/errors';
+import { checkCacheControl, checkKey, checkMetadataSize, checkOriginalName, checkVisibility } from './asset-fields';
 import { newId } from '../../core/ids';
 import { isDuplicateKey } from '../../core/mongo';
 import { type Principal, requireScope, requireWriter } from '../../core/principal';
@@ -284,6 +285,11 @@ export class AssetsService {
   /** PATCH: bucket, key, original name, cache control, visibility; `If-Match` required. */
   async patch(p: Principal | null, id: string, ifMatch: string | null | undefined, patch: AssetPatch): Promise<AssetDoc> {
     const { accountId } = this.writer(p);
+    // Every transport's patch passes here: the stored fields' rules are checked once (decision 0096).
+    if (patch.key !== undefined) checkKey(patch.key);
+    if (patch.visibility !== undefined) checkVisibility(patch.visibility);
+    if (patch.cacheControl !== undefined) checkCacheControl(patch.cacheControl);
+    if (patch.originalName !== undefined) checkOriginalName(patch.originalName);
     const revision = requiredRevision(ifMatch);
     const current = await this.get(p, id);
     const set: Record<string, unknown> = { updatedAt: new Date() };
@@ -344,6 +350,8 @@ export class AssetsService {
       if (v === null) delete metadata[k];
       else metadata[k] = v;
     }
+    // The merged record is held to the upload path's 16 KiB, so merges cannot grow it without end.
+    checkMetadataSize(metadata);
     return this.guardedUpdate(accountId, id, revision, { $set: { metadata, updatedAt: new Date() }, $inc: { revision: 1 } });
   }
 

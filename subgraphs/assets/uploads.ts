@@ -13,9 +13,9 @@ import { requiredRevision, revisionStale } from './revisions';
 import type { Scanner } from './scanner';
 import type { AssetsSettings } from './settings';
 
-/** Longest object key and folder (spec leaves them open; docs/spec-decisions.md). */
-export const MAX_KEY_LENGTH = 1024;
-export const MAX_METADATA_BYTES = 16 * 1024;
+import { MAX_KEY_LENGTH, MAX_METADATA_BYTES, checkCacheControl, checkFolder, checkKey, checkMetadataSize } from './asset-fields';
+
+export { MAX_KEY_LENGTH, MAX_METADATA_BYTES };
 
 /** The text fields of a multipart upload (spec 2.3), as strings from the form. */
 export const uploadFieldsSchema = z
@@ -43,6 +43,10 @@ export function parseUploadFields(raw: Record<string, string>): UploadFields {
     const issue = parsed.error.issues[0];
     throw badRequest('validation_failed', `${issue.path.join('.') || 'form'}: ${issue.message}`);
   }
+  // The stored fields' own rules (asset-fields.ts), before any byte is kept.
+  if (parsed.data.key !== undefined) checkKey(parsed.data.key);
+  if (parsed.data.folder !== undefined) checkFolder(normFolder(parsed.data.folder));
+  if (parsed.data.cache_control !== undefined) checkCacheControl(parsed.data.cache_control);
   return parsed.data;
 }
 
@@ -56,7 +60,7 @@ function parseMetadata(raw: string | undefined): Record<string, unknown> {
   }
   if (v === null || typeof v !== 'object' || Array.isArray(v))
     throw badRequest('validation_failed', 'metadata must be a JSON object');
-  return v as Record<string, unknown>;
+  return checkMetadataSize(v as Record<string, unknown>);
 }
 
 function parseTags(raw: string | undefined): string[] {
@@ -173,8 +177,9 @@ export class Uploads {
         })
       : await this.buckets.ensureDefault(p.accountId);
     const originalName = safeName(fileName);
-    const folder = normFolder(fields.folder);
-    const key = fields.key ?? (folder ? `${folder}/${originalName}` : originalName);
+    const folder = checkFolder(normFolder(fields.folder));
+    const key = checkKey(fields.key ?? (folder ? `${folder}/${originalName}` : originalName));
+    if (fields.cache_control !== undefined) checkCacheControl(fields.cache_control);
     const metadata = parseMetadata(fields.metadata);
     const tags = parseTags(fields.tags);
     const { mime, infected } = await this.accept(p.accountId, staged, bucket, fields);
