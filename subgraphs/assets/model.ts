@@ -295,6 +295,11 @@ export interface SessionDoc {
   status: (typeof SESSION_STATUSES)[number];
   parts: SessionPart[];
   assetId: string | null;
+  /**
+   * Quota bytes taken when the session was made (its `file_size`), held while it is open, handed to
+   * the asset on completion and given back on cancel or expiry. Absent on sessions made before.
+   */
+  reservedBytes?: number;
   /** `<accountId>:<Idempotency-Key>`, absent without a key (a sparse unique index). */
   idempotencyScope?: string;
   requestHash: string | null;
@@ -322,6 +327,7 @@ const sessionSchema = new Schema<SessionDoc>(
       default: () => [],
     },
     assetId: { type: String, default: null },
+    reservedBytes: { type: Number },
     idempotencyScope: { type: String },
     requestHash: { type: String, default: null },
     expiresAt: { type: Date, required: true },

@@ -172,11 +172,25 @@ export class AssetsService {
 
   /** Replaces the content policy; fields left out return to their defaults. */
   async putPolicy(p: Principal | null, input: Partial<ContentPolicy>): Promise<ContentPolicy> {
-    const { accountId } = this.writer(p, SCOPES.admin);
+    const caller = this.writer(p, SCOPES.admin);
+    const { accountId } = caller;
     const next: ContentPolicy = {
       ...DEFAULT_POLICY,
       ...Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)),
     };
+    // A limit set is bounded by the plan: no policy promises a file larger than the whole quota
+    // (defaults are bounded where they are used: Uploads.largestFile).
+    const quota = this.uploads.quotaOf(caller.plan);
+    const over = (['maxImageBytes', 'maxVideoBytes', 'maxOtherBytes'] as const).filter(
+      (k) => input[k] !== undefined && input[k]! > quota,
+    );
+    if (over.length > 0) {
+      const snake = (k: string) => k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+      throw badRequest('validation_failed', `${over.map(snake).join(', ')}: at most the plan's quota of ${quota} bytes`, {
+        fields: over.map((k) => ({ field: snake(k), problem: `must be at most ${quota} bytes (the plan's quota)` })),
+        limit: quota,
+      });
+    }
     const doc = await this.m.AccountState.findOneAndUpdate(
       { _id: accountId },
       { $set: { ...next, updatedAt: new Date() }, $inc: { policyRevision: 1 } },
