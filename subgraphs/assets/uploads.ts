@@ -201,7 +201,8 @@ export class Uploads {
 
   /** Removes a committed blob unless another version (of any asset) still uses it. */
   async dropBlobIfUnused(sha256: string, regions: string[], exceptAssetId?: string): Promise<void> {
-    const filter: Record<string, unknown> = { 'versions.sha256': sha256 };
+    // A blob is used by a recorded version, or by a replace that committed it and is recording it.
+    const filter: Record<string, unknown> = { $or: [{ 'versions.sha256': sha256 }, { pendingBlobs: sha256 }] };
     if (exceptAssetId) filter._id = { $ne: exceptAssetId };
     if (await this.m.Asset.exists(filter)) return;
     for (const r of regions) await this.blobs.remove(r, sha256);
@@ -338,13 +339,25 @@ export class Uploads {
       branch: branch ?? 'main',
       createdAt: now,
     };
+    // The blob is marked in use on the record before it is committed, so an unused-blob check
+    // running between the commit and the version's record (another asset's delete, a lifecycle
+    // rule, the abandoned-upload sweep) keeps it. The mark goes with the record, or on failure.
+    await this.m.Asset.updateOne({ _id: assetId, accountId: p.accountId }, { $addToSet: { pendingBlobs: staged.sha256 } });
+    const unmark = () =>
+      this.m.Asset.updateOne({ _id: assetId, accountId: p.accountId }, { $pull: { pendingBlobs: staged.sha256 } });
     try {
       await this.blobs.commit(staged, current.homeRegion);
     } catch (e) {
+      await unmark();
       await this.release(p.accountId, staged.size);
       throw e;
     }
-    const update: Record<string, unknown> = { $push: { versions: version }, $inc: { revision: 1 }, $set: { updatedAt: now } };
+    const update: Record<string, unknown> = {
+      $push: { versions: version },
+      $pull: { pendingBlobs: staged.sha256 },
+      $inc: { revision: 1 },
+      $set: { updatedAt: now },
+    };
     if (branch) {
       // The whole array under the revision guard (the wire server has no arrayFilters).
       (update.$set as Record<string, unknown>).branches = current.branches.map((b) =>
@@ -381,6 +394,7 @@ export class Uploads {
       .lean<AssetDoc>()
       .exec();
     if (!updated) {
+      await unmark();
       await this.release(p.accountId, staged.size);
       await this.dropBlobIfUnused(staged.sha256, [current.homeRegion]);
       throw revisionStale();
