@@ -61,7 +61,10 @@ export class UploadSessions {
     if (!id || !mac) return null;
     const expected = Buffer.from(this.mac(id));
     if (mac.length !== expected.length || !timingSafeEqual(Buffer.from(mac), expected)) return null;
-    return this.assets.m.Session.findById(id).lean<SessionDoc>().exec();
+    const s = await this.assets.m.Session.findById(id).lean<SessionDoc>().exec();
+    // A signed URL is the key's authority handed on: it ends when the key is revoked (decision 0099).
+    if (s && !(await this.assets.keyLive(s.accountId, s.keyId))) return null;
+    return s;
   }
 
   async create(p: Principal | null, input: SessionInput, idempotencyKey: string | null | undefined): Promise<SessionDoc> {
