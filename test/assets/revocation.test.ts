@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { Webhook } from 'standardwebhooks';
 import type { AssetsService } from '../../subgraphs/assets/service';
 import type { IdentityService } from '../../subgraphs/identity/service';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
@@ -70,5 +71,50 @@ describe('derived credentials after their key is revoked', () => {
     const other = await t.createKey();
     const cap2 = (await t.rest('POST', '/api/v1/assets/upload-capabilities', { key: other.key, body: {} })).body.data.token;
     expect((await widget(cap2)).status).toBe(201);
+  });
+
+  it('a workflow hook whose activating key is revoked starts no run (403) until a live key activates it', async () => {
+    const { key, account } = await t.createKey();
+    const keyId = (await identity.authenticate(key))!.keyId;
+    const wf = await t.rest('POST', '/api/v1/assets/workflows', {
+      key,
+      body: {
+        name: 'hooked',
+        draft: { trigger: { type: 'hook' }, steps: [{ id: 'mark', type: 'tag', config: { add: ['x'] } }] },
+      },
+    });
+    expect(wf.status).toBe(201);
+    expect((await t.rest('POST', `/api/v1/assets/workflows/${wf.body.data.id}/publish`, { key })).status).toBe(201);
+    const activated = (await t.rest('POST', `/api/v1/assets/workflows/${wf.body.data.id}/activate`, { key })).body.data;
+    const fd = new FormData();
+    fd.append('file', new Blob(['x']), 'h.txt');
+    const up = await fetch(`${t.bridgeUrl}/api/v1/assets/upload`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}` },
+      body: fd,
+    });
+    const assetId = ((await up.json()) as any).data.id as string;
+    const wh = new Webhook(activated.hook_secret);
+    const send = (id: string) => {
+      const at = new Date();
+      const body = JSON.stringify({ asset_id: assetId });
+      return t.rest('POST', new URL(activated.hook_url).pathname, {
+        rawBody: body,
+        headers: {
+          'content-type': 'application/json',
+          'webhook-id': id,
+          'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+          'webhook-signature': wh.sign(id, at, body),
+        },
+      });
+    };
+    expect((await send('msg_live')).status).toBe(202);
+    await identity.revokeApiKey(keyId);
+    const refused = await send('msg_revoked');
+    expect(refused.status).toBe(403);
+    expect(refused.body.error.code).toBe('assets.hook_actor_revoked');
+    const other = await t.createKey({ account });
+    expect((await t.rest('POST', `/api/v1/assets/workflows/${wf.body.data.id}/activate`, { key: other.key })).status).toBe(200);
+    expect((await send('msg_again')).status).toBe(202);
   });
 });

@@ -247,6 +247,9 @@ export class WorkflowService {
         createdAt: new Date(),
       });
       set.hook = { token, createdAt: new Date() };
+    } else if (wf.hook) {
+      // Hook runs act with the key that activated the workflow last (a revoked one is replaced so).
+      await this.m.Hook.updateOne({ _id: wf.hook.token, accountId: wf.accountId }, { $set: { actor } });
     }
     // The hook is only set when none was (a concurrent first activation keeps the one that won).
     const filter = set.hook ? { _id: id, accountId: wf.accountId, hook: null } : { _id: id, accountId: wf.accountId };
