@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { PlatformError, badRequest, conflict, forbidden } from '../../core/errors';
+import { PlatformError, badRequest, conflict } from '../../core/errors';
 import { isUuid } from '../../core/ids';
 import type {
   AgentActionDecision,
@@ -15,6 +15,7 @@ import type { Principal } from '../../core/principal';
 import type { ActivityModels, AgentActionDoc, AuthorizationBasis, AuthorizationOutcome, OperationLinkDoc } from './model';
 import { notFoundActivity } from './reads';
 import { WITHHELD_ACTION_KEYS } from './views';
+import { decisionRefusal } from './decision-rights';
 
 /**
  * Agent actions (spec 2.7, 3.6, 4.7): a governed tool call, its approval and the continuation that
@@ -262,7 +263,8 @@ export class AgentActions {
     if (WITHHELD_ACTION_KEYS.has(a.actionKey)) {
       throw conflict('decision_withheld', 'decisions on this action are not offered through this endpoint');
     }
-    if (p.role !== 'owner') throw forbidden('approval_not_permitted', 'only an owner key can decide approvals');
+    const refusal = decisionRefusal(p, a.principal);
+    if (refusal) throw refusal;
     if (body.actionHash !== a.actionHash || a.status === 'superseded') {
       throw conflict('action_changed', 'the action hash does not match the action as recorded');
     }

@@ -3,6 +3,7 @@ import type { OperationEvent } from '../../core/operations/store';
 import { merged } from './projection';
 import { decisionPath, approvalView } from './views';
 import type { AgentActionDoc } from './model';
+import type { Principal } from '../../core/principal';
 
 const ev = (over: Partial<OperationEvent>): OperationEvent => ({
   id: '6f1c1d7e-35a4-4f7e-9a57-0c8d1b7f3a11',
@@ -103,17 +104,30 @@ describe('approval view', () => {
     finishedAt: null,
   };
 
+  const owner: Principal = { accountId: 'acc', accountSlug: 'a', plan: 'free', keyId: 'k-owner', role: 'owner', scopes: [] };
+
+  it('offers a decision only to a reader who may decide: an owner or the governance scope, never the requester', () => {
+    const asked = { ...base, actionKey: 'assets.tag', principal: { type: 'api_key', id: 'k-agent' } };
+    const canDecide = (reader: Principal | null) => approvalView(asked, { reader, now: new Date() })!.can_decide;
+    expect(canDecide(owner)).toBe(true);
+    expect(canDecide(null)).toBe(false);
+    expect(canDecide({ ...owner, keyId: 'k-agent' })).toBe(false);
+    expect(canDecide({ ...owner, keyId: 'k-member', role: 'member' })).toBe(false);
+    expect(canDecide({ ...owner, keyId: 'k-member', role: 'member', scopes: ['approvals:decide'] })).toBe(true);
+    expect(canDecide({ ...owner, keyId: 'k-agent', role: 'member', scopes: ['approvals:decide'] })).toBe(false);
+  });
+
   it('withholds decisions on release and manifest actions', () => {
-    expect(approvalView(base, { canDecide: true, now: new Date() })).toMatchObject({
+    expect(approvalView(base, { reader: owner, now: new Date() })).toMatchObject({
       can_decide: false,
       can_recover: false,
       decision_path: decisionPath('ap1'),
     });
-    expect(approvalView({ ...base, actionKey: 'app.x.update' }, { canDecide: true, now: new Date() })!.can_decide).toBe(true);
+    expect(approvalView({ ...base, actionKey: 'app.x.update' }, { reader: owner, now: new Date() })!.can_decide).toBe(true);
   });
 
   it('shows an unanswered approval past its expiry as expired', () => {
-    const v = approvalView({ ...base, actionKey: 'x.y' }, { canDecide: true, now: new Date(Date.now() + 120_000) })!;
+    const v = approvalView({ ...base, actionKey: 'x.y' }, { reader: owner, now: new Date(Date.now() + 120_000) })!;
     expect(v).toMatchObject({ status: 'expired', can_decide: false });
   });
 });

@@ -115,7 +115,7 @@ export class ActivityService {
       eventId: `${AGENT_SOURCE_KIND}:${a._id}@${a.updatedAt.getTime()}:${a.status}:${a.continuation}`,
       accountId: a.accountId,
       projectId: a.projectId,
-      item: agentItem(a, { canDecide: false, now: new Date() }),
+      item: agentItem(a, { reader: null, now: new Date() }),
     };
     await this.d.bus
       .publish([{ topic: this.d.topicOf(ACTIVITY_TOPICS.agentUpdates), key: a.projectId ?? a.accountId, value: update }])
@@ -285,7 +285,7 @@ export class ActivityService {
     const cursor = parseCursor(q.cursor, binding);
     const filter = await this.actionFilter(p, scope);
     const now = new Date();
-    const viewer = { canDecide: p.role === 'owner', now };
+    const viewer = { reader: p, now };
     const [pending, current, page] = await Promise.all([
       cappedActions(this.models, { ...filter, status: 'pending_approval' }),
       cappedActions(this.models, { ...filter, status: { $ne: 'pending_approval' } }),
@@ -325,7 +325,7 @@ export class ActivityService {
       contract_version: CONTRACT_VERSION,
       scope: scopeView(scope),
       observed_at: new Date().toISOString(),
-      item: agentItem(a, { canDecide: p.role === 'owner', now: new Date() }),
+      item: agentItem(a, { reader: p, now: new Date() }),
     };
   }
 
@@ -339,12 +339,12 @@ export class ActivityService {
     if (body.decision !== 'approved' && body.decision !== 'denied')
       throw badRequest('invalid_decision', 'decision must be approved or denied');
     const view = (a: AgentActionDoc) => ({
-      ...approvalView(a, { canDecide: p.role === 'owner', now: new Date() }),
+      ...approvalView(a, { reader: p, now: new Date() }),
       continuation: {
         status: a.continuation,
         action_id: `${AGENT_SOURCE_KIND}:${a._id}`,
         action_status: a.status,
-        operations: agentItem(a, { canDecide: false, now: new Date() }).operations,
+        operations: agentItem(a, { reader: null, now: new Date() }).operations,
       },
     });
     try {

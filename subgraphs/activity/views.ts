@@ -1,3 +1,5 @@
+import type { Principal } from '../../core/principal';
+import { mayDecide } from './decision-rights';
 import type { ActivityItemDoc, AgentActionDoc } from './model';
 
 /**
@@ -119,7 +121,8 @@ export function operationItem(d: ActivityItemDoc) {
 }
 
 export interface Viewer {
-  canDecide: boolean;
+  /** The reader: `can_decide`/`can_recover` are true only when it may decide this action (decision-rights.ts). */
+  reader: Principal | null;
   now: Date;
 }
 
@@ -137,8 +140,9 @@ export function approvalView(a: AgentActionDoc, v: Viewer) {
   const status = expired ? 'expired' : a.approval.status;
   const withheld = WITHHELD_ACTION_KEYS.has(a.actionKey);
   const decided = status === 'approved' || status === 'denied';
+  const canDecide = mayDecide(v.reader, a.principal);
   const canRecover =
-    !withheld && v.canDecide && status === 'approved' && (a.continuation === 'unavailable' || a.continuation === 'blocked');
+    !withheld && canDecide && status === 'approved' && (a.continuation === 'unavailable' || a.continuation === 'blocked');
   return {
     id: a.approval.id,
     status,
@@ -153,7 +157,7 @@ export function approvalView(a: AgentActionDoc, v: Viewer) {
     expires_at: iso(a.approval.expiresAt),
     decision: decided ? a.approval.decision : null,
     decided_at: iso(a.approval.decidedAt),
-    can_decide: !withheld && v.canDecide && status === 'pending',
+    can_decide: !withheld && canDecide && status === 'pending',
     action_hash: a.actionHash,
     decision_path: decisionPath(a.approval.id),
     can_recover: canRecover,

@@ -3,6 +3,7 @@ import { newId } from '../../core/ids';
 import { isDuplicateKey } from '../../core/mongo';
 import type { AssetModels, BucketDoc, Visibility } from './model';
 import { requiredRevision, revisionStale } from './revisions';
+import { checkCacheControl, checkVisibility } from './asset-fields';
 
 /** The bucket an upload without `bucket` goes to; made on first use. */
 export const DEFAULT_BUCKET_NAME = 'default';
@@ -55,6 +56,8 @@ export class Buckets {
 
   async create(accountId: string, input: BucketInput): Promise<BucketDoc> {
     if (!input.name) throw badRequest('validation_failed', 'name is required');
+    if (input.cacheControl !== undefined) checkCacheControl(input.cacheControl);
+    if (input.defaultVisibility !== undefined) checkVisibility(input.defaultVisibility, 'default_visibility');
     const home = input.homeRegion ?? this.regions[0];
     this.checkRegions(input, home);
     const now = new Date();
@@ -103,6 +106,8 @@ export class Buckets {
 
   /** Replaces the settings given; one conditional update on the revision in `If-Match`. */
   async update(accountId: string, id: string, ifMatch: string | null | undefined, input: BucketInput): Promise<BucketDoc> {
+    if (input.cacheControl !== undefined) checkCacheControl(input.cacheControl);
+    if (input.defaultVisibility !== undefined) checkVisibility(input.defaultVisibility, 'default_visibility');
     const revision = requiredRevision(ifMatch);
     const current = await this.get(accountId, id);
     this.checkRegions(input, input.homeRegion ?? current.homeRegion);

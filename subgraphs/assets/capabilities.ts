@@ -51,7 +51,17 @@ export class UploadCapabilities {
     };
   }
 
-  /** The uploader a valid, unexpired token stands for (with only `assets:write`), or null. */
+  /**
+   * The uploader a valid, unexpired token stands for (with only `assets:write`), or null — also
+   * when the key it was issued to has been revoked since (decision 0099).
+   */
+  async verifyLive(token: string | undefined): Promise<{ principal: Principal; bucket?: string; folder?: string } | null> {
+    const cap = this.verify(token);
+    if (!cap || !(await this.assets.keyLive(cap.principal.accountId, cap.principal.keyId))) return null;
+    return cap;
+  }
+
+  /** The token's signature and expiry only (see verifyLive). */
   verify(token: string | undefined): { principal: Principal; bucket?: string; folder?: string } | null {
     if (!token) return null;
     const [body, mac] = token.split('.');

@@ -1,9 +1,17 @@
 import { create as contentDisposition } from 'content-disposition';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import rangeParser from 'range-parser';
+import { isHeaderSafe } from './asset-fields';
 import type { AssetDoc, AssetVersion } from './model';
 import type { AssetsService } from './service';
 import { type DerivativeDoc, decodeSpec } from './transforms';
+
+/**
+ * A stored `Cache-Control` goes into the header only when it is header-safe (asset-fields.ts); a
+ * value stored before the service checked it (CR/LF, controls) is replaced by `no-store`, so the
+ * answer is never a 500 nor a split header.
+ */
+const headerCacheControl = (stored: string | null | undefined) => (stored && isHeaderSafe(stored) ? stored : 'no-store');
 
 /** Signed (private) deliveries are never stored by shared caches. */
 const PRIVATE_CACHE_CONTROL = 'private, no-store';
@@ -66,7 +74,7 @@ export async function sendVersion(
   if (!Number.isNaN(lastModified.getTime())) reply.header('Last-Modified', lastModified.toUTCString());
   reply
     .header('ETag', etag)
-    .header('Cache-Control', cacheControl)
+    .header('Cache-Control', headerCacheControl(cacheControl))
     .header('Accept-Ranges', 'bytes')
     .header('Content-Type', version.mimeType)
     .header('Content-Disposition', contentDisposition(version.originalName, { type: 'inline' }))
@@ -175,7 +183,7 @@ async function sendDerivative(
   const etag = `"${d.sha256}"`;
   reply
     .header('ETag', etag)
-    .header('Cache-Control', cacheControl)
+    .header('Cache-Control', headerCacheControl(cacheControl))
     .header('Content-Type', d.mimeType)
     .header('X-Content-Type-Options', 'nosniff')
     .header('Vary', 'Accept');

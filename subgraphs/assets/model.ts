@@ -58,6 +58,11 @@ export interface AssetDoc {
   revision: number;
   currentVersion: number;
   versions: AssetVersion[];
+  /**
+   * Blobs committed for a version not yet recorded (a replace in flight): they count as used, so
+   * no unused-blob check deletes them between the commit and the record (uploads.ts `replace`).
+   */
+  pendingBlobs?: string[];
   branches: AssetBranch[];
   homeRegion: string;
   /** Regions that must hold a copy besides the home region, and those that do. */
@@ -105,6 +110,7 @@ const assetSchema = new Schema<AssetDoc>(
     revision: { type: Number, required: true },
     currentVersion: { type: Number, required: true },
     versions: { type: [versionSchema], default: () => [] },
+    pendingBlobs: { type: [String], default: undefined },
     branches: {
       type: [new Schema<AssetBranch>({ name: String, version: Number, createdAt: Date }, { _id: false })],
       default: () => [],
@@ -295,6 +301,11 @@ export interface SessionDoc {
   status: (typeof SESSION_STATUSES)[number];
   parts: SessionPart[];
   assetId: string | null;
+  /**
+   * Quota bytes taken when the session was made (its `file_size`), held while it is open, handed to
+   * the asset on completion and given back on cancel or expiry. Absent on sessions made before.
+   */
+  reservedBytes?: number;
   /** `<accountId>:<Idempotency-Key>`, absent without a key (a sparse unique index). */
   idempotencyScope?: string;
   requestHash: string | null;
@@ -322,6 +333,7 @@ const sessionSchema = new Schema<SessionDoc>(
       default: () => [],
     },
     assetId: { type: String, default: null },
+    reservedBytes: { type: Number },
     idempotencyScope: { type: String },
     requestHash: { type: String, default: null },
     expiresAt: { type: Date, required: true },

@@ -2,6 +2,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Config } from '../../core/config';
 import { decodeCursor, encodeCursor } from '../../core/cursors';
 import { PlatformError, badRequest, notFound } from '../../core/errors';
+import { checkCacheControl, checkKey, checkMetadataSize, checkOriginalName, checkVisibility } from './asset-fields';
 import { newId } from '../../core/ids';
 import { isDuplicateKey } from '../../core/mongo';
 import { type Principal, requireScope, requireWriter } from '../../core/principal';
@@ -99,6 +100,12 @@ export class AssetsService {
   readonly capabilities: UploadCapabilities;
   readonly transforms: Transforms;
   private readonly deliveryCache = new Map<string, { found: Deliverable | null; until: number }>();
+  /**
+   * Whether the key a derived write credential was made from (an upload capability, a session's
+   * signed URL) is still live (decision 0099). Wired from the kernel's key-status port where one
+   * is provided; until then every key counts as live.
+   */
+  keyLive: (accountId: string, keyId: string) => Promise<boolean> = async () => true;
   /** May add to each revision-guarded update before it is written (the webhooks' outbox entry, issue 17). */
   prepareGuardedUpdate: (
     ref: { accountId: string; id: string; revision: number },
@@ -171,11 +178,25 @@ export class AssetsService {
 
   /** Replaces the content policy; fields left out return to their defaults. */
   async putPolicy(p: Principal | null, input: Partial<ContentPolicy>): Promise<ContentPolicy> {
-    const { accountId } = this.writer(p, SCOPES.admin);
+    const caller = this.writer(p, SCOPES.admin);
+    const { accountId } = caller;
     const next: ContentPolicy = {
       ...DEFAULT_POLICY,
       ...Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)),
     };
+    // A limit set is bounded by the plan: no policy promises a file larger than the whole quota
+    // (defaults are bounded where they are used: Uploads.largestFile).
+    const quota = this.uploads.quotaOf(caller.plan);
+    const over = (['maxImageBytes', 'maxVideoBytes', 'maxOtherBytes'] as const).filter(
+      (k) => input[k] !== undefined && input[k]! > quota,
+    );
+    if (over.length > 0) {
+      const snake = (k: string) => k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+      throw badRequest('validation_failed', `${over.map(snake).join(', ')}: at most the plan's quota of ${quota} bytes`, {
+        fields: over.map((k) => ({ field: snake(k), problem: `must be at most ${quota} bytes (the plan's quota)` })),
+        limit: quota,
+      });
+    }
     const doc = await this.m.AccountState.findOneAndUpdate(
       { _id: accountId },
       { $set: { ...next, updatedAt: new Date() }, $inc: { policyRevision: 1 } },
@@ -284,6 +305,11 @@ export class AssetsService {
   /** PATCH: bucket, key, original name, cache control, visibility; `If-Match` required. */
   async patch(p: Principal | null, id: string, ifMatch: string | null | undefined, patch: AssetPatch): Promise<AssetDoc> {
     const { accountId } = this.writer(p);
+    // Every transport's patch passes here: the stored fields' rules are checked once (decision 0096).
+    if (patch.key !== undefined) checkKey(patch.key);
+    if (patch.visibility !== undefined) checkVisibility(patch.visibility);
+    if (patch.cacheControl !== undefined) checkCacheControl(patch.cacheControl);
+    if (patch.originalName !== undefined) checkOriginalName(patch.originalName);
     const revision = requiredRevision(ifMatch);
     const current = await this.get(p, id);
     const set: Record<string, unknown> = { updatedAt: new Date() };
@@ -344,6 +370,8 @@ export class AssetsService {
       if (v === null) delete metadata[k];
       else metadata[k] = v;
     }
+    // The merged record is held to the upload path's 16 KiB, so merges cannot grow it without end.
+    checkMetadataSize(metadata);
     return this.guardedUpdate(accountId, id, revision, { $set: { metadata, updatedAt: new Date() }, $inc: { revision: 1 } });
   }
 

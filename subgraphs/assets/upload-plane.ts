@@ -62,7 +62,7 @@ export async function readForm(req: FastifyRequest, assets: AssetsService, princ
       if (part.type === 'file') {
         if (part.fieldname !== 'file') throw badRequest('validation_failed', `unexpected file field ${part.fieldname}`);
         form.fileName = part.filename;
-        form.staged = await assets.uploads.stage(principal.accountId, part.file);
+        form.staged = await assets.uploads.stage(principal.accountId, part.file, { plan: principal.plan });
         if (part.file.truncated) throw badRequest('validation_failed', 'file was truncated');
       } else {
         if (typeof part.value !== 'string') throw badRequest('validation_failed', `field ${part.fieldname} must be text`);

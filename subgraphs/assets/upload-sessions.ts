@@ -6,7 +6,6 @@ import { newId } from '../../core/ids';
 import { isDuplicateKey } from '../../core/mongo';
 import type { Principal } from '../../core/principal';
 import { BlobTooLargeError } from './blob-store';
-import { largestAllowed } from './content-policy';
 import { type AssetDoc, type SessionDoc, partCount } from './model';
 import type { AssetsService } from './service';
 import { parseUploadFields } from './uploads';
@@ -62,14 +61,17 @@ export class UploadSessions {
     if (!id || !mac) return null;
     const expected = Buffer.from(this.mac(id));
     if (mac.length !== expected.length || !timingSafeEqual(Buffer.from(mac), expected)) return null;
-    return this.assets.m.Session.findById(id).lean<SessionDoc>().exec();
+    const s = await this.assets.m.Session.findById(id).lean<SessionDoc>().exec();
+    // A signed URL is the key's authority handed on: it ends when the key is revoked (decision 0099).
+    if (s && !(await this.assets.keyLive(s.accountId, s.keyId))) return null;
+    return s;
   }
 
   async create(p: Principal | null, input: SessionInput, idempotencyKey: string | null | undefined): Promise<SessionDoc> {
     const caller = this.assets.writer(p);
     const mode = input.mode === 'chunked' ? 'chunked' : 'single';
-    const policy = await this.assets.uploads.policy(caller.accountId);
-    const maxBytes = largestAllowed(policy);
+    // The policy's limit bounded by the plan: no session for a file the plan could never hold.
+    const maxBytes = await this.assets.uploads.largestFile(caller.accountId, caller.plan);
     if (!Number.isInteger(input.fileSize) || input.fileSize < 0)
       throw badRequest('validation_failed', 'file_size must be a byte count');
     if (input.fileSize > maxBytes) {
@@ -116,10 +118,15 @@ export class UploadSessions {
       updatedAt: now,
     };
     if (idempotencyKey) doc.idempotencyScope = `${caller.accountId}:${idempotencyKey}`;
+    // The quota is reserved before any byte can arrive (402 when there is no room), and given back
+    // if no session comes of it (decision 0098).
+    await this.assets.uploads.reserve(caller, input.fileSize);
+    doc.reservedBytes = input.fileSize;
     try {
       await this.assets.m.Session.create(doc);
       return doc;
     } catch (e) {
+      await this.assets.uploads.release(caller.accountId, input.fileSize);
       if (!isDuplicateKey(e) || !idempotencyKey) throw e;
       const existing = await this.assets.m.Session.findOne({ idempotencyScope: doc.idempotencyScope }).lean<SessionDoc>().exec();
       if (!existing) throw e;
@@ -164,7 +171,10 @@ export class UploadSessions {
     try {
       got = await this.assets.blobs.putPart(s._id, n, body, { maxBytes: size });
     } catch (e) {
-      if (e instanceof BlobTooLargeError) throw badRequest('validation_failed', `part ${n} must be ${size} bytes`);
+      // Cut at the part's size: nothing of it is kept.
+      if (e instanceof BlobTooLargeError) {
+        throw new PlatformError('assets.payload_too_large', 413, `part ${n} must be ${size} bytes`, { limit: size });
+      }
       throw e;
     }
     if (got.size !== size) throw badRequest('validation_failed', `part ${n} must be ${size} bytes, got ${got.size}`);
@@ -188,7 +198,8 @@ export class UploadSessions {
   async putSingle(s: SessionDoc, body: Readable): Promise<AssetDoc> {
     this.open(s);
     if (s.mode !== 'single') throw badRequest('validation_failed', 'this session takes parts: PUT {url}/parts/{n}');
-    const staged = await this.assets.uploads.stage(s.accountId, body);
+    // Cut at the declared size (413, nothing kept): the body is never read past `file_size`.
+    const staged = await this.assets.uploads.stage(s.accountId, body, { maxBytes: s.fileSize });
     try {
       return await this.finish(s, staged);
     } finally {
@@ -217,7 +228,10 @@ export class UploadSessions {
     if (claimed.modifiedCount !== 1)
       throw new PlatformError('assets.upload_session_closed', 409, 'the upload session is already completed');
     try {
-      const asset = await this.assets.uploads.create(this.principalOf(s), staged, s.fileName, parseUploadFields(s.fields));
+      const reserved = (s.reservedBytes ?? 0) >= staged.size;
+      const asset = await this.assets.uploads.create(this.principalOf(s), staged, s.fileName, parseUploadFields(s.fields), {
+        reserved,
+      });
       await this.assets.m.Session.updateOne({ _id: s._id }, { $set: { assetId: asset._id } });
       await this.assets.blobs.dropSession(s._id);
       this.assets.nudge();
@@ -261,13 +275,17 @@ export class UploadSessions {
       .lean<SessionDoc>()
       .exec();
     if (!res) throw new PlatformError('assets.upload_session_closed', 409, `the upload session is ${s.status}`);
+    await this.assets.uploads.release(caller.accountId, s.reservedBytes ?? 0);
     await this.assets.blobs.dropSession(id);
     return res;
   }
 
   /** The expiry timer's work: open sessions past `expiresAt` expire and lose their parts. */
   async expireDue(now = new Date()): Promise<number> {
-    const due = await this.assets.m.Session.find({ status: 'open', expiresAt: { $lte: now } }, { _id: 1 })
+    const due = await this.assets.m.Session.find(
+      { status: 'open', expiresAt: { $lte: now } },
+      { _id: 1, accountId: 1, reservedBytes: 1 },
+    )
       .limit(100)
       .lean()
       .exec();
@@ -278,6 +296,7 @@ export class UploadSessions {
         { $set: { status: 'expired', parts: [], updatedAt: now } },
       );
       if (res.modifiedCount === 1) {
+        await this.assets.uploads.release(String(d.accountId), Number(d.reservedBytes ?? 0));
         await this.assets.blobs.dropSession(String(d._id));
         n++;
       }

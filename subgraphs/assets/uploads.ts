@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { PlatformError, badRequest, notFound, paymentRequired } from '../../core/errors';
 import { newId } from '../../core/ids';
 import { isDuplicateKey } from '../../core/mongo';
-import type { Principal } from '../../core/principal';
+import type { Plan, Principal } from '../../core/principal';
 import { BlobTooLargeError, type BlobStore, type StagedBlob } from './blob-store';
 import type { Buckets } from './buckets';
 import { assetTypeOf, checkContent, type ContentPolicy, largestAllowed, policyOf, sniffMime } from './content-policy';
@@ -13,9 +13,9 @@ import { requiredRevision, revisionStale } from './revisions';
 import type { Scanner } from './scanner';
 import type { AssetsSettings } from './settings';
 
-/** Longest object key and folder (spec leaves them open; docs/spec-decisions.md). */
-export const MAX_KEY_LENGTH = 1024;
-export const MAX_METADATA_BYTES = 16 * 1024;
+import { MAX_KEY_LENGTH, MAX_METADATA_BYTES, checkCacheControl, checkFolder, checkKey, checkMetadataSize } from './asset-fields';
+
+export { MAX_KEY_LENGTH, MAX_METADATA_BYTES };
 
 /** The text fields of a multipart upload (spec 2.3), as strings from the form. */
 export const uploadFieldsSchema = z
@@ -43,6 +43,10 @@ export function parseUploadFields(raw: Record<string, string>): UploadFields {
     const issue = parsed.error.issues[0];
     throw badRequest('validation_failed', `${issue.path.join('.') || 'form'}: ${issue.message}`);
   }
+  // The stored fields' own rules (asset-fields.ts), before any byte is kept.
+  if (parsed.data.key !== undefined) checkKey(parsed.data.key);
+  if (parsed.data.folder !== undefined) checkFolder(normFolder(parsed.data.folder));
+  if (parsed.data.cache_control !== undefined) checkCacheControl(parsed.data.cache_control);
   return parsed.data;
 }
 
@@ -56,7 +60,7 @@ function parseMetadata(raw: string | undefined): Record<string, unknown> {
   }
   if (v === null || typeof v !== 'object' || Array.isArray(v))
     throw badRequest('validation_failed', 'metadata must be a JSON object');
-  return v as Record<string, unknown>;
+  return checkMetadataSize(v as Record<string, unknown>);
 }
 
 function parseTags(raw: string | undefined): string[] {
@@ -98,13 +102,47 @@ export class Uploads {
     return policyOf(await this.m.AccountState.findById(accountId).lean().exec());
   }
 
-  /** Streams one file into a staged blob, capped at the largest size the policy allows any type. */
-  async stage(accountId: string, source: Readable): Promise<StagedBlob> {
-    const policy = await this.policy(accountId);
+  /**
+   * The largest file the account may store in one piece: the policy's largest limit, bounded by the
+   * plan's quota (a policy cannot promise more than the plan holds; decision 0098).
+   */
+  async largestFile(accountId: string, plan: Plan): Promise<number> {
+    return Math.min(largestAllowed(await this.policy(accountId)), this.quotaOf(plan));
+  }
+
+  /** What is left of the account's quota now. */
+  async remaining(accountId: string, plan: Plan): Promise<number> {
+    const state = await this.m.AccountState.findById(accountId, { usedBytes: 1 }).lean<{ usedBytes?: number }>().exec();
+    return Math.max(0, this.quotaOf(plan) - (state?.usedBytes ?? 0));
+  }
+
+  /**
+   * Streams one file into a staged blob. The stream is cut (nothing kept) at the first byte past
+   * the largest file the policy and plan allow (400 `assets.policy_violation`), past `maxBytes`
+   * (a session's declared size: 413 `assets.payload_too_large`), or — with `plan` — past what is
+   * left of the account's quota (402 `assets.quota_exceeded`), so no limit is checked only after
+   * the bytes arrived.
+   */
+  async stage(accountId: string, source: Readable, opts: { plan?: Plan; maxBytes?: number } = {}): Promise<StagedBlob> {
+    const policyMax = opts.plan ? await this.largestFile(accountId, opts.plan) : largestAllowed(await this.policy(accountId));
+    const quotaLeft = opts.plan ? await this.remaining(accountId, opts.plan) : Infinity;
+    const declared = opts.maxBytes ?? Infinity;
+    const cap = Math.min(policyMax, quotaLeft, declared);
     try {
-      return await this.blobs.stage(source, { maxBytes: largestAllowed(policy) });
+      return await this.blobs.stage(source, { maxBytes: cap });
     } catch (e) {
       if (e instanceof BlobTooLargeError) {
+        if (cap === declared) {
+          throw new PlatformError('assets.payload_too_large', 413, `the body is larger than the declared ${declared} bytes`, {
+            limit: declared,
+          });
+        }
+        if (cap === quotaLeft && quotaLeft < policyMax) {
+          throw paymentRequired('assets.quota_exceeded', 'the account has no room for this file', {
+            quota_bytes: this.quotaOf(opts.plan!),
+            remaining_bytes: quotaLeft,
+          });
+        }
         throw new PlatformError('assets.policy_violation', 400, `a file may be at most ${e.maxBytes} bytes`, {
           limit: e.maxBytes,
         });
@@ -114,7 +152,11 @@ export class Uploads {
   }
 
   private quota(p: Principal): number {
-    return p.plan === 'pro' ? this.settings.ASSETS_QUOTA_BYTES_PRO : this.settings.ASSETS_QUOTA_BYTES_FREE;
+    return this.quotaOf(p.plan);
+  }
+
+  quotaOf(plan: Plan): number {
+    return plan === 'pro' ? this.settings.ASSETS_QUOTA_BYTES_PRO : this.settings.ASSETS_QUOTA_BYTES_FREE;
   }
 
   /** Takes `bytes` of the account's quota with one conditional `$inc` (402 when it would overflow). */
@@ -159,26 +201,40 @@ export class Uploads {
 
   /** Removes a committed blob unless another version (of any asset) still uses it. */
   async dropBlobIfUnused(sha256: string, regions: string[], exceptAssetId?: string): Promise<void> {
-    const filter: Record<string, unknown> = { 'versions.sha256': sha256 };
+    // A blob is used by a recorded version, or by a replace that committed it and is recording it.
+    const filter: Record<string, unknown> = { $or: [{ 'versions.sha256': sha256 }, { pendingBlobs: sha256 }] };
     if (exceptAssetId) filter._id = { $ne: exceptAssetId };
     if (await this.m.Asset.exists(filter)) return;
     for (const r of regions) await this.blobs.remove(r, sha256);
   }
 
   /** A new asset from a staged file. The caller discards `staged` afterwards whatever happens. */
-  async create(p: Principal, staged: StagedBlob, fileName: string | undefined, fields: UploadFields): Promise<AssetDoc> {
+  /**
+   * `reserved`: the caller already holds `staged.size` bytes of quota for this file (an upload
+   * session reserves at creation) and keeps owning them if this fails; otherwise the quota is
+   * taken here and given back on failure.
+   */
+  async create(
+    p: Principal,
+    staged: StagedBlob,
+    fileName: string | undefined,
+    fields: UploadFields,
+    opts: { reserved?: boolean } = {},
+  ): Promise<AssetDoc> {
     const bucket = fields.bucket
       ? await this.buckets.get(p.accountId, fields.bucket).catch(() => {
           throw notFound('assets.bucket_not_found', 'bucket not found');
         })
       : await this.buckets.ensureDefault(p.accountId);
     const originalName = safeName(fileName);
-    const folder = normFolder(fields.folder);
-    const key = fields.key ?? (folder ? `${folder}/${originalName}` : originalName);
+    const folder = checkFolder(normFolder(fields.folder));
+    const key = checkKey(fields.key ?? (folder ? `${folder}/${originalName}` : originalName));
+    if (fields.cache_control !== undefined) checkCacheControl(fields.cache_control);
     const metadata = parseMetadata(fields.metadata);
     const tags = parseTags(fields.tags);
     const { mime, infected } = await this.accept(p.accountId, staged, bucket, fields);
-    await this.reserve(p, staged.size);
+    if (!opts.reserved) await this.reserve(p, staged.size);
+    const giveBack = () => (opts.reserved ? Promise.resolve() : this.release(p.accountId, staged.size));
     const now = new Date();
     const replicas = bucket.replicationPolicy?.regions ?? [];
     const doc: AssetDoc = {
@@ -218,7 +274,7 @@ export class Uploads {
     try {
       await this.m.Asset.create(doc);
     } catch (e) {
-      await this.release(p.accountId, staged.size);
+      await giveBack();
       if (isDuplicateKey(e))
         throw new PlatformError('assets.duplicate_key', 409, `key ${key} already exists in this bucket`, { key });
       throw e;
@@ -227,7 +283,7 @@ export class Uploads {
       await this.blobs.commit(staged, bucket.homeRegion);
     } catch (e) {
       await this.m.Asset.deleteOne({ _id: doc._id });
-      await this.release(p.accountId, staged.size);
+      await giveBack();
       throw e;
     }
     const set = {
@@ -283,13 +339,25 @@ export class Uploads {
       branch: branch ?? 'main',
       createdAt: now,
     };
+    // The blob is marked in use on the record before it is committed, so an unused-blob check
+    // running between the commit and the version's record (another asset's delete, a lifecycle
+    // rule, the abandoned-upload sweep) keeps it. The mark goes with the record, or on failure.
+    await this.m.Asset.updateOne({ _id: assetId, accountId: p.accountId }, { $addToSet: { pendingBlobs: staged.sha256 } });
+    const unmark = () =>
+      this.m.Asset.updateOne({ _id: assetId, accountId: p.accountId }, { $pull: { pendingBlobs: staged.sha256 } });
     try {
       await this.blobs.commit(staged, current.homeRegion);
     } catch (e) {
+      await unmark();
       await this.release(p.accountId, staged.size);
       throw e;
     }
-    const update: Record<string, unknown> = { $push: { versions: version }, $inc: { revision: 1 }, $set: { updatedAt: now } };
+    const update: Record<string, unknown> = {
+      $push: { versions: version },
+      $pull: { pendingBlobs: staged.sha256 },
+      $inc: { revision: 1 },
+      $set: { updatedAt: now },
+    };
     if (branch) {
       // The whole array under the revision guard (the wire server has no arrayFilters).
       (update.$set as Record<string, unknown>).branches = current.branches.map((b) =>
@@ -326,6 +394,7 @@ export class Uploads {
       .lean<AssetDoc>()
       .exec();
     if (!updated) {
+      await unmark();
       await this.release(p.accountId, staged.size);
       await this.dropBlobIfUnused(staged.sha256, [current.homeRegion]);
       throw revisionStale();

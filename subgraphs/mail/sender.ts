@@ -7,9 +7,12 @@ import { outboxPush, type OutboxEvent } from '../../core/events/outbox';
 import { newId } from '../../core/ids';
 import type { Logger } from '../../core/logger';
 import type { Ports } from '../../core/ports';
-import { type Principal, requireWriter, requirePrincipal } from '../../core/principal';
+import { type Principal, requireScope, requireWriter, requirePrincipal } from '../../core/principal';
 import { mailEvent, type MailEventType } from './events';
 import type { MessageAttachment, MessageDoc, RecipientStatus, SendingModels, TimelineItem } from './sending-model';
+
+/** The scope an attachment needs besides `mail:write`: reading the account's assets. */
+export const ATTACHMENT_SCOPE = 'assets:read';
 
 /**
  * `POST /v1/mail/send` and the durable sender behind it. A message is one document: its status,
@@ -122,6 +125,10 @@ export class SendService {
 
   async send(principal: Principal | null, input: SendInput): Promise<{ id: string; status: string }> {
     const p = requireWriter(requirePrincipal(principal));
+    // An attachment hands on an asset's bytes: the key needs read access to the account's assets
+    // (the `assetFiles` port keeps the account boundary), or a mail-only key could mail out private
+    // files (decision 0097).
+    if ((input.attachments ?? []).length > 0) requireScope(p, ATTACHMENT_SCOPE);
     const from = bareAddress(input.from);
     const to = (Array.isArray(input.to) ? input.to : [input.to]).map(bareAddress);
     const cc = (input.cc ?? []).map(bareAddress);

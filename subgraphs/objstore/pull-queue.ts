@@ -1,9 +1,9 @@
 import { conflict, notFound } from '../../core/errors';
 import { newId } from '../../core/ids';
-import { type Principal, requireScope } from '../../core/principal';
+import { type Principal, requireScope, requireWriter } from '../../core/principal';
 import type { DeliveryDoc, ObjstoreModels } from './model';
 import { PULL_BATCH_DEFAULT, PULL_BATCH_MAX, type ObjstoreSettings } from './settings';
-import { READ_SCOPE, type Subscriptions } from './subscriptions';
+import { WRITE_SCOPE, type Subscriptions } from './subscriptions';
 
 /** A delivery handed to a pull consumer. */
 export interface PulledDelivery {
@@ -45,7 +45,7 @@ export class PullQueue {
     subscriptionId: string,
     limit?: number | null,
   ): Promise<PulledDelivery[]> {
-    const principal = requireScope(principalIn, READ_SCOPE);
+    const principal = requireScope(requireWriter(principalIn), WRITE_SCOPE);
     const sub = await this.subscriptions.load(principal, bucketId, subscriptionId);
     if (sub.deliveryMode !== 'pull') {
       throw conflict('not_a_pull_subscription', 'this subscription pushes its deliveries; it cannot be pulled');
@@ -106,7 +106,7 @@ export class PullQueue {
     deliveryId: string,
     input: { claimId?: string | null; retry?: boolean | null },
   ): Promise<DeliveryDoc> {
-    const principal = requireScope(principalIn, READ_SCOPE);
+    const principal = requireScope(requireWriter(principalIn), WRITE_SCOPE);
     const d = await this.load(principal, bucketId, deliveryId);
     if (d.deliveryMode !== 'pull') throw conflict('not_a_pull_delivery', 'push deliveries are not acknowledged');
     if (d.status !== 'claimed' || !d.claimId) throw staleClaim('this delivery holds no claim', { status: d.status });

@@ -111,7 +111,8 @@ export const objstoreRoutes: AnyRoute[] = [
     summary: 'Pull a batch: each entry is claimed for 15 minutes and carries its claim_id',
     tag,
     operation: 'pull-deliveries',
-    scope: 'assets:read',
+    // A pull claims (changes the queue): a write, like the ack (decision 0099).
+    scope: 'assets:write',
     query: pullQuery,
     variables: (r) => ({ ...bucket(r), subscriptionId: r.params.subscriptionID, limit: r.query.limit ?? null }),
     select: (d) => d.objstorePullDeliveries,
@@ -124,7 +125,7 @@ export const objstoreRoutes: AnyRoute[] = [
     summary: 'Acknowledge a pulled delivery: retry false completes it, retry true makes it available again',
     tag,
     operation: 'ack-delivery',
-    scope: 'assets:read',
+    scope: 'assets:write',
     body: ackBody,
     variables: (r) => ({
       ...bucket(r),

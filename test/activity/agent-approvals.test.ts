@@ -38,7 +38,7 @@ const flow = {
 
 /** A key, a project (through a publishing site), an asset and an active workflow of that project. */
 async function setUp() {
-  const { key } = await t.createKey();
+  const { key, account } = await t.createKey();
   const site = await t.rest('POST', '/api/v1/publisher/sites', { key, body: { name: 'Approvals' } });
   expect(site.status).toBe(202);
   const projectId = site.body.data.project.id as string;
@@ -60,7 +60,7 @@ async function setUp() {
   const id = wf.body.data.id as string;
   expect((await t.rest('POST', `/api/v1/assets/workflows/${id}/publish`, { key })).status).toBe(201);
   expect((await t.rest('POST', `/api/v1/assets/workflows/${id}/activate`, { key })).status).toBe(200);
-  return { key, projectId, assetId, workflowId: id };
+  return { key, account, projectId, assetId, workflowId: id };
 }
 
 /** Starts a run and waits for its approval; returns the run and the pending agent action. */
@@ -230,15 +230,33 @@ describe('Assets approvals as agent actions', () => {
       status: 'pending_approval',
       principal: { type: 'api_key' },
       project: null,
-      approval: { scope: { level: 'account', project_id: null }, can_decide: true },
+      // The key that asked is never offered the decision (spec 5.5).
+      approval: { scope: { level: 'account', project_id: null }, can_decide: false },
     });
     expect(action.summary).toContain('tag');
+    const self = await activityDecide(s.key, approvalId, { decision: 'approved', action_hash: action.approval.action_hash });
+    expect(self.status).toBe(403);
+    expect(self.body.error.code).toBe('approval_self_decision');
+    // A member key of the account is not an owner: not offered, refused.
+    const member = await t.createKey({ account: s.account, role: 'member' });
+    const asMember = await t.rest('GET', `/api/v1/projects/${s.projectId}/agent-activity`, { key: member.key });
+    expect(asMember.body.data.pending.find((a: any) => a.approval.id === approvalId).approval.can_decide).toBe(false);
+    const byMember = await activityDecide(member.key, approvalId, {
+      decision: 'approved',
+      action_hash: action.approval.action_hash,
+    });
+    expect(byMember.status).toBe(403);
+    expect(byMember.body.error.code).toBe('approval_not_permitted');
+    // Another owner key of the account is offered it and decides.
+    const second = await t.createKey({ account: s.account });
+    const asSecond = await t.rest('GET', `/api/v1/projects/${s.projectId}/agent-activity`, { key: second.key });
+    expect(asSecond.body.data.pending.find((a: any) => a.approval.id === approvalId).approval.can_decide).toBe(true);
     // Another account's key sees no such approval.
     const other = await t.createKey();
     expect(
       (await activityDecide(other.key, approvalId, { decision: 'approved', action_hash: action.approval.action_hash })).status,
     ).toBe(404);
-    const ok = await activityDecide(s.key, approvalId, { decision: 'approved', action_hash: action.approval.action_hash });
+    const ok = await activityDecide(second.key, approvalId, { decision: 'approved', action_hash: action.approval.action_hash });
     expect(ok.status).toBe(200);
     expect(ok.body.data.continuation).toMatchObject({ status: 'settled', action_status: 'succeeded' });
     expect(ok.body.data.continuation.operations[0]).toMatchObject({

@@ -375,6 +375,31 @@ describe('inventory exports and the bounded query', () => {
     ).toBe(400);
   });
 
+  it('a CSV export neutralises cells a spreadsheet would read as formulas (keys starting =, +, -, @)', async () => {
+    const { key, bucket } = await objstoreBucket();
+    const keys = ['+1+cmd', '-2+3', '=HYPERLINK("http://x")', '@SUM(A1)', 'plain.txt'];
+    for (const k of keys) await upload(key, bucket.id, k, 'x');
+    const r = await t.rest('POST', `/api/v1/buckets/${bucket.id}/inventory-exports`, { key, body: { format: 'csv' } });
+    expect(r.status).toBe(202);
+    const done = await waitFor(
+      async () => {
+        const g = await t.rest('GET', `/api/v1/buckets/${bucket.id}/inventory-exports/${r.body.data.id}`, { key });
+        return g.body.data.status === 'succeeded' ? g.body.data : null;
+      },
+      20_000,
+      'export',
+    );
+    const file = await fetch(`${t.bridgeUrl}/api/v1/buckets/${bucket.id}/inventory-exports/${done.id}/file`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
+    const firstCells = (await file.text())
+      .trimEnd()
+      .split('\r\n')
+      .slice(1)
+      .map((l) => (l.startsWith('"') ? l.slice(0, l.indexOf('",') + 1) : l.split(',')[0]));
+    expect(firstCells).toEqual(["'+1+cmd", "'-2+3", `"'=HYPERLINK(""http://x"")"`, "'@SUM(A1)", 'plain.txt']);
+  });
+
   it('the query filters literally and returns at most the limit (never more than 1,000)', async () => {
     const { key, bucket } = await objstoreBucket();
     for (let i = 0; i < 5; i++) await upload(key, bucket.id, `logs/${i}.txt`, 'x'.repeat(i + 1));

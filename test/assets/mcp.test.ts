@@ -113,9 +113,24 @@ describe('assets MCP endpoint and automation', () => {
       status: 'pending',
       tool: { name: 'tag', args: { asset_id: asset.id, add: ['agent-tagged'], remove: [] }, scope: 'assets:write' },
     });
-    const ok = await t.rest('POST', `/api/v1/assets/workflows/approvals/${approvalId}/approve`, {
+    // The key that asked never decides its own action (spec 5.5): it is not offered, and refused.
+    expect(approval).toMatchObject({
+      can_decide: false,
+      decision_path: `/api/v1/assets/workflows/approvals/${approvalId}/decision`,
+    });
+    const self = await t.rest('POST', `/api/v1/assets/workflows/approvals/${approvalId}/approve`, {
       key: owner.key,
       body: { action_hash: approval.action_hash },
+    });
+    expect(self.status).toBe(403);
+    expect(self.body.error.code).toBe('approval_self_decision');
+    // Another owner key of the account decides, through the path the approval names.
+    const second = await t.createKey({ account: owner.account });
+    const seen = (await t.rest('GET', '/api/v1/assets/workflows/approvals', { key: second.key })).body.data.items;
+    expect(seen.find((a: any) => a.id === approvalId).can_decide).toBe(true);
+    const ok = await t.rest('POST', approval.decision_path, {
+      key: second.key,
+      body: { decision: 'approved', action_hash: approval.action_hash },
     });
     expect(ok.status).toBe(200);
     expect(ok.body.data.operation_id).toEqual(expect.any(String));
@@ -137,6 +152,57 @@ describe('assets MCP endpoint and automation', () => {
       ['tag', 'refused', false],
     ]);
     expect(audits[2].error_code).toBe('insufficient_scope');
+  });
+
+  it('a member key cannot approve the action it asked for, nor any other; an owner decides on the decision path', async () => {
+    const owner = await t.createKey();
+    const asset = await upload(owner.key);
+    const member = await t.createKey({ account: owner.account, role: 'member' });
+    const agent = await connect(member.key);
+    let approvalId: string;
+    let decisionPath: string;
+    try {
+      const asked = await agent.callTool({ name: 'tag', arguments: { asset_id: asset.id, add: ['self-approved'] } });
+      expect(asked.structuredContent).toMatchObject({ status: 'approval_required' });
+      approvalId = (asked.structuredContent as any).approval_id;
+      decisionPath = (asked.structuredContent as any).decision_path;
+    } finally {
+      await agent.close();
+    }
+    const hash = async (key: string) =>
+      (await t.rest('GET', '/api/v1/assets/workflows/approvals', { key })).body.data.items.find((a: any) => a.id === approvalId);
+    const asMember = await hash(member.key);
+    expect(asMember.can_decide).toBe(false);
+    for (const [path, body] of [
+      [`/api/v1/assets/workflows/approvals/${approvalId}/approve`, { action_hash: asMember.action_hash }],
+      [decisionPath, { decision: 'approved', action_hash: asMember.action_hash }],
+    ] as const) {
+      const r = await t.rest('POST', path, { key: member.key, body });
+      expect(r.status).toBe(403);
+      expect(r.body.error.code).toBe('approval_self_decision');
+    }
+    // Through GraphQL too.
+    const g = await t.gql(
+      'mutation($id: ID!) { decideAssetApproval(id: $id, decision: "approved") { id status } }',
+      { id: approvalId },
+      member.key,
+    );
+    expect(g.errors?.[0]?.extensions?.code).toBe('approval_self_decision');
+    // Another member (not the requester) is still not an owner.
+    const other = await t.createKey({ account: owner.account, role: 'member' });
+    const byOther = await t.rest('POST', decisionPath, { key: other.key, body: { decision: 'approved' } });
+    expect(byOther.status).toBe(403);
+    expect(byOther.body.error.code).toBe('approval_not_permitted');
+    expect((await hash(other.key)).can_decide).toBe(false);
+    // The owner: offered, and the decision path answers (a denial here).
+    expect((await hash(owner.key)).can_decide).toBe(true);
+    const denied = await t.rest('POST', decisionPath, {
+      key: owner.key,
+      body: { decision: 'denied', action_hash: asMember.action_hash },
+    });
+    expect(denied.status).toBe(200);
+    expect(denied.body.data).toMatchObject({ id: approvalId, status: 'rejected' });
+    expect((await t.rest('GET', `/api/v1/assets/${asset.id}`, { key: owner.key })).body.data.tags).toEqual([]);
   });
 
   it('refuses a missing or wrong key; answers 405 to MCP GET (no stream), 404 to a DELETE naming a session (none exist), and 404 to others on that path', async () => {

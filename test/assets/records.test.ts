@@ -86,6 +86,35 @@ describe('assets records', () => {
     expect((await h.assets.versions(p, a.id)).versions.map((v) => v.number)).toEqual([3, 2, 1]);
   });
 
+  it('a replace keeps its committed blob through an unused-blob check that runs before its version is recorded', async () => {
+    const p = h.principal();
+    const other = await upload(p, 'shared bytes', { key: 'other.txt' });
+    const a = await upload(p, 'first bytes', { key: 'a.txt' });
+    const sha = (await h.assets.get(p, other.id)).checksum;
+    const region = (await h.assets.get(p, other.id)).homeRegion;
+    // Between the replace's commit and its record, the other asset holding the same bytes is
+    // deleted: its delete job asks whether anything else uses the blob.
+    const blobs = h.assets.blobs as unknown as { commit: (...args: unknown[]) => Promise<void> };
+    const commit = blobs.commit.bind(blobs);
+    blobs.commit = async (...args: unknown[]) => {
+      await commit(...args);
+      await h.assets.uploads.dropBlobIfUnused(sha, [region], other.id);
+    };
+    try {
+      const fd = form('shared bytes', 'a.txt');
+      const res = await fetch(`${h.bridgeUrl}/api/v1/assets/${a.id}/replace`, { method: 'PUT', headers: h.headers(p), body: fd });
+      expect(res.status).toBe(200);
+    } finally {
+      blobs.commit = commit;
+    }
+    const replaced = await h.assets.get(p, a.id);
+    expect(replaced.checksum).toBe(sha);
+    expect(replaced.pendingBlobs ?? []).toEqual([]);
+    const chunks: Buffer[] = [];
+    for await (const c of h.assets.blobs.read(region, sha)) chunks.push(c as Buffer);
+    expect(Buffer.concat(chunks).toString()).toBe('shared bytes');
+  });
+
   it('deletes asynchronously with a job (202 semantics), can cancel a queued delete, and publishes object events through the outbox', async () => {
     const bus = createKafkaEventBus();
     await bus.ensureTopics?.([h.objectsTopic]);

@@ -183,7 +183,7 @@ describe('assets workflows', () => {
       step_id: 'review',
       title: 'Check the file',
       can_decide: true,
-      decision_path: `/api/v1/assets/workflows/approvals/${approval.id}`,
+      decision_path: `/api/v1/assets/workflows/approvals/${approval.id}/decision`,
     });
     expect((await t.rest('GET', '/api/v1/assets/workflows/approvals?status=nope', { key })).status).toBe(400);
     const decide = (word: string, body: unknown = {}, k = key) =>

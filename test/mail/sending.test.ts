@@ -253,6 +253,37 @@ describe('POST /v1/mail/send', () => {
     expect([many.status, many.body.error.code]).toEqual([400, 'invalid_attachments']);
   });
 
+  it('a mail-only key cannot attach assets (attaching needs assets:read); its plain sends still go', async () => {
+    const { key, from, account } = await tenant();
+    const fd = new FormData();
+    fd.append('visibility', 'private');
+    fd.append('file', new Blob([`private ${tag()}`]), 'secret.txt');
+    const up = await fetch(`${t.bridgeUrl}/api/v1/assets/upload`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}` },
+      body: fd,
+    });
+    expect(up.status).toBe(201);
+    const assetId = ((await up.json()) as { data: { id: string } }).data.id;
+    const mailOnly = await t.createKey({ account, scopes: ['mail:read', 'mail:write'] });
+    const to = `exfil-${tag()}@rcpt.test`;
+    const body = { from, to, subject: 'Files', text: 'see attached', attachments: [assetId] };
+    const refused = await t.rest('POST', '/v1/mail/send', { key: mailOnly.key, body });
+    expect(refused.status).toBe(403);
+    expect(refused.body.error).toMatchObject({ code: 'insufficient_scope', details: { required_scope: 'assets:read' } });
+    // Through GraphQL too (the rule is the sender's, not the bridge's).
+    const g = await t.gql(
+      'mutation($from: String!, $to: [String!]!, $subject: String!, $text: String, $attachments: [ID!]) { sendMail(from: $from, to: $to, subject: $subject, text: $text, attachments: $attachments) { id } }',
+      { ...body, to: [to] },
+      mailOnly.key,
+    );
+    expect(g.errors?.[0]?.extensions?.code).toBe('insufficient_scope');
+    const plain = await t.rest('POST', '/v1/mail/send', { key: mailOnly.key, body: { ...body, attachments: undefined } });
+    expect(plain.status).toBe(202);
+    const withRead = await t.createKey({ account, scopes: ['mail:write', 'assets:read'] });
+    expect((await t.rest('POST', '/v1/mail/send', { key: withRead.key, body })).status).toBe(202);
+  });
+
   it('lists events with filters and a cursor', async () => {
     const { key, from } = await tenant();
     const sent = await t.rest('POST', '/v1/mail/send', {

@@ -104,6 +104,21 @@ describe('pull claims', () => {
     expect(ids.length).toBeGreaterThan(40);
   });
 
+  it('pulling (a claim) and acknowledging need assets:write: an assets:read key can do neither', async () => {
+    const { principal, bucketId, sub } = await pullSub();
+    await svc.fanout.handle(event(principal, bucketId));
+    const reader: Principal = { ...principal, keyId: 'reader', scopes: ['assets:read'] };
+    const readOnly: Principal = { ...principal, keyId: 'ro', role: 'read_only', scopes: [] };
+    for (const who of [reader, readOnly]) {
+      await expect(svc.pull.pull(who, bucketId, sub.id, 10)).rejects.toMatchObject({ status: 403 });
+    }
+    const [claimed] = await svc.pull.pull(principal, bucketId, sub.id, 10);
+    for (const who of [reader, readOnly]) {
+      await expect(svc.pull.ack(who, bucketId, claimed.id, { claimId: claimed.claimId })).rejects.toMatchObject({ status: 403 });
+    }
+    expect((await svc.pull.ack(principal, bucketId, claimed.id, { claimId: claimed.claimId })).status).toBe('completed');
+  });
+
   it('ack retry:false completes; a stale or made-up claim is 409 and leaves the newer claim alone', async () => {
     const { principal, bucketId, sub } = await pullSub();
     await svc.fanout.handle(event(principal, bucketId));

@@ -3,6 +3,7 @@ import { notFound } from '../../../core/errors';
 import { newId } from '../../../core/ids';
 import { type OperationContext, type OperationEngine, willRetry } from '../../../core/operations/engine';
 import type { Principal } from '../../../core/principal';
+import { csvCell } from '../csv';
 import type { AssetDoc, BucketDoc } from '../model';
 import type { AssetsService } from '../service';
 import type { BucketOpsModels, InventoryExportDoc, InventoryFormat } from './model';
@@ -26,11 +27,6 @@ export const INVENTORY_COLUMNS = [
 
 const exportNotFound = () => notFound('assets.inventory_export_not_found', 'inventory export not found');
 
-/** A CSV field per RFC 4180: quoted when it holds a comma, quote or line break. */
-const csvField = (v: string | number) => {
-  const s = String(v);
-  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
-};
 const cells = (r: ObjectRow) => [
   r.key,
   r.assetId,
@@ -44,7 +40,7 @@ const cells = (r: ObjectRow) => [
 ];
 const line = (format: InventoryFormat, r: ObjectRow) =>
   format === 'csv'
-    ? `${cells(r).map(csvField).join(',')}\r\n`
+    ? `${cells(r).map(csvCell).join(',')}\r\n`
     : `${JSON.stringify(Object.fromEntries(INVENTORY_COLUMNS.map((c, i) => [c, cells(r)[i]])))}\n`;
 
 /**

@@ -162,9 +162,11 @@ export class HttpSource implements MigrationSource {
   private async get(raw: string): Promise<http.IncomingMessage> {
     const target = await resolveTarget(raw, this.opts.allowHosts, { refusals: URL_REFUSALS });
     if (!target) throw unreachable(`${raw} does not resolve`);
+    // The token is the source's: only its own origin gets it, never a host a manifest names.
+    const own = target.url.origin === this.base.origin;
     const res = await getPinned(
       target,
-      this.bearerToken ? { authorization: `Bearer ${this.bearerToken}` } : {},
+      this.bearerToken && own ? { authorization: `Bearer ${this.bearerToken}` } : {},
       this.opts.timeoutMs,
     );
     if (res.statusCode !== 200) {
@@ -175,16 +177,29 @@ export class HttpSource implements MigrationSource {
   }
 
   private async manifest(): Promise<SourceObject[]> {
+    const started = Date.now();
     const res = await this.get(new URL(this.cfg.manifest_path, this.base).toString());
     const chunks: Buffer[] = [];
     let size = 0;
-    for await (const c of res as AsyncIterable<Buffer>) {
-      size += c.length;
-      if (size > MANIFEST_MAX_BYTES) {
-        res.destroy();
-        throw unreachable(`the manifest is larger than ${MANIFEST_MAX_BYTES} bytes`);
+    // The whole manifest within the timeout (a source dripping bytes never resets it).
+    const left = Math.max(1, this.opts.timeoutMs - (Date.now() - started));
+    const deadline = setTimeout(
+      () => res.destroy(unreachable(`the manifest was not read within ${this.opts.timeoutMs} ms`)),
+      left,
+    );
+    try {
+      for await (const c of res as AsyncIterable<Buffer>) {
+        size += c.length;
+        if (size > MANIFEST_MAX_BYTES) {
+          res.destroy();
+          throw unreachable(`the manifest is larger than ${MANIFEST_MAX_BYTES} bytes`);
+        }
+        chunks.push(c);
       }
-      chunks.push(c);
+    } catch (e) {
+      throw e instanceof PlatformError ? e : unreachable(`the manifest could not be read: ${describe(e)}`);
+    } finally {
+      clearTimeout(deadline);
     }
     let parsed: z.infer<typeof manifestSchema>;
     try {
@@ -240,6 +255,11 @@ function getPinned(target: CheckedTarget, headers: Record<string, string>, timeo
       },
       (res) => resolve(res),
     );
+    // Idle sockets time out, and so does the answer as a whole: its headers within `timeoutMs`
+    // however slowly a source drips them (bodies keep the idle timeout; the step has its deadline).
+    const total = setTimeout(() => req.destroy(unreachable(`${url.pathname} did not answer within ${timeoutMs} ms`)), timeoutMs);
+    req.on('response', () => clearTimeout(total));
+    req.on('close', () => clearTimeout(total));
     req.on('timeout', () => req.destroy(unreachable(`${url.pathname} did not answer within ${timeoutMs} ms`)));
     req.on('error', (e) => reject(e instanceof PlatformError ? e : unreachable(`${url.host}: ${describe(e)}`)));
     req.end();

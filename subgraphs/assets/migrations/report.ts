@@ -1,4 +1,5 @@
 import type { MigrationItemType, MigrationReportType } from './types';
+import { csvCell } from '../csv';
 
 /** Columns of the CSV report, in order. */
 export const REPORT_COLUMNS = [
@@ -31,16 +32,8 @@ const row = (i: MigrationItemType): unknown[] => [
   i.copiedAt?.toISOString() ?? null,
 ];
 
-/**
- * One CSV cell (RFC 4180 quoting). A text cell starting with `=`, `+`, `-`, `@`, tab or CR is
- * prefixed with `'`, so a spreadsheet never reads an object key as a formula (OWASP CSV injection).
- */
-export function csvCell(v: unknown): string {
-  if (v === null || v === undefined) return '';
-  let s = String(v);
-  if (typeof v === 'string' && /^[=+\-@\t\r]/.test(s)) s = `'${s}`;
-  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
-}
+/** The area's one CSV cell writer (neutralises formulas). */
+export { csvCell };
 
 export function reportCsv(r: MigrationReportType): string {
   const lines = [REPORT_COLUMNS.join(','), ...r.items.map((i) => row(i).map(csvCell).join(','))];

@@ -66,7 +66,7 @@ export async function widgetPlane(app: FastifyInstance, assets: AssetsService): 
     const origin = header(req, 'origin');
     reply.header('Vary', 'Origin');
     try {
-      const cap = assets.capabilities.verify(header(req, CAPABILITY_HEADER));
+      const cap = await assets.capabilities.verifyLive(header(req, CAPABILITY_HEADER));
       if (!cap) throw new PlatformError('assets.invalid_capability', 401, 'X-Upload-Capability is missing, invalid or expired');
       const bucket = cap.bucket
         ? await assets.buckets.get(cap.principal.accountId, cap.bucket)

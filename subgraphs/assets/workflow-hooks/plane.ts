@@ -63,6 +63,14 @@ export async function assetsWorkflowHookPlane(app: FastifyInstance, workflows: W
       }
       const wf = await m.Workflow.findOne({ _id: hook.workflowId, accountId: hook.accountId }).lean<WorkflowDoc>().exec();
       if (!wf) throw hookNotFound();
+      // A hook run acts with the activating key's authority: not once that key is revoked (decision 0099).
+      if (!(await workflows.d.assets.keyLive(hook.actor.accountId, hook.actor.keyId))) {
+        throw new PlatformError(
+          'assets.hook_actor_revoked',
+          403,
+          'the key that activated this workflow was revoked; activate it with a live key',
+        );
+      }
       if (wf.status !== 'active' || !wf.activeVersion) {
         throw new PlatformError('assets.workflow_not_active', 409, 'the workflow is not active');
       }

@@ -82,7 +82,11 @@ export function mapApprovalEvent(e: ApprovalEvent): ActivityRecord | null {
     updatedAt: e.updated_at,
     finishedAt: terminal ? e.updated_at : null,
     version: at * 10 + RANK[e.status],
-    extra: { kind: e.kind, decided_by: e.decided_by, decision_path: `/api/v1/assets/workflows/approvals/${e.approval_id}` },
+    extra: {
+      kind: e.kind,
+      decided_by: e.decided_by,
+      decision_path: `/api/v1/assets/workflows/approvals/${e.approval_id}/decision`,
+    },
   };
 }
 

@@ -1,9 +1,11 @@
 import { GraphQLJSON, GraphQLJSONObject } from 'graphql-scalars';
 import { Arg, Ctx, Field, ID, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import { badRequest } from '../../../core/errors';
+import type { Principal } from '../../../core/principal';
 import type { RequestContext } from '../../../core/subgraph-kit';
 import { GOVERNED_TOOLS, toolView } from '../mcp/tools';
 import { catalogView } from './catalog';
+import { mayDecide, type Requester } from './decision-rights';
 import type { ApprovalDoc, AuditDoc, RunDoc, WorkflowDoc, WorkflowVersionDoc } from './model';
 import type { WorkflowService } from './service';
 
@@ -185,7 +187,11 @@ export const toRun = (r: RunDoc): RunType => ({
   finishedAt: r.finishedAt,
 });
 
-export const toApproval = (a: ApprovalDoc, now = new Date()): ApprovalType => {
+/** The route a decision on an approval is sent to (`{decision, action_hash, note?}`). */
+export const approvalDecisionPath = (id: string) => `${P}/workflows/approvals/${id}/decision`;
+
+/** `reader`: who reads it; `can_decide` is true only when that key may decide it (decision-rights.ts). */
+export const toApproval = (a: ApprovalDoc, reader: Principal | null = null, now = new Date()): ApprovalType => {
   const expired = a.status === 'pending' && new Date(a.expiresAt).getTime() <= now.getTime();
   return {
     id: a._id,
@@ -198,8 +204,8 @@ export const toApproval = (a: ApprovalDoc, now = new Date()): ApprovalType => {
     stepId: a.stepId,
     tool: a.tool ? { name: a.tool.name, args: a.tool.args, scope: a.tool.scope } : null,
     requestedBy: a.requestedBy,
-    canDecide: a.status === 'pending' && !expired,
-    decisionPath: `${P}/workflows/approvals/${a._id}`,
+    canDecide: a.status === 'pending' && !expired && mayDecide(reader, a.requestedBy as Requester),
+    decisionPath: approvalDecisionPath(a._id),
     expiresAt: a.expiresAt,
     decidedAt: a.decidedAt,
     decidedBy: a.decidedBy,
@@ -334,7 +340,7 @@ export class AssetWorkflowsResolver {
     @Arg('cursor', () => String, { nullable: true }) cursor?: string,
   ): Promise<ApprovalPageType> {
     const page = await this.svc.approvals(ctx.principal, status ?? undefined, limit ?? undefined, cursor ?? undefined);
-    return { items: page.items.map((a) => toApproval(a)), nextCursor: page.nextCursor };
+    return { items: page.items.map((a) => toApproval(a, ctx.principal)), nextCursor: page.nextCursor };
   }
 
   @Mutation(() => ApprovalType)
@@ -345,11 +351,12 @@ export class AssetWorkflowsResolver {
     @Arg('actionHash', () => String, { nullable: true }) actionHash?: string,
     @Arg('note', () => String, { nullable: true }) note?: string,
   ): Promise<ApprovalType> {
-    if (decision !== 'approved' && decision !== 'rejected') {
-      throw badRequest('validation_failed', 'decision must be approved or rejected');
+    // `denied` is the agent-activity word for the same decision (spec 2.7).
+    const d = decision === 'denied' ? 'rejected' : decision;
+    if (d !== 'approved' && d !== 'rejected') {
+      throw badRequest('validation_failed', 'decision must be approved or rejected (or denied)');
     }
-    const d = decision;
-    return toApproval(await this.svc.decide(ctx.principal, id, d, { actionHash, note }));
+    return toApproval(await this.svc.decide(ctx.principal, id, d, { actionHash, note }), ctx.principal);
   }
 
   @Query(() => AutomationType)

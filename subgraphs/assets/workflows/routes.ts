@@ -78,6 +78,33 @@ const decide = (decision: 'approved' | 'rejected', word: 'approve' | 'reject'): 
     envelope: 'standard',
   });
 
+/** The route an approval's `decision_path` names: `{decision, action_hash?, note?}` (spec 2.7 words). */
+const decisionRoute: AnyRoute = route({
+  method: 'POST',
+  path: `${P}/workflows/approvals/{approvalId}/decision`,
+  summary: 'Decide a pending action: `approved`, or `rejected` (`denied` is the same); the path each approval names',
+  tag,
+  operation: 'decide-approval',
+  body: z
+    .object({
+      decision: z.enum(['approved', 'rejected', 'denied']),
+      action_hash: z.string().min(1).max(128).optional(),
+      note: z.string().max(1000).optional(),
+    })
+    .strict(),
+  scope: SCOPES.write,
+  errors: [409, 410, 503],
+  variables: (r) => ({
+    id: r.params.approvalId,
+    decision: r.body.decision === 'denied' ? 'rejected' : r.body.decision,
+    actionHash: r.body.action_hash ?? null,
+    note: r.body.note ?? null,
+  }),
+  select: (d) => d.decideAssetApproval,
+  status: 200,
+  envelope: 'standard',
+});
+
 export const workflowRoutes: AnyRoute[] = [
   route({
     method: 'GET',
@@ -134,6 +161,7 @@ export const workflowRoutes: AnyRoute[] = [
     status: 200,
     envelope: 'standard',
   }),
+  decisionRoute,
   decide('approved', 'approve'),
   decide('rejected', 'reject'),
   route({

@@ -28,6 +28,7 @@ import {
 } from './catalog';
 import { approvalEventEntry } from './activity';
 import { actionOperationId, approvalHash, runOperationId, stepApprovalId } from './ids';
+import { decisionRefusal, type Requester } from './decision-rights';
 import {
   type ApprovalDoc,
   type AuditDoc,
@@ -246,6 +247,9 @@ export class WorkflowService {
         createdAt: new Date(),
       });
       set.hook = { token, createdAt: new Date() };
+    } else if (wf.hook) {
+      // Hook runs act with the key that activated the workflow last (a revoked one is replaced so).
+      await this.m.Hook.updateOne({ _id: wf.hook.token, accountId: wf.accountId }, { $set: { actor } });
     }
     // The hook is only set when none was (a concurrent first activation keeps the one that won).
     const filter = set.hook ? { _id: id, accountId: wf.accountId, hook: null } : { _id: id, accountId: wf.accountId };
@@ -660,6 +664,9 @@ export class WorkflowService {
   ): Promise<ApprovalDoc> {
     const who = this.writer(p);
     const a = await this.getApproval(p, id);
+    // Spec 5.5: an owner (or the governance scope) decides, never the key that asked (decision 0095).
+    const refusal = decisionRefusal(who, a.requestedBy as Requester);
+    if (refusal) throw refusal;
     if (body.actionHash && body.actionHash !== a.actionHash) {
       throw conflict('assets.approval_hash_mismatch', 'action_hash does not match this approval');
     }
