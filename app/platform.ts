@@ -27,6 +27,8 @@ import { Router } from '../router/server';
 import { addScrapeProbe, collectRuntimeMetrics } from '../core/telemetry/metrics';
 import { platformProbe } from '../core/telemetry/probes';
 import { initTracing } from '../core/telemetry/tracing';
+import { Edge, edgePortFromEnv } from '../dataplane/edge';
+import { Supervisor } from '../dataplane/supervisor';
 import { BackgroundJoin } from './background-join';
 import { type AreaServices, areaFeeds, areaRoutes, areas, buildAreas, buildSubgraphs, subgraphPort } from './areas';
 
@@ -60,6 +62,8 @@ export interface PlatformOptions {
   supergraphSdl?: string;
   /** Start the local stand-ins of outside systems whose env variable is unset (default: for `all`). */
   standIns?: boolean;
+  /** The data plane's edge port (default `EDGE_PORT`, else 8082; 0 picks a free one, tests). */
+  edgePort?: number;
 }
 
 export interface Platform {
@@ -72,6 +76,8 @@ export interface Platform {
   bridgeUrl?: string;
   routerUrl?: string;
   cdnUrl?: string;
+  /** The data plane's edge, where commerce releases are served (docs/decisions/0130-commerce-runtime.md). */
+  edgeUrl?: string;
   subgraphUrls: Record<string, string>;
   subgraphs: BuiltSubgraph[];
   stop(): Promise<void>;
@@ -128,6 +134,23 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
 
   // Each area's executors, consumers and background workers run where its subgraph runs.
   const workerAreas = areas().filter((a) => opts.workers ?? runsArea(a.name));
+  // The data plane (docs/decisions/0120-data-plane.md) runs where commerce releases run: one edge and
+  // one supervisor, shared, before any executor can start a release.
+  let edgeUrl: string | undefined;
+  const commerceServices = (services as Record<string, unknown>).commerce as
+    { useDataPlane(p: { edge: Edge; supervisor: Supervisor }): { close(): Promise<void> } } | undefined;
+  if (commerceServices && workerAreas.some((a) => a.name === 'commerce')) {
+    const supervisor = new Supervisor();
+    const edge = new Edge({ port: opts.edgePort ?? edgePortFromEnv(cfg.env) });
+    const edgePort = await edge.listen();
+    edgeUrl = `http://127.0.0.1:${edgePort}`;
+    const host = commerceServices.useDataPlane({ edge, supervisor });
+    stops.push(async () => {
+      await host.close();
+      await supervisor.removeAll();
+      await edge.close();
+    });
+  }
   for (const area of workerAreas) {
     const own = (services as Record<string, unknown>)[area.name];
     for (const [type, executor] of Object.entries(area.executors?.(own) ?? {})) engine.register(type, executor);
@@ -277,6 +300,7 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
     bridgeUrl,
     routerUrl,
     cdnUrl,
+    edgeUrl,
     subgraphUrls,
     subgraphs,
     async stop() {

@@ -48,7 +48,6 @@ export function bundleKind(dir: string): BundleKind | null {
 
 /** The workerd executable the `workerd` package installed for this platform. */
 export function workerdBinary(): string {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const mod = require('workerd') as { default: string };
   return mod.default;
 }

@@ -24,6 +24,8 @@ export const commerceConfig = z.object({
   COMMERCE_STANDIN_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   /** Simulated infrastructure delay of a release step and between health probes, in milliseconds. */
   SIMULATED_STEP_DELAY_MS: z.coerce.number().int().min(0).default(600),
+  /** How long a bundle release has to answer `GET /` 2xx through the edge (contract: 60 s; tests shorten it). */
+  COMMERCE_HEALTH_GATE_MS: z.coerce.number().int().min(1000).max(600_000).default(60_000),
 });
 
 /** The inbound webhook receiver: raw bytes, verified before anything is parsed. */
