@@ -74,6 +74,8 @@ export interface ReleaseView {
   createdAt: Date;
   updatedAt: Date;
   finishedAt: Date | null;
+  url: string | null;
+  artifact: string | null;
 }
 
 export interface Deployer {
@@ -348,6 +350,8 @@ export class Releases {
       createdAt: r.createdAt,
       updatedAt: r.updatedAt,
       finishedAt: r.finishedAt,
+      url: r.artifact ? this.url(r) : null,
+      artifact: r.artifact ?? null,
     };
   }
 

@@ -252,7 +252,7 @@ export class CommerceService {
     await this.access.check(p, projectId, true);
     const connection = await this.connections.get(projectId);
     const r = await this.releases.deployArtifact(connection, environment, artifact);
-    return { ...(await this.releases.view(r)), url: this.releases.url(r) };
+    return this.releases.view(r);
   }
 
   /** `platform commerce traffic`: storefront requests recorded for analytics. */
