@@ -91,6 +91,21 @@ describe('commerce releases on the data plane', () => {
     const again = await commerce(t).artifacts.pack(path.join(FIXTURES, 'storefront'));
     expect(again).toMatchObject({ sha256: first.artifact, stored: false });
 
+    // The same artifact released over REST (the route records it in docs/spec-decisions.md).
+    const created = await t.rest('POST', `${B}/releases`, {
+      key: tn.key,
+      body: { environment: 'preview', artifact: first.artifact },
+    });
+    expect(created.status).toBe(202);
+    expect(created.body.data).toMatchObject({ artifact: first.artifact, environment: 'preview' });
+    expect(created.body.data.url).toBe(`http://${created.body.data.id}.releases.localhost:${edgePort}/`);
+    expect((await waitRelease(t, tn.key, tn.projectId, created.body.data.id, 60_000)).status).toBe('healthy');
+    const unknown = await t.rest('POST', `${B}/releases`, {
+      key: tn.key,
+      body: { environment: 'preview', artifact: 'f'.repeat(64) },
+    });
+    expect(unknown.status).toBe(404);
+
     const answers = [
       await t.rest('GET', `${B}/releases`, { key: tn.key }),
       await t.rest('GET', B, { key: tn.key }),
