@@ -27,6 +27,9 @@ import { Router } from '../router/server';
 import { addScrapeProbe, collectRuntimeMetrics } from '../core/telemetry/metrics';
 import { platformProbe } from '../core/telemetry/probes';
 import { initTracing } from '../core/telemetry/tracing';
+import path from 'node:path';
+import { projectRoot } from '../core/paths';
+import { DataPlane } from '../dataplane/plane';
 import { BackgroundJoin } from './background-join';
 import { type AreaServices, areaFeeds, areaRoutes, areas, buildAreas, buildSubgraphs, subgraphPort } from './areas';
 
@@ -58,6 +61,10 @@ export interface PlatformOptions {
   cdnPort?: number;
   /** The supergraph to serve (default: the committed schema/supergraph.graphql). */
   supergraphSdl?: string;
+  /** The edge's port (`EDGE_PORT`): 0 picks a free one (tests). */
+  edgePort?: number;
+  /** Run the data plane (edge, supervisor, site host) here (default: where the publishing area's workers run). */
+  dataPlane?: boolean;
   /** Start the local stand-ins of outside systems whose env variable is unset (default: for `all`). */
   standIns?: boolean;
 }
@@ -72,6 +79,9 @@ export interface Platform {
   bridgeUrl?: string;
   routerUrl?: string;
   cdnUrl?: string;
+  /** The edge's address, where this process runs the data plane. */
+  edgeUrl?: string;
+  dataPlane?: DataPlane;
   subgraphUrls: Record<string, string>;
   subgraphs: BuiltSubgraph[];
   stop(): Promise<void>;
@@ -118,12 +128,29 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
   }
 
   const { services, ports, contexts } = buildAreas({ config: cfg, conn, bus, engine, topicPrefix });
+  const runsArea = (name: string) => role.kind === 'all' || (role.kind === 'subgraph' && role.name === name);
+
+  // The data plane runs where the publishing area's workers run (its executor drives the sites);
+  // it is stopped after the engine, so no step is cut by its workloads going away.
+  let dataPlane: DataPlane | undefined;
+  let edgeUrl: string | undefined;
+  if (opts.dataPlane ?? opts.workers ?? runsArea('publisher')) {
+    dataPlane = new DataPlane({
+      edgePort: opts.edgePort ?? cfg.EDGE_PORT,
+      host: cfg.HOST,
+      sitesRoot: path.resolve(projectRoot(), cfg.DATA_DIR, 'sites'),
+      sitesBaseUrl: cfg.SITES_BASE_URL,
+    });
+    edgeUrl = await dataPlane.start();
+    const dp = dataPlane;
+    stops.push(() => dp.stop());
+    ports.provide('dataPlane', dp);
+  }
   await ensureIndexes(conn);
   // Queue depths, outbox backlog and consumer lag, read when /metrics is scraped.
   const removeProbe = addScrapeProbe(platformProbe(conn, bus));
   stops.push(async () => void removeProbe());
 
-  const runsArea = (name: string) => role.kind === 'all' || (role.kind === 'subgraph' && role.name === name);
   const subgraphs = await buildSubgraphs(services, runsArea);
 
   // Each area's executors, consumers and background workers run where its subgraph runs.
@@ -266,7 +293,7 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
     stops.push(() => closeListener(cdn));
   }
 
-  log.info({ bridgeUrl, routerUrl, cdnUrl, subgraphUrls, workers: workerAreas.map((a) => a.name) }, 'platform started');
+  log.info({ bridgeUrl, routerUrl, cdnUrl, edgeUrl, subgraphUrls, workers: workerAreas.map((a) => a.name) }, 'platform started');
   return {
     conn,
     bus,
@@ -277,6 +304,8 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
     bridgeUrl,
     routerUrl,
     cdnUrl,
+    edgeUrl,
+    dataPlane,
     subgraphUrls,
     subgraphs,
     async stop() {
