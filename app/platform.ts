@@ -27,8 +27,11 @@ import { Router } from '../router/server';
 import { addScrapeProbe, collectRuntimeMetrics } from '../core/telemetry/metrics';
 import { platformProbe } from '../core/telemetry/probes';
 import { initTracing } from '../core/telemetry/tracing';
-import { Edge, edgePortFromEnv } from '../dataplane/edge';
-import { Supervisor } from '../dataplane/supervisor';
+import path from 'node:path';
+import { projectRoot } from '../core/paths';
+import { DataPlane } from '../dataplane/plane';
+import type { Edge } from '../dataplane/edge';
+import type { Supervisor } from '../dataplane/supervisor';
 import { BackgroundJoin } from './background-join';
 import { type AreaServices, areaFeeds, areaRoutes, areas, buildAreas, buildSubgraphs, subgraphPort } from './areas';
 
@@ -60,10 +63,12 @@ export interface PlatformOptions {
   cdnPort?: number;
   /** The supergraph to serve (default: the committed schema/supergraph.graphql). */
   supergraphSdl?: string;
+  /** The edge's port (`EDGE_PORT`): 0 picks a free one (tests). */
+  edgePort?: number;
+  /** Run the data plane (edge, supervisor, site host) here (default: where the publishing area's workers run). */
+  dataPlane?: boolean;
   /** Start the local stand-ins of outside systems whose env variable is unset (default: for `all`). */
   standIns?: boolean;
-  /** The data plane's edge port (default `EDGE_PORT`, else 8082; 0 picks a free one, tests). */
-  edgePort?: number;
 }
 
 export interface Platform {
@@ -76,8 +81,9 @@ export interface Platform {
   bridgeUrl?: string;
   routerUrl?: string;
   cdnUrl?: string;
-  /** The data plane's edge, where commerce releases are served (docs/decisions/0130-commerce-runtime.md). */
+  /** The edge's address, where this process runs the data plane. */
   edgeUrl?: string;
+  dataPlane?: DataPlane;
   subgraphUrls: Record<string, string>;
   subgraphs: BuiltSubgraph[];
   stop(): Promise<void>;
@@ -124,32 +130,40 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
   }
 
   const { services, ports, contexts } = buildAreas({ config: cfg, conn, bus, engine, topicPrefix });
+  const runsArea = (name: string) => role.kind === 'all' || (role.kind === 'subgraph' && role.name === name);
+
+  // The data plane runs where the publishing area's workers run (its executor drives the sites);
+  // it is stopped after the engine, so no step is cut by its workloads going away.
+  let dataPlane: DataPlane | undefined;
+  let edgeUrl: string | undefined;
+  if (opts.dataPlane ?? opts.workers ?? runsArea('publisher')) {
+    dataPlane = new DataPlane({
+      edgePort: opts.edgePort ?? cfg.EDGE_PORT,
+      host: cfg.HOST,
+      sitesRoot: path.resolve(projectRoot(), cfg.DATA_DIR, 'sites'),
+      sitesBaseUrl: cfg.SITES_BASE_URL,
+    });
+    edgeUrl = await dataPlane.start();
+    const dp = dataPlane;
+    stops.push(() => dp.stop());
+    ports.provide('dataPlane', dp);
+  }
   await ensureIndexes(conn);
   // Queue depths, outbox backlog and consumer lag, read when /metrics is scraped.
   const removeProbe = addScrapeProbe(platformProbe(conn, bus));
   stops.push(async () => void removeProbe());
 
-  const runsArea = (name: string) => role.kind === 'all' || (role.kind === 'subgraph' && role.name === name);
   const subgraphs = await buildSubgraphs(services, runsArea);
 
   // Each area's executors, consumers and background workers run where its subgraph runs.
   const workerAreas = areas().filter((a) => opts.workers ?? runsArea(a.name));
-  // The data plane (docs/decisions/0120-data-plane.md) runs where commerce releases run: one edge and
-  // one supervisor, shared, before any executor can start a release.
-  let edgeUrl: string | undefined;
+  // Commerce releases run on the same data plane (docs/decisions/0130-commerce-runtime.md), attached
+  // before any executor can start one; its release host closes before the plane stops.
   const commerceServices = (services as Record<string, unknown>).commerce as
     { useDataPlane(p: { edge: Edge; supervisor: Supervisor }): { close(): Promise<void> } } | undefined;
-  if (commerceServices && workerAreas.some((a) => a.name === 'commerce')) {
-    const supervisor = new Supervisor();
-    const edge = new Edge({ port: opts.edgePort ?? edgePortFromEnv(cfg.env) });
-    const edgePort = await edge.listen();
-    edgeUrl = `http://127.0.0.1:${edgePort}`;
-    const host = commerceServices.useDataPlane({ edge, supervisor });
-    stops.push(async () => {
-      await host.close();
-      await supervisor.removeAll();
-      await edge.close();
-    });
+  if (dataPlane && commerceServices && workerAreas.some((a) => a.name === 'commerce')) {
+    const releases = commerceServices.useDataPlane({ edge: dataPlane.edge, supervisor: dataPlane.supervisor });
+    stops.push(() => releases.close());
   }
   for (const area of workerAreas) {
     const own = (services as Record<string, unknown>)[area.name];
@@ -289,7 +303,7 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
     stops.push(() => closeListener(cdn));
   }
 
-  log.info({ bridgeUrl, routerUrl, cdnUrl, subgraphUrls, workers: workerAreas.map((a) => a.name) }, 'platform started');
+  log.info({ bridgeUrl, routerUrl, cdnUrl, edgeUrl, subgraphUrls, workers: workerAreas.map((a) => a.name) }, 'platform started');
   return {
     conn,
     bus,
@@ -301,6 +315,7 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
     routerUrl,
     cdnUrl,
     edgeUrl,
+    dataPlane,
     subgraphUrls,
     subgraphs,
     async stop() {

@@ -204,10 +204,8 @@ export class RuntimeCache {
         report('waiting_for_lock', `another install of ${spec.name}@${spec.version} is under way; waiting for it`);
       }
       await new Promise((r) => setTimeout(r, this.lockPollMs));
-      if (await this.installed(spec)) {
-        // The holder finished; its lock is about to go. Taking it costs nothing more than a check.
-        continue;
-      }
+      // The holder finished: nothing to lock for (the caller finds the install).
+      if (await this.installed(spec)) return async () => undefined;
     }
     const refresh = setInterval(() => {
       const now = new Date();

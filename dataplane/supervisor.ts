@@ -104,6 +104,15 @@ export function rssOf(pid: number): number | null {
   }
 }
 
+/**
+ * Workloads never outlive the platform process that supervises them: an exit without `shutdown`
+ * (a crash, a test runner's forced exit) would otherwise leave them running and holding their ports.
+ */
+const LIVE = new Set<Supervisor>();
+process.once('exit', () => {
+  for (const s of LIVE) s.killAll();
+});
+
 export class Supervisor extends EventEmitter {
   private readonly workloads = new Map<string, Workload>();
   private readonly reservedPorts = new Set<number>();
@@ -120,6 +129,18 @@ export class Supervisor extends EventEmitter {
       logLines: opts.logLines ?? 200,
       nodePath: opts.nodePath ?? process.execPath,
     };
+    LIVE.add(this);
+  }
+
+  /** Kills every child at once (the platform process is exiting). */
+  killAll(): void {
+    for (const w of this.workloads.values()) w.child?.kill('SIGKILL');
+  }
+
+  /** Stops every workload; the supervisor is done. */
+  async shutdown(): Promise<void> {
+    await this.removeAll();
+    LIVE.delete(this);
   }
 
   /** Registers a workload and reserves its port; it stays `stopped` until `start`. */

@@ -21,6 +21,12 @@ const GHOST = {
   version: '5.130.5',
   integrity: 'sha512-s1jsT18VMeBwgfdFuNRwAbM1TPYz/9ZXATjdPUJ5dVPVY9TbatWMC0TGS5fdFyFn5Q/opacxsrMtpUl7HLrrfQ==',
 };
+/** Its successor: the upgrade edge of the catalog this data plane is meant to serve. */
+const GHOST_NEXT = {
+  name: 'ghost',
+  version: '5.130.6',
+  integrity: 'sha512-CAWqPKt+7ws+/1NrVmvuiWiDZDEtutiu7niVMTku9uM29MjfNFFUVKM3giQBpZGZrUORXkWiXSlqbry4QGVrBw==',
+};
 
 /** A request to the edge as `host` (`*.sites.localhost` resolves in browsers and curl, not in Node's resolver). */
 function viaEdge(
@@ -78,6 +84,18 @@ describe('a real Ghost site from the runtime cache, through the edge', () => {
     rmSync(sitesRoot, { recursive: true, force: true });
   }, 60_000);
 
+  /** @tryghost/admin-api's requests, sent to the edge with the site's Host. */
+  const makeRequest = async ({ url: u, method, data, params, headers }: any) => {
+    const target = new URL(u);
+    for (const [k, v] of Object.entries(params ?? {})) target.searchParams.set(k, String(v));
+    const r = await viaEdge(edge.port, host, method.toUpperCase(), target.pathname + target.search, {
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: data ? JSON.stringify(data) : undefined,
+    });
+    if (r.status >= 400) throw new Error(`${r.status} ${r.body.slice(0, 200)}`);
+    return JSON.parse(r.body);
+  };
+
   it('serves the home page through the edge with the release as its generator', async () => {
     expect(figures.version).toBe('5.130');
     const home = await viaEdge(edge.port, host, 'GET', '/');
@@ -98,16 +116,6 @@ describe('a real Ghost site from the runtime cache, through the edge', () => {
     expect(claim.status).toBe(403);
 
     // The key works with the official client (requests go to the edge with the site's Host).
-    const makeRequest = async ({ url: u, method, data, params, headers }: any) => {
-      const target = new URL(u);
-      for (const [k, v] of Object.entries(params ?? {})) target.searchParams.set(k, String(v));
-      const r = await viaEdge(edge.port, host, method.toUpperCase(), target.pathname + target.search, {
-        headers: { ...headers, 'content-type': 'application/json' },
-        body: data ? JSON.stringify(data) : undefined,
-      });
-      if (r.status >= 400) throw new Error(`${r.status} ${r.body.slice(0, 200)}`);
-      return JSON.parse(r.body);
-    };
     const api = new GhostAdminAPI({ url: `http://${host}`, key: access.adminApiKey, version: 'v5.0', makeRequest });
     const post = await api.posts.add({ title: 'Hello from the platform', status: 'published' });
     expect(post.id).toBeTruthy();
@@ -131,6 +139,22 @@ describe('a real Ghost site from the runtime cache, through the edge', () => {
     expect(home.status).toBe(200);
     expect(home.body).toContain('Hello from the platform');
     expect(await runner.isOpenForSetup(id, url)).toBe(false);
+  });
+
+  it('moves the site to the successor release: the database is migrated, the post is kept, the full version is the new one', async () => {
+    const api = new GhostAdminAPI({ url: `http://${host}`, key: access.adminApiKey, version: 'v5.0', makeRequest });
+    expect((await api.config.read()).version).toBe('5.130.5');
+    await sites.pullRuntime(GHOST_NEXT);
+    const t = Date.now();
+    await sites.stop(id);
+    const moved = await sites.start({ siteId: id, runtime: GHOST_NEXT, url, hosts: [host], memoryMb: 512 });
+    figures.upgradeMs = Date.now() - t;
+    expect(moved.version).toBe('5.130');
+    expect((await api.config.read()).version).toBe('5.130.6');
+    const home = await viaEdge(edge.port, host, 'GET', '/');
+    expect(home.status).toBe(200);
+    expect(home.body).toContain('Hello from the platform');
+    expect(sites.metadata(id).state).toBe('running');
   });
 
   it("keeps two sites apart, and releases a removed site's port, routes and files", async () => {

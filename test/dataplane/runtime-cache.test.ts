@@ -122,8 +122,9 @@ describe('data plane runtime cache', () => {
       nodeAbi: process.versions.modules,
     };
     writeFileSync(path.join(dir, '.platform-runtime.json'), JSON.stringify(marker));
-    rmSync(cache.lockPath('tinyrt', '1.0.0'), { recursive: true });
+    // Its install is complete: the waiter need not wait for the lock to go.
     const got = await waiting;
+    rmSync(cache.lockPath('tinyrt', '1.0.0'), { recursive: true });
     expect(got.dir).toBe(dir);
     expect(phases).toEqual(['waiting_for_lock', 'cached']);
     expect(npmCalls('pack')).toBe(0);

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { Supervisor, type WorkloadStatus } from '../../dataplane/supervisor';
 
@@ -149,5 +150,24 @@ describe('data plane supervisor', () => {
     await expect(get(port)).rejects.toThrow();
     const g = await sup.add({ id: 'g', script: 'tiny-server.js', cwd: FIXTURES, port });
     expect(g.port).toBe(port);
+  });
+
+  it('kills its workloads when the platform process exits without stopping them', async () => {
+    // Runs the compiled supervisor (`npm run build` first), as the platform process does.
+    const pid = Number(
+      execFileSync(process.execPath, [path.join(FIXTURES, 'exiting-supervisor.js')])
+        .toString()
+        .trim(),
+    );
+    expect(pid).toBeGreaterThan(0);
+    const alive = () => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    await until(alive, (a) => !a, 5_000);
   });
 });
