@@ -54,7 +54,7 @@ export class ArtifactStore {
     return this.put(stdout);
   }
 
-  /** Stores archive bytes under their SHA-256 (kept when already there). */
+  /** Stores archive bytes under their SHA-256 (kept when already there); bytes that are not a tar archive are refused. */
   async put(bytes: Buffer): Promise<{ sha256: string; bytes: number; stored: boolean }> {
     if (bytes.length > MAX_ARTIFACT_BYTES) throw invalidConfiguration('the bundle is larger than 64 MiB');
     const sha256 = createHash('sha256').update(bytes).digest('hex');
@@ -63,6 +63,16 @@ export class ArtifactStore {
     await mkdir(this.root, { recursive: true });
     const staging = `${target}.${process.pid}.${Date.now()}.staging`;
     await writeFile(staging, bytes);
+    try {
+      const { stdout } = await run('tar', ['-tf', staging], { maxBuffer: 16 * 1024 * 1024 });
+      const names = stdout.split('\n').filter(Boolean);
+      if (names.length === 0 || names.some((n) => n.startsWith('/') || n.split('/').includes('..'))) throw new Error('unsafe');
+    } catch {
+      await rm(staging, { force: true });
+      throw invalidConfiguration('the artifact must be a tar archive of the bundle directory (relative paths only)', {
+        field: 'artifact',
+      });
+    }
     await rename(staging, target);
     return { sha256, bytes: bytes.length, stored: true };
   }

@@ -247,6 +247,14 @@ export class CommerceService {
     return { release: r, artifact };
   }
 
+  /** `PUT …/commerce/artifacts`: a bundle archive uploaded by a writer of the project, stored by content address. */
+  async uploadArtifact(authorization: string | undefined, projectId: string, bytes: Buffer) {
+    const m = /^Bearer\s+(\S+)$/i.exec(authorization ?? '');
+    const principal = m ? await this.d.ports.get('authenticator').authenticate(m[1]) : null;
+    await this.access.check(principal, projectId, true);
+    return this.artifacts.put(bytes);
+  }
+
   /** A release of an artifact already in the store (the GraphQL mutation and its REST route). */
   async createRelease(p: Principal | null, projectId: string, environment: string, artifact: string) {
     await this.access.check(p, projectId, true);

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import http from 'node:http';
 import path from 'node:path';
 import { productionHost, releaseHost } from '../../dataplane/releases';
@@ -91,13 +92,26 @@ describe('commerce releases on the data plane', () => {
     const again = await commerce(t).artifacts.pack(path.join(FIXTURES, 'storefront'));
     expect(again).toMatchObject({ sha256: first.artifact, stored: false });
 
-    // The same artifact released over REST (the route records it in docs/spec-decisions.md).
+    // A bundle uploaded over HTTP, then released over REST (both recorded in docs/spec-decisions.md).
+    const tar = execFileSync('tar', ['-cf', '-', '-C', path.join(FIXTURES, 'storefront'), '.']);
+    const upload = (body: Buffer, key: string | null) =>
+      fetch(`${t.platform.bridgeUrl}${B}/artifacts`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/x-tar', ...(key ? { authorization: `Bearer ${key}` } : {}) },
+        body,
+      });
+    expect((await upload(tar, null)).status).toBe(401);
+    expect((await upload(Buffer.from('not a tar archive'), tn.key)).status).toBe(422);
+    const up = await upload(tar, tn.key);
+    expect(up.status).toBe(201);
+    const artifact = ((await up.json()) as { data: { artifact: string } }).data.artifact;
+    expect((await upload(tar, tn.key)).status).toBe(200);
     const created = await t.rest('POST', `${B}/releases`, {
       key: tn.key,
-      body: { environment: 'preview', artifact: first.artifact },
+      body: { environment: 'preview', artifact },
     });
     expect(created.status).toBe(202);
-    expect(created.body.data).toMatchObject({ artifact: first.artifact, environment: 'preview' });
+    expect(created.body.data).toMatchObject({ artifact, environment: 'preview' });
     expect(created.body.data.url).toBe(`http://${created.body.data.id}.releases.localhost:${edgePort}/`);
     expect((await waitRelease(t, tn.key, tn.projectId, created.body.data.id, 60_000)).status).toBe('healthy');
     const unknown = await t.rest('POST', `${B}/releases`, {
