@@ -64,14 +64,19 @@ export class ArtifactStore {
     const staging = `${target}.${process.pid}.${Date.now()}.staging`;
     await writeFile(staging, bytes);
     try {
-      const { stdout } = await run('tar', ['-tf', staging], { maxBuffer: 16 * 1024 * 1024 });
-      const names = stdout.split('\n').filter(Boolean);
-      if (names.length === 0 || names.some((n) => n.startsWith('/') || n.split('/').includes('..'))) throw new Error('unsafe');
+      const names = (await run('tar', ['-tf', staging], { maxBuffer: 16 * 1024 * 1024 })).stdout.split('\n').filter(Boolean);
+      // Only regular files and directories: a link could point the unpacking outside the release.
+      const kinds = (await run('tar', ['-tvf', staging], { maxBuffer: 16 * 1024 * 1024 })).stdout.split('\n').filter(Boolean);
+      const unsafe = (n: string) => n.startsWith('/') || n.split('/').includes('..');
+      if (names.length === 0 || names.some(unsafe) || kinds.some((l) => !['-', 'd'].includes(l[0]))) throw new Error('unsafe');
     } catch {
       await rm(staging, { force: true });
-      throw invalidConfiguration('the artifact must be a tar archive of the bundle directory (relative paths only)', {
-        field: 'artifact',
-      });
+      throw invalidConfiguration(
+        'the artifact must be a tar archive of the bundle directory (files and directories, relative paths only)',
+        {
+          field: 'artifact',
+        },
+      );
     }
     await rename(staging, target);
     return { sha256, bytes: bytes.length, stored: true };

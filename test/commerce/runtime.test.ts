@@ -1,5 +1,8 @@
 import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { cpSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { productionHost, releaseHost } from '../../dataplane/releases';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
@@ -93,7 +96,12 @@ describe('commerce releases on the data plane', () => {
     expect(again).toMatchObject({ sha256: first.artifact, stored: false });
 
     // A bundle uploaded over HTTP, then released over REST (both recorded in docs/spec-decisions.md).
-    const tar = execFileSync('tar', ['-cf', '-', '-C', path.join(FIXTURES, 'storefront'), '.']);
+    // A build of its own (the artifact store outlives test runs): the fixture plus a build id.
+    const build = mkdtempSync(path.join(tmpdir(), 'bundle-'));
+    cpSync(path.join(FIXTURES, 'storefront'), build, { recursive: true });
+    writeFileSync(path.join(build, 'build-id.txt'), randomUUID());
+    const tar = execFileSync('tar', ['-cf', '-', '-C', build, '.']);
+    rmSync(build, { recursive: true, force: true });
     const upload = (body: Buffer, key: string | null) =>
       fetch(`${t.platform.bridgeUrl}${B}/artifacts`, {
         method: 'PUT',
@@ -102,6 +110,10 @@ describe('commerce releases on the data plane', () => {
       });
     expect((await upload(tar, null)).status).toBe(401);
     expect((await upload(Buffer.from('not a tar archive'), tn.key)).status).toBe(422);
+    const linkDir = mkdtempSync(path.join(tmpdir(), 'bundle-link-'));
+    symlinkSync('/etc', path.join(linkDir, 'escape'));
+    expect((await upload(execFileSync('tar', ['-cf', '-', '-C', linkDir, '.']), tn.key)).status).toBe(422);
+    rmSync(linkDir, { recursive: true, force: true });
     const up = await upload(tar, tn.key);
     expect(up.status).toBe(201);
     const artifact = ((await up.json()) as { data: { artifact: string } }).data.artifact;
