@@ -69,6 +69,8 @@ export interface ReleaseDoc {
   artifact?: string | null;
   /** The environment as it was when the release was created (sealed secrets stay sealed). */
   environmentPin?: EnvironmentPin | null;
+  /** The bundle release the project's production address points at (started again when the platform starts). */
+  live?: boolean;
 }
 
 export interface WebhookObservationDoc {
@@ -156,10 +158,13 @@ const releaseSchema = new mongoose.Schema<ReleaseDoc>(
     finishedAt: { type: Date, default: null },
     artifact: { type: String, default: null },
     environmentPin: { type: Mixed, default: null },
+    live: { type: Boolean, default: false },
   },
   { ...base, collection: 'commerce_releases' },
 );
 releaseSchema.index({ projectId: 1, createdAt: -1 });
+// The platform's start finds the live release of each project.
+releaseSchema.index({ live: 1 });
 
 const webhookSchema = new mongoose.Schema<WebhookObservationDoc>(
   {

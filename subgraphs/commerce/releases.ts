@@ -274,7 +274,52 @@ export class Releases {
       host.markHealthy(r._id);
     }
     host.promote(connection._id, r._id);
+    await this.markLive(connection._id, r._id);
     return r;
+  }
+
+  /** Records which release serves the project's production address (one per project). */
+  private async markLive(projectId: string, releaseId: string): Promise<void> {
+    await this.d.models.Release.updateOne({ _id: releaseId }, { $set: { live: true } });
+    await this.d.models.Release.updateMany({ projectId, live: true, _id: { $ne: releaseId } }, { $set: { live: false } });
+  }
+
+  /**
+   * When the data plane starts: each project's live bundle release is started again and its
+   * production address routed to it once it answers (a release that does not is left `failed`).
+   */
+  async restoreLive(): Promise<{ restored: string[]; failed: string[] }> {
+    const host = this.requireHost();
+    const restored: string[] = [];
+    const failed: string[] = [];
+    const live = await this.d.models.Release.find({ live: true, artifact: { $ne: null } }).lean();
+    for (const r of live) {
+      const connection = await this.d.models.Connection.findById(r.projectId).lean();
+      if (!connection || host.running(r._id)) continue;
+      const gate = await this.startOnHost(host, connection, r).catch((e: Error) => ({
+        healthy: false as const,
+        last: e.message,
+      }));
+      if (gate.healthy) {
+        if (r.status === 'healthy') host.markHealthy(r._id);
+        host.promote(r.projectId, r._id);
+        restored.push(r._id);
+      } else {
+        failed.push(r._id);
+        await this.d.models.Release.updateOne(
+          { _id: r._id, operationId: r.operationId },
+          {
+            $set: {
+              status: 'failed',
+              errorCode: 'COMMERCE_FAILED_HEALTH_GATE',
+              errorMessage: `the live release did not answer when the platform started (${gate.last})`,
+              updatedAt: new Date(),
+            },
+          },
+        );
+      }
+    }
+    return { restored, failed };
   }
 
   private requireHost(): ReleaseHost {
@@ -427,7 +472,10 @@ export class Releases {
       const g = await this.startOnHost(host, connection, r);
       if (g.healthy) {
         host.markHealthy(releaseId);
-        if (r.environment === 'production' || host.productionOf(r.projectId) === releaseId) host.promote(r.projectId, releaseId);
+        if (r.environment === 'production' || host.productionOf(r.projectId) === releaseId) {
+          host.promote(r.projectId, releaseId);
+          await this.markLive(r.projectId, releaseId);
+        }
       }
       return g.healthy ? { healthy: true, ms: g.ms, last: null } : { healthy: false, ms: g.ms, last: g.last };
     });

@@ -151,6 +151,8 @@ export class CommerceService {
         ).catch(() => undefined);
       },
     });
+    // Production addresses come back in the background: the platform does not wait for releases to boot.
+    void this.releases.restoreLive().catch(() => undefined);
     return this.host;
   }
 

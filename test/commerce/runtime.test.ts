@@ -244,5 +244,25 @@ describe('commerce releases on the data plane', () => {
       return r?.status === 'degraded' ? r : null;
     });
     expect(degraded.status).toBe('degraded');
+
+    // Another platform process on the same database (as after a restart) starts the live release
+    // again and serves the production address on its own edge.
+    const t2 = await startTestPlatform({ COMMERCE_HEALTH_GATE_MS: '8000' }, { shareWith: t });
+    try {
+      const port2 = Number(new URL(t2.platform.edgeUrl!).port);
+      const host2 = commerce(t2).host!;
+      await until('the live release on the second platform', async () => host2.productionOf(tn.projectId) === b, 30_000);
+      const page = await new Promise<number>((resolve, reject) => {
+        http
+          .get({ host: '127.0.0.1', port: port2, path: '/', headers: { host: productionHost(tn.projectId) } }, (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          })
+          .on('error', reject);
+      });
+      expect(page).toBe(200);
+    } finally {
+      await t2.stop();
+    }
   });
 });
