@@ -29,6 +29,11 @@ import { Router } from '../router/server';
 import { addScrapeProbe, collectRuntimeMetrics } from '../core/telemetry/metrics';
 import { platformProbe } from '../core/telemetry/probes';
 import { initTracing } from '../core/telemetry/tracing';
+import path from 'node:path';
+import { projectRoot } from '../core/paths';
+import { DataPlane } from '../dataplane/plane';
+import type { Edge } from '../dataplane/edge';
+import type { Supervisor } from '../dataplane/supervisor';
 import { BackgroundJoin } from './background-join';
 import { type AreaServices, areaFeeds, areaRoutes, areas, buildAreas, buildSubgraphs, subgraphPort } from './areas';
 
@@ -60,6 +65,10 @@ export interface PlatformOptions {
   cdnPort?: number;
   /** The supergraph to serve (default: the committed schema/supergraph.graphql). */
   supergraphSdl?: string;
+  /** The edge's port (`EDGE_PORT`): 0 picks a free one (tests). */
+  edgePort?: number;
+  /** Run the data plane (edge, supervisor, site host) here (default: where the publishing area's workers run). */
+  dataPlane?: boolean;
   /** Start the local stand-ins of outside systems whose env variable is unset (default: for `all`). */
   standIns?: boolean;
 }
@@ -74,6 +83,9 @@ export interface Platform {
   bridgeUrl?: string;
   routerUrl?: string;
   cdnUrl?: string;
+  /** The edge's address, where this process runs the data plane. */
+  edgeUrl?: string;
+  dataPlane?: DataPlane;
   subgraphUrls: Record<string, string>;
   subgraphs: BuiltSubgraph[];
   stop(): Promise<void>;
@@ -120,16 +132,41 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
   }
 
   const { services, ports, contexts } = buildAreas({ config: cfg, conn, bus, engine, topicPrefix });
+  const runsArea = (name: string) => role.kind === 'all' || (role.kind === 'subgraph' && role.name === name);
+
+  // The data plane runs where the publishing area's workers run (its executor drives the sites);
+  // it is stopped after the engine, so no step is cut by its workloads going away.
+  let dataPlane: DataPlane | undefined;
+  let edgeUrl: string | undefined;
+  if (opts.dataPlane ?? opts.workers ?? runsArea('publisher')) {
+    dataPlane = new DataPlane({
+      edgePort: opts.edgePort ?? cfg.EDGE_PORT,
+      host: cfg.HOST,
+      sitesRoot: path.resolve(projectRoot(), cfg.DATA_DIR, 'sites'),
+      sitesBaseUrl: cfg.SITES_BASE_URL,
+    });
+    edgeUrl = await dataPlane.start();
+    const dp = dataPlane;
+    stops.push(() => dp.stop());
+    ports.provide('dataPlane', dp);
+  }
   await ensureIndexes(conn);
   // Queue depths, outbox backlog and consumer lag, read when /metrics is scraped.
   const removeProbe = addScrapeProbe(platformProbe(conn, bus));
   stops.push(async () => void removeProbe());
 
-  const runsArea = (name: string) => role.kind === 'all' || (role.kind === 'subgraph' && role.name === name);
   const subgraphs = await buildSubgraphs(services, runsArea);
 
   // Each area's executors, consumers and background workers run where its subgraph runs.
   const workerAreas = areas().filter((a) => opts.workers ?? runsArea(a.name));
+  // Commerce releases run on the same data plane (docs/decisions/0130-commerce-runtime.md), attached
+  // before any executor can start one; its release host closes before the plane stops.
+  const commerceServices = (services as Record<string, unknown>).commerce as
+    { useDataPlane(p: { edge: Edge; supervisor: Supervisor }): { close(): Promise<void> } } | undefined;
+  if (dataPlane && commerceServices && workerAreas.some((a) => a.name === 'commerce')) {
+    const releases = commerceServices.useDataPlane({ edge: dataPlane.edge, supervisor: dataPlane.supervisor });
+    stops.push(() => releases.close());
+  }
   for (const area of workerAreas) {
     const own = (services as Record<string, unknown>)[area.name];
     for (const [type, executor] of Object.entries(area.executors?.(own) ?? {})) engine.register(type, executor);
@@ -271,7 +308,7 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
     stops.push(() => closeListener(cdn));
   }
 
-  log.info({ bridgeUrl, routerUrl, cdnUrl, subgraphUrls, workers: workerAreas.map((a) => a.name) }, 'platform started');
+  log.info({ bridgeUrl, routerUrl, cdnUrl, edgeUrl, subgraphUrls, workers: workerAreas.map((a) => a.name) }, 'platform started');
   return {
     conn,
     bus,
@@ -282,6 +319,8 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
     bridgeUrl,
     routerUrl,
     cdnUrl,
+    edgeUrl,
+    dataPlane,
     subgraphUrls,
     subgraphs,
     async stop() {

@@ -22,6 +22,16 @@ const schema = z.object({
   BRIDGE_PORT: z.coerce.number().int().default(8080),
   ROUTER_PORT: z.coerce.number().int().default(4000),
   CDN_PORT: z.coerce.number().int().default(8081),
+  /** The edge: the listener that serves hosted sites by `Host` (dataplane/edge.ts). */
+  EDGE_PORT: z.coerce.number().int().min(0).max(65535).default(8082),
+  /**
+   * A hosted site's public address with `{slug}`, e.g. `https://{slug}.sites.example.com/`. Unset:
+   * `http://{slug}.sites.localhost:<EDGE_PORT>/` (the port the edge listens on).
+   */
+  SITES_BASE_URL: z
+    .string()
+    .refine((v) => v.includes('{slug}'), 'must contain {slug}')
+    .optional(),
   /** First port of the subgraphs; each subgraph takes the next one in a fixed order. */
   SUBGRAPH_BASE_PORT: z.coerce.number().int().default(4101),
   /** Public addresses used when building URLs that users follow. */

@@ -39,11 +39,34 @@ export const commerceCli: CliCommand<CommerceService>[] = [
   },
   {
     words: ['commerce', 'deploy'],
-    usage: '--project ID --environment development|production|preview [--health healthy|failing|degraded]',
-    options: { project: { type: 'string' }, environment: { type: 'string' }, health: { type: 'string' } },
+    usage: '--project ID --environment development|production|preview (--bundle DIR | --health healthy|failing|degraded)',
+    options: {
+      project: { type: 'string' },
+      environment: { type: 'string' },
+      health: { type: 'string' },
+      bundle: { type: 'string' },
+    },
     required: ['project', 'environment'],
     run: async ({ values, services }) => {
       const usage = '--project ID --environment development|production|preview';
+      if (values.bundle !== undefined) {
+        if (values.health !== undefined) throw new CliUsageError('--bundle and --health do not go together.');
+        const dir = str(values, 'bundle', '--bundle DIR');
+        const { release: r, artifact } = await services.deployBundle(
+          str(values, 'project', usage),
+          str(values, 'environment', usage),
+          dir,
+        );
+        return {
+          release_id: r._id,
+          url: services.releases.url(r),
+          ...(r.previewId ? { preview_id: r.previewId } : {}),
+          environment: r.environment,
+          status: r.status,
+          artifact: artifact.sha256,
+          operation_id: r.operationId,
+        };
+      }
       const health = (values.health as string | undefined) ?? 'healthy';
       if (!DEPLOYMENT_HEALTH.includes(health as never)) {
         throw new CliUsageError(`--health must be one of ${DEPLOYMENT_HEALTH.join(', ')}.`);

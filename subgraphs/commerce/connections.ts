@@ -75,7 +75,7 @@ export interface ConnectionDeps {
  */
 
 /** The record a sealed environment secret belongs to (its AAD). */
-const secretAad = (environmentId: string, field: string) => `commerce_environments:${environmentId}:${field}`;
+export const secretAad = (environmentId: string, field: string) => `commerce_environments:${environmentId}:${field}`;
 
 export class Connections {
   constructor(private readonly d: ConnectionDeps) {}

@@ -4,6 +4,8 @@ import '../../core/activity-scopes';
 import { defineArea } from '../../core/area';
 import { commerceCli } from './cli';
 import type { CommerceCode } from './errors';
+import { isPlatformError } from '../../core/errors';
+import { MAX_ARTIFACT_BYTES } from './artifacts';
 import { COMMERCE_BODY_LIMIT } from './limits';
 import { COMMERCE_OPERATION_TYPES } from './operation-view';
 import { CommerceResolver } from './resolvers';
@@ -25,6 +27,8 @@ export const commerceConfig = z.object({
   COMMERCE_STANDIN_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   /** Simulated infrastructure delay of a release step and between health probes, in milliseconds. */
   SIMULATED_STEP_DELAY_MS: z.coerce.number().int().min(0).default(600),
+  /** How long a bundle release has to answer `GET /` 2xx through the edge (contract: 60 s; tests shorten it). */
+  COMMERCE_HEALTH_GATE_MS: z.coerce.number().int().min(1000).max(600_000).default(60_000),
 });
 
 /** A commerce error answer of the receiver (spec 1.5, commerce envelope). */
@@ -37,9 +41,44 @@ const failure = (reply: FastifyReply, status: number, code: CommerceCode, messag
     data: null,
     error: { code, message, details: {} },
   });
+/**
+ * Artifact upload (docs/spec-decisions.md, commerce releases): `PUT …/commerce/artifacts` with the
+ * bundle's tar archive as the body (at most 64 MiB); answers its SHA-256, which
+ * `POST …/commerce/releases` takes. Raw bytes, so it sits on the bridge beside the webhook receiver.
+ */
+function artifactUpload(app: FastifyInstance, services: CommerceService): void {
+  void app.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: MAX_ARTIFACT_BYTES }, (_req, body, done) => done(null, body));
+    scope.put<{ Params: { projectID: string } }>('/api/v1/projects/:projectID/commerce/artifacts', async (req, reply) => {
+      try {
+        const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+        const a = await services.uploadArtifact(req.headers.authorization, req.params.projectID, raw);
+        return reply.status(a.stored ? 201 : 200).send({
+          success: true,
+          status: 'success',
+          status_code: a.stored ? 201 : 200,
+          message: a.stored ? 'Created' : 'OK',
+          data: { artifact: a.sha256, bytes: a.bytes, stored: a.stored },
+        });
+      } catch (e) {
+        if (!isPlatformError(e)) throw e;
+        return reply.status(e.status).send({
+          success: false,
+          status: 'error',
+          status_code: e.status,
+          message: e.message,
+          data: null,
+          error: { code: e.code, message: e.message, details: e.details },
+        });
+      }
+    });
+  });
+}
 
 /** The inbound webhook receiver: raw bytes, verified before anything is parsed. */
 function webhookReceiver(app: FastifyInstance, services: CommerceService): void {
+  artifactUpload(app, services);
   const host = (address: string) => (address === '0.0.0.0' || address === '::' ? '127.0.0.1' : address);
   services.bridgeAddress = () => {
     const a = app.server.address();

@@ -1,6 +1,7 @@
 import mongoose, { type Connection, type Model } from 'mongoose';
 import { model } from '../../core/mongo';
 import type { ConnectionKind, EnvironmentName, ReleaseStatus } from './limits';
+import type { EnvironmentPin } from './runtime';
 
 /** One connection per project: `_id` is the project id, so every read is an exact key lookup. */
 export interface ConnectionDoc {
@@ -64,6 +65,12 @@ export interface ReleaseDoc {
   createdAt: Date;
   updatedAt: Date;
   finishedAt: Date | null;
+  /** A release deployed from a bundle: its artifact's SHA-256 (docs/decisions/0130-commerce-runtime.md). */
+  artifact?: string | null;
+  /** The environment as it was when the release was created (sealed secrets stay sealed). */
+  environmentPin?: EnvironmentPin | null;
+  /** The bundle release the project's production address points at (started again when the platform starts). */
+  live?: boolean;
 }
 
 export interface WebhookObservationDoc {
@@ -149,10 +156,15 @@ const releaseSchema = new mongoose.Schema<ReleaseDoc>(
     createdAt: Date,
     updatedAt: Date,
     finishedAt: { type: Date, default: null },
+    artifact: { type: String, default: null },
+    environmentPin: { type: Mixed, default: null },
+    live: { type: Boolean, default: false },
   },
   { ...base, collection: 'commerce_releases' },
 );
 releaseSchema.index({ projectId: 1, createdAt: -1 });
+// The platform's start finds the live release of each project.
+releaseSchema.index({ live: 1 });
 
 const webhookSchema = new mongoose.Schema<WebhookObservationDoc>(
   {

@@ -2,7 +2,12 @@ import { decodeCursor, encodeCursor } from '../../core/cursors';
 import { isUuid, newId } from '../../core/ids';
 import type { OperationContext, OperationEngine } from '../../core/operations/engine';
 import { sleep } from '../../core/sleep';
+import path from 'node:path';
+import { type ReleaseHost, releaseHost } from '../../dataplane/releases';
+import { bundleKind } from '../../dataplane/workerd';
+import type { ArtifactStore } from './artifacts';
 import { commerceError, commerceNotFound, invalidConfiguration } from './errors';
+import { pinEnvironment, processEnv } from './runtime';
 
 /** A cursor this listing did not issue is a 422, like any other malformed input here. */
 export function readCursor<T extends Record<string, unknown>>(cursor: string, binding: string): T {
@@ -69,6 +74,8 @@ export interface ReleaseView {
   createdAt: Date;
   updatedAt: Date;
   finishedAt: Date | null;
+  url: string | null;
+  artifact: string | null;
 }
 
 export interface Deployer {
@@ -81,6 +88,12 @@ export interface ReleaseDeps {
   engine: OperationEngine;
   deployer: Deployer;
   stepDelayMs(): number;
+  /** Where bundles are stored by content address. */
+  artifacts: ArtifactStore;
+  /** The data plane's release host, when this process runs the edge and the supervisor. */
+  host(): ReleaseHost | null;
+  /** The public address of a host name on the edge. */
+  edgeUrl(host: string): string;
 }
 
 const TERMINAL = new Set<ReleaseStatus>(['healthy', 'failed', 'degraded', 'cancelled']);
@@ -109,9 +122,44 @@ export class Releases {
     });
   }
 
+  /**
+   * A release of a stored bundle (docs/decisions/0130-commerce-runtime.md): it pins the environment
+   * as it is now and runs for real on the data plane, behind its own address on the edge.
+   */
+  async deployArtifact(connection: ConnectionDoc, environment: string, artifact: string): Promise<ReleaseDoc> {
+    if (!ENVIRONMENTS.includes(environment as EnvironmentName)) {
+      throw invalidConfiguration(`environment must be one of ${ENVIRONMENTS.join(', ')}`, { field: 'environment' });
+    }
+    if (connection.kind === 'app' && environment === 'preview') {
+      throw invalidConfiguration('preview is an environment of storefronts only', { field: 'environment' });
+    }
+    if (!(await this.d.artifacts.has(artifact))) throw commerceNotFound('artifact');
+    const env = await this.d.models.Environment.findById(`${connection._id}:${environment}`).lean();
+    const id = newId();
+    return this.create(connection, {
+      id,
+      environment: environment as EnvironmentName,
+      healthUrl: this.d.edgeUrl(releaseHost(id)),
+      deploymentId: artifact,
+      previewId: environment === 'preview' ? id : null,
+      sourcePreviewId: null,
+      artifact,
+      environmentPin: pinEnvironment(env),
+    });
+  }
+
+  /** The public address of a release. */
+  url(r: ReleaseDoc): string {
+    return r.artifact ? this.d.edgeUrl(releaseHost(r._id)) : r.healthUrl;
+  }
+
   private async create(
     connection: ConnectionDoc,
-    r: Pick<ReleaseDoc, 'environment' | 'healthUrl' | 'deploymentId' | 'previewId' | 'sourcePreviewId'> & { id: string },
+    r: Pick<ReleaseDoc, 'environment' | 'healthUrl' | 'deploymentId' | 'previewId' | 'sourcePreviewId'> & {
+      id: string;
+      artifact?: string;
+      environmentPin?: ReleaseDoc['environmentPin'];
+    },
   ): Promise<ReleaseDoc> {
     const now = new Date();
     const doc: ReleaseDoc = {
@@ -131,6 +179,8 @@ export class Releases {
       createdAt: now,
       updatedAt: now,
       finishedAt: null,
+      artifact: r.artifact ?? null,
+      environmentPin: r.environmentPin ?? null,
     };
     await this.d.models.Release.create(doc);
     await this.enqueue(doc);
@@ -186,7 +236,10 @@ export class Releases {
       throw commerceError('COMMERCE_CONFIG_MISMATCH', 'promotions apply to storefront connections only');
     }
     const preview = await this.d.models.Release.findById(previewId).lean();
-    if (!preview || preview.projectId !== connection._id || preview.previewId !== previewId) throw commerceNotFound('preview');
+    // A bundle release of any environment may be promoted (a rollback promotes an earlier one).
+    if (!preview || preview.projectId !== connection._id || (preview.previewId !== previewId && !preview.artifact)) {
+      throw commerceNotFound('preview');
+    }
     if (preview.status !== 'healthy') {
       throw commerceError(
         'COMMERCE_FAILED_HEALTH_GATE',
@@ -197,6 +250,7 @@ export class Releases {
         },
       );
     }
+    if (preview.artifact) return this.switchProduction(connection, preview);
     return this.create(connection, {
       id: newId(),
       environment: 'production',
@@ -204,6 +258,95 @@ export class Releases {
       deploymentId: preview.deploymentId,
       previewId: null,
       sourcePreviewId: previewId,
+    });
+  }
+
+  /** Points the production address at a healthy bundle release (started again first when it was stopped). */
+  private async switchProduction(connection: ConnectionDoc, r: ReleaseDoc): Promise<ReleaseDoc> {
+    const host = this.requireHost();
+    if (!host.running(r._id)) {
+      const gate = await this.startOnHost(host, connection, r);
+      if (!gate.healthy) {
+        throw commerceError('COMMERCE_FAILED_HEALTH_GATE', `the release did not answer when started again (${gate.last})`, {
+          preview_id: r._id,
+        });
+      }
+      host.markHealthy(r._id);
+    }
+    host.promote(connection._id, r._id);
+    await this.markLive(connection._id, r._id);
+    return r;
+  }
+
+  /** Records which release serves the project's production address (one per project). */
+  private async markLive(projectId: string, releaseId: string): Promise<void> {
+    await this.d.models.Release.updateOne({ _id: releaseId }, { $set: { live: true } });
+    await this.d.models.Release.updateMany({ projectId, live: true, _id: { $ne: releaseId } }, { $set: { live: false } });
+  }
+
+  /**
+   * When the data plane starts: each project's live bundle release is started again and its
+   * production address routed to it once it answers (a release that does not is left `failed`).
+   */
+  async restoreLive(): Promise<{ restored: string[]; failed: string[] }> {
+    const host = this.requireHost();
+    const restored: string[] = [];
+    const failed: string[] = [];
+    const live = await this.d.models.Release.find({ live: true, artifact: { $ne: null } }).lean();
+    for (const r of live) {
+      const connection = await this.d.models.Connection.findById(r.projectId).lean();
+      if (!connection || host.running(r._id)) continue;
+      const gate = await this.startOnHost(host, connection, r).catch((e: Error) => ({
+        healthy: false as const,
+        last: e.message,
+      }));
+      if (gate.healthy) {
+        if (r.status === 'healthy') host.markHealthy(r._id);
+        host.promote(r.projectId, r._id);
+        restored.push(r._id);
+      } else {
+        failed.push(r._id);
+        await this.d.models.Release.updateOne(
+          { _id: r._id, operationId: r.operationId },
+          {
+            $set: {
+              status: 'failed',
+              errorCode: 'COMMERCE_FAILED_HEALTH_GATE',
+              errorMessage: `the live release did not answer when the platform started (${gate.last})`,
+              updatedAt: new Date(),
+            },
+          },
+        );
+      }
+    }
+    return { restored, failed };
+  }
+
+  private requireHost(): ReleaseHost {
+    const host = this.d.host();
+    if (!host)
+      throw commerceError('COMMERCE_OPERATION_FAILED', 'this process runs no data plane (start the platform with `start all`)');
+    return host;
+  }
+
+  /** Unpacks the artifact when needed and starts the release through its health gate. */
+  private async startOnHost(host: ReleaseHost, connection: ConnectionDoc, r: ReleaseDoc) {
+    const bundle = path.join(host.releaseDir(r._id), 'bundle');
+    await this.d.artifacts.unpack(r.artifact!, bundle);
+    const kind = bundleKind(bundle);
+    if (kind !== connection.kind) {
+      throw commerceError(
+        'COMMERCE_CONFIG_MISMATCH',
+        kind
+          ? `the bundle is ${kind === 'app' ? 'an app' : 'a storefront'}, the connection ${connection.kind === 'app' ? 'an app' : 'a storefront'}`
+          : 'the bundle holds neither index.js, dist/server/index.js nor server.mjs',
+      );
+    }
+    return host.start({
+      releaseId: r._id,
+      projectId: r.projectId,
+      kind,
+      env: processEnv(kind, connection.storeDomain, r.environmentPin ?? null),
     });
   }
 
@@ -252,6 +395,8 @@ export class Releases {
       createdAt: r.createdAt,
       updatedAt: r.updatedAt,
       finishedAt: r.finishedAt,
+      url: r.artifact ? this.url(r) : null,
+      artifact: r.artifact ?? null,
     };
   }
 
@@ -282,9 +427,10 @@ export class Releases {
         { ...mine, status: 'queued' },
         { $set: { status: 'running', updatedAt: new Date() } },
       );
-      return { cancelled: false, healthUrl: r.healthUrl };
+      return { cancelled: false, healthUrl: r.healthUrl, bundle: Boolean(r.artifact) };
     });
     if (started.cancelled) return { release_id: releaseId, status: 'cancelled' };
+    if (started.bundle) return this.runBundle(ctx, releaseId);
     await ctx.step('deploy', () => sleep(this.d.stepDelayMs(), ctx.signal).then(() => ({ deployed: true })));
     const outcome = await ctx.step('health_gate', async () => {
       const probes: ProbeResult[] = [];
@@ -313,5 +459,44 @@ export class Releases {
     });
     if (failed) throw commerceError('COMMERCE_FAILED_HEALTH_GATE', message!, { release_id: releaseId });
     return { release_id: releaseId, status: outcome.outcome };
+  }
+
+  /** A bundle release: started on the data plane, gated by a probe through the edge, live when production. */
+  private async runBundle(ctx: OperationContext, releaseId: string): Promise<unknown> {
+    const mine = { _id: releaseId, operationId: ctx.op._id };
+    const gate = await ctx.step('health_gate', async () => {
+      const host = this.requireHost();
+      const r = await this.d.models.Release.findOne(mine).lean();
+      const connection = r ? await this.d.models.Connection.findById(r.projectId).lean() : null;
+      if (!r || !connection) return { healthy: false, ms: 0, last: 'release or connection gone' };
+      const g = await this.startOnHost(host, connection, r);
+      if (g.healthy) {
+        host.markHealthy(releaseId);
+        if (r.environment === 'production' || host.productionOf(r.projectId) === releaseId) {
+          host.promote(r.projectId, releaseId);
+          await this.markLive(r.projectId, releaseId);
+        }
+      }
+      return g.healthy ? { healthy: true, ms: g.ms, last: null } : { healthy: false, ms: g.ms, last: g.last };
+    });
+    const failed = !gate.healthy;
+    const message = failed ? `the release did not answer GET / with 2xx through the edge within 60 s (${gate.last})` : null;
+    await ctx.step('record', async () => {
+      await this.d.models.Release.updateOne(
+        { ...mine, status: 'running' },
+        {
+          $set: {
+            status: failed ? 'failed' : 'healthy',
+            errorCode: failed ? 'COMMERCE_FAILED_HEALTH_GATE' : null,
+            errorMessage: message,
+            finishedAt: new Date(),
+            updatedAt: new Date(),
+          },
+        },
+      );
+      return { status: failed ? 'failed' : 'healthy' };
+    });
+    if (failed) throw commerceError('COMMERCE_FAILED_HEALTH_GATE', message!, { release_id: releaseId });
+    return { release_id: releaseId, status: 'healthy', gate_ms: gate.ms };
   }
 }

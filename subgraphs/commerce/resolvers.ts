@@ -151,6 +151,18 @@ export class CommerceResolver {
     return this.commerce.retryRelease(ctx.principal, projectId, releaseId);
   }
 
+  @Mutation(() => CommerceReleaseType, {
+    description: 'A release of a bundle already in the artifact store (its SHA-256), run on the data plane',
+  })
+  commerceCreateRelease(
+    @Arg('projectId', () => ID) projectId: string,
+    @Arg('environment', () => String) environment: string,
+    @Arg('artifact', () => String) artifact: string,
+    @Ctx() ctx: RequestContext,
+  ) {
+    return this.commerce.createRelease(ctx.principal, projectId, environment, artifact);
+  }
+
   @Mutation(() => CommerceStorefrontSettingsType)
   commercePutStorefrontSettings(
     @Arg('projectId', () => ID) projectId: string,

@@ -55,6 +55,7 @@ const environmentBody = z
   })
   .strict();
 
+const releaseBody = z.object({ environment: z.enum(ENVIRONMENTS), artifact: z.string().regex(/^[0-9a-f]{64}$/) }).strict();
 const promotionBody = z.object({ preview_id: z.string().max(64) }).strict();
 const settingsBody = z.record(z.unknown());
 // Unknown query parameters are refused, as unknown body fields are (the document lists every one).
@@ -157,6 +158,20 @@ export const commerceRoutes: AnyRoute[] = [
     variables: (r) => ({ projectId: projectId(r), limit: r.query.limit ?? null, cursor: r.query.cursor ?? null }),
     select: (d) => d.commerceReleases,
     status: 200,
+  }),
+  route({
+    ...common,
+    params: params(),
+    method: 'POST',
+    path: path('/releases'),
+    summary:
+      'Create a release from an uploaded artifact (the SHA-256 `commerce deploy --bundle` stored); 202 release with its url',
+    operation: 'commerce-create-release',
+    creates: { releaseID: '/data/id' },
+    body: releaseBody,
+    variables: (r) => ({ projectId: projectId(r), environment: r.body.environment, artifact: r.body.artifact }),
+    select: (d) => d.commerceCreateRelease,
+    status: 202,
   }),
   route({
     ...common,

@@ -1,10 +1,18 @@
 import { createHmac } from 'node:crypto';
+import path from 'node:path';
 import type { Connection } from 'mongoose';
 import type { Config } from '../../core/config';
 import { IdempotencyStore } from '../../core/idempotency';
 import type { OperationEngine } from '../../core/operations/engine';
 import type { Ports } from '../../core/ports';
+import { newId } from '../../core/ids';
+import { projectRoot } from '../../core/paths';
 import type { Principal } from '../../core/principal';
+import type { Edge } from '../../dataplane/edge';
+import { type AccessEntry, ReleaseHost } from '../../dataplane/releases';
+import type { Supervisor } from '../../dataplane/supervisor';
+import { edgePortFromEnv } from '../../dataplane/edge';
+import { ArtifactStore } from './artifacts';
 import { CommerceAccess } from './access';
 import { type ConnectInput, Connections } from './connections';
 import type { EnvironmentBody } from './environment-fields';
@@ -28,6 +36,8 @@ export interface CommerceSettings {
   COMMERCE_STANDIN_PORT?: number;
   /** Simulated infrastructure delay of a step (deploy, between health probes), ms. */
   SIMULATED_STEP_DELAY_MS: number;
+  /** Health-gate time of a bundle release (default 60 s). */
+  COMMERCE_HEALTH_GATE_MS?: number;
 }
 
 export interface CommerceDeps {
@@ -61,6 +71,9 @@ export class CommerceService {
   readonly control: StandInControl;
   readonly access: CommerceAccess;
   readonly webhookSecret: string;
+  readonly artifacts: ArtifactStore;
+  /** The data plane's release host (`useDataPlane`, where the edge and the supervisor run). */
+  host: ReleaseHost | null = null;
   /** The bridge's address when it listens in this process (set by the data plane). */
   bridgeAddress: () => string | null = () => null;
 
@@ -82,8 +95,65 @@ export class CommerceService {
       receiverUrl: () => `${this.publicBaseUrl().replace(/\/$/, '')}${WEBHOOK_RECEIVER_PATH}`,
       stepDelayMs,
     });
-    this.releases = new Releases({ models: this.models, engine: d.engine, deployer: this.control, stepDelayMs });
+    this.artifacts = new ArtifactStore(this.dataDir('artifacts'));
+    this.releases = new Releases({
+      models: this.models,
+      engine: d.engine,
+      deployer: this.control,
+      stepDelayMs,
+      artifacts: this.artifacts,
+      host: () => this.host,
+      edgeUrl: (host) => `http://${host}:${this.host?.port ?? edgePortFromEnv()}/`,
+    });
     this.observations = new Observations(this.models, () => this.webhookSecret);
+  }
+
+  private dataDir(name: string): string {
+    return path.resolve(projectRoot(), this.d.config.DATA_DIR, 'commerce', name);
+  }
+
+  /**
+   * Runs bundle releases on this process's edge and supervisor (docs/decisions/0130-commerce-runtime.md):
+   * production-address requests become analytics samples (batched, one insert per flush), and a
+   * healthy release past the degraded rule is recorded `degraded`.
+   */
+  useDataPlane(plane: { edge: Edge; supervisor: Supervisor }): ReleaseHost {
+    const Traffic = this.models.Traffic;
+    const Release = this.models.Release;
+    this.host = new ReleaseHost({
+      ...plane,
+      releasesRoot: this.dataDir('releases'),
+      healthGateMs: this.d.settings.COMMERCE_HEALTH_GATE_MS,
+      async onAccess(batch: AccessEntry[]) {
+        const bySecond = new Map<string, { projectId: string; at: Date; requests: number; errors: number }>();
+        for (const e of batch) {
+          if (!e.projectId) continue;
+          const at = Math.floor(e.at.getTime() / 1000) * 1000;
+          const k = `${e.projectId}:${at}`;
+          const s = bySecond.get(k) ?? { projectId: e.projectId, at: new Date(at), requests: 0, errors: 0 };
+          s.requests += 1;
+          if (e.status >= 500) s.errors += 1;
+          bySecond.set(k, s);
+        }
+        if (bySecond.size === 0) return;
+        await Traffic.insertMany([...bySecond.values()].map((s) => ({ _id: newId(), ...s })));
+      },
+      onDegraded(releaseId, window) {
+        void Release.updateOne(
+          { _id: releaseId, status: 'healthy' },
+          {
+            $set: {
+              status: 'degraded',
+              errorMessage: `${window.errors} of ${window.requests} requests in the last 60 s answered 5xx`,
+              updatedAt: new Date(),
+            },
+          },
+        ).catch(() => undefined);
+      },
+    });
+    // Production addresses come back in the background: the platform does not wait for releases to boot.
+    void this.releases.restoreLive().catch(() => undefined);
+    return this.host;
   }
 
   /** Where the commerce platform reaches this deployment: BASE_URL, else the bridge of this process, else the default. */
@@ -169,6 +239,30 @@ export class CommerceService {
     }
     const connection = await this.connections.get(projectId);
     return this.releases.deploy(connection, environment, health as DeploymentHealth);
+  }
+
+  /** `platform commerce deploy --bundle DIR`: packs the bundle into the artifact store and releases it. */
+  async deployBundle(projectId: string, environment: string, dir: string) {
+    const artifact = await this.artifacts.pack(dir);
+    const connection = await this.connections.get(projectId);
+    const r = await this.releases.deployArtifact(connection, environment, artifact.sha256);
+    return { release: r, artifact };
+  }
+
+  /** `PUT …/commerce/artifacts`: a bundle archive uploaded by a writer of the project, stored by content address. */
+  async uploadArtifact(authorization: string | undefined, projectId: string, bytes: Buffer) {
+    const m = /^Bearer\s+(\S+)$/i.exec(authorization ?? '');
+    const principal = m ? await this.d.ports.get('authenticator').authenticate(m[1]) : null;
+    await this.access.check(principal, projectId, true);
+    return this.artifacts.put(bytes);
+  }
+
+  /** A release of an artifact already in the store (the GraphQL mutation and its REST route). */
+  async createRelease(p: Principal | null, projectId: string, environment: string, artifact: string) {
+    await this.access.check(p, projectId, true);
+    const connection = await this.connections.get(projectId);
+    const r = await this.releases.deployArtifact(connection, environment, artifact);
+    return this.releases.view(r);
   }
 
   /** `platform commerce traffic`: storefront requests recorded for analytics. */

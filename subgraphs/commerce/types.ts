@@ -86,6 +86,13 @@ export class CommerceReleaseType {
   @Field(() => Date) createdAt!: Date;
   @Field(() => Date) updatedAt!: Date;
   @Field(() => Date, { nullable: true }) finishedAt!: Date | null;
+  @Field(() => String, {
+    nullable: true,
+    description: "A bundle release's own address on the edge (`http://<release_id>.releases.localhost:<edge>/`)",
+  })
+  url!: string | null;
+  @Field(() => String, { nullable: true, description: "The SHA-256 of a bundle release's artifact" })
+  artifact!: string | null;
 }
 
 @ObjectType('CommerceReleasePage')

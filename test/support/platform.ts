@@ -64,6 +64,7 @@ export async function startTestPlatform(
     bridgePort: 0,
     routerPort: 0,
     cdnPort: 0,
+    edgePort: 0,
     serveSubgraphs: false,
     topicPrefix: `t${id}`,
     leaseMs: 2000,

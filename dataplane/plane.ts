@@ -1,0 +1,81 @@
+import { Edge } from './edge';
+import { RuntimeCache } from './runtime-cache';
+import { SiteHost } from './sites';
+import { Supervisor } from './supervisor';
+
+/**
+ * The data plane of one platform process (docs/decisions/0120-data-plane.md): the runtime cache,
+ * the supervisor, the edge and the site host over them. The composition root (`app/platform.ts`)
+ * builds it where the publishing area's workers run, starts the edge's listener, offers the site
+ * host to the areas as the `dataPlane` kernel port, and stops it last (workloads, then the edge).
+ */
+
+export interface DataPlaneOptions {
+  /** The edge's port (`EDGE_PORT`, default 8082); 0 picks a free one (tests). */
+  edgePort: number;
+  /** The edge's listening address (the platform's `HOST`). */
+  host: string;
+  /** Where sites keep their content and database (`<DATA_DIR>/sites`). */
+  sitesRoot: string;
+  /**
+   * The public address of a site, with `{slug}` (`SITES_BASE_URL`). Unset: `http://{slug}.sites.localhost:<edge port>/`
+   * with the port the edge actually listens on.
+   */
+  sitesBaseUrl?: string;
+  /** The runtime cache's root (default: `PLATFORM_RUNTIME_CACHE`, else the per-user cache). */
+  cacheRoot?: string;
+}
+
+/** What areas see of the data plane (the `dataPlane` kernel port). */
+export interface DataPlanePort {
+  readonly sites: SiteHost;
+  /** The edge's own address, e.g. `http://127.0.0.1:8082` (clients connect here with a site's Host). */
+  readonly edgeUrl: string;
+  /** A site's public address from its slug (`SITES_BASE_URL`). */
+  siteUrl(slug: string): string;
+}
+
+declare module '../core/ports' {
+  interface KernelPorts {
+    /** The data plane of this process (provided by the composition root where the publishing area's workers run). */
+    dataPlane: DataPlanePort;
+  }
+}
+
+export class DataPlane implements DataPlanePort {
+  readonly cache: RuntimeCache;
+  readonly supervisor: Supervisor;
+  readonly edge: Edge;
+  readonly sites: SiteHost;
+  private port: number | null = null;
+
+  constructor(private readonly o: DataPlaneOptions) {
+    this.cache = new RuntimeCache(o.cacheRoot ? { root: o.cacheRoot } : {});
+    this.supervisor = new Supervisor();
+    this.edge = new Edge({ port: o.edgePort, host: o.host });
+    this.sites = new SiteHost({ cache: this.cache, supervisor: this.supervisor, edge: this.edge, sitesRoot: o.sitesRoot });
+  }
+
+  /** Starts the edge's listener; answers its address. */
+  async start(): Promise<string> {
+    this.port = await this.edge.listen();
+    return this.edgeUrl;
+  }
+
+  get edgeUrl(): string {
+    if (this.port === null) throw new Error('the edge is not listening');
+    const host = this.o.host.includes(':') ? `[${this.o.host}]` : this.o.host;
+    return `http://${host}:${this.port}`;
+  }
+
+  siteUrl(slug: string): string {
+    const template = this.o.sitesBaseUrl ?? `http://{slug}.sites.localhost:${this.port ?? this.o.edgePort}/`;
+    return template.replaceAll('{slug}', slug);
+  }
+
+  /** Stops every workload (SIGTERM, then SIGKILL) and closes the edge. */
+  async stop(): Promise<void> {
+    await this.supervisor.shutdown();
+    await this.edge.close();
+  }
+}

@@ -1,0 +1,261 @@
+import http from 'node:http';
+import { rm } from 'node:fs/promises';
+import path from 'node:path';
+import { type Edge, hostKey } from './edge';
+import type { Supervisor } from './supervisor';
+import { addBundle, type BundleKind } from './workerd';
+
+/**
+ * Commerce releases on the data plane (docs/decisions/0130-commerce-runtime.md): each release is a
+ * supervised process (dataplane/workerd.ts) reached through the shared edge at
+ * `<release_id>.releases.localhost`; a project's production address `<project_id>.shop.localhost`
+ * points at its promoted release. The health gate probes the release's address through the edge.
+ * Every request on a release or production address is observed (time, status, duration) and handed
+ * to a sink in batches, never awaited by the request; the same observations feed the degraded rule.
+ */
+
+export const RELEASES_DOMAIN = 'releases.localhost';
+export const SHOP_DOMAIN = 'shop.localhost';
+export const releaseHost = (releaseId: string) => `${releaseId}.${RELEASES_DOMAIN}`;
+export const productionHost = (projectId: string) => `${projectId}.${SHOP_DOMAIN}`;
+
+/** Spec/contract: a release must answer `GET /` 2xx through the edge within 60 s of its start. */
+export const HEALTH_GATE_MS = 60_000;
+
+/**
+ * The degraded rule: over the last `windowMs` (60 s), at least `minRequests` (20) requests reached a
+ * healthy release (its own address or production) and at least `errorRate` (50 %) of them were 5xx.
+ */
+export const DEGRADED_RULE = { windowMs: 60_000, minRequests: 20, errorRate: 0.5 } as const;
+
+export interface AccessEntry {
+  /** The project of a production address; null on a release's own address. */
+  projectId: string | null;
+  releaseId: string | null;
+  at: Date;
+  status: number;
+  ms: number;
+}
+
+export interface ReleaseRun {
+  releaseId: string;
+  projectId: string;
+  kind: BundleKind;
+  /** `<releasesRoot>/<releaseId>/bundle` must hold the unpacked bundle. */
+  env: Record<string, string>;
+}
+
+export interface ReleaseHostOptions {
+  supervisor: Supervisor;
+  edge: Edge;
+  /** `<releasesRoot>/<releaseId>/` per release. */
+  releasesRoot: string;
+  healthGateMs?: number;
+  /** How long a replaced production release keeps serving requests in flight before it stops (default 5 s). */
+  drainMs?: number;
+  /** Receives access batches (every `flushMs`, default 1 s); its promise is never awaited by a request. */
+  onAccess?(batch: AccessEntry[]): Promise<void>;
+  flushMs?: number;
+  /** Called once when a release the host was told is healthy passes the degraded rule. */
+  onDegraded?(releaseId: string, window: { requests: number; errors: number }): void;
+  degradedRule?: { windowMs: number; minRequests: number; errorRate: number };
+}
+
+export type GateResult = { healthy: true; ms: number } | { healthy: false; ms: number; last: string };
+
+/** `GET /` on the edge with the given `Host`. */
+function probe(edgePort: number, host: string, timeoutMs: number): Promise<number | string> {
+  return new Promise((resolve) => {
+    const req = http.get({ host: '127.0.0.1', port: edgePort, path: '/', headers: { host }, timeout: timeoutMs }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+      res.on('error', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', (e) => resolve(e.message));
+  });
+}
+
+export class ReleaseHost {
+  private readonly buffer: AccessEntry[] = [];
+  private readonly windows = new Map<string, Array<{ at: number; error: boolean }>>();
+  private readonly healthy = new Set<string>();
+  private readonly production = new Map<string, string>();
+  private readonly timer: NodeJS.Timeout;
+  private readonly rule: { windowMs: number; minRequests: number; errorRate: number };
+
+  constructor(private readonly o: ReleaseHostOptions) {
+    this.rule = o.degradedRule ?? DEGRADED_RULE;
+    // The edge's listener is its own; this listener only watches requests finish (it never answers).
+    const server = (o.edge as unknown as { server: http.Server }).server;
+    server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => this.observe(req, res));
+    this.timer = setInterval(() => this.tick(), o.flushMs ?? 1_000);
+    this.timer.unref();
+  }
+
+  /** The edge's port. */
+  get port(): number {
+    return this.o.edge.port;
+  }
+
+  url(host: string): string {
+    return `http://${host}:${this.o.edge.port}/`;
+  }
+
+  releaseDir(releaseId: string): string {
+    if (!/^[A-Za-z0-9-]+$/.test(releaseId)) throw new Error(`invalid release id ${releaseId}`);
+    return path.join(this.o.releasesRoot, releaseId);
+  }
+
+  /**
+   * Starts (or starts again) a release's process, routes its own address, and probes `GET /` through
+   * the edge until a 2xx or the gate's time is up; on failure the process is stopped and its address
+   * answers 503.
+   */
+  async start(run: ReleaseRun): Promise<GateResult> {
+    const { supervisor, edge } = this.o;
+    this.healthy.delete(run.releaseId);
+    if (supervisor.has(run.releaseId)) await supervisor.remove(run.releaseId);
+    const st = await addBundle(supervisor, {
+      id: run.releaseId,
+      kind: run.kind,
+      releaseDir: this.releaseDir(run.releaseId),
+      env: run.env,
+    });
+    edge.upsert([releaseHost(run.releaseId)], {
+      target: { host: '127.0.0.1', port: st.port },
+      state: 'running',
+      owner: run.releaseId,
+    });
+    supervisor.start(run.releaseId);
+    return this.gate(run.releaseId);
+  }
+
+  private async gate(releaseId: string): Promise<GateResult> {
+    const t0 = Date.now();
+    const until = t0 + (this.o.healthGateMs ?? HEALTH_GATE_MS);
+    let last = 'no answer';
+    for (;;) {
+      const r = await probe(this.o.edge.port, releaseHost(releaseId), Math.max(1, Math.min(5_000, until - Date.now())));
+      if (typeof r === 'number' && r >= 200 && r < 300) return { healthy: true, ms: Date.now() - t0 };
+      last = typeof r === 'number' ? `HTTP ${r}` : r;
+      if (Date.now() + 250 >= until) break;
+      await new Promise((res) => setTimeout(res, 250));
+    }
+    await this.stop(releaseId);
+    return { healthy: false, ms: Date.now() - t0, last };
+  }
+
+  /** The release passed its gate: the degraded rule watches it from now on. */
+  markHealthy(releaseId: string): void {
+    this.healthy.add(releaseId);
+  }
+
+  running(releaseId: string): boolean {
+    return this.o.supervisor.status(releaseId)?.state === 'running';
+  }
+
+  /** Stops a release's process; its addresses answer 503 from now on. */
+  async stop(releaseId: string): Promise<void> {
+    this.healthy.delete(releaseId);
+    this.o.edge.setState(releaseId, 'stopped');
+    if (this.o.supervisor.has(releaseId)) await this.o.supervisor.stop(releaseId);
+  }
+
+  /** Stops a release and forgets its port, routes and files. */
+  async remove(releaseId: string): Promise<void> {
+    this.healthy.delete(releaseId);
+    this.o.edge.remove({ owner: releaseId });
+    await this.o.supervisor.remove(releaseId);
+    await rm(this.releaseDir(releaseId), { recursive: true, force: true });
+  }
+
+  /** The release serving a project's production address here, if any. */
+  productionOf(projectId: string): string | null {
+    return this.production.get(projectId) ?? null;
+  }
+
+  /**
+   * Points the project's production address at a running release in one route-table swap (a request
+   * sees the old release or the new one); the release it replaces keeps its in-flight requests for
+   * the drain time, then stops.
+   */
+  promote(projectId: string, releaseId: string): { previous: string | null } {
+    const st = this.o.supervisor.status(releaseId);
+    if (!st || st.state !== 'running') throw new Error(`release ${releaseId} is not running`);
+    const previous = this.production.get(projectId) ?? null;
+    this.o.edge.upsert([productionHost(projectId)], {
+      target: { host: '127.0.0.1', port: st.port },
+      state: 'running',
+      owner: releaseId,
+    });
+    this.production.set(projectId, releaseId);
+    if (previous && previous !== releaseId) {
+      const t = setTimeout(() => {
+        if (this.production.get(projectId) !== previous) void this.stop(previous).catch(() => undefined);
+      }, this.o.drainMs ?? 5_000);
+      t.unref();
+    }
+    return { previous };
+  }
+
+  /** Access counts of a release over the degraded rule's window. */
+  window(releaseId: string, now = Date.now()): { requests: number; errors: number } {
+    const w = (this.windows.get(releaseId) ?? []).filter((e) => e.at > now - this.rule.windowMs);
+    return { requests: w.length, errors: w.filter((e) => e.error).length };
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.flush();
+  }
+
+  private observe(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const host = hostKey(req.headers.host);
+    const onRelease = host.endsWith(`.${RELEASES_DOMAIN}`);
+    const onShop = host.endsWith(`.${SHOP_DOMAIN}`);
+    if (!onRelease && !onShop) return;
+    const route = this.o.edge.route(host);
+    // Only what a release served: an address without a route is the edge's 404, not the storefront's.
+    if (!route) return;
+    const releaseId = route.owner ?? null;
+    const projectId = onShop ? host.slice(0, -SHOP_DOMAIN.length - 1) : null;
+    const start = performance.now();
+    const at = new Date();
+    res.once('close', () => {
+      const status = res.headersSent ? res.statusCode : 499;
+      this.buffer.push({ projectId, releaseId, at, status, ms: performance.now() - start });
+      if (releaseId) {
+        const w = this.windows.get(releaseId) ?? [];
+        w.push({ at: Date.now(), error: status >= 500 });
+        if (w.length > 10_000) w.splice(0, w.length - 10_000);
+        this.windows.set(releaseId, w);
+      }
+    });
+  }
+
+  private tick(): void {
+    void this.flush();
+    const now = Date.now();
+    for (const [id, w] of this.windows) {
+      const kept = w.filter((e) => e.at > now - this.rule.windowMs);
+      if (kept.length === 0) this.windows.delete(id);
+      else this.windows.set(id, kept);
+      if (!this.healthy.has(id)) continue;
+      const c = this.window(id, now);
+      if (c.requests >= this.rule.minRequests && c.errors / c.requests >= this.rule.errorRate) {
+        this.healthy.delete(id);
+        this.o.onDegraded?.(id, c);
+      }
+    }
+  }
+
+  private async flush(): Promise<void> {
+    if (this.buffer.length === 0 || !this.o.onAccess) {
+      if (!this.o.onAccess) this.buffer.length = 0;
+      return;
+    }
+    const batch = this.buffer.splice(0, this.buffer.length);
+    await this.o.onAccess(batch).catch(() => undefined);
+  }
+}
