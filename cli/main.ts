@@ -131,6 +131,8 @@ async function start(args: string[]): Promise<void> {
     platform.bridgeUrl && `REST bridge   ${platform.bridgeUrl}  (GET /healthz, /readyz, /api/v1/openapi.json)`,
     platform.routerUrl && `GraphQL       ${platform.routerUrl}  (queries, mutations, graphql-ws subscriptions)`,
     platform.cdnUrl && `CDN           ${platform.cdnUrl}`,
+    platform.edgeUrl &&
+      `edge          ${platform.edgeUrl}  (hosted sites by Host: ${platform.dataPlane!.siteUrl('<slug>')}; executor ${platform.services.publisher.infra.kind})`,
     ...Object.entries(standIns).map(([env, value]) => `stand-in      ${value}  (${env})`),
     ...Object.entries(platform.subgraphUrls).map(([n, u]) => `subgraph      ${u}  (${n})`),
   ].filter(Boolean);

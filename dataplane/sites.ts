@@ -100,6 +100,22 @@ export class SiteHost {
     await this.o.supervisor.stop(siteId);
   }
 
+  /** True when this process hosts the site (started here since the process began). */
+  isHosted(siteId: string): boolean {
+    return this.sites.has(siteId);
+  }
+
+  /** The release version the site runs here, or null. */
+  releaseOf(siteId: string): string | null {
+    return this.sites.get(siteId)?.runtime.version ?? null;
+  }
+
+  /** Marks the site's hosts stopped (503) before its process stops (the `drain_traffic` step). */
+  drain(siteId: string): void {
+    this.get(siteId);
+    this.o.edge.setState(siteId, 'stopped');
+  }
+
   /** Starts a stopped site again on the same port, release and data. */
   async resume(siteId: string): Promise<void> {
     const site = this.get(siteId);

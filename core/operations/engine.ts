@@ -25,6 +25,8 @@ import { redactMessage } from './redact';
 import { OperationStore, type Candidate, type Fence } from './store';
 
 /** Thrown inside `enqueue` to take the duplicate-id path for an id found in the archive. */
+/** A running step's progress line is written at most this often: 1 s. */
+const PROGRESS_INTERVAL_MS = 1000;
 const DUPLICATE_IN_ARCHIVE = new Error('operation id already archived');
 
 /** The holder's lease was taken over (or it could not renew it): its work is void. */
@@ -68,6 +70,11 @@ export interface StepContext {
   readonly idempotencyToken: string;
   /** Aborted at the step's deadline, when the lease is lost, or at the operation's deadline. */
   readonly signal: AbortSignal;
+  /**
+   * Records what the running step is doing now (one short line, e.g. an install's progress) as the
+   * step's `detail`; never a secret. Writes are fenced like every other and at most one per second.
+   */
+  progress(detail: string): Promise<void>;
 }
 
 export interface OperationContext {
@@ -603,7 +610,18 @@ export class OperationEngine {
         );
         abandoned.catch(() => undefined);
         try {
-          result = await Promise.race([fn({ idempotencyToken: `${op._id}:${id}`, signal: stepController.signal }), abandoned]);
+          let lastProgressAt = 0;
+          const progress = async (detail: string) => {
+            const now = Date.now();
+            if (entry.status !== 'running' || now - lastProgressAt < PROGRESS_INTERVAL_MS) return;
+            lastProgressAt = now;
+            entry.detail = detail.slice(0, 300);
+            await this.fencedWrite(run, () => this.store.stepProgress(run.fence, index, entry.detail!));
+          };
+          result = await Promise.race([
+            fn({ idempotencyToken: `${op._id}:${id}`, signal: stepController.signal, progress }),
+            abandoned,
+          ]);
         } catch (e) {
           if (!signal.aborted) {
             entry.status = 'failed';

@@ -16,6 +16,11 @@ export class OperationStepType {
   @Field(() => Date, { nullable: true }) startedAt!: Date | null;
   @Field(() => Date, { nullable: true }) finishedAt!: Date | null;
   @Field(() => Int) attempts!: number;
+  @Field(() => String, {
+    nullable: true,
+    description: 'What the running step is doing now (such as an install progress line), or why it failed; never a secret.',
+  })
+  detail!: string | null;
 }
 
 @ObjectType('Operation', { description: 'A durable asynchronous lifecycle operation.' })
@@ -54,6 +59,7 @@ export const toOperation = (op: OperationDoc): OperationType => ({
     startedAt: s.startedAt ?? null,
     finishedAt: s.finishedAt ?? null,
     attempts: s.attempts ?? 1,
+    detail: s.detail ?? null,
   })),
   attempt: op.attempt ?? 0,
   maxAttempts: op.maxAttempts,

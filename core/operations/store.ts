@@ -221,6 +221,11 @@ export class OperationStore {
     return this.write(f, update);
   }
 
+  /** The running step's progress line (`steps.N.detail`). */
+  async stepProgress(f: Fence, index: number, detail: string): Promise<boolean> {
+    return this.write(f, { $set: { [`steps.${index}.detail`]: detail, updatedAt: new Date() } });
+  }
+
   async stepFinished(
     f: Fence,
     index: number,

@@ -12,7 +12,7 @@ import {
 import { fencedUpdate, takeResourceFence } from '../../core/operations/fencing';
 import type { CaptureDoc, PublisherModels, SiteDoc, StoredSiteStatus } from './model';
 import { findRuntime } from './runtime-catalog';
-import type { SimulatedInfrastructure } from './simulated-infrastructure';
+import type { Infrastructure } from './simulated-infrastructure';
 
 /** The steps each plain site operation walks through, in order, and the state it leaves the site in. */
 export const SITE_OPERATION_STEPS: Record<string, { steps: string[]; leaves: StoredSiteStatus }> = {
@@ -23,6 +23,8 @@ export const SITE_OPERATION_STEPS: Record<string, { steps: string[]; leaves: Sto
   restart: { steps: ['stop_runtime', 'start_runtime', 'health_check'], leaves: 'running' },
   stop: { steps: ['drain_traffic', 'stop_runtime'], leaves: 'stopped' },
   start: { steps: ['start_runtime', 'health_check'], leaves: 'running' },
+  // The site's process, routes, port and files go; the record stays as a tombstone (404 to reads).
+  delete: { steps: ['drain_traffic', 'stop_runtime', 'delete_site'], leaves: 'deleted' },
 };
 
 /** The three parts of a recovery point, each captured by its own step, then sealed as one record. */
@@ -68,7 +70,7 @@ export interface StagingInput extends RecoveryPointInput {
 export interface SiteExecutorDeps {
   engine: OperationEngine;
   models: PublisherModels;
-  infra: SimulatedInfrastructure;
+  infra: Infrastructure;
 }
 
 /**
@@ -94,6 +96,8 @@ export function siteExecutors(deps: SiteExecutorDeps): Record<string, OperationE
         if (operationType === 'provision' && isFinalFailure(ctx, e)) await releaseSlot(d, ctx.op.accountId, ctx.op.resourceId);
         throw e;
       }
+      // A deleted site gives its hosted-site slot back.
+      if (operationType === 'delete') await releaseSlot(d, ctx.op.accountId, ctx.op.resourceId);
       return { siteStatus: plan.leaves };
     };
   }
@@ -126,11 +130,18 @@ async function runSteps(
   await takeResourceFence(d.models.Site, siteId, ctx.op);
   for (const step of steps) {
     before?.(step);
-    await ctx.step(step, async (s) => {
-      await d.infra.perform(ctx.op.operationType, step, s.signal, ctx.op, s.idempotencyToken);
-      if (step === last) await setSite(d, siteId, ctx, finalState());
-      return null;
-    });
+    await ctx.step(
+      step,
+      async (s) => {
+        await d.infra.perform(ctx.op.operationType, step, s.signal, ctx.op, s.idempotencyToken, {
+          siteId,
+          progress: (line) => void s.progress(line).catch(() => undefined),
+        });
+        if (step === last) await setSite(d, siteId, ctx, finalState());
+        return null;
+      },
+      { timeoutMs: d.infra.stepTimeoutMs?.(step) },
+    );
   }
 }
 
@@ -169,7 +180,7 @@ async function capture(ctx: OperationContext, d: SiteExecutorDeps, pointId: stri
   for (const [step, part] of CAPTURE_STEPS) {
     try {
       await ctx.step(step, async (s) => {
-        await d.infra.perform(ctx.op.operationType, step, s.signal, ctx.op, s.idempotencyToken);
+        await d.infra.perform(ctx.op.operationType, step, s.signal, ctx.op, s.idempotencyToken, { siteId });
         let set: Record<string, unknown>;
         if (part === 'release') {
           const site = await d.models.Site.findById(siteId).lean();
@@ -265,7 +276,7 @@ async function upgrade(ctx: OperationContext, d: SiteExecutorDeps): Promise<unkn
     d.engine.store.write({ id: ctx.op._id, owner: ctx.op.lease.owner ?? '', token: ctx.op.lease.token }, { $set: { result } });
   try {
     await ctx.step(ROLLBACK_STEP, async (s) => {
-      await d.infra.perform(ctx.op.operationType, ROLLBACK_STEP, s.signal, ctx.op, s.idempotencyToken);
+      await d.infra.perform(ctx.op.operationType, ROLLBACK_STEP, s.signal, ctx.op, s.idempotencyToken, { siteId });
       await setSite(d, siteId, ctx, { status: 'running', runtimeVersion: input.fromVersion });
       return { restored_recovery_point_id: input.recoveryPointId, runtime_version: input.fromVersion };
     });

@@ -9,7 +9,9 @@ import { ProjectSiteResolver, PublisherResolver } from './resolvers';
 import { publisherRoutes } from './routes';
 import { PublisherService } from './service';
 import { publisherSettings } from './settings';
-import { SimulatedInfrastructure } from './simulated-infrastructure';
+import { publisherModels } from './model';
+import { RealInfrastructure, siteCredentialsModel } from './real-infrastructure';
+import { type Infrastructure, SimulatedInfrastructure } from './simulated-infrastructure';
 import { ProjectRef } from './types';
 
 export { PublisherService } from './service';
@@ -20,6 +22,10 @@ export interface PublisherServices {
   nodes: ConnectedNodes;
   /** Tests inject faults and change step delays here. */
   simulated: SimulatedInfrastructure;
+  /** The executor in force (`PUBLISHER_EXECUTOR`): the simulated one above, or the real one. */
+  infra: Infrastructure;
+  /** Sites set up by the real executor: the operator's access to their admin (`platform sites admin-key`). */
+  real: RealInfrastructure;
   /** The feature flag in force (tests flip it). */
   features: { publisherEnabled: boolean };
 }
@@ -32,6 +38,12 @@ export default defineArea({
   services(ctx): PublisherServices {
     const features = { publisherEnabled: ctx.settings.PUBLISHER_ENABLED };
     const simulated = new SimulatedInfrastructure(ctx.settings.SIMULATED_STEP_DELAY_MS);
+    const real = new RealInfrastructure({
+      models: publisherModels(ctx.conn),
+      credentials: siteCredentialsModel(ctx.conn),
+      dataPlane: () => ctx.ports.get('dataPlane'),
+    });
+    const infra: Infrastructure = ctx.settings.PUBLISHER_EXECUTOR === 'real' ? real : simulated;
     const nodes = new ConnectedNodes(ctx.conn);
     const sites = new PublisherService({
       conn: ctx.conn,
@@ -45,9 +57,12 @@ export default defineArea({
         claimTtlMs: ctx.settings.PUBLISHER_DOMAIN_CLAIM_TTL_MS,
       },
       features,
-      infra: simulated,
+      infra,
+      // Where this process runs the data plane, a site's address follows SITES_BASE_URL and the edge's port.
+      siteUrl: (slug) =>
+        ctx.ports.has('dataPlane') ? ctx.ports.get('dataPlane').siteUrl(slug) : `https://${slug}.${ctx.settings.SITES_DOMAIN}`,
     });
-    return { sites, nodes, simulated, features };
+    return { sites, nodes, simulated, infra, real, features };
   },
   subgraph: (s) => ({
     resolvers: [PublisherResolver, ProjectSiteResolver],
@@ -81,6 +96,26 @@ export default defineArea({
     },
   ],
   cli: [
+    {
+      // The operator's access to a site's admin: printed here, never served by the API or logged.
+      words: ['sites', 'admin-key'],
+      usage: '--project ID',
+      options: { project: { type: 'string' } },
+      required: ['project'],
+      async run({ values, services }) {
+        if (typeof values.project !== 'string') throw new CliUsageError('sites admin-key needs --project ID');
+        const access = await services.real.adminAccess(values.project);
+        if (!access)
+          throw new CliUsageError(`no admin access is stored for project ${values.project} (not set up by the real executor)`);
+        return {
+          project_id: values.project,
+          admin_api_url: access.adminApiUrl,
+          admin_api_key: access.adminApiKey,
+          owner_email: access.ownerEmail,
+        };
+      },
+      describe: (r) => `${r.admin_api_url} ${r.admin_api_key}`,
+    },
     {
       words: ['nodes', 'register'],
       usage: '--account SLUG --name NAME [--tags k:v,k:v]',

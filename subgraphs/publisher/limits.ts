@@ -19,4 +19,4 @@ export const MAX_VERSION_LENGTH = 64;
 export const MAX_NODE_SELECTOR_TAGS = 20;
 
 /** Lifecycle actions of `POST …/actions` (the REST body's enum and the service's check). */
-export const SITE_ACTIONS = ['restart', 'start', 'stop', 'retry_provisioning'] as const;
+export const SITE_ACTIONS = ['restart', 'start', 'stop', 'retry_provisioning', 'delete'] as const;

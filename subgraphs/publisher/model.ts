@@ -4,7 +4,7 @@ import { model } from '../../core/mongo';
 const AREA = 'publisher';
 
 /** Stored lifecycle states; `provision_failed` and friends are derived from the active operation. */
-export type StoredSiteStatus = 'provisioning' | 'running' | 'stopped';
+export type StoredSiteStatus = 'provisioning' | 'running' | 'stopped' | 'deleted';
 /** A production site, or a staging copy made from another site's recovery point. */
 export type SiteEnvironment = 'production' | 'staging';
 

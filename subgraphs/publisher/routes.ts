@@ -130,7 +130,7 @@ export const publisherRoutes: AnyRoute[] = [
   route({
     method: 'POST',
     path: project('/actions'),
-    summary: 'Lifecycle action: restart, start, stop or retry_provisioning; returns the operation (202)',
+    summary: 'Lifecycle action: restart, start, stop, retry_provisioning or delete; returns the operation (202)',
     tag,
     params: projectParams,
     operation: 'site-action',

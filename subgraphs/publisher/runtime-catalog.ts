@@ -16,50 +16,62 @@ export interface RuntimeOption {
   upgradePredecessors: string[];
 }
 
-const IMAGE = 'registry.platform.internal/publisher/runtime';
-
+/**
+ * Real releases of the publishing software (Ghost) from the npm registry, all running on Node 20
+ * (`engines: ^18.12.1 || ^20.11.1 || ^22.13.1`): `image` names the package, `digest` is the
+ * registry's `dist.integrity` of its tarball, checked before the runtime cache unpacks it
+ * (dataplane/runtime-cache.ts; docs/decisions/0120-data-plane.md). Ghost 6 needs Node 22: not
+ * offered until a runtime carries its own Node.
+ */
 export const RUNTIME_CATALOG: readonly RuntimeOption[] = Object.freeze([
   {
-    version: '5.101.2',
-    label: 'Publisher 5.101 (maintenance)',
-    image: IMAGE,
-    digest: 'sha256:3b1f8c5e0a9d4f6b2c7e8a1d5f0b9c3e6a2d8f4b1c7e5a9d3f6b0c2e8a4d1f7b',
+    version: '5.120.3',
+    label: 'Ghost 5.120 (maintenance)',
+    image: 'npm:ghost@5.120.3',
+    digest: 'sha512-iMk5Zl3uLwUU6ldneoxw97iOEo+A8+binaN5A5F1B+4KyGZdaJpY6bukWHxhGkFWPYswtnQ36cPPCJ1xWIFv8A==',
     databaseRequirements: { engine: 'mysql', minVersion: '8.0', minStorageGb: 5 },
     memoryFloorMb: 512,
     isDefault: false,
     upgradePredecessors: [],
   },
   {
-    version: '5.105.0',
-    label: 'Publisher 5.105',
-    image: IMAGE,
-    digest: 'sha256:8e2a6c4f1b9d7e3a5c0f8b2d6e4a1c9f7b3d5e0a2c8f6b4d1e9a7c3f5b0d2e8a',
+    version: '5.126.0',
+    label: 'Ghost 5.126',
+    image: 'npm:ghost@5.126.0',
+    digest: 'sha512-dxEa1+DzRe2M3W9OySe6VchtkeosYL/d0R4uGJk9BCrTmUjamOVXjMl0+8kih4I9knOZzG8mk+W4EDTbfNhECA==',
     databaseRequirements: { engine: 'mysql', minVersion: '8.0', minStorageGb: 5 },
     memoryFloorMb: 512,
     isDefault: false,
-    upgradePredecessors: ['5.101.2'],
+    upgradePredecessors: ['5.120.3'],
   },
   {
-    version: '6.2.1',
-    label: 'Publisher 6.2 (recommended)',
-    image: IMAGE,
-    digest: 'sha256:c47d2e9a1f5b3c8e6a0d4f2b9e7c1a5d3f8b6e0c2a4d9f7b1e5c3a8d6f0b2e4c',
+    version: '5.130.5',
+    label: 'Ghost 5.130 (recommended)',
+    image: 'npm:ghost@5.130.5',
+    digest: 'sha512-s1jsT18VMeBwgfdFuNRwAbM1TPYz/9ZXATjdPUJ5dVPVY9TbatWMC0TGS5fdFyFn5Q/opacxsrMtpUl7HLrrfQ==',
     databaseRequirements: { engine: 'mysql', minVersion: '8.0', minStorageGb: 10 },
-    memoryFloorMb: 768,
+    memoryFloorMb: 512,
     isDefault: true,
-    upgradePredecessors: ['5.101.2', '5.105.0'],
+    upgradePredecessors: ['5.120.3', '5.126.0'],
   },
   {
-    version: '6.4.0',
-    label: 'Publisher 6.4',
-    image: IMAGE,
-    digest: 'sha256:5f9b3d7e1a2c6e8b4d0f9a3c7e5b1d8f2a6c4e0b9d3f7a1c5e8b2d6f0a4c9e3b',
+    version: '5.130.6',
+    label: 'Ghost 5.130.6',
+    image: 'npm:ghost@5.130.6',
+    digest: 'sha512-CAWqPKt+7ws+/1NrVmvuiWiDZDEtutiu7niVMTku9uM29MjfNFFUVKM3giQBpZGZrUORXkWiXSlqbry4QGVrBw==',
     databaseRequirements: { engine: 'mysql', minVersion: '8.4', minStorageGb: 10 },
     memoryFloorMb: 1024,
     isDefault: false,
-    upgradePredecessors: ['6.2.1'],
+    upgradePredecessors: ['5.130.5'],
   },
 ]);
+
+/** The runtime cache's spec of a catalog entry (`npm:<name>@<version>`). */
+export function runtimeSpec(r: RuntimeOption): { name: string; version: string; integrity: string; memoryFloorMb: number } {
+  const m = /^npm:(.+)@([^@]+)$/.exec(r.image);
+  if (!m) throw new Error(`runtime ${r.version}: image ${r.image} is not npm:<name>@<version>`);
+  return { name: m[1], version: m[2], integrity: r.digest, memoryFloorMb: r.memoryFloorMb };
+}
 
 export function findRuntime(version: string): RuntimeOption | undefined {
   return RUNTIME_CATALOG.find((r) => r.version === version);

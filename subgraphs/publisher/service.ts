@@ -22,7 +22,7 @@ import { type CreateSiteInput, type CreatedSite, RUNTIME_KIND, SiteCreation } fr
 import { SiteLocks, type SiteStatus, isRunning } from './site-locks';
 import { enqueueSiteOperation } from './site-operations';
 import { type RecoveryPointResult, SiteRecovery, type StagingResult, type UpgradeResult } from './site-recovery';
-import type { SimulatedInfrastructure } from './simulated-infrastructure';
+import type { Infrastructure } from './simulated-infrastructure';
 
 export type { SiteStatus } from './site-locks';
 export type { CreateSiteInput, CreatedSite } from './site-creation';
@@ -77,7 +77,9 @@ export interface PublisherDeps {
   domains: Omit<DomainClaimOptions, 'sitesDomain'>;
   /** The publishing feature for this environment; when off every route answers 404. */
   features: { publisherEnabled: boolean };
-  infra: SimulatedInfrastructure;
+  infra: Infrastructure;
+  /** A site's public address from its slug (the data plane's `SITES_BASE_URL`); default `https://<slug>.<sitesDomain>`. */
+  siteUrl?: (slug: string) => string;
 }
 
 /**
@@ -114,6 +116,7 @@ export class PublisherService {
       slots: this.slots,
       access: this.access,
       sitesDomain: deps.sitesDomain,
+      siteUrl: deps.siteUrl,
     });
     this.recovery = new SiteRecovery({
       models,
@@ -166,7 +169,7 @@ export class PublisherService {
   /** An operation of the project, or one acting on its site (a staging copy's operation belongs to its source). */
   async getOperation(principal: Principal | null, projectId: string, operationId: string): Promise<OperationDoc> {
     const p = this.access.reader(principal);
-    await this.access.site(p, projectId);
+    await this.access.site(p, projectId, { includeDeleted: true });
     const op = isUuid(operationId) ? await this.deps.engine.get(operationId) : null;
     const visible = op && op.accountId === p.accountId && (op.projectId === projectId || op.resourceId === projectId);
     if (!op || !visible) throw notFound('operation_not_found', 'operation not found');
@@ -176,7 +179,7 @@ export class PublisherService {
   async siteForProject(principal: Principal | null, projectId: string): Promise<{ site: SiteDoc; status: SiteStatus } | null> {
     if (!principal || !this.deps.features.publisherEnabled) return null;
     const site = await this.models.Site.findById(projectId).lean();
-    if (!site || site.accountId !== principal.accountId) return null;
+    if (!site || site.accountId !== principal.accountId || site.status === 'deleted') return null;
     return { site, status: (await this.locks.state(site)).status };
   }
 

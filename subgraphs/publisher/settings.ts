@@ -19,6 +19,12 @@ export const publisherSettings = z.object({
     .default(7 * 24 * 3600_000),
   /** How often the sweeper re-checks pending domains' TXT records, in ms. */
   PUBLISHER_DOMAIN_CHECK_INTERVAL_MS: z.coerce.number().int().min(100).default(60_000),
+  /**
+   * Which executor runs site operations: `real` (Ghost from the runtime cache, supervised, served by
+   * the edge; docs/decisions/0120-data-plane.md) or `simulated` (timed stand-in steps that tests
+   * can make fail). Tests start with `simulated` unless they ask for `real` (test/support/platform.ts).
+   */
+  PUBLISHER_EXECUTOR: z.enum(['real', 'simulated']).default('real'),
   /** Step delay of the simulated infrastructure executor, in milliseconds. */
   SIMULATED_STEP_DELAY_MS: z.coerce.number().int().min(0).default(600),
 });

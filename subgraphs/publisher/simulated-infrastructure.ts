@@ -1,6 +1,29 @@
 import { sleep } from '../../core/sleep';
 import { retriable, PlatformError } from '../../core/errors';
 
+/** What a step passes besides the operation: the site it acts on and a progress line for its detail. */
+export interface StepExtras {
+  /** The site the step acts on (a staging copy's steps act on the copy, not the operation's resource). */
+  siteId?: string;
+  /** Records what the step is doing now as its `detail` (core/operations/engine.ts). */
+  progress?: (detail: string) => void;
+}
+
+/** The seam the site executors call per step: simulated (tests, fault drills) or real (the data plane). */
+export interface Infrastructure {
+  readonly kind: 'simulated' | 'real';
+  perform(
+    operationType: string,
+    step: string,
+    signal?: AbortSignal,
+    op?: { _id: string; projectId: string; resourceId?: string; input?: unknown },
+    idempotencyToken?: string,
+    extras?: StepExtras,
+  ): Promise<void>;
+  /** A longer deadline for a step than the engine's default (a cold runtime install). */
+  stepTimeoutMs?(step: string): number | undefined;
+}
+
 /** A failure a test (or an operator drill) asks the simulated infrastructure to produce. */
 export interface InjectedFault {
   operationType: string;
@@ -20,7 +43,8 @@ type StoredFault = Required<Omit<InjectedFault, 'match'>> & Pick<InjectedFault, 
  * Stands in for the real infrastructure (containers, databases, volumes): every step takes a
  * configurable delay and can be made to fail. Behaves like the real thing from the outside.
  */
-export class SimulatedInfrastructure {
+export class SimulatedInfrastructure implements Infrastructure {
+  readonly kind = 'simulated' as const;
   private faults: StoredFault[] = [];
   /** Idempotency tokens seen, with how often each was presented (bounded by the test's lifetime). */
   readonly tokens = new Map<string, number>();

@@ -25,10 +25,14 @@ export class SiteAccess {
     return requireWriter(principal);
   }
 
-  /** The principal's site for a project; a missing or foreign one is concealed as 404. */
-  async site(p: Principal, projectId: string): Promise<SiteDoc> {
+  /**
+   * The principal's site for a project; a missing or foreign one is concealed as 404, and so is a
+   * deleted one (unless `includeDeleted`: its operations stay readable).
+   */
+  async site(p: Principal, projectId: string, opts: { includeDeleted?: boolean } = {}): Promise<SiteDoc> {
     const site = isUuid(projectId) ? await this.models.Site.findById(projectId).lean() : null;
     if (!site || site.accountId !== p.accountId) throw notFound('project_not_found', 'project not found');
+    if (site.status === 'deleted' && !opts.includeDeleted) throw notFound('project_not_found', 'project not found');
     return site;
   }
 }

@@ -59,6 +59,8 @@ export interface SiteCreationDeps {
   access: SiteAccess;
   /** Domain hosted sites live under: https://<slug>.<sitesDomain>. */
   sitesDomain: string;
+  /** A site's public address from its slug, without a trailing slash (default `https://<slug>.<sitesDomain>`). */
+  siteUrl?: (slug: string) => string;
 }
 
 /**
@@ -154,7 +156,7 @@ export class SiteCreation {
     }
     const project = await this.d.projects().createProject(p.accountId, fields.name, RUNTIME_KIND, { id: siteId });
     const slug = `${slugify(fields.name)}-${project.id.slice(0, 6)}`;
-    const siteUrl = `https://${slug}.${this.d.sitesDomain}`;
+    const siteUrl = this.d.siteUrl?.(slug).replace(/\/+$/, '') ?? `https://${slug}.${this.d.sitesDomain}`;
     const now = new Date();
     const doc: SiteDoc = {
       _id: project.id,

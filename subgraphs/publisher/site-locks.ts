@@ -5,11 +5,11 @@ import type { PublisherModels, SiteDoc } from './model';
 import { SettledOperations } from './settled-operations';
 
 /** What users see of a site's state: the stored state, corrected by a failed active operation. */
-export type SiteStatus = 'provisioning' | 'running' | 'stopped' | 'provision_failed';
+export type SiteStatus = 'provisioning' | 'running' | 'stopped' | 'provision_failed' | 'deleted';
 
 /** Lifecycle requests: the four actions and the operations of recovery, staging and upgrade. */
 export type LifecycleRequest =
-  'restart' | 'start' | 'stop' | 'retry_provisioning' | 'recovery_point' | 'restore' | 'staging' | 'upgrade';
+  'restart' | 'start' | 'stop' | 'retry_provisioning' | 'delete' | 'recovery_point' | 'restore' | 'staging' | 'upgrade';
 
 /** Where each lifecycle request is allowed (a second request while one runs gets 409 first). */
 export const ALLOWED_IN: Record<LifecycleRequest, SiteStatus[]> = {
@@ -17,6 +17,7 @@ export const ALLOWED_IN: Record<LifecycleRequest, SiteStatus[]> = {
   stop: ['running'],
   start: ['stopped'],
   retry_provisioning: ['provision_failed'],
+  delete: ['running', 'stopped', 'provision_failed'],
   recovery_point: ['running', 'stopped'],
   restore: ['running', 'stopped'],
   staging: ['running', 'stopped'],

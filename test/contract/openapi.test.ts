@@ -17,12 +17,12 @@ describe('precise schemas from the rows', () => {
     const [hosted, connected] = create.content['application/json'].schema.anyOf;
     expect(hosted).toMatchObject({ required: ['name'], additionalProperties: false });
     expect(hosted.properties.name).toEqual({ type: 'string', minLength: 1, maxLength: 63, pattern: '\\S' });
-    expect(hosted.properties.runtime_version.enum).toEqual(expect.arrayContaining(['6.4.0']));
+    expect(hosted.properties.runtime_version.enum).toEqual(expect.arrayContaining(['5.130.6']));
     expect(connected.required).toEqual(expect.arrayContaining(['deployment_mode', 'target_node_id']));
     expect(connected.properties.target_node_id).toMatchObject({ format: 'uuid' });
     const action = op(`${P}/projects/{projectID}/actions`, 'post').requestBody.content['application/json'].schema;
     expect(action).toMatchObject({ additionalProperties: false, required: ['action'] });
-    expect(action.properties.action.enum).toEqual(['restart', 'start', 'stop', 'retry_provisioning']);
+    expect(action.properties.action.enum).toEqual(['restart', 'start', 'stop', 'retry_provisioning', 'delete']);
     // A body whose fields are all optional may be left out.
     expect(op(`${P}/projects/{projectID}/recovery-points`, 'post').requestBody.required).toBe(false);
   });

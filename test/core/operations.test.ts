@@ -88,6 +88,30 @@ describe('durable operations (real MongoDB-wire server and Kafka)', () => {
     await conn?.close();
   });
 
+  it('records the progress of a running step as its detail (at most once a second) and clears it when the step completes', async () => {
+    const e = engine();
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    e.register('install', async (ctx) => {
+      await ctx.step('pull', async (s) => {
+        await s.progress('install: 10 packages fetched');
+        await s.progress('install: 20 packages fetched'); // within the second: not written
+        await gate;
+      });
+      return null;
+    });
+    e.start();
+    const queued = await e.enqueue(op('install'));
+    const running = await until(async () => {
+      const d = await e.get(queued._id);
+      return d?.steps[0]?.detail ? d : null;
+    });
+    expect(running.steps[0]).toMatchObject({ id: 'pull', status: 'running', detail: 'install: 10 packages fetched' });
+    release();
+    const done = await finished(e, queued._id);
+    expect(done.steps[0]).toMatchObject({ id: 'pull', status: 'completed', detail: null });
+  });
+
   it('runs three steps to completion and publishes every status and step change in order', async () => {
     const e = engine();
     e.register('provision', async (ctx) => {

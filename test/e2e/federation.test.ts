@@ -34,7 +34,7 @@ describe('the federated graph', () => {
       id: site.project.id,
       name: 'Two Subgraphs',
       sourceType: 'publisher',
-      site: { siteUrl: site.site_url, status: expect.any(String), runtimeVersion: '6.2.1' },
+      site: { siteUrl: site.site_url, status: expect.any(String), runtimeVersion: '5.130.5' },
     });
   });
 

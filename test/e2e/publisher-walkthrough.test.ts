@@ -23,7 +23,7 @@ describe('publishing sites through the REST bridge', () => {
       version: expect.stringMatching(/^\d+\.\d+\.\d+$/),
       label: expect.any(String),
       image: expect.any(String),
-      digest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/),
+      digest: expect.stringMatching(/^sha512-[A-Za-z0-9+/]{86}==$/),
       database_requirements: { engine: expect.any(String), min_version: expect.any(String), min_storage_gb: expect.any(Number) },
       memory_floor_mb: expect.any(Number),
       is_default: expect.any(Boolean),
@@ -41,7 +41,7 @@ describe('publishing sites through the REST bridge', () => {
       success: true,
       data: {
         project: { id: expect.stringMatching(UUID), source_type: 'publisher', runtime: 'publisher' },
-        site_url: expect.stringMatching(/^https:\/\/field-notes-[0-9a-f]{6}\./),
+        site_url: expect.stringMatching(/^http:\/\/field-notes-[0-9a-f]{6}\.sites\.localhost:\d+$/),
         admin_url: `${data.site_url}/admin/`,
         operation: expect.objectContaining({
           id: expect.stringMatching(UUID),
@@ -61,7 +61,7 @@ describe('publishing sites through the REST bridge', () => {
 
     const meta = await t.rest('GET', `/api/v1/publisher/projects/${data.project.id}/metadata`, { key });
     expect(meta.status).toBe(200);
-    expect(meta.body.data.installation).toMatchObject({ status: 'running', runtime_version: '6.2.1', site_url: data.site_url });
+    expect(meta.body.data.installation).toMatchObject({ status: 'running', runtime_version: '5.130.5', site_url: data.site_url });
     expect(meta.body.data.project).toMatchObject({ id: data.project.id, name: 'Field Notes' });
     expect(meta.body.data.database).toMatchObject({ engine: 'mysql', status: 'available' });
     expect(meta.body.data.active_operation).toBeNull();

@@ -27,7 +27,7 @@ async function takePoint(key: string, projectId: string, body: Record<string, un
 describe('recovery points', () => {
   it('captures database, content and the exact release into one completed point (202, then completed)', async () => {
     const { key } = await t.createKey();
-    const projectId = await runningSite(t, key, { runtime_version: '5.105.0' });
+    const projectId = await runningSite(t, key, { runtime_version: '5.126.0' });
     const { res, op } = await takePoint(key, projectId, { reason: 'before theme change' });
     expect(res.body.data).toEqual({
       recovery_point: {
@@ -36,8 +36,8 @@ describe('recovery points', () => {
         kind: 'manual',
         reason: 'before theme change',
         status: 'pending',
-        runtime_version: '5.105.0',
-        runtime_digest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/),
+        runtime_version: '5.126.0',
+        runtime_digest: expect.stringMatching(/^sha512-[A-Za-z0-9+/]{86}==$/),
         runtime_image: expect.any(String),
         database: { status: 'pending', snapshot_id: null, size_bytes: null, captured_at: null },
         content: { status: 'pending', snapshot_id: null, size_bytes: null, captured_at: null },
@@ -153,17 +153,17 @@ describe('recovery points', () => {
 describe('restore', () => {
   it('restores a completed point (202) back to its exact release, and the site runs again', async () => {
     const { key } = await t.createKey();
-    const projectId = await runningSite(t, key, { runtime_version: '6.2.1' });
+    const projectId = await runningSite(t, key, { runtime_version: '5.130.5' });
     const { res } = await takePoint(key, projectId);
     const pointId = res.body.data.recovery_point.id;
-    // Move the site on to 6.4.0, then restore the 6.2.1 point.
-    const up = await t.rest('POST', projectPath(projectId, '/upgrades'), { key, body: { target_version: '6.4.0' } });
+    // Move the site on to 5.130.6, then restore the 5.130.5 point.
+    const up = await t.rest('POST', projectPath(projectId, '/upgrades'), { key, body: { target_version: '5.130.6' } });
     expect((await waitForOperation(t, key, projectId, up.body.data.operation.id)).status).toBe('completed');
 
     const restore = await t.rest('POST', projectPath(projectId, `/recovery-points/${pointId}/restore`), { key });
     expect(restore.status).toBe(202);
     expect(restore.body.data).toEqual({
-      recovery_point: expect.objectContaining({ id: pointId, status: 'completed', runtime_version: '6.2.1' }),
+      recovery_point: expect.objectContaining({ id: pointId, status: 'completed', runtime_version: '5.130.5' }),
       operation: expect.objectContaining({
         operation_type: 'restore',
         status: 'pending',
@@ -174,7 +174,7 @@ describe('restore', () => {
     const busy = await t.rest('POST', projectPath(projectId, `/recovery-points/${pointId}/restore`), { key });
     expect([busy.status, busy.body.error.code]).toEqual([409, 'operation_in_progress']);
     const op = await waitForOperation(t, key, projectId, restore.body.data.operation.id);
-    expect(op).toMatchObject({ status: 'completed', result: { recovery_point_id: pointId, runtime_version: '6.2.1' } });
+    expect(op).toMatchObject({ status: 'completed', result: { recovery_point_id: pointId, runtime_version: '5.130.5' } });
     expect(op.steps.map((s: any) => s.id)).toEqual([
       'stop_runtime',
       'restore_database',
@@ -184,7 +184,7 @@ describe('restore', () => {
       'health_check',
     ]);
     const meta = await t.rest('GET', projectPath(projectId, '/metadata'), { key });
-    expect(meta.body.data.installation).toMatchObject({ status: 'running', runtime_version: '6.2.1' });
+    expect(meta.body.data.installation).toMatchObject({ status: 'running', runtime_version: '5.130.5' });
   });
 
   it('conceals a point of another project, or an unknown one, as 404; a body is refused', async () => {

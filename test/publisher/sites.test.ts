@@ -18,8 +18,8 @@ describe('runtime options, create, metadata and operations', () => {
     const { key } = await t.createKey();
     const res = await t.rest('GET', `${PREFIX}/runtime-options`, { key });
     expect(res.status).toBe(200);
-    expect(res.body.data.map((o: any) => o.version)).toEqual(['5.101.2', '5.105.0', '6.2.1', '6.4.0']);
-    expect(res.body.data.find((o: any) => o.version === '6.4.0').upgrade_predecessors).toEqual(['6.2.1']);
+    expect(res.body.data.map((o: any) => o.version)).toEqual(['5.120.3', '5.126.0', '5.130.5', '5.130.6']);
+    expect(res.body.data.find((o: any) => o.version === '5.130.6').upgrade_predecessors).toEqual(['5.130.5']);
     const anonymous = await t.rest('GET', `${PREFIX}/runtime-options`);
     expect(anonymous.status).toBe(401);
     expect(anonymous.body).toEqual(errorBody('unauthenticated'));
@@ -37,12 +37,12 @@ describe('runtime options, create, metadata and operations', () => {
     const extra = await t.rest('POST', `${PREFIX}/sites`, { key, body: { name: 'X', colour: 'red' } });
     expect(extra.status).toBe(400);
 
-    const projectId = await runningSite(t, key, { name: 'Metadata Site', runtime_version: '5.105.0', mail_enabled: true });
+    const projectId = await runningSite(t, key, { name: 'Metadata Site', runtime_version: '5.126.0', mail_enabled: true });
     const meta = await t.rest('GET', projectPath(projectId, '/metadata'), { key });
     expect(meta.status).toBe(200);
     expect(meta.body.data).toEqual({
       installation: expect.objectContaining({
-        runtime_version: '5.105.0',
+        runtime_version: '5.126.0',
         status: 'running',
         environment: 'production',
         source_project_id: null,
@@ -113,7 +113,7 @@ describe('runtime options, create, metadata and operations', () => {
       ['POST', '/recovery-points', {}],
       ['POST', `/recovery-points/${projectId}/restore`, undefined],
       ['POST', '/staging', {}],
-      ['POST', '/upgrades', { target_version: '6.4.0' }],
+      ['POST', '/upgrades', { target_version: '5.130.6' }],
       ['PUT', '/mail/sender', { sender_email: 'a@example.com' }],
       ['PUT', '/mail/provider', { domain: 'example.com', region: 'us', api_key: 'key-12345678', from_email: 'n@example.com' }],
       ['DELETE', '/mail/provider', undefined],
@@ -155,6 +155,23 @@ describe('lifecycle actions', () => {
     await waitForOperation(t, key, projectId, restarted.body.data.operation.id);
   });
 
+  it('deletes a site (202): its operation stays readable, the site answers 404 and its hosted-site slot is free again', async () => {
+    const { key, accountId } = await t.createKey();
+    const projectId = await runningSite(t, key);
+    const holders = async () =>
+      (await t.platform.services.publisher.sites.models.SiteQuota.findById(accountId).lean())?.holders ?? [];
+    expect(await holders()).toContain(projectId);
+    const del = await t.rest('POST', projectPath(projectId, '/actions'), { key, body: { action: 'delete' } });
+    expect(del.status).toBe(202);
+    expect(del.body.data.operation).toMatchObject({ operation_type: 'delete', status: 'pending' });
+    const op = await waitForOperation(t, key, projectId, del.body.data.operation.id);
+    expect(op.steps.map((s: any) => s.id)).toEqual(['drain_traffic', 'stop_runtime', 'delete_site']);
+    expect(op.status).toBe('completed');
+    expect((await t.rest('GET', projectPath(projectId, '/metadata'), { key })).status).toBe(404);
+    expect((await t.rest('POST', projectPath(projectId, '/actions'), { key, body: { action: 'delete' } })).status).toBe(404);
+    expect(await holders()).not.toContain(projectId);
+  });
+
   it('allows one lifecycle operation per site: a second request of any kind gets 409 operation_in_progress', async () => {
     const { key } = await t.createKey();
     const projectId = await runningSite(t, key);
@@ -168,7 +185,7 @@ describe('lifecycle actions', () => {
       ['/actions', { action: 'stop' }],
       ['/recovery-points', { reason: 'while busy' }],
       ['/staging', {}],
-      ['/upgrades', { target_version: '6.4.0' }],
+      ['/upgrades', { target_version: '5.130.6' }],
     ];
     for (const [suffix, body] of second) {
       const res = await t.rest('POST', projectPath(projectId, suffix), { key, body });
@@ -297,7 +314,7 @@ describe('plans, permissions and the feature flag', () => {
       ['POST', projectPath(projectId, '/recovery-points'), {}],
       ['POST', projectPath(projectId, `/recovery-points/${points.body.data.recovery_point.id}/restore`), undefined],
       ['POST', projectPath(projectId, '/staging'), {}],
-      ['POST', projectPath(projectId, '/upgrades'), { target_version: '6.4.0' }],
+      ['POST', projectPath(projectId, '/upgrades'), { target_version: '5.130.6' }],
       ['PUT', projectPath(projectId, '/mail/sender'), { sender_email: 'a@example.com' }],
       [
         'PUT',
@@ -374,8 +391,8 @@ describe('GraphQL', () => {
       recoveryPoints: [{ status: 'completed' }],
     });
     expect(read.data.recoveryPoints[0]).toMatchObject({
-      runtimeVersion: '6.2.1',
-      runtimeDigest: expect.stringMatching(/^sha256:/),
+      runtimeVersion: '5.130.5',
+      runtimeDigest: expect.stringMatching(/^sha512-/),
       database: { status: 'captured' },
     });
     const secret = await t.gql(

@@ -16,16 +16,16 @@ const upgrade = (key: string, projectId: string, target_version: unknown) =>
 describe('upgrades', () => {
   it('refuses a version off the catalog edges (400 unsupported_upgrade_path) and an unknown version (400)', async () => {
     const { key } = await t.createKey();
-    const projectId = await runningSite(t, key, { runtime_version: '5.101.2' });
-    const skip = await upgrade(key, projectId, '6.4.0');
+    const projectId = await runningSite(t, key, { runtime_version: '5.120.3' });
+    const skip = await upgrade(key, projectId, '5.130.6');
     expect(skip.status).toBe(400);
     expect(skip.body).toEqual(errorBody('unsupported_upgrade_path'));
     expect(skip.body.error.details).toEqual({
-      from_version: '5.101.2',
-      target_version: '6.4.0',
-      allowed_targets: ['5.105.0', '6.2.1'],
+      from_version: '5.120.3',
+      target_version: '5.130.6',
+      allowed_targets: ['5.126.0', '5.130.5'],
     });
-    expect((await upgrade(key, projectId, '5.101.2')).body.error.code).toBe('unsupported_upgrade_path');
+    expect((await upgrade(key, projectId, '5.120.3')).body.error.code).toBe('unsupported_upgrade_path');
     const unknown = await upgrade(key, projectId, '7.0.0');
     expect([unknown.status, unknown.body.error.code]).toEqual([400, 'invalid_request']);
     const missing = await t.rest('POST', projectPath(projectId, '/upgrades'), { key, body: {} });
@@ -36,30 +36,30 @@ describe('upgrades', () => {
 
   it('records the pre-upgrade point before anything changes, then upgrades along the edge (202)', async () => {
     const { key } = await t.createKey();
-    const projectId = await runningSite(t, key, { runtime_version: '6.2.1' });
-    const down = await upgrade(key, projectId, '5.105.0');
+    const projectId = await runningSite(t, key, { runtime_version: '5.130.5' });
+    const down = await upgrade(key, projectId, '5.126.0');
     expect([down.status, down.body.error.code]).toEqual([400, 'unsupported_upgrade_path']);
 
-    const res = await upgrade(key, projectId, '6.4.0');
+    const res = await upgrade(key, projectId, '5.130.6');
     expect(res.status).toBe(202);
     expect(res.body.data).toEqual({
       recovery_point: expect.objectContaining({
         id: expect.stringMatching(UUID),
         kind: 'pre_upgrade',
         status: 'pending',
-        runtime_version: '6.2.1',
+        runtime_version: '5.130.5',
         operation_id: res.body.data.operation.id,
       }),
       operation: expect.objectContaining({ operation_type: 'upgrade', status: 'pending', step: 'queued' }),
-      from_version: '6.2.1',
-      target_version: '6.4.0',
+      from_version: '5.130.5',
+      target_version: '5.130.6',
     });
     // The record exists before the operation has changed anything.
     const listed = await t.rest('GET', projectPath(projectId, '/recovery-points'), { key });
     expect(listed.body.data[0]).toMatchObject({
       id: res.body.data.recovery_point.id,
       kind: 'pre_upgrade',
-      runtime_version: '6.2.1',
+      runtime_version: '5.130.5',
     });
 
     const op = await waitForOperation(t, key, projectId, res.body.data.operation.id);
@@ -67,8 +67,8 @@ describe('upgrades', () => {
       status: 'completed',
       result: {
         rolled_back: false,
-        runtime_version: '6.4.0',
-        from_version: '6.2.1',
+        runtime_version: '5.130.6',
+        from_version: '5.130.5',
         recovery_point_id: res.body.data.recovery_point.id,
       },
     });
@@ -84,16 +84,16 @@ describe('upgrades', () => {
       'health_check',
     ]);
     const meta = await t.rest('GET', projectPath(projectId, '/metadata'), { key });
-    expect(meta.body.data.installation).toMatchObject({ runtime_version: '6.4.0', status: 'running' });
+    expect(meta.body.data.installation).toMatchObject({ runtime_version: '5.130.6', status: 'running' });
     const [point] = (await t.rest('GET', projectPath(projectId, '/recovery-points'), { key })).body.data;
-    expect(point).toMatchObject({ kind: 'pre_upgrade', status: 'completed', runtime_version: '6.2.1' });
+    expect(point).toMatchObject({ kind: 'pre_upgrade', status: 'completed', runtime_version: '5.130.5' });
   });
 
   it('rolls a failed upgrade back to the pre-upgrade point; the site keeps its old version', async () => {
     const { key } = await t.createKey();
-    const projectId = await runningSite(t, key, { runtime_version: '5.105.0' });
+    const projectId = await runningSite(t, key, { runtime_version: '5.126.0' });
     failNext(t, projectId, 'upgrade', 'migrate_database', 'migration_failed');
-    const res = await upgrade(key, projectId, '6.2.1');
+    const res = await upgrade(key, projectId, '5.130.5');
     expect(res.status).toBe(202);
     const op = await waitForOperation(t, key, projectId, res.body.data.operation.id);
     expect(op).toMatchObject({
@@ -103,7 +103,7 @@ describe('upgrades', () => {
       result: {
         rolled_back: true,
         recovery_point_id: res.body.data.recovery_point.id,
-        runtime_version: '5.105.0',
+        runtime_version: '5.126.0',
         failed_step: 'migrate_database',
         cause_code: 'migration_failed',
       },
@@ -114,28 +114,28 @@ describe('upgrades', () => {
       ['rollback', 'completed'],
     ]);
     const meta = await t.rest('GET', projectPath(projectId, '/metadata'), { key });
-    expect(meta.body.data.installation).toMatchObject({ runtime_version: '5.105.0', status: 'running' });
+    expect(meta.body.data.installation).toMatchObject({ runtime_version: '5.126.0', status: 'running' });
     expect(meta.body.data.active_operation).toBeNull();
     const [point] = (await t.rest('GET', projectPath(projectId, '/recovery-points'), { key })).body.data;
-    expect(point).toMatchObject({ id: res.body.data.recovery_point.id, status: 'completed', runtime_version: '5.105.0' });
+    expect(point).toMatchObject({ id: res.body.data.recovery_point.id, status: 'completed', runtime_version: '5.126.0' });
     // The edge is still there to try again.
-    const again = await upgrade(key, projectId, '6.2.1');
+    const again = await upgrade(key, projectId, '5.130.5');
     expect(again.status).toBe(202);
     expect((await waitForOperation(t, key, projectId, again.body.data.operation.id)).status).toBe('completed');
   });
 
   it('does not start the upgrade when the pre-upgrade capture fails: the point is incomplete, nothing changed', async () => {
     const { key } = await t.createKey();
-    const projectId = await runningSite(t, key, { runtime_version: '6.2.1' });
+    const projectId = await runningSite(t, key, { runtime_version: '5.130.5' });
     failNext(t, projectId, 'upgrade', 'capture_content');
-    const res = await upgrade(key, projectId, '6.4.0');
+    const res = await upgrade(key, projectId, '5.130.6');
     const op = await waitForOperation(t, key, projectId, res.body.data.operation.id);
     expect(op.status).toBe('failed');
     expect(op.steps.map((s: any) => s.id)).toEqual(['capture_database', 'capture_content']);
     const [point] = (await t.rest('GET', projectPath(projectId, '/recovery-points'), { key })).body.data;
     expect(point).toMatchObject({ kind: 'pre_upgrade', status: 'incomplete' });
     expect((await t.rest('GET', projectPath(projectId, '/metadata'), { key })).body.data.installation.runtime_version).toBe(
-      '6.2.1',
+      '5.130.5',
     );
   });
 
@@ -144,7 +144,7 @@ describe('upgrades', () => {
     const projectId = await runningSite(t, key);
     const stop = await t.rest('POST', projectPath(projectId, '/actions'), { key, body: { action: 'stop' } });
     await waitForOperation(t, key, projectId, stop.body.data.operation.id);
-    const res = await upgrade(key, projectId, '6.4.0');
+    const res = await upgrade(key, projectId, '5.130.6');
     expect([res.status, res.body.error.code]).toEqual([409, 'invalid_site_state']);
   });
 });
@@ -152,7 +152,7 @@ describe('upgrades', () => {
 describe('staging copies', () => {
   it('takes a fresh point and builds a running staging site from it (202)', async () => {
     const { key } = await t.createKey();
-    const source = await runningSite(t, key, { name: 'Shop Front', runtime_version: '5.105.0', mail_enabled: true });
+    const source = await runningSite(t, key, { name: 'Shop Front', runtime_version: '5.126.0', mail_enabled: true });
     const res = await t.rest('POST', projectPath(source, '/staging'), { key, body: { name: 'Shop Front QA' } });
     expect(res.status).toBe(202);
     const data = res.body.data;
@@ -161,11 +161,11 @@ describe('staging copies', () => {
         kind: 'staging_source',
         status: 'pending',
         project_id: source,
-        runtime_version: '5.105.0',
+        runtime_version: '5.126.0',
       }),
       operation: expect.objectContaining({ operation_type: 'staging', project_id: source, status: 'pending', step: 'queued' }),
       project: { id: expect.stringMatching(UUID), source_type: 'publisher', runtime: 'publisher' },
-      site_url: expect.stringMatching(/^https:\/\/shop-front-qa-[0-9a-f]{6}\./),
+      site_url: expect.stringMatching(/^http:\/\/shop-front-qa-[0-9a-f]{6}\.sites\.localhost:\d+$/),
       admin_url: `${data.site_url}/admin/`,
     });
     const stagingId = data.project.id;
@@ -179,7 +179,7 @@ describe('staging copies', () => {
       result: {
         staging_project_id: stagingId,
         source_recovery_point_id: data.source_recovery_point.id,
-        runtime_version: '5.105.0',
+        runtime_version: '5.126.0',
       },
     });
     const meta = await t.rest('GET', projectPath(stagingId, '/metadata'), { key });
@@ -187,7 +187,7 @@ describe('staging copies', () => {
       installation: {
         status: 'running',
         environment: 'staging',
-        runtime_version: '5.105.0',
+        runtime_version: '5.126.0',
         source_project_id: source,
         source_recovery_point_id: data.source_recovery_point.id,
         deployment_mode: 'hosted',

@@ -53,6 +53,8 @@ export async function startTestPlatform(
   const config = loadConfig({
     ...process.env,
     SIMULATED_STEP_DELAY_MS: '40',
+    // Fast tests inject faults into the simulated executor; a test asks for the real one by env.
+    PUBLISHER_EXECUTOR: 'simulated',
     // Tests poll freely; the rate limit has its own test (test/core/router-limits.test.ts).
     RATE_LIMIT_PER_MINUTE: '1000000',
     ...env,

@@ -1,0 +1,210 @@
+import mongoose, { type Connection, type Model } from 'mongoose';
+import { PlatformError, retriable } from '../../core/errors';
+import { model } from '../../core/mongo';
+import { decryptSecret, encryptSecret } from '../../core/secrets';
+import type { DataPlanePort } from '../../dataplane/plane';
+import type { HostedSite } from '../../dataplane/sites';
+import type { PublisherModels, RecoveryPointDoc, SiteDoc } from './model';
+import { findRuntime, runtimeSpec } from './runtime-catalog';
+import type { Infrastructure, StepExtras } from './simulated-infrastructure';
+
+/**
+ * The publishing area's real executor (docs/decisions/0120-data-plane.md): the same `perform`
+ * seam as `SimulatedInfrastructure`, acting on the data plane's site host. A site is Ghost from
+ * the runtime cache, run as a supervised process with its own SQLite file and content directory
+ * under `<DATA_DIR>/sites/<site id>/`, served through the edge at its `site_url`.
+ *
+ * What is real: `pull_image` (install into the cache, progress in the step's detail),
+ * `start_runtime`, `configure_site` (owner and the platform's integration, Admin API key sealed
+ * with core/secrets.ts), `health_check` (over HTTP), `drain_traffic`/`stop_runtime` (503 first,
+ * then the process), `delete_site` (routes, port and files released), and the release an upgrade,
+ * a restore or a rollback starts. The data steps of recovery points, restores and staging copies
+ * (`capture_*`, `restore_*`, `migrate_database`) do nothing yet: their records are still
+ * simulated (0120, "still to do").
+ */
+
+/** The platform's access to a site it set up: the Admin API key and the owner's password, sealed. */
+export interface SiteCredentialsDoc {
+  _id: string;
+  accountId: string;
+  ownerEmail: string;
+  integrationId: string;
+  adminApiKeyCiphertext: string;
+  ownerPasswordCiphertext: string;
+  createdAt: Date;
+}
+
+const credentialsSchema = new mongoose.Schema<SiteCredentialsDoc>(
+  {
+    _id: String,
+    accountId: { type: String, required: true },
+    ownerEmail: { type: String, required: true },
+    integrationId: { type: String, required: true },
+    adminApiKeyCiphertext: { type: String, required: true },
+    ownerPasswordCiphertext: { type: String, required: true },
+    createdAt: { type: Date, required: true },
+  },
+  { collection: 'publisher_site_credentials', versionKey: false },
+);
+
+export function siteCredentialsModel(conn: Connection): Model<SiteCredentialsDoc> {
+  return model(conn, 'publisher', 'SiteCredentials', credentialsSchema);
+}
+
+/** What binds a sealed credential to its site and field: copied elsewhere, it does not open. */
+const aad = (siteId: string, field: string) => `publisher.site_credentials:${siteId}:${field}`;
+
+/** Steps that move data the real executor does not handle yet (their records stay simulated). */
+const DATA_STEPS = new Set([
+  'allocate_database',
+  'create_volume',
+  'capture_database',
+  'capture_content',
+  'capture_release',
+  'restore_database',
+  'restore_content',
+  'migrate_database',
+  'pin_release',
+]);
+
+/** How long `pull_image` may take: a cold install of Ghost builds native modules (20 min measured on a loaded machine). */
+const PULL_TIMEOUT_MS = 45 * 60_000;
+
+export interface RealInfrastructureDeps {
+  models: PublisherModels;
+  credentials: Model<SiteCredentialsDoc>;
+  /** The data plane of this process (the `dataPlane` kernel port), read at call time. */
+  dataPlane: () => DataPlanePort;
+}
+
+export class RealInfrastructure implements Infrastructure {
+  readonly kind = 'real' as const;
+  constructor(private readonly d: RealInfrastructureDeps) {}
+
+  stepTimeoutMs(step: string): number | undefined {
+    return step === 'pull_image' || step === 'start_runtime' ? PULL_TIMEOUT_MS : undefined;
+  }
+
+  async perform(
+    operationType: string,
+    step: string,
+    _signal?: AbortSignal,
+    op?: { _id: string; projectId: string; resourceId?: string; input?: unknown },
+    _idempotencyToken?: string,
+    extras: StepExtras = {},
+  ): Promise<void> {
+    if (!op) throw new Error('the real infrastructure needs the operation');
+    if (DATA_STEPS.has(step)) return;
+    const siteId = extras.siteId ?? op.resourceId ?? op.projectId;
+    const site = await this.d.models.Site.findById(siteId).lean();
+    if (!site) throw new PlatformError('site_not_found', 404, `site ${siteId} not found`);
+    const host = this.d.dataPlane().sites;
+    const version = await this.versionFor(operationType, step, site, op.input);
+    switch (step) {
+      case 'pull_image': {
+        const runtime = this.runtime(version);
+        try {
+          await host.pullRuntime(runtimeSpec(runtime), (p) => extras.progress?.(`${p.phase}: ${p.detail}`));
+        } catch (e) {
+          throw retriable('image_pull_failed', `installing ${runtime.image} failed: ${(e as Error).message}`);
+        }
+        return;
+      }
+      case 'start_runtime':
+      case 'rollback': {
+        const wanted = this.hosted(site, version);
+        if (host.isHosted(siteId) && host.releaseOf(siteId) === wanted.runtime.version && step !== 'rollback') {
+          await this.guard('site_unhealthy', () => host.resume(siteId));
+        } else {
+          await this.guard('site_unhealthy', () =>
+            host.start(wanted, (p) => extras.progress?.(`${p.phase}: ${p.detail}`)).then(() => undefined),
+          );
+        }
+        return;
+      }
+      case 'configure_site':
+        await this.configure(site);
+        return;
+      case 'health_check':
+        await this.guard('health_check_failed', () => host.healthCheck(siteId).then(() => undefined));
+        return;
+      case 'drain_traffic':
+        if (host.isHosted(siteId)) host.drain(siteId);
+        return;
+      case 'stop_runtime':
+        if (host.isHosted(siteId)) await host.stop(siteId);
+        return;
+      case 'delete_site':
+        await host.remove(siteId);
+        await this.d.credentials.deleteOne({ _id: siteId });
+        return;
+      default:
+        throw new PlatformError('unknown_step', 500, `the real infrastructure has no step ${step}`);
+    }
+  }
+
+  /** The operator's access to a site's admin (`platform sites admin-key`); never served by the API. */
+  async adminAccess(siteId: string): Promise<{ adminApiUrl: string; adminApiKey: string; ownerEmail: string } | null> {
+    const creds = await this.d.credentials.findById(siteId).lean();
+    const site = await this.d.models.Site.findById(siteId).lean();
+    if (!creds || !site) return null;
+    return {
+      adminApiUrl: site.siteUrl.replace(/\/?$/, ''),
+      adminApiKey: decryptSecret(creds.adminApiKeyCiphertext, aad(siteId, 'admin_api_key')),
+      ownerEmail: creds.ownerEmail,
+    };
+  }
+
+  /** The owner and the platform's integration, once: a site already set up keeps its credentials. */
+  private async configure(site: SiteDoc): Promise<void> {
+    if (await this.d.credentials.exists({ _id: site._id })) return;
+    const ownerEmail = `owner@${new URL(site.siteUrl).hostname}`;
+    const access = await this.guard('site_setup_failed', () =>
+      this.d.dataPlane().sites.setUp(site._id, { name: `${site.name} owner`, email: ownerEmail, blogTitle: site.name }),
+    );
+    await this.d.credentials.create({
+      _id: site._id,
+      accountId: site.accountId,
+      ownerEmail,
+      integrationId: access.integrationId,
+      adminApiKeyCiphertext: encryptSecret(access.adminApiKey, aad(site._id, 'admin_api_key')),
+      ownerPasswordCiphertext: encryptSecret(access.ownerPassword, aad(site._id, 'owner_password')),
+      createdAt: new Date(),
+    });
+  }
+
+  /** The release a step runs: an upgrade's target, a rollback's origin, a restore's point, else the site's own. */
+  private async versionFor(operationType: string, step: string, site: SiteDoc, input: unknown): Promise<string> {
+    const i = (input ?? {}) as { targetVersion?: string; fromVersion?: string; recoveryPointId?: string };
+    if (operationType === 'upgrade')
+      return step === 'rollback' ? (i.fromVersion ?? site.runtimeVersion) : (i.targetVersion ?? site.runtimeVersion);
+    if (operationType === 'restore' && i.recoveryPointId) {
+      const point: RecoveryPointDoc | null = await this.d.models.RecoveryPoint.findById(i.recoveryPointId).lean();
+      if (point) return point.runtimeVersion;
+    }
+    return site.runtimeVersion;
+  }
+
+  private runtime(version: string) {
+    const runtime = findRuntime(version);
+    if (!runtime) throw new PlatformError('release_unknown', 500, `runtime ${version} is not in the catalog`);
+    return runtime;
+  }
+
+  private hosted(site: SiteDoc, version: string): HostedSite {
+    const runtime = this.runtime(version);
+    const url = site.siteUrl;
+    const hosts = [new URL(url).hostname];
+    if (site.domain && site.domainStatus === 'active') hosts.push(site.domain);
+    return { siteId: site._id, runtime: runtimeSpec(runtime), url, hosts, memoryMb: runtime.memoryFloorMb };
+  }
+
+  private async guard<T>(code: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (e) {
+      if (e instanceof PlatformError) throw e;
+      throw new PlatformError(code, 500, (e as Error).message);
+    }
+  }
+}
