@@ -203,11 +203,14 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
       local: role.kind === 'all' ? subgraphs : [],
       remoteUrls,
       authenticate: (key) => services.identity.authenticate(key),
+      recheck: (key) => services.identity.authenticate(key, { fresh: true }),
       hub,
       feeds,
       ports,
       log,
       rateLimitPerMinute: cfg.RATE_LIMIT_PER_MINUTE,
+      authFailuresPerMinute: cfg.AUTH_FAILURES_PER_MINUTE,
+      trustProxy: cfg.TRUST_PROXY,
       nodeEnv: cfg.NODE_ENV,
     });
     await router.start();
@@ -232,6 +235,8 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
       dataPlanes: planes,
       trustProxy: cfg.TRUST_PROXY,
       rateLimitPerMinute: cfg.RATE_LIMIT_PER_MINUTE,
+      authFailuresPerMinute: cfg.AUTH_FAILURES_PER_MINUTE,
+      authenticate: (key) => services.identity.authenticate(key),
       log,
       ready: async () => {
         const mongo = mongoHostPort(cfg.mongodbUri);

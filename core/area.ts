@@ -71,6 +71,11 @@ export interface FeedDefinition<E = unknown, A = Record<string, unknown>> {
    */
   keyOfEvent(event: E): string | readonly string[] | null;
   keyOfArgs(args: A): string;
+  /**
+   * The key scope a subscriber needs (403 `insufficient_scope`; a connection whose key loses it is
+   * closed). Default: the declaring area's read scope (`areaScopes`), filled in by the composition root.
+   */
+  scope?: string;
   /** The refusal a subscriber sees when `authorize` says no (concealed as not found). */
   notFound: { code: string; message: string };
   /**

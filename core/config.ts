@@ -66,6 +66,8 @@ const schema = z.object({
   KAFKA_TOPIC_PREFIX: z.string().default('platform'),
   /** Requests per minute per API key on the bridge and on the router (429 beyond it). */
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(600),
+  /** Failed authentications per minute per client address on the bridge and on the router (429 beyond it). */
+  AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(1).default(30),
 });
 
 export type Config = Omit<z.infer<typeof schema>, 'INTERNAL_SIGNING_KEY' | 'SECRET_ENCRYPTION_KEY' | 'CURSOR_SIGNING_KEY'> & {

@@ -12,6 +12,8 @@ import { context as otelContext, propagation } from '@opentelemetry/api';
 export interface GatewayContext {
   principal: Principal | null;
   requestId: string;
+  /** The caller's address as the edge saw it (socket, or a trusted proxy's X-Forwarded-For). */
+  clientIp?: string;
 }
 
 /** Fetch documents the query planner sends repeat; parsed ones are kept (bounded). */

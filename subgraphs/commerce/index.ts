@@ -1,3 +1,4 @@
+import { commerceError } from './errors';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import '../../core/activity-scopes';
@@ -74,6 +75,8 @@ export default defineArea<CommerceService, z.infer<typeof commerceConfig>>({
   subgraph: (services) => ({
     resolvers: [CommerceResolver],
     createResolver: (cls) => new cls(services),
+    // The kernel's key and scope check (core/subgraph-kit.ts) answers in commerce's codes.
+    refusal: (e) => commerceError(e.status === 401 ? 'COMMERCE_UNAUTHENTICATED' : 'COMMERCE_FORBIDDEN', e.message, e.details),
   }),
   provides(s, ports) {
     // An application (spec 4.6 `/applications/{appID}`) is a project's commerce connection: its id

@@ -55,6 +55,7 @@ export async function startTestPlatform(
     SIMULATED_STEP_DELAY_MS: '40',
     // Tests poll freely; the rate limit has its own test (test/core/router-limits.test.ts).
     RATE_LIMIT_PER_MINUTE: '1000000',
+    AUTH_FAILURES_PER_MINUTE: '1000000',
     ...env,
     MONGODB_URI: dbUri,
     KAFKA_BROKERS: base.kafkaBrokers.join(','),
