@@ -162,6 +162,31 @@ export function areaFeeds(): FeedDefinition<unknown, Record<string, unknown>>[] 
   return [...byField.values()];
 }
 
+/**
+ * Why a production start must be refused, one sentence each (empty: it may start): every outside
+ * system a stand-in would play must be named by its variable (stand-ins never run in production),
+ * and every secret shared with an outside system that has a development default must be set. The
+ * platform's own keys are checked the same way by core/keys.ts.
+ */
+export function productionProblems(env: Record<string, string | undefined>): string[] {
+  const problems: string[] = [];
+  for (const area of areas()) {
+    for (const standIn of area.standIns ?? []) {
+      if (!env[standIn.env]) {
+        problems.push(
+          `${standIn.env} must be set when NODE_ENV=production (the ${standIn.name} stand-in never runs in production)`,
+        );
+      }
+      for (const secret of standIn.secrets ?? []) {
+        if (!env[secret]) {
+          problems.push(`${secret} must be set when NODE_ENV=production (its development default is public)`);
+        }
+      }
+    }
+  }
+  return problems;
+}
+
 export function activitySources(): ActivitySource[] {
   return areas().flatMap((a) => a.activitySources ?? []);
 }

@@ -28,7 +28,16 @@ import { addScrapeProbe, collectRuntimeMetrics } from '../core/telemetry/metrics
 import { platformProbe } from '../core/telemetry/probes';
 import { initTracing } from '../core/telemetry/tracing';
 import { BackgroundJoin } from './background-join';
-import { type AreaServices, areaFeeds, areaRoutes, areas, buildAreas, buildSubgraphs, subgraphPort } from './areas';
+import {
+  type AreaServices,
+  areaFeeds,
+  areaRoutes,
+  areas,
+  buildAreas,
+  buildSubgraphs,
+  productionProblems,
+  subgraphPort,
+} from './areas';
 
 /** Idle scan interval of the operation engine and the outbox relay: 1 s. */
 const IDLE_SCAN_MS = 1000;
@@ -77,9 +86,16 @@ export interface Platform {
   stop(): Promise<void>;
 }
 
+/** A production start refused for its configuration (one sentence naming the variable). */
+export class ProductionConfigError extends Error {}
+
 /** Starts the platform (or one piece of it) against the configured MongoDB and Kafka. */
 export async function startPlatform(opts: PlatformOptions = {}): Promise<Platform> {
   const cfg = opts.config ?? processConfig();
+  const production = cfg.NODE_ENV === 'production';
+  // No development secret and no stand-in in production: refuse before anything starts.
+  const problem = production ? productionProblems(cfg.env)[0] : undefined;
+  if (problem) throw new ProductionConfigError(problem);
   const role: ProcessRole = opts.role ?? { kind: 'all' };
   const log = childLogger('platform', { role: role.kind === 'subgraph' ? `subgraph:${role.name}` : role.kind });
   const stops: Array<() => Promise<void>> = [];
@@ -107,7 +123,7 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
   });
 
   // Stand-ins for outside systems come first: the areas read their addresses from the settings.
-  if (opts.standIns ?? role.kind === 'all') {
+  if (!production && (opts.standIns ?? role.kind === 'all')) {
     for (const standIn of areas().flatMap((a) => a.standIns ?? [])) {
       if (cfg.env[standIn.env]) continue;
       const running = await standIn.start({ config: cfg, log: childLogger(`standin:${standIn.name}`), host: cfg.HOST });

@@ -116,8 +116,16 @@ export class CliUsageError extends Error {}
 /** A local stand-in for an outside system, started when its env variable is unset. */
 export interface StandInDefinition {
   name: string;
-  /** The env variable that, when set, points at the real system instead (e.g. `MAIL_SMTP_URL`). */
+  /**
+   * The env variable that, when set, points at the real system instead (e.g. `MAIL_SMTP_URL`).
+   * Stand-ins never run in production: there, an unset variable refuses the start (app/areas.ts).
+   */
   env: string;
+  /**
+   * Secrets shared with the outside system that have a development default (e.g. the webhook
+   * secret the stand-in signs with): required when NODE_ENV=production, since a default is public.
+   */
+  secrets?: string[];
   /** Starts it on loopback; returns the value to put in `env` for this process. */
   start(opts: { config: Config; log: Logger; host: string }): Promise<{ value: string; stop(): Promise<void> }>;
 }

@@ -1,7 +1,7 @@
 import { buildSubgraphSchema } from '@apollo/subgraph';
 import type { GraphQLResolverMap } from '@apollo/subgraph/dist/schema-helper/resolverMap';
 import { printSchemaWithDirectives } from '@graphql-tools/utils';
-import { type GraphQLFieldResolver, type GraphQLSchema, parse } from 'graphql';
+import { type GraphQLFieldResolver, GraphQLScalarType, type GraphQLSchema, parse } from 'graphql';
 import { type AuthChecker, buildSchema, createResolversMap, getMetadataStorage, type NonEmptyArray } from 'type-graphql';
 import { isPlatformError, type PlatformError } from './errors';
 import type { AreaScopes } from './scopes';
@@ -130,6 +130,30 @@ export const scopeAuthChecker: AuthChecker<RequestContext> = ({ context }, scope
 };
 
 /**
+ * A JSON literal as a plain object: graphql-scalars parses an inline object literal
+ * (`metadata: {}`) into a prototype-less object, which type-graphql's argument validation cannot
+ * handle (a 500 for any client). Keys are defined, never assigned, so a `__proto__` key stays an
+ * own property exactly as `JSON.parse` would leave it.
+ */
+export function plainJson(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(plainJson);
+  if (value === null || typeof value !== 'object' || Object.getPrototypeOf(value) !== null) return value;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) {
+    Object.defineProperty(out, k, { value: plainJson(v), enumerable: true, writable: true, configurable: true });
+  }
+  return out;
+}
+
+/** A custom scalar whose inline literals parse to plain objects (see plainJson). */
+function withPlainLiterals(scalar: GraphQLScalarType): GraphQLScalarType {
+  const config = scalar.toConfig();
+  const parseLiteral = config.parseLiteral;
+  if (!parseLiteral) return scalar;
+  return new GraphQLScalarType({ ...config, parseLiteral: (ast, variables) => plainJson(parseLiteral(ast, variables)) });
+}
+
+/**
  * type-graphql classes → SDL with directives + federation @link → `buildSubgraphSchema`.
  * type-graphql's own schema check is skipped because entity stubs have no root field here.
  */
@@ -154,6 +178,9 @@ export async function buildSubgraph(def: SubgraphDefinition): Promise<BuiltSubgr
   });
   const sdl = `${FEDERATION_LINK}\n\n${printSchemaWithDirectives(typeGraphqlSchema)}`;
   const resolvers = createResolversMap(typeGraphqlSchema) as GraphQLResolverMap<RequestContext>;
+  for (const [name, value] of Object.entries(resolvers)) {
+    if (value instanceof GraphQLScalarType) resolvers[name] = withPlainLiterals(value) as never;
+  }
   // Every root field is guarded by its declared access; `@Authorized` ones by type-graphql already.
   const accessOf: Record<string, FieldAccess> = {};
   for (const operation of ['Query', 'Mutation'] as const) {

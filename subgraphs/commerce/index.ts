@@ -105,6 +105,7 @@ export default defineArea<CommerceService, z.infer<typeof commerceConfig>>({
     {
       name: 'commerce platform',
       env: 'COMMERCE_PLATFORM_URL',
+      secrets: ['COMMERCE_WEBHOOK_SECRET'],
       async start({ config, host }) {
         const settings = commerceConfig.parse(config.env);
         const port = settings.COMMERCE_STANDIN_PORT ?? 0;
