@@ -11,7 +11,7 @@ import {
   PRINCIPAL_HEADER,
   requirePrincipal,
   requireScope,
-  verifyPrincipal,
+  verifySigned,
 } from './principal';
 
 /** Federation spec version every subgraph links to. */
@@ -22,6 +22,11 @@ export const FEDERATION_LINK =
 export interface RequestContext {
   principal: Principal | null;
   requestId: string;
+  /**
+   * The caller's address as the edge (bridge or router) saw it: the socket's, or a trusted proxy's
+   * X-Forwarded-For (TRUST_PROXY). Signed with the principal; never taken from an argument.
+   */
+  clientIp?: string;
 }
 
 /**
@@ -32,8 +37,8 @@ export function contextFromHeaders(headers: Record<string, string | string[] | u
   const first = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
   const requestId = first(headers['x-request-id']);
   if (!requestId) throw new ForgedPrincipalError('missing request id');
-  const principal = verifyPrincipal(first(headers[PRINCIPAL_HEADER]), { audience, requestId });
-  return { principal, requestId };
+  const { principal, clientIp } = verifySigned(first(headers[PRINCIPAL_HEADER]), { audience, requestId });
+  return { principal, requestId, clientIp };
 }
 
 type ResolverClass = new (...args: any[]) => object;

@@ -269,6 +269,7 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
         const result = await opts.executor.execute(document, variables, {
           authorization: req.headers.authorization,
           requestId: req.id,
+          clientIp: req.ip,
         });
         if (result.errors?.length || !result.data) {
           const { status, error } = fromGraphQLErrors(result.errors ?? [{ message: 'no data' }]);

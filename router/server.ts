@@ -3,6 +3,8 @@ import { ApolloServer } from '@apollo/server';
 import fastifyApollo from '@as-integrations/fastify';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import proxyaddr from '@fastify/proxy-addr';
 import { formatPlatformError } from '../core/graphql-errors';
 import { closeListener } from '../core/http-close';
 import type { Logger } from '../core/logger';
@@ -47,6 +49,17 @@ export interface RouterOptions {
 }
 
 export { bearerToken };
+
+/**
+ * The client's address of a raw request (graphql-ws upgrades), as Fastify decides it for HTTP: the
+ * socket's, or, when the socket is a trusted proxy, the nearest untrusted X-Forwarded-For hop.
+ */
+export function clientAddress(request: IncomingMessage, trustProxy: string[] | false): string | undefined {
+  const socket = request.socket.remoteAddress;
+  if (!trustProxy || !socket) return socket;
+  const trusted = proxyaddr.compile(trustProxy);
+  return proxyaddr(request, trusted);
+}
 
 /** The federated graph: gateway + Apollo Server, usable in-process (bridge) or over HTTP. */
 export class Router {
@@ -121,8 +134,9 @@ export class Router {
         return token ? (this.opts.recheck ?? this.opts.authenticate)(token) : null;
       },
       // Queries and mutations over the socket: the same Apollo Server, validation rules and subgraph checks as POST.
-      operation: async (request, principal) => {
-        const contextValue: GatewayContext = { principal, requestId: randomUUID() };
+      clientIp: (request) => clientAddress(request, trustProxy),
+      operation: async (request, principal, clientIp) => {
+        const contextValue: GatewayContext = { principal, requestId: randomUUID(), clientIp };
         const response = await this.apollo.executeOperation(request, { contextValue });
         if (response.body.kind !== 'single') throw new Error('incremental delivery is not used over graphql-ws');
         return response.body.singleResult as never;

@@ -11,7 +11,7 @@ import {
   print,
 } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import { type WebSocket, WebSocketServer } from 'ws';
 import type { FeedDefinition } from '../core/area';
 import type { Logger } from '../core/logger';
@@ -46,6 +46,7 @@ interface SubscriptionContext {
 export type SocketOperation = (
   request: { query: string; variables?: Record<string, unknown>; operationName?: string },
   principal: Principal,
+  clientIp?: string,
 ) => Promise<ExecutionResult>;
 
 export interface SubscriptionDeps {
@@ -58,6 +59,8 @@ export interface SubscriptionDeps {
    * revocation or a withdrawn scope ends subscriptions within SUBSCRIPTION_RECHECK_MS (default: authenticate).
    */
   recheck?: (authorization: string | undefined) => Promise<Principal | null>;
+  /** The client's address of an upgrade request (the socket's, or a trusted proxy's X-Forwarded-For). */
+  clientIp?: (request: IncomingMessage) => string | undefined;
   /** Queries and mutations over the socket (absent: refused). */
   operation?: SocketOperation;
   /** Charges one request to the key's rate-limit bucket; false when over the limit. */
@@ -161,6 +164,8 @@ export const SUBSCRIPTION_RECHECK_MS = 2_000;
 
 interface SocketState {
   header: string | undefined;
+  /** The client's address (the upgrade request's, through a trusted proxy). */
+  clientIp?: string;
   principal: Principal;
   /** Scopes the connection's live subscriptions rely on. */
   relied: Set<string>;
@@ -270,7 +275,7 @@ export function attachSubscriptions(server: Server, path: string, deps: Subscrip
       execute: async (args) => {
         const op = (args.contextValue as { socketOperation?: Parameters<SocketOperation>[0] }).socketOperation;
         const state = (args.contextValue as { state: SocketState }).state;
-        if (op && deps.operation) return deps.operation(op, state.principal);
+        if (op && deps.operation) return deps.operation(op, state.principal, state.clientIp);
         return execute(args);
       },
       subscribe,
@@ -284,7 +289,7 @@ export function attachSubscriptions(server: Server, path: string, deps: Subscrip
           return false;
         }
         bump(connections, principal.keyId, 1);
-        const state: SocketState = { header, principal, relied: new Set() };
+        const state: SocketState = { header, principal, relied: new Set(), clientIp: deps.clientIp?.(ctx.extra.request) };
         ctx.extra.state = state;
         open.set(ctx.extra.socket, state);
         return true;
