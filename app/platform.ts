@@ -226,6 +226,10 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
       log,
       rateLimitPerMinute: cfg.RATE_LIMIT_PER_MINUTE,
       authFailuresPerMinute: cfg.AUTH_FAILURES_PER_MINUTE,
+      socketLimits: {
+        connectionsPerKey: cfg.GRAPHQL_WS_MAX_CONNECTIONS_PER_KEY,
+        subscriptionsPerKey: cfg.GRAPHQL_WS_MAX_SUBSCRIPTIONS_PER_KEY,
+      },
       trustProxy: cfg.TRUST_PROXY,
       nodeEnv: cfg.NODE_ENV,
     });

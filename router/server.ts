@@ -2,6 +2,7 @@ import { ApolloGateway, type GraphQLDataSource } from '@apollo/gateway';
 import { ApolloServer } from '@apollo/server';
 import fastifyApollo from '@as-integrations/fastify';
 import Fastify, { type FastifyInstance } from 'fastify';
+import { GraphQLError } from 'graphql';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import proxyaddr from '@fastify/proxy-addr';
@@ -139,7 +140,10 @@ export class Router {
         const contextValue: GatewayContext = { principal, requestId: randomUUID(), clientIp };
         const response = await this.apollo.executeOperation(request, { contextValue });
         if (response.body.kind !== 'single') throw new Error('incremental delivery is not used over graphql-ws');
-        return response.body.singleResult as never;
+        const { data, errors } = response.body.singleResult;
+        // graphql-ws serialises GraphQLError instances: the formatted errors become ones again, extensions kept.
+        const shaped = errors?.map((e) => new GraphQLError(e.message, { path: e.path, extensions: e.extensions }));
+        return { data: data as Record<string, unknown> | null | undefined, ...(shaped ? { errors: shaped } : {}) };
       },
       take: (principal) => this.limits.requests.take(`k:${principal.keyId}`).ok,
       limits: this.opts.socketLimits,
