@@ -168,16 +168,13 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
       .status(status)
       .send(errorEnvelope(kind, status, error));
 
-  app.setNotFoundHandler((req, reply) => {
-    // An API path that matches no route: without a valid key that is a 401, not a hint about paths.
-    const refused = /^\/(api\/)?v1\//.test(req.url) ? refusal(req, undefined) : null;
-    if (refused && refused.status === 401) return send(reply, envelopeForPath(req.url), 401, refused.error);
-    return send(reply, envelopeForPath(req.url), 404, {
+  app.setNotFoundHandler((req, reply) =>
+    send(reply, envelopeForPath(req.url), 404, {
       code: 'route_not_found',
       message: `no route for ${req.method} ${req.url.split('?')[0]}`,
       details: {},
-    });
-  });
+    }),
+  );
 
   app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, req, reply) => {
     const kind = envelopeForPath(req.url);

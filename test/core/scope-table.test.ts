@@ -15,9 +15,10 @@ import {
   isNonNullType,
   isScalarType,
   type IntrospectionQuery,
+  parse,
 } from 'graphql';
 import WebSocket from 'ws';
-import { areaFeeds, buildSubgraphs } from '../../app/areas';
+import { areaFeeds, areaRoutes, buildSubgraphs } from '../../app/areas';
 import { subscriptionSdl } from '../../router/subscriptions';
 import { ALL_SCOPES } from '../../core/scopes';
 import { type FieldAccess, rootFieldAccess } from '../../core/subgraph-kit';
@@ -135,7 +136,7 @@ describe('REST: every operation of the OpenAPI document', () => {
     expect(wrong).toEqual([]);
   }, 300_000);
 
-  it('an unknown key, an unmatched API path and a malformed restore path answer 401 without a key', async () => {
+  it('an unknown key, a malformed version id and bad query strings answer 401 without a valid key', async () => {
     const restore = await t.rest('POST', `/api/v1/assets/${randomUUID()}/versions/abc/restore`);
     expect(restore.status).toBe(401);
     const bad = await t.rest('GET', '/api/v1/assets?limit=abc', { key: `pk_000000000000_${'A'.repeat(32)}` });
@@ -225,6 +226,22 @@ describe('GraphQL: every root field of the supergraph', () => {
     ];
     expect(fields.filter((f) => !access.get(f))).toEqual([]);
     expect(fields.filter((f) => access.get(f) === 'public').sort()).toEqual(Object.keys(PUBLIC_FIELDS).sort());
+    // Both transports need the same scope: a REST row's documented scope is its fields'.
+    const mismatched: string[] = [];
+    for (const row of areaRoutes()) {
+      for (const def of parse(row.document).definitions) {
+        if (def.kind !== 'OperationDefinition') continue;
+        const op = def.operation === 'query' ? 'Query' : 'Mutation';
+        for (const sel of def.selectionSet.selections) {
+          if (sel.kind !== 'Field') continue;
+          const rule = access.get(`${op}.${sel.name.value}`);
+          const fieldScope = rule === 'public' ? 'public' : typeof rule === 'object' ? rule.scope : 'key';
+          const rowScope = row.public ? 'public' : (row.scope ?? 'key');
+          if (fieldScope !== rowScope) mismatched.push(`${row.method} ${row.path}: row ${rowScope}, field ${fieldScope}`);
+        }
+      }
+    }
+    expect(mismatched).toEqual([]);
     // `rootFieldAccess` refuses a field with no declaration and no area default (default deny).
     expect(() => rootFieldAccess({ name: 'x', resolvers: [class {}] as never }, 'Query', 'y')).toThrow(/declares no scope/);
   });
