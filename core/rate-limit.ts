@@ -63,6 +63,8 @@ export function bearerToken(authorization: string | undefined): string | undefin
  */
 export interface EdgeCaller {
   principal: Principal | null | undefined;
+  /** Why the key could not be checked (an engine down): the server answers it (503) without asking again. */
+  error?: unknown;
 }
 
 export type RefusalReason = 'rate_limited' | 'auth_failures';
@@ -88,19 +90,23 @@ export class EdgeLimits {
 
   async admit(authorization: string | undefined, ip: string): Promise<Admission> {
     let principal: Principal | null | undefined = null;
+    let error: unknown;
     if (typeof authorization === 'string' && authorization.trim() !== '') {
       const spent = this.failures.peek(ip);
       if (!spent.ok) return { ok: false, retryAfterS: spent.retryAfterS, reason: 'auth_failures', principal: null };
       const token = bearerToken(authorization);
       try {
         principal = token ? await this.authenticate(token) : null;
-      } catch {
-        principal = undefined; // not a failure of the caller: the subgraph answers (503)
+      } catch (e) {
+        principal = undefined; // not a failure of the caller
+        error = e;
       }
       if (principal === null) this.failures.take(ip);
     }
     const taken = this.requests.take(principal ? `k:${principal.keyId}` : `ip:${ip}`);
-    return taken.ok ? { ok: true, principal } : { ok: false, retryAfterS: taken.retryAfterS, reason: 'rate_limited', principal };
+    return taken.ok
+      ? { ok: true, principal, error }
+      : { ok: false, retryAfterS: taken.retryAfterS, reason: 'rate_limited', principal, error };
   }
 }
 
@@ -136,7 +142,7 @@ export function installRateLimit(
     const path = req.url.split('?')[0];
     if (path === '/healthz' || path === '/readyz') return;
     const taken = await limits.admit(req.headers.authorization, req.ip);
-    req.caller = { principal: taken.principal };
+    req.caller = { principal: taken.principal, error: taken.error };
     if (!taken.ok) {
       reply.header('retry-after', String(taken.retryAfterS));
       await reject(req, reply, taken.retryAfterS, taken.reason);

@@ -231,6 +231,8 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
       url: toFastifyPath(route.path),
       bodyLimit: route.bodyLimit,
       handler: async (req: FastifyRequest, reply: FastifyReply) => {
+        // The key could not be checked (an engine is down): answered as such (503), not checked twice.
+        if (req.caller?.error && opts.authenticate && !route.public) throw req.caller.error;
         const refused = refusal(req, route);
         if (refused) return send(reply, route.envelope, refused.status, refused.error);
         let body: unknown = undefined;
