@@ -297,9 +297,6 @@ export function attachSubscriptions(server: Server, path: string, deps: Subscrip
       onSubscribe: (ctx, _id, payload) => {
         const state = ctx.extra.state;
         if (!state) return [socketError('bearer token missing or invalid', 'unauthenticated', 401)];
-        if (deps.take && !deps.take(state.principal)) {
-          return [socketError('too many requests for this key; retry later', 'rate_limited', 429)];
-        }
         let document;
         try {
           document = parse(payload.query);
@@ -307,8 +304,13 @@ export function attachSubscriptions(server: Server, path: string, deps: Subscrip
           return [socketError((e as Error).message, 'invalid_request', 400)];
         }
         const operation = getOperationAST(document, payload.operationName);
-        if (!operation || operation.operation === 'subscription') return; // graphql-ws validates and subscribes
+        // Subscriptions have their own cap per key (limits.subscriptionsPerKey); graphql-ws validates them.
+        if (!operation || operation.operation === 'subscription') return;
         if (!deps.operation) return [socketError('send queries and mutations to POST /graphql', 'invalid_request', 400)];
+        // A query or mutation costs what it costs over POST: one request of the key's bucket.
+        if (deps.take && !deps.take(state.principal)) {
+          return [socketError('too many requests for this key; retry later', 'rate_limited', 429)];
+        }
         return {
           schema,
           document,
