@@ -10,7 +10,9 @@ import type { OperationEngine } from '../core/operations/engine';
 import { projectRoot } from '../core/paths';
 import { Ports } from '../core/ports';
 import type { AreaRoute } from '../core/rest-route';
-import { type BuiltSubgraph, buildSubgraph } from '../core/subgraph-kit';
+import { parse } from 'graphql';
+import { areaScopes } from '../core/scopes';
+import { type BuiltSubgraph, buildSubgraph, type FieldAccess, rootFieldAccess } from '../core/subgraph-kit';
 import type { CompositionInput } from '../router/compose';
 import { AREAS } from '../subgraphs/registry';
 
@@ -101,15 +103,88 @@ export async function buildSubgraphs(services?: AreaServices, only?: (name: stri
   const chosen = areas().filter((a) => !only || only(a.name));
   return Promise.all(
     chosen.map((a) =>
-      buildSubgraph({ name: a.name, ...a.subgraph((services as Record<string, unknown> | undefined)?.[a.name]) }),
+      buildSubgraph({
+        name: a.name,
+        scopes: areaScopes(a.name),
+        fieldAccess: routeFieldAccess(a),
+        ...a.subgraph((services as Record<string, unknown> | undefined)?.[a.name]),
+      }),
     ),
   );
 }
 
+/** The root fields (`Query.name` / `Mutation.name`) an operation document selects. */
+function rootFieldsOf(document: string): string[] {
+  const out: string[] = [];
+  for (const d of parse(document).definitions) {
+    if (d.kind !== 'OperationDefinition' || d.operation === 'subscription') continue;
+    const op = d.operation === 'query' ? 'Query' : 'Mutation';
+    for (const s of d.selectionSet.selections) if (s.kind === 'Field') out.push(`${op}.${s.name.value}`);
+  }
+  return out;
+}
+
+/** What an area's REST rows say about its root fields: a public row's fields are public, a row's scope is theirs. */
+function routeFieldAccess(area: AnyArea): Record<string, FieldAccess> {
+  const access: Record<string, FieldAccess> = {};
+  for (const row of area.routes ?? []) {
+    const rule: FieldAccess | undefined = row.public ? 'public' : row.scope ? { scope: row.scope } : undefined;
+    if (!rule) continue;
+    for (const field of rootFieldsOf(operationDocument(area.name, row.operation))) access[field] ??= rule;
+  }
+  return access;
+}
+
+/**
+ * The scope a REST row needs: its own, else the one its root field declares (one rule for both
+ * transports, documented in OpenAPI as `x-scope`). A row whose fields need only a key has none.
+ */
+function rowScope(
+  def: Parameters<typeof rootFieldAccess>[0],
+  row: { scope?: string; public?: boolean },
+  document: string,
+): string | undefined {
+  if (row.scope || row.public) return row.scope;
+  for (const field of rootFieldsOf(document)) {
+    const [op, name] = field.split('.') as ['Query' | 'Mutation', string];
+    const access = rootFieldAccess(def, op, name);
+    if (typeof access === 'object') return access.scope;
+  }
+  return undefined;
+}
+
 export function areaFeeds(): FeedDefinition<unknown, Record<string, unknown>>[] {
   const byField = new Map<string, FeedDefinition<unknown, Record<string, unknown>>>();
-  for (const area of areas()) for (const feed of area.feeds ?? []) byField.set(feed.field, feed);
+  // A feed needs its own scope, else its area's read scope (the scope of the REST reads it mirrors).
+  for (const area of areas()) {
+    for (const feed of area.feeds ?? []) byField.set(feed.field, { ...feed, scope: feed.scope ?? areaScopes(area.name)?.read });
+  }
   return [...byField.values()];
+}
+
+/**
+ * Why a production start must be refused, one sentence each (empty: it may start): every outside
+ * system a stand-in would play must be named by its variable (stand-ins never run in production),
+ * and every secret shared with an outside system that has a development default must be set. The
+ * platform's own keys are checked the same way by core/keys.ts.
+ */
+export function productionProblems(env: Record<string, string | undefined>): string[] {
+  const problems: string[] = [];
+  for (const area of areas()) {
+    for (const standIn of area.standIns ?? []) {
+      if (!env[standIn.env]) {
+        problems.push(
+          `${standIn.env} must be set when NODE_ENV=production (the ${standIn.name} stand-in never runs in production)`,
+        );
+      }
+      for (const secret of standIn.secrets ?? []) {
+        if (!env[secret]) {
+          problems.push(`${secret} must be set when NODE_ENV=production (its development default is public)`);
+        }
+      }
+    }
+  }
+  return problems;
 }
 
 export function activitySources(): ActivitySource[] {
@@ -120,9 +195,18 @@ const KERNEL_FRAGMENTS = path.join(projectRoot(), 'core', 'operations', 'fragmen
 
 /** Every area's REST rows, each bound to its area and its GraphQL document. */
 export function areaRoutes(): AreaRoute[] {
-  return areas().flatMap((area) =>
-    (area.routes ?? []).map((row) => ({ ...row, area: area.name, document: operationDocument(area.name, row.operation) })),
-  );
+  return areas().flatMap((area) => {
+    const def = {
+      name: area.name,
+      scopes: areaScopes(area.name),
+      fieldAccess: routeFieldAccess(area),
+      ...area.subgraph(undefined),
+    };
+    return (area.routes ?? []).map((row) => {
+      const document = operationDocument(area.name, row.operation);
+      return { ...row, scope: rowScope(def, row, document), area: area.name, document };
+    });
+  });
 }
 
 /**

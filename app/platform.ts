@@ -35,7 +35,16 @@ import { DataPlane } from '../dataplane/plane';
 import type { Edge } from '../dataplane/edge';
 import type { Supervisor } from '../dataplane/supervisor';
 import { BackgroundJoin } from './background-join';
-import { type AreaServices, areaFeeds, areaRoutes, areas, buildAreas, buildSubgraphs, subgraphPort } from './areas';
+import {
+  type AreaServices,
+  areaFeeds,
+  areaRoutes,
+  areas,
+  buildAreas,
+  buildSubgraphs,
+  productionProblems,
+  subgraphPort,
+} from './areas';
 
 /** Idle scan interval of the operation engine and the outbox relay: 1 s. */
 const IDLE_SCAN_MS = 1000;
@@ -91,9 +100,16 @@ export interface Platform {
   stop(): Promise<void>;
 }
 
+/** A production start refused for its configuration (one sentence naming the variable). */
+export class ProductionConfigError extends Error {}
+
 /** Starts the platform (or one piece of it) against the configured MongoDB and Kafka. */
 export async function startPlatform(opts: PlatformOptions = {}): Promise<Platform> {
   const cfg = opts.config ?? processConfig();
+  const production = cfg.NODE_ENV === 'production';
+  // No development secret and no stand-in in production: refuse before anything starts.
+  const problem = production ? productionProblems(cfg.env)[0] : undefined;
+  if (problem) throw new ProductionConfigError(problem);
   const role: ProcessRole = opts.role ?? { kind: 'all' };
   const log = childLogger('platform', { role: role.kind === 'subgraph' ? `subgraph:${role.name}` : role.kind });
   const stops: Array<() => Promise<void>> = [];
@@ -121,7 +137,7 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
   });
 
   // Stand-ins for outside systems come first: the areas read their addresses from the settings.
-  if (opts.standIns ?? role.kind === 'all') {
+  if (!production && (opts.standIns ?? role.kind === 'all')) {
     for (const standIn of areas().flatMap((a) => a.standIns ?? [])) {
       if (cfg.env[standIn.env]) continue;
       const running = await standIn.start({ config: cfg, log: childLogger(`standin:${standIn.name}`), host: cfg.HOST });
@@ -242,11 +258,18 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
       local: role.kind === 'all' ? subgraphs : [],
       remoteUrls,
       authenticate: (key) => services.identity.authenticate(key),
+      recheck: (key) => services.identity.authenticate(key, { fresh: true }),
       hub,
       feeds,
       ports,
       log,
       rateLimitPerMinute: cfg.RATE_LIMIT_PER_MINUTE,
+      authFailuresPerMinute: cfg.AUTH_FAILURES_PER_MINUTE,
+      socketLimits: {
+        connectionsPerKey: cfg.GRAPHQL_WS_MAX_CONNECTIONS_PER_KEY,
+        subscriptionsPerKey: cfg.GRAPHQL_WS_MAX_SUBSCRIPTIONS_PER_KEY,
+      },
+      trustProxy: cfg.TRUST_PROXY,
       nodeEnv: cfg.NODE_ENV,
     });
     await router.start();
@@ -271,6 +294,8 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
       dataPlanes: planes,
       trustProxy: cfg.TRUST_PROXY,
       rateLimitPerMinute: cfg.RATE_LIMIT_PER_MINUTE,
+      authFailuresPerMinute: cfg.AUTH_FAILURES_PER_MINUTE,
+      authenticate: (key) => services.identity.authenticate(key),
       log,
       ready: async () => {
         const mongo = mongoHostPort(cfg.mongodbUri);

@@ -71,6 +71,11 @@ export interface FeedDefinition<E = unknown, A = Record<string, unknown>> {
    */
   keyOfEvent(event: E): string | readonly string[] | null;
   keyOfArgs(args: A): string;
+  /**
+   * The key scope a subscriber needs (403 `insufficient_scope`; a connection whose key loses it is
+   * closed). Default: the declaring area's read scope (`areaScopes`), filled in by the composition root.
+   */
+  scope?: string;
   /** The refusal a subscriber sees when `authorize` says no (concealed as not found). */
   notFound: { code: string; message: string };
   /**
@@ -111,8 +116,16 @@ export class CliUsageError extends Error {}
 /** A local stand-in for an outside system, started when its env variable is unset. */
 export interface StandInDefinition {
   name: string;
-  /** The env variable that, when set, points at the real system instead (e.g. `MAIL_SMTP_URL`). */
+  /**
+   * The env variable that, when set, points at the real system instead (e.g. `MAIL_SMTP_URL`).
+   * Stand-ins never run in production: there, an unset variable refuses the start (app/areas.ts).
+   */
   env: string;
+  /**
+   * Secrets shared with the outside system that have a development default (e.g. the webhook
+   * secret the stand-in signs with): required when NODE_ENV=production, since a default is public.
+   */
+  secrets?: string[];
   /** Starts it on loopback; returns the value to put in `env` for this process. */
   start(opts: { config: Config; log: Logger; host: string }): Promise<{ value: string; stop(): Promise<void> }>;
 }

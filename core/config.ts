@@ -76,6 +76,12 @@ const schema = z.object({
   KAFKA_TOPIC_PREFIX: z.string().default('platform'),
   /** Requests per minute per API key on the bridge and on the router (429 beyond it). */
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(600),
+  /** Failed authentications per minute per client address on the bridge and on the router (429 beyond it). */
+  AUTH_FAILURES_PER_MINUTE: z.coerce.number().int().min(1).default(30),
+  /** graphql-ws connections one key may hold open on one router (4429 beyond it). */
+  GRAPHQL_WS_MAX_CONNECTIONS_PER_KEY: z.coerce.number().int().min(1).default(1000),
+  /** Live graphql-ws subscriptions one key may hold on one router (429 `too_many_subscriptions` beyond it). */
+  GRAPHQL_WS_MAX_SUBSCRIPTIONS_PER_KEY: z.coerce.number().int().min(1).default(5000),
 });
 
 export type Config = Omit<z.infer<typeof schema>, 'INTERNAL_SIGNING_KEY' | 'SECRET_ENCRYPTION_KEY' | 'CURSOR_SIGNING_KEY'> & {

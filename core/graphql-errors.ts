@@ -30,9 +30,10 @@ export function formatPlatformError(formatted: GraphQLFormattedError, error: unk
       extensions: { code: original.code, status: original.status, details: original.details },
     };
   }
-  if (original instanceof ArgumentValidationError) {
+  // type-graphql wraps whatever its validator threw: only a list of validation errors is the caller's fault.
+  if (original instanceof ArgumentValidationError && Array.isArray(original.extensions.validationErrors)) {
     const details = {
-      fields: original.extensions.validationErrors?.map((v) => ({
+      fields: original.extensions.validationErrors.map((v) => ({
         field: v.property,
         problems: Object.values(v.constraints ?? {}),
       })),

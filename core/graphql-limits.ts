@@ -26,6 +26,9 @@ function depthOf(set: SelectionSetNode | undefined, ctx: ValidationContext, seen
   if (!set) return 0;
   let max = 0;
   for (const sel of set.selections) {
+    // Introspection is bounded by the schema, not by data (and off in production): not counted, so
+    // graphql's own `getIntrospectionQuery()` (GraphiQL, codegen, IDEs) passes in development.
+    if (sel.kind === Kind.FIELD && (sel.name.value === '__schema' || sel.name.value === '__type')) continue;
     if (sel.kind === Kind.FIELD) max = Math.max(max, sel.selectionSet ? 1 + depthOf(sel.selectionSet, ctx, seen) : 1);
     else if (sel.kind === Kind.INLINE_FRAGMENT) max = Math.max(max, depthOf(sel.selectionSet, ctx, seen));
     else if (!seen.has(sel.name.value)) {

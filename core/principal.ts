@@ -46,6 +46,8 @@ interface SignedPayload {
   iat: number;
   aud: string;
   rid: string;
+  /** The caller's address as the edge saw it (the socket, or a trusted proxy's X-Forwarded-For). */
+  ip?: string;
 }
 
 function sign(payload: string, key: string): string {
@@ -55,10 +57,11 @@ function sign(payload: string, key: string): string {
 /** `<base64url(json)>.<hmac>`; `null` principal means an anonymous caller. */
 export function signPrincipal(
   principal: Principal | null,
-  binding: PrincipalBinding,
+  binding: PrincipalBinding & { clientIp?: string },
   key = config().INTERNAL_SIGNING_KEY,
 ): string {
   const body: SignedPayload = { p: principal, iat: Date.now(), aud: binding.audience, rid: binding.requestId };
+  if (binding.clientIp) body.ip = binding.clientIp;
   const payload = Buffer.from(JSON.stringify(body)).toString('base64url');
   return `${payload}.${sign(payload, key)}`;
 }
@@ -75,6 +78,15 @@ export function verifyPrincipal(
   binding: PrincipalBinding,
   key = config().INTERNAL_SIGNING_KEY,
 ): Principal | null {
+  return verifySigned(header, binding, key).principal;
+}
+
+/** verifyPrincipal with the caller's address the edge signed alongside (undefined when none was). */
+export function verifySigned(
+  header: string | undefined,
+  binding: PrincipalBinding,
+  key = config().INTERNAL_SIGNING_KEY,
+): { principal: Principal | null; clientIp?: string } {
   if (!header) throw new ForgedPrincipalError('missing principal header');
   const dot = header.indexOf('.');
   if (dot <= 0) throw new ForgedPrincipalError('malformed principal header');
@@ -95,7 +107,7 @@ export function verifyPrincipal(
   if (age < -PRINCIPAL_MAX_FUTURE_SKEW_MS) throw new ForgedPrincipalError('principal header signed in the future');
   if (decoded.aud !== binding.audience) throw new ForgedPrincipalError('principal header is meant for another subgraph');
   if (decoded.rid !== binding.requestId) throw new ForgedPrincipalError('principal header belongs to another request');
-  return decoded.p;
+  return { principal: decoded.p, clientIp: typeof decoded.ip === 'string' ? decoded.ip : undefined };
 }
 
 export const canWrite = (p: Principal): boolean => p.role === 'owner' || p.role === 'member';

@@ -37,3 +37,20 @@ export function scopesOfRole(role: Role): Scope[] {
 /** The scopes a principal effectively has: keys stored before scopes were recorded (none) keep their role's. */
 export const effectiveScopes = (role: Role, stored: readonly string[]): string[] =>
   stored.length > 0 ? [...stored] : scopesOfRole(role);
+
+/** An area's two default scopes: a query (or a field it adds to another area's type) needs `read`, a mutation `write`. */
+export interface AreaScopes {
+  read: string;
+  write: string;
+}
+
+/**
+ * The default scopes of an area by its registry name: `<area>:read` / `<area>:write` for the areas
+ * of SCOPE_CATALOGUE; the object store acts on Assets' buckets and uses the Assets scopes. An area
+ * with neither has no default, and each of its root fields must declare a scope (or the build fails).
+ */
+export function areaScopes(area: string): AreaScopes | undefined {
+  if (area === 'objstore') return { read: 'assets:read', write: 'assets:write' };
+  if (area in SCOPE_CATALOGUE) return { read: `${area}:read`, write: `${area}:write` };
+  return undefined;
+}

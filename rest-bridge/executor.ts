@@ -12,7 +12,7 @@ export interface GraphQLExecutor {
   execute(
     query: string,
     variables: Record<string, unknown>,
-    auth: { authorization?: string; requestId: string },
+    auth: { authorization?: string; requestId: string; clientIp?: string },
   ): Promise<ExecutionResult>;
 }
 
@@ -20,7 +20,7 @@ export interface GraphQLExecutor {
 export function inProcessExecutor(router: Router): GraphQLExecutor {
   return {
     async execute(query, variables, auth) {
-      const contextValue = await router.context(auth.authorization, auth.requestId);
+      const contextValue = await router.context(auth.authorization, auth.requestId, auth.clientIp);
       const response = await router.apollo.executeOperation({ query, variables }, { contextValue });
       if (response.body.kind !== 'single') throw new Error('incremental delivery is not used by the bridge');
       return response.body.singleResult as ExecutionResult;
@@ -34,6 +34,8 @@ export function httpExecutor(routerUrl: string): GraphQLExecutor {
     async execute(query, variables, auth) {
       const headers: Record<string, string> = { 'content-type': 'application/json', 'x-request-id': auth.requestId };
       if (auth.authorization) headers.authorization = auth.authorization;
+      // The client's address: the router believes it when the bridge is in its TRUST_PROXY.
+      if (auth.clientIp) headers['x-forwarded-for'] = auth.clientIp;
       // The router's spans join the bridge request's trace (W3C traceparent).
       propagation.inject(context.active(), headers);
       const res = await fetch(routerUrl, { method: 'POST', headers, body: JSON.stringify({ query, variables }) });

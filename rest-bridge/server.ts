@@ -13,7 +13,10 @@ import { BYTE_ROUTES } from './openapi-byte-routes';
 import type { AreaRoute, EnvelopeKind } from '../core/rest-route';
 import { envelopeResolver, toFastifyPath } from './route-paths';
 import { bridgeUnavailable, withRetryAfter } from './retry-after';
-import { installRateLimit, RateLimiter, rateLimitedError } from '../core/rate-limit';
+import { authFailuresError, EdgeLimits, installRateLimit, rateLimitedError } from '../core/rate-limit';
+import { isPlatformError } from '../core/errors';
+import type { Principal } from '../core/principal';
+import { checkAccess } from '../core/subgraph-kit';
 
 /** The parser's error for a body with a prototype-poisoning key. */
 const FORBIDDEN_JSON_KEY = 'PLATFORM_FORBIDDEN_JSON_KEY';
@@ -35,7 +38,17 @@ export interface BridgeOptions {
   trustProxy?: string;
   /** Requests per minute per key (default DEFAULT_RATE_LIMIT_PER_MINUTE). */
   rateLimitPerMinute?: number;
+  /** Failed authentications per minute per client address (default DEFAULT_AUTH_FAILURES_PER_MINUTE). */
+  authFailuresPerMinute?: number;
+  /**
+   * The identity check of a bearer key: the edge keys its rate-limit bucket by the key id and
+   * answers 401/403 before validating a request (absent: the subgraph decides, after validation).
+   */
+  authenticate?: (token: string) => Promise<Principal | null>;
 }
+
+/** Commerce answers the kernel's 401/403 in its own codes (spec 1, convention 3). */
+const COMMERCE_REFUSALS: Record<number, string> = { 401: 'COMMERCE_UNAUTHENTICATED', 403: 'COMMERCE_FORBIDDEN' };
 
 /** HTTP statuses of GraphQL error codes that carry no status of their own. */
 const CODE_STATUS: Record<string, number> = {
@@ -122,9 +135,36 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
     reply.header('x-request-id', req.id);
   });
   installAccessLog(app, opts.log, 'bridge');
-  installRateLimit(app, new RateLimiter(opts.rateLimitPerMinute), (req, reply, retryAfterS) =>
-    send(reply, envelopeForPath(req.url), 429, rateLimitedError(retryAfterS)),
+  const authenticate =
+    opts.authenticate ??
+    (async () => {
+      throw new Error('no edge authentication');
+    });
+  const limits = new EdgeLimits(authenticate, {
+    perMinute: opts.rateLimitPerMinute,
+    authFailuresPerMinute: opts.authFailuresPerMinute,
+  });
+  installRateLimit(app, limits, (req, reply, retryAfterS, reason) =>
+    send(reply, envelopeForPath(req.url), 429, (reason === 'auth_failures' ? authFailuresError : rateLimitedError)(retryAfterS)),
   );
+
+  // Authentication before validation: 401 (no or bad key), then 403 (scope), then 400/404/413/415.
+  const rowOf = new Map(routes.map((r) => [`${r.method} ${toFastifyPath(r.path)}`, r]));
+  const routeOf = (req: FastifyRequest) => rowOf.get(`${req.method} ${req.routeOptions?.url ?? ''}`);
+  const refusal = (req: FastifyRequest, route: AreaRoute | undefined): { status: number; error: BridgeError } | null => {
+    if (route?.public) return null;
+    const principal = req.caller?.principal;
+    if (principal === undefined) return null; // not identified here (or the engine is down): the subgraph decides
+    try {
+      checkAccess(route?.scope ? { scope: route.scope } : 'key', principal);
+      return null;
+    } catch (e) {
+      if (!isPlatformError(e)) throw e;
+      const kind = route?.envelope ?? envelopeForPath(req.url);
+      const code = kind === 'commerce' ? (COMMERCE_REFUSALS[e.status] ?? e.code) : e.code;
+      return { status: e.status, error: { code, message: e.message, details: e.details } };
+    }
+  };
 
   const send = (reply: FastifyReply, kind: EnvelopeKind, given: number, e: BridgeError) => {
     const { status, error } = areaError(kind, given, e);
@@ -143,6 +183,13 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
 
   app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, req, reply) => {
     const kind = envelopeForPath(req.url);
+    // A body the parser refused (size, media type, JSON): the key is checked first.
+    const status = err.statusCode ?? 0;
+    if ((status >= 400 && status < 500 && status !== 429) || err instanceof SyntaxError) {
+      const route = routeOf(req);
+      const refused = route ? refusal(req, route) : null;
+      if (refused) return send(reply, kind, refused.status, refused.error);
+    }
     if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
       return send(reply, kind, 413, { code: 'payload_too_large', message: 'request body is too large', details: {} });
     }
@@ -189,6 +236,10 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
       url: toFastifyPath(route.path),
       bodyLimit: route.bodyLimit,
       handler: async (req: FastifyRequest, reply: FastifyReply) => {
+        // The key could not be checked (an engine is down): answered as such (503), not checked twice.
+        if (req.caller?.error && opts.authenticate && !route.public) throw req.caller.error;
+        const refused = refusal(req, route);
+        if (refused) return send(reply, route.envelope, refused.status, refused.error);
         let body: unknown = undefined;
         if (route.body) {
           // No body reads as `{}`; a JSON `null` is a body, and not an object (400 like any other).
@@ -222,6 +273,7 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
         const result = await opts.executor.execute(document, variables, {
           authorization: req.headers.authorization,
           requestId: req.id,
+          clientIp: req.ip,
         });
         if (result.errors?.length || !result.data) {
           const { status, error } = fromGraphQLErrors(result.errors ?? [{ message: 'no data' }]);

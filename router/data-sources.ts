@@ -12,6 +12,8 @@ import { context as otelContext, propagation } from '@opentelemetry/api';
 export interface GatewayContext {
   principal: Principal | null;
   requestId: string;
+  /** The caller's address as the edge saw it (socket, or a trusted proxy's X-Forwarded-For). */
+  clientIp?: string;
 }
 
 /** Fetch documents the query planner sends repeat; parsed ones are kept (bounded). */
@@ -40,7 +42,7 @@ export class InProcessDataSource implements GraphQLDataSource<GatewayContext> {
       if (this.parsed.size >= PARSED_CACHE_MAX) this.parsed.clear();
       this.parsed.set(query, document);
     }
-    const binding = { audience: this.subgraph.name, requestId: context.requestId };
+    const binding = { audience: this.subgraph.name, requestId: context.requestId, clientIp: context.clientIp };
     const contextValue = contextFromHeaders(
       { [PRINCIPAL_HEADER]: signPrincipal(context.principal ?? null, binding), 'x-request-id': binding.requestId },
       this.subgraph.name,
@@ -69,7 +71,8 @@ export class SignedRemoteDataSource extends RemoteGraphQLDataSource<GatewayConte
 
   override willSendRequest({ request, context }: GraphQLDataSourceProcessOptions<GatewayContext>): void {
     const requestId = context.requestId || randomUUID();
-    request.http?.headers.set(PRINCIPAL_HEADER, signPrincipal(context.principal ?? null, { audience: this.subgraph, requestId }));
+    const binding = { audience: this.subgraph, requestId, clientIp: context.clientIp };
+    request.http?.headers.set(PRINCIPAL_HEADER, signPrincipal(context.principal ?? null, binding));
     request.http?.headers.set('x-request-id', requestId);
     // The subgraph's spans join the caller's trace (W3C traceparent).
     const headers = request.http?.headers;

@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
-import { installRateLimit, RateLimiter, rateLimitedError } from '../core/rate-limit';
+import { authFailuresError, type EdgeLimits, installRateLimit, rateLimitedError } from '../core/rate-limit';
 
-/** The router's per-key limit: 429 with Retry-After and a GraphQL error carrying code and status. */
-export function installRouterRateLimit(app: FastifyInstance, perMinute?: number): void {
-  installRateLimit(app, new RateLimiter(perMinute), (_req, reply, retryAfterS) => {
-    const e = rateLimitedError(retryAfterS);
+/** The router's limits (core/rate-limit.ts): 429 with Retry-After and a GraphQL error carrying code and status. */
+export function installRouterRateLimit(app: FastifyInstance, limits: EdgeLimits): void {
+  installRateLimit(app, limits, (_req, reply, retryAfterS, reason) => {
+    const e = reason === 'auth_failures' ? authFailuresError(retryAfterS) : rateLimitedError(retryAfterS);
     return reply
       .status(429)
       .send({ errors: [{ message: e.message, extensions: { code: e.code, status: 429, details: e.details } }] });

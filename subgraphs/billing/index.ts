@@ -53,6 +53,7 @@ export default defineArea<BillingService, Settings>({
     {
       name: 'payment-provider',
       env: 'PAYMENT_PROVIDER_URL',
+      secrets: ['PAYMENT_WEBHOOK_SECRET'],
       async start({ config, host }) {
         const secret = config.env.PAYMENT_WEBHOOK_SECRET ?? DEV_WEBHOOK_SECRET;
         const s = await startPaymentProviderStandIn({ mongodbUri: config.mongodbUri, host, secret });

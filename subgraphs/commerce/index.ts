@@ -1,3 +1,4 @@
+import { commerceError } from './errors';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
 import '../../core/activity-scopes';
@@ -124,6 +125,8 @@ export default defineArea<CommerceService, z.infer<typeof commerceConfig>>({
   subgraph: (services) => ({
     resolvers: [CommerceResolver],
     createResolver: (cls) => new cls(services),
+    // The kernel's key and scope check (core/subgraph-kit.ts) answers in commerce's codes.
+    refusal: (e) => commerceError(e.status === 401 ? 'COMMERCE_UNAUTHENTICATED' : 'COMMERCE_FORBIDDEN', e.message, e.details),
   }),
   provides(s, ports) {
     // An application (spec 4.6 `/applications/{appID}`) is a project's commerce connection: its id
@@ -152,6 +155,7 @@ export default defineArea<CommerceService, z.infer<typeof commerceConfig>>({
     {
       name: 'commerce platform',
       env: 'COMMERCE_PLATFORM_URL',
+      secrets: ['COMMERCE_WEBHOOK_SECRET'],
       async start({ config, host }) {
         const settings = commerceConfig.parse(config.env);
         const port = settings.COMMERCE_STANDIN_PORT ?? 0;

@@ -19,6 +19,7 @@ export const toProject = (p: ProjectDoc): Project => ({
 export class IdentityResolver {
   constructor(private readonly identity: IdentityService) {}
 
+  @Authorized() // any valid key: the caller reads itself
   @Query(() => Viewer, { description: 'The caller: account, role and scopes of the bearer key.' })
   viewer(@Ctx() ctx: RequestContext): Viewer {
     const p = this.identity.requirePrincipal(ctx.principal);

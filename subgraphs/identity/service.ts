@@ -134,10 +134,10 @@ export class IdentityService {
   }
 
   /** The principal a bearer key stands for, or null when the key is unknown, revoked or malformed. */
-  async authenticate(rawKey: string): Promise<Principal | null> {
-    const hit = this.cache.get(rawKey);
+  async authenticate(rawKey: string, opts: { fresh?: boolean } = {}): Promise<Principal | null> {
+    const hit = opts.fresh ? undefined : this.cache.get(rawKey);
     if (hit && hit.until > Date.now()) return hit.principal;
-    const inFlight = this.pending.get(rawKey);
+    const inFlight = opts.fresh ? undefined : this.pending.get(rawKey);
     if (inFlight) return inFlight;
     const lookup = this.lookup(rawKey)
       .then((principal) => {

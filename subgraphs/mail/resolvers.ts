@@ -20,11 +20,14 @@ export class MailPublicResolver {
     @Arg('domain', () => String) domain: string,
     @Arg('selectors', () => String, { nullable: true }) selectors: string | null,
     @Arg('download', () => String, { nullable: true, description: '`1` for an attachment' }) download: string | null,
-    @Arg('clientIp', () => String, { nullable: true, description: 'The caller address the REST bridge saw' })
-    clientIp: string | null,
+    // Ignored: the rate limit counts the address the edge saw (ctx.clientIp), never one the caller names.
+    @Arg('clientIp', () => String, { nullable: true, deprecationReason: 'ignored: the address comes from the connection' })
+    _clientIp: string | null,
+    @Ctx() ctx: RequestContext,
   ): Promise<MailAuditType> {
     const asFile = wantsDownload(download);
-    const report = await this.mail.audit.audit({ domain, selectors: selectors ?? undefined, clientIp: clientIp ?? 'unknown' });
+    const clientIp = ctx.clientIp ?? 'unknown';
+    const report = await this.mail.audit.audit({ domain, selectors: selectors ?? undefined, clientIp });
     return { ...report, downloadName: asFile ? 'mail-domain-audit.json' : null };
   }
 
@@ -34,14 +37,17 @@ export class MailPublicResolver {
     @Arg('provider', () => String) provider: string,
     @Arg('selectors', () => String, { nullable: true }) selectors: string | null,
     @Arg('download', () => String, { nullable: true, description: '`1` for an attachment' }) download: string | null,
-    @Arg('clientIp', () => String, { nullable: true }) clientIp: string | null,
+    @Arg('clientIp', () => String, { nullable: true, deprecationReason: 'ignored: the address comes from the connection' })
+    _clientIp: string | null,
+    @Ctx() ctx: RequestContext,
   ): Promise<MailMigrationPlanType> {
+    const clientIp = ctx.clientIp ?? 'unknown';
     const asFile = wantsDownload(download);
     const plan = await this.mail.migrationPlan({
       domain,
       provider,
       selectors: selectors ?? undefined,
-      clientIp: clientIp ?? 'unknown',
+      clientIp,
     });
     return { ...plan, downloadName: asFile ? 'mail-migration-plan.json' : null };
   }

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { buildSchema, parse, specifiedRules, validate } from 'graphql';
+import { buildSchema, getIntrospectionQuery, parse, specifiedRules, validate } from 'graphql';
 import { readFileSync } from 'node:fs';
 import { areaRoutes } from '../../app/areas';
 import { MAX_ALIASES, MAX_QUERY_COST, MAX_QUERY_DEPTH, ROUTER_VALIDATION_RULES } from '../../core/graphql-limits';
@@ -40,13 +40,30 @@ describe('rate limit, depth, aliases', () => {
     expect(((await limited.json()) as any).errors[0].extensions).toMatchObject({ code: 'rate_limited', status: 429 });
   });
 
+  it('keys the bucket by the parsed key: `Bearer  KEY` and `bearer KEY` share one', async () => {
+    const { key } = await t.createKey();
+    const spellings = [`Bearer ${key}`, `Bearer  ${key}`, `bearer ${key}`, `BEARER ${key}  `, ` Bearer\t${key}`];
+    for (const authorization of spellings) {
+      const res = await fetch(`${t.bridgeUrl}/api/v1/publisher/runtime-options`, { headers: { authorization } });
+      expect(res.status).toBe(200);
+    }
+    const limited = await fetch(`${t.bridgeUrl}/api/v1/publisher/runtime-options`, {
+      headers: { authorization: `bearer   ${key}` },
+    });
+    expect(limited.status).toBe(429);
+  });
+
   it('refuses queries deeper than the depth limit and documents with too many aliases', async () => {
     const d = await t.createKey();
-    let inner = '{ name }';
-    for (let i = 0; i < MAX_QUERY_DEPTH; i++) inner = `{ ofType ${inner} }`;
-    const deep = await post(t, `{ __schema { types { fields { type ${inner} } } } }`, d.key);
+    let inner = '{ id }';
+    for (let i = 0; i < MAX_QUERY_DEPTH; i++) inner = `{ site ${inner} }`;
+    const deep = await post(t, `{ projects ${inner} }`, d.key);
     expect(deep.status).toBe(400);
     expect(((await deep.json()) as any).errors.map((e: any) => e.extensions.code)).toContain('query_too_deep');
+    // Introspection is bounded by the schema: graphql's own introspection query passes (development).
+    const stock = await post(t, getIntrospectionQuery(), d.key);
+    expect(stock.status).toBe(200);
+    expect(((await stock.json()) as any).data.__schema.queryType.name).toBe('Query');
 
     const e = await t.createKey();
     const aliases = Array.from({ length: MAX_ALIASES + 1 }, (_, i) => `a${i}: __typename`).join(' ');
@@ -89,7 +106,21 @@ describe('introspection in production', () => {
   beforeAll(async () => {
     const hex = () => randomBytes(32).toString('hex');
     p = await startTestPlatform(
-      { NODE_ENV: 'production', INTERNAL_SIGNING_KEY: hex(), SECRET_ENCRYPTION_KEY: hex(), CURSOR_SIGNING_KEY: hex() },
+      {
+        NODE_ENV: 'production',
+        INTERNAL_SIGNING_KEY: hex(),
+        SECRET_ENCRYPTION_KEY: hex(),
+        CURSOR_SIGNING_KEY: hex(),
+        // Production names every outside system and its secrets (no stand-ins, no development secrets).
+        PAYMENT_PROVIDER_URL: 'http://127.0.0.1:9',
+        PAYMENT_WEBHOOK_SECRET: `whsec_${randomBytes(24).toString('base64')}`,
+        COMMERCE_PLATFORM_URL: 'http://127.0.0.1:9',
+        COMMERCE_WEBHOOK_SECRET: `whsec_${randomBytes(24).toString('base64')}`,
+        MAIL_SMTP_URL: 'smtp://127.0.0.1:9',
+        MAIL_DNS_SERVERS: '127.0.0.1:9',
+        ASSETS_DNS_SERVERS: '127.0.0.1:9',
+        PUBLISHER_DNS_SERVERS: '127.0.0.1:9',
+      },
       { workers: false },
     );
   }, 60_000);

@@ -23,6 +23,11 @@ describe('GET /metrics on the bridge', () => {
 
     for (let i = 0; i < 3; i++) expect((await t.rest('GET', RUNTIME_OPTIONS, { key })).status).toBe(200);
     for (let i = 0; i < 2; i++) expect((await t.rest('GET', RUNTIME_OPTIONS)).status).toBe(401);
+    // The bridge refuses a missing key before running the route's operation; the same operation sent
+    // to the router without a key runs and fails there (the GraphQL error counters below).
+    for (let i = 0; i < 2; i++) {
+      expect((await t.gql('query RuntimeOptions { runtimeOptions { version } }')).errors?.[0]?.extensions?.status).toBe(401);
+    }
     expect((await t.rest('GET', `/api/v1/no-such/${randomUUID()}`, { key })).status).toBe(404);
     const created = await t.rest('POST', '/api/v1/publisher/sites', { key, body: { name: 'Metered' } });
     expect(created.status).toBe(202);

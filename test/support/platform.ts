@@ -57,6 +57,7 @@ export async function startTestPlatform(
     PUBLISHER_EXECUTOR: 'simulated',
     // Tests poll freely; the rate limit has its own test (test/core/router-limits.test.ts).
     RATE_LIMIT_PER_MINUTE: '1000000',
+    AUTH_FAILURES_PER_MINUTE: '1000000',
     ...env,
     MONGODB_URI: dbUri,
     KAFKA_BROKERS: base.kafkaBrokers.join(','),
