@@ -60,10 +60,19 @@ export interface BearerAuthenticator {
   authenticate(bearerKey: string): Promise<Principal | null>;
 }
 
+/**
+ * Whether a key still stands (not revoked, and of this account), provided by identity: credentials
+ * derived from a key (upload capabilities, session URLs, workflow-hook actors) end with it.
+ */
+export interface KeyStatusPort {
+  isLive(accountId: string, keyId: string): Promise<boolean>;
+}
+
 export interface KernelPorts {
   projects: ProjectDirectory;
   /** Added by Assets for its upload data plane; see BearerAuthenticator. */
   authenticator: BearerAuthenticator;
+  keyStatus: KeyStatusPort;
   senders: VerifiedSenders;
   credits: CreditLedgerPort;
   /** Every registered area's activity sources (collected by the composition root). */

@@ -14,7 +14,12 @@ export const SCOPE_CATALOGUE = {
   commerce: ['commerce:read', 'commerce:write'],
   billing: ['billing:read', 'billing:write'],
   activity: ['activity:read', 'activity:write'],
+  /** Deciding a governed agent action (spec 5.5); owners decide without it (docs/decisions/0095). */
+  approvals: ['approvals:decide'],
 } as const;
+
+/** Scopes a member key holds only when they are named at creation: never part of its defaults. */
+export const GRANTED_ONLY_SCOPES: readonly string[] = ['approvals:decide'];
 
 export const PUBLISHER_SCOPES = { read: 'publisher:read', write: 'publisher:write' } as const;
 export const IDENTITY_SCOPES = { read: 'identity:read', write: 'identity:write' } as const;
@@ -34,9 +39,15 @@ export function scopesOfRole(role: Role): Scope[] {
   return [...ALL_SCOPES];
 }
 
-/** The scopes a principal effectively has: keys stored before scopes were recorded (none) keep their role's. */
+/** The scopes a key of this role gets when none are named: what it may hold, less the granted-only ones for members. */
+export function defaultScopesOfRole(role: Role): Scope[] {
+  const may = scopesOfRole(role);
+  return role === 'owner' ? may : may.filter((s) => !GRANTED_ONLY_SCOPES.includes(s));
+}
+
+/** The scopes a principal effectively has: keys stored before scopes were recorded (none) keep their role's defaults. */
 export const effectiveScopes = (role: Role, stored: readonly string[]): string[] =>
-  stored.length > 0 ? [...stored] : scopesOfRole(role);
+  stored.length > 0 ? [...stored] : defaultScopesOfRole(role);
 
 /** An area's two default scopes: a query (or a field it adds to another area's type) needs `read`, a mutation `write`. */
 export interface AreaScopes {

@@ -127,6 +127,8 @@ export default defineArea<AssetsServices, AssetsSettings>({
     const webhooks = new AssetWebhooks(webhookModels(ctx.conn), assets, webhookSettingsSchema.parse(ctx.config.env), ctx.log);
     const bulk = new BulkJobs(bulkModels(ctx.conn), assets, ctx.engine);
     bulk.emitter = webhooks;
+    // Derived credentials end with their key (docs/decisions/0099); identity answers through the kernel port.
+    assets.keyLive = (accountId, keyId) => ctx.ports.get('keyStatus').isLive(accountId, keyId);
     assets.prepareGuardedUpdate = (ref, update) => withRecordChange(ctx.topic(RECORD_CHANGES_TOPIC), ref, update);
     return {
       assets,

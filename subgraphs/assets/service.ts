@@ -102,8 +102,7 @@ export class AssetsService {
   private readonly deliveryCache = new Map<string, { found: Deliverable | null; until: number }>();
   /**
    * Whether the key a derived write credential was made from (an upload capability, a session's
-   * signed URL) is still live (decision 0099). Wired from the kernel's key-status port where one
-   * is provided; until then every key counts as live.
+   * signed URL) is still live (decision 0099). `index.ts` wires it to the kernel's key-status port.
    */
   keyLive: (accountId: string, keyId: string) => Promise<boolean> = async () => true;
   /** May add to each revision-guarded update before it is written (the webhooks' outbox entry, issue 17). */

@@ -57,6 +57,7 @@ export default defineArea({
     ports.provide('accountStanding', { subscriptionOf: (accountId) => identity.subscriptionOf(accountId) });
     ports.provide('senders', verified);
     ports.provide('authenticator', { authenticate: (key) => identity.authenticate(key) });
+    ports.provide('keyStatus', { isLive: (accountId, keyId) => identity.isKeyLive(accountId, keyId) });
   },
   subgraph: (s) => ({
     resolvers: [IdentityResolver],

@@ -2,7 +2,7 @@ import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypt
 import type { Connection } from 'mongoose';
 import { badRequest, notFound, unauthenticated } from '../../core/errors';
 import { isDuplicateKey, insertOne } from '../../core/mongo';
-import { effectiveScopes, scopesOfRole } from '../../core/scopes';
+import { defaultScopesOfRole, effectiveScopes, scopesOfRole } from '../../core/scopes';
 import { SUBSCRIPTION_STATES, type SubscriptionState } from '../../core/account-standing';
 import { KEY_MODES, type KeyMode, type Plan, type Principal, type Role } from '../../core/principal';
 import { type AccountDoc, type IdentityModels, type ProjectDoc, identityModels } from './model';
@@ -105,8 +105,8 @@ export class IdentityService {
     if (refused.length) {
       throw badRequest('invalid_scope', `scopes not known or not allowed for role ${role}: ${refused.join(', ')}`);
     }
-    // No scopes given: every scope the role allows, stored, so the key's reach is visible and fixed.
-    const scopes = given.length ? given : [...allowed];
+    // No scopes given: the role's defaults, stored, so the key's reach is visible and fixed.
+    const scopes = given.length ? given : defaultScopesOfRole(role);
     await this.models.ApiKey.create({
       _id: keyId,
       accountId: account._id,
@@ -131,6 +131,11 @@ export class IdentityService {
     const record = await this.models.ApiKey.findById(keyId, { revokedAt: 1 }).lean();
     if (!record?.revokedAt) throw notFound('key_not_found', 'no API key with this id');
     return { keyId, revokedAt: record.revokedAt };
+  }
+
+  /** Whether the key `keyId` of `accountId` exists and is not revoked (one lookup by id; no cache, so a revocation ends derived credentials at once). */
+  async isKeyLive(accountId: string, keyId: string): Promise<boolean> {
+    return !!(await this.models.ApiKey.exists({ _id: keyId, accountId, revokedAt: null }));
   }
 
   /** The principal a bearer key stands for, or null when the key is unknown, revoked or malformed. */

@@ -2,14 +2,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Webhook } from 'standardwebhooks';
-import type { AssetsService } from '../../subgraphs/assets/service';
 import type { IdentityService } from '../../subgraphs/identity/service';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 
 /**
  * Credentials derived from a key after the key is revoked (decision 0099): the write credentials
  * (upload capabilities, upload-session URLs) end with the key; private download links do not.
- * The key's liveness comes from identity, as the kernel's key-status port would provide it.
+ * The key's liveness comes from identity through the kernel's key-status port, as wired in production.
  */
 describe('derived credentials after their key is revoked', () => {
   let t: TestPlatform;
@@ -19,8 +18,6 @@ describe('derived credentials after their key is revoked', () => {
     blobDir = await mkdtemp(path.join(tmpdir(), 'assets-revoke-'));
     t = await startTestPlatform({ ASSETS_BLOB_DIR: blobDir });
     identity = t.platform.services.identity as IdentityService;
-    const assets: AssetsService = t.platform.services.assets.assets;
-    assets.keyLive = async (_accountId, keyId) => !!(await identity.models.ApiKey.exists({ _id: keyId, revokedAt: null }));
   });
   afterAll(async () => {
     await t.stop();

@@ -44,6 +44,25 @@ describe('scopes are enforced', () => {
     expect(reader.scopes).not.toContain('publisher:write');
   });
 
+  it('approvals:decide is an owner default; a member holds it only when it is named', async () => {
+    const identity = t.platform.services.identity;
+    const account = uniqueName('sc');
+    const owner = await identity.createApiKey({ accountSlug: account });
+    expect(owner.scopes).toContain('approvals:decide');
+    const member = await identity.createApiKey({ accountSlug: account, role: 'member' });
+    expect(member.scopes).not.toContain('approvals:decide');
+    expect(member.scopes).toContain('assets:write');
+    const granted = await identity.createApiKey({
+      accountSlug: account,
+      role: 'member',
+      scopes: ['assets:read', 'approvals:decide'],
+    });
+    expect(granted.scopes).toEqual(['assets:read', 'approvals:decide']);
+    await expect(
+      identity.createApiKey({ accountSlug: account, role: 'read_only', scopes: ['approvals:decide'] }),
+    ).rejects.toMatchObject({ code: 'invalid_scope' });
+  });
+
   it('refuses unknown scopes and scopes beyond the role', async () => {
     const identity = t.platform.services.identity;
     await expect(
