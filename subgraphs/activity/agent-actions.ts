@@ -15,7 +15,7 @@ import type { Principal } from '../../core/principal';
 import type { ActivityModels, AgentActionDoc, AuthorizationBasis, AuthorizationOutcome, OperationLinkDoc } from './model';
 import { notFoundActivity } from './reads';
 import { WITHHELD_ACTION_KEYS } from './views';
-import { decisionRefusal } from './decision-rights';
+import { decisionRefusal } from '../../core/decision-rights';
 
 /**
  * Agent actions (spec 2.7, 3.6, 4.7): a governed tool call, its approval and the continuation that

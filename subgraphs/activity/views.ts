@@ -1,5 +1,5 @@
 import type { Principal } from '../../core/principal';
-import { mayDecide } from './decision-rights';
+import { mayDecide } from '../../core/decision-rights';
 import type { ActivityItemDoc, AgentActionDoc } from './model';
 
 /**

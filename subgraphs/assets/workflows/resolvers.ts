@@ -5,7 +5,7 @@ import type { Principal } from '../../../core/principal';
 import type { RequestContext } from '../../../core/subgraph-kit';
 import { GOVERNED_TOOLS, toolView } from '../mcp/tools';
 import { catalogView } from './catalog';
-import { mayDecide, type Requester } from './decision-rights';
+import { mayDecide, type Requester } from '../../../core/decision-rights';
 import type { ApprovalDoc, AuditDoc, RunDoc, WorkflowDoc, WorkflowVersionDoc } from './model';
 import type { WorkflowService } from './service';
 

@@ -28,7 +28,7 @@ import {
 } from './catalog';
 import { approvalEventEntry } from './activity';
 import { actionOperationId, approvalHash, runOperationId, stepApprovalId } from './ids';
-import { decisionRefusal, type Requester } from './decision-rights';
+import { decisionRefusal, type Requester } from '../../../core/decision-rights';
 import {
   type ApprovalDoc,
   type AuditDoc,

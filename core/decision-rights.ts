@@ -1,13 +1,14 @@
-import { forbidden, type PlatformError } from '../../../core/errors';
-import type { Principal } from '../../../core/principal';
+import { forbidden, type PlatformError } from './errors';
+import type { Principal } from './principal';
+import type { Scope } from './scopes';
 
 /**
  * Who may decide an approval (spec 5.5, the owner-governance credential rules; decision 0095):
  * an `owner` key, or a key explicitly given the governance scope; and never the key that asked
- * for the action. The activity area applies the same rule on its decision route
- * (subgraphs/activity/decision-rights.ts); both answer `can_decide` from it for the reader.
+ * for the action. Every decision route (the activity area's agent approvals, Assets' workflow
+ * approvals) applies it, and answers `can_decide` from it for the reader.
  */
-export const APPROVALS_DECIDE_SCOPE = 'approvals:decide';
+export const APPROVALS_DECIDE_SCOPE: Scope = 'approvals:decide';
 
 /** The requester as recorded on an approval: `{type: 'api_key', id}` or `{type: 'workflow_run', id}`. */
 export interface Requester {
