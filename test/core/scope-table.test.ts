@@ -37,8 +37,18 @@ const PUBLIC_OPERATIONS: Array<{ pattern: RegExp; reason: string }> = [
   { pattern: /^GET \/api\/v1\/mail\/(audit|migration-plan|migration-guides)$/, reason: 'spec 5.6: no authentication' },
   { pattern: /\/workflow-hooks\/\{\w+\}$/, reason: 'spec 5.8: the token in the path plus an HMAC signature' },
   { pattern: /\/widget\b/, reason: 'spec 5.7: browser uploads use a capability token' },
-  { pattern: /\/upload-sessions\/\{\w+\}\/(parts\/\{\w+\}|content)$/, reason: 'signed session URLs (the signature authorizes)' },
-  { pattern: /webhooks?\/(inbound|receive|payment|commerce|events)\b/, reason: 'inbound webhooks are signed by the sender' },
+  {
+    pattern: /^PUT \/api\/v1\/assets\/uploads\/\{\w+\}(\/parts\/\{\w+\})?$/,
+    reason: 'signed session URLs (the signature authorizes)',
+  },
+  {
+    pattern: /^POST \/api\/v1\/(commerce\/webhooks|billing\/webhooks\/payments\/\{\w+\})$/,
+    reason: 'inbound webhooks are signed by the sender',
+  },
+  {
+    pattern: /^(GET|DELETE) \/api\/v1\/assets\/mcp$/,
+    reason: 'MCP on a stateless server: 405 (no stream) and 404 (no session) before any key',
+  },
   { pattern: /^GET \/(healthz|readyz|metrics|api\/v1\/openapi\.json)$/, reason: 'probes and the document itself' },
 ];
 /** Root fields anyone may call, with the reason. */

@@ -131,27 +131,39 @@ export async function assetsMcpPlane(
     if (originAllowed(origin, assets.cfg.baseUrl, assets.settings.ASSETS_MCP_ALLOWED_ORIGINS)) return null;
     return jsonRpcError(reply, 403, `Forbidden: origin ${JSON.stringify(origin)} is not allowed`);
   };
-  app.post(MCP_PATH, { bodyLimit: 1024 * 1024 }, async (req, reply) => {
-    const refused = refuseOrigin(req, reply);
-    if (refused) return refused;
-    let principal: Principal | null;
-    try {
-      principal = await authenticate(req);
-      if (!principal) throw unauthenticated();
-    } catch (e) {
-      return sendError(reply.header('WWW-Authenticate', 'Bearer'), e, req.log);
-    }
-    const server = serverFor(principal, workflows, req.log as unknown as Logger);
-    // Stateless: no session id; JSON answers (no SSE stream) since every tool answers at once.
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-    reply.hijack();
-    reply.raw.on('close', () => {
-      void transport.close();
-      void server.close();
-    });
-    await server.connect(transport);
-    await transport.handleRequest(req.raw, reply.raw, req.body);
-  });
+  const principals = new WeakMap<FastifyRequest, Principal>();
+  app.post(
+    MCP_PATH,
+    {
+      bodyLimit: 1024 * 1024,
+      // Origin, then the key, before the body is read (401 comes before a malformed body's 400).
+      onRequest: async (req, reply) => {
+        const refused = refuseOrigin(req, reply);
+        if (refused) return refused;
+        try {
+          const principal = await authenticate(req);
+          if (!principal) throw unauthenticated();
+          principals.set(req, principal);
+        } catch (e) {
+          return sendError(reply.header('WWW-Authenticate', 'Bearer'), e, req.log);
+        }
+      },
+    },
+    async (req, reply) => {
+      const principal = principals.get(req);
+      if (!principal) return sendError(reply, unauthenticated(), req.log);
+      const server = serverFor(principal, workflows, req.log as unknown as Logger);
+      // Stateless: no session id; JSON answers (no SSE stream) since every tool answers at once.
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      reply.hijack();
+      reply.raw.on('close', () => {
+        void transport.close();
+        void server.close();
+      });
+      await server.connect(transport);
+      await transport.handleRequest(req.raw, reply.raw, req.body);
+    },
+  );
   // The path also reads as `/api/v1/assets/{assetID}` with the id `mcp`: a request that is not
   // MCP's (a GET not asking for an event stream, a DELETE naming no session) gets the asset routes'
   // answer for an id that names no asset, rather than a transport's answer on an asset path.
