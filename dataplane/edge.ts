@@ -133,6 +133,11 @@ export class Edge {
     return this.routes.get(hostKey(host));
   }
 
+  /** Lets a watcher see every request the edge receives (it must never answer: access logs, analytics). */
+  observe(watch: (req: http.IncomingMessage, res: http.ServerResponse) => void): void {
+    this.server.on('request', watch);
+  }
+
   table(): ReadonlyMap<string, EdgeRoute> {
     return this.routes;
   }

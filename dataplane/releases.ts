@@ -86,9 +86,8 @@ export class ReleaseHost {
 
   constructor(private readonly o: ReleaseHostOptions) {
     this.rule = o.degradedRule ?? DEGRADED_RULE;
-    // The edge's listener is its own; this listener only watches requests finish (it never answers).
-    const server = (o.edge as unknown as { server: http.Server }).server;
-    server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => this.observe(req, res));
+    // The edge answers; this only watches requests finish.
+    o.edge.observe((req, res) => this.observe(req, res));
     this.timer = setInterval(() => this.tick(), o.flushMs ?? 1_000);
     this.timer.unref();
   }
