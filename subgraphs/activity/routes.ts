@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { queryInt } from '../../core/query-int';
 import { type AnyRoute, type RouteRequest, route } from '../../core/rest-route';
 import { MAX_LIMIT } from './reads';
 
@@ -7,9 +8,7 @@ import { MAX_LIMIT } from './reads';
  * arrives as an array and fails the string schema); exact reads take no query at all.
  */
 const tag = 'Activity';
-const listQuery = z
-  .object({ limit: z.coerce.number().int().min(1).max(MAX_LIMIT).optional(), cursor: z.string().min(1).optional() })
-  .strict();
+const listQuery = z.object({ limit: queryInt(1, MAX_LIMIT).optional(), cursor: z.string().min(1).optional() }).strict();
 const exactQuery = z.object({}).strict();
 /**
  * Spec 7.5: a malformed path id is a 400. Scope ids are UUIDs as `isUuid` (core/ids.ts) reads them

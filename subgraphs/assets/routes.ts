@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { queryInt } from '../../core/query-int';
 import { type AnyRoute, route } from '../../core/rest-route';
 import { VISIBILITIES } from './model';
 import { revisionHeader } from './revisions';
@@ -56,7 +57,7 @@ const listQuery = z
     sort: z.enum(Object.keys(SORT_FIELDS) as [keyof typeof SORT_FIELDS]).optional(),
     direction: z.enum(['asc', 'desc']).optional(),
     cursor: str.optional(),
-    limit: z.coerce.number().int().min(1).max(200).optional(),
+    limit: queryInt(1, 200).optional(),
   })
   .strict();
 

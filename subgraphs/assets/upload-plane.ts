@@ -43,6 +43,12 @@ export function sendError(reply: FastifyReply, e: unknown, log: FastifyRequest['
 
 export interface ReadForm {
   staged: StagedBlob | null;
+  /**
+   * Quota bytes this form's file holds (decision 0140): taken before the first byte, settled to the
+   * file's size once staged. The caller hands them to the asset (`{reserved: true}`) or gives them
+   * back (`releaseForm`) when the upload fails.
+   */
+  held: number;
   fileName: string | undefined;
   fields: Record<string, string>;
 }
@@ -52,17 +58,22 @@ export interface ReadForm {
  * buffered whole), text fields are collected, whichever order they come in.
  */
 export async function readForm(req: FastifyRequest, assets: AssetsService, principal: Principal): Promise<ReadForm> {
-  const form: ReadForm = { staged: null, fileName: undefined, fields: {} };
+  const form: ReadForm = { staged: null, held: 0, fileName: undefined, fields: {} };
   // Without a boundary the parser cannot start (it would throw a 500): a malformed request, 400.
   if (!/;\s*boundary=/i.test(req.headers['content-type'] ?? '')) {
     throw badRequest('validation_failed', 'multipart/form-data needs a boundary parameter');
   }
+  // Quota is reserved before the first byte is read (402 at once when it does not fit): the
+  // declared length bounds the file, else what is left of the quota (decision 0140).
+  const length = /^\d+$/.test(req.headers['content-length'] ?? '') ? Number(req.headers['content-length']) : undefined;
+  form.held = await assets.uploads.hold(principal, length);
   try {
     for await (const part of req.parts({ limits: FIELD_LIMITS })) {
       if (part.type === 'file') {
         if (part.fieldname !== 'file') throw badRequest('validation_failed', `unexpected file field ${part.fieldname}`);
         form.fileName = part.filename;
-        form.staged = await assets.uploads.stage(principal.accountId, part.file, { plan: principal.plan });
+        form.staged = await assets.uploads.stage(principal.accountId, part.file, { plan: principal.plan, held: form.held });
+        form.held = await assets.uploads.settle(principal.accountId, form.held, form.staged.size);
         if (part.file.truncated) throw badRequest('validation_failed', 'file was truncated');
       } else {
         if (typeof part.value !== 'string') throw badRequest('validation_failed', `field ${part.fieldname} must be text`);
@@ -70,11 +81,22 @@ export async function readForm(req: FastifyRequest, assets: AssetsService, princ
       }
     }
   } catch (e) {
-    if (form.staged) await assets.blobs.discard(form.staged);
+    await releaseForm(assets, principal, form);
     throw e;
   }
-  if (!form.staged) throw badRequest('validation_failed', 'the form has no file field');
+  if (!form.staged) {
+    await releaseForm(assets, principal, form);
+    throw badRequest('validation_failed', 'the form has no file field');
+  }
   return form;
+}
+
+/** A refused form: its staged bytes and its quota hold go back (idempotent). */
+export async function releaseForm(assets: AssetsService, principal: Principal, form: ReadForm): Promise<void> {
+  const held = form.held;
+  form.held = 0;
+  if (form.staged) await assets.blobs.discard(form.staged).catch(() => undefined);
+  await assets.uploads.release(principal.accountId, held);
 }
 
 /**
@@ -91,21 +113,23 @@ export async function assetsUploadPlane(app: FastifyInstance, assets: AssetsServ
   const handle =
     (run: (p: Principal, form: ReadForm, req: FastifyRequest) => Promise<import('./model').AssetDoc>, status: number) =>
     async (req: FastifyRequest, reply: FastifyReply) => {
-      let staged: StagedBlob | null = null;
+      let form: ReadForm | null = null;
+      let principal: Principal | null = null;
       try {
-        const principal = assets.writer(await authenticate(req));
+        principal = assets.writer(await authenticate(req));
         noteAccessKey(req, principal.keyId);
         if (!req.isMultipart()) throw badRequest('validation_failed', 'expected a multipart/form-data body');
-        const form = await readForm(req, assets, principal);
-        staged = form.staged;
+        form = await readForm(req, assets, principal);
         const asset = await run(principal, form, req);
+        // The hold is the asset's bytes now.
+        form.held = 0;
         assets.forget(asset._id);
         assets.nudge();
         reply.header('ETag', etagOf(asset.revision));
         return reply.status(status).send({ success: true, data: assetView(asset, assets.cfg.cdnUrl) });
       } catch (e) {
-        // Nothing stays behind a refusal: the staged bytes go before the answer does.
-        if (staged) await assets.blobs.discard(staged).catch(() => undefined);
+        // Nothing stays behind a refusal: the staged bytes and the quota hold go before the answer does.
+        if (form && principal) await releaseForm(assets, principal, form).catch(() => undefined);
         // Drain what the client still sends, so it reads our answer instead of a reset.
         req.raw.resume();
         return sendError(reply, e, req.log);
@@ -115,7 +139,9 @@ export async function assetsUploadPlane(app: FastifyInstance, assets: AssetsServ
   app.post(
     `${ASSETS_PREFIX}/upload`,
     handle(async (p, form) => {
-      const asset = await assets.uploads.create(p, form.staged as StagedBlob, form.fileName, parseUploadFields(form.fields));
+      const asset = await assets.uploads.create(p, form.staged as StagedBlob, form.fileName, parseUploadFields(form.fields), {
+        reserved: true,
+      });
       return asset;
     }, 201),
   );
@@ -131,7 +157,7 @@ export async function assetsUploadPlane(app: FastifyInstance, assets: AssetsServ
       for (const k of ['bucket', 'key', 'folder', 'visibility', 'cache_control', 'metadata', 'tags'] as const) {
         if (fields[k] !== undefined) throw badRequest('validation_failed', `${k} cannot be changed by replace (use PATCH)`);
       }
-      return assets.uploads.replace(p, id, ifMatch, form.staged as StagedBlob, form.fileName, fields);
+      return assets.uploads.replace(p, id, ifMatch, form.staged as StagedBlob, form.fileName, fields, { reserved: true });
     }, 200),
   );
 }

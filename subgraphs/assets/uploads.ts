@@ -123,9 +123,14 @@ export class Uploads {
    * left of the account's quota (402 `assets.quota_exceeded`), so no limit is checked only after
    * the bytes arrived.
    */
-  async stage(accountId: string, source: Readable, opts: { plan?: Plan; maxBytes?: number } = {}): Promise<StagedBlob> {
+  async stage(
+    accountId: string,
+    source: Readable,
+    opts: { plan?: Plan; maxBytes?: number; held?: number } = {},
+  ): Promise<StagedBlob> {
     const policyMax = opts.plan ? await this.largestFile(accountId, opts.plan) : largestAllowed(await this.policy(accountId));
-    const quotaLeft = opts.plan ? await this.remaining(accountId, opts.plan) : Infinity;
+    // With `held`, the caller already reserved that much quota for this file: the file may use it all, no more.
+    const quotaLeft = opts.held ?? (opts.plan ? await this.remaining(accountId, opts.plan) : Infinity);
     const declared = opts.maxBytes ?? Infinity;
     const cap = Math.min(policyMax, quotaLeft, declared);
     try {
@@ -141,6 +146,7 @@ export class Uploads {
           throw paymentRequired('assets.quota_exceeded', 'the account has no room for this file', {
             quota_bytes: this.quotaOf(opts.plan!),
             remaining_bytes: quotaLeft,
+            ...(opts.held !== undefined ? { reserved_bytes: opts.held } : {}),
           });
         }
         throw new PlatformError('assets.policy_violation', 400, `a file may be at most ${e.maxBytes} bytes`, {
@@ -173,6 +179,45 @@ export class Uploads {
         size: bytes,
       });
     }
+  }
+
+  /**
+   * The reservation of an upload whose size is not declared (a multipart upload, a replace, the
+   * widget), taken before its first byte (decision 0140): `upTo` bytes when the request says its
+   * length (`Content-Length` bounds the file), else whatever is left of the quota — bounded by the
+   * largest file the policy and plan allow. 402 at once when there is no room. Taken with the same
+   * conditional `$inc` as `reserve` (retried while other uploads move the counter), so concurrent
+   * uploads never hold more than the quota between them. Returns the bytes held; the caller settles
+   * them to the file's size (`settle`) or gives them back (`release`).
+   */
+  async hold(p: Principal, upTo: number | undefined): Promise<number> {
+    const largest = await this.largestFile(p.accountId, p.plan);
+    if (upTo !== undefined) {
+      await this.reserve(p, Math.min(upTo, largest));
+      return Math.min(upTo, largest);
+    }
+    for (let attempt = 0; ; attempt++) {
+      const want = Math.min(largest, await this.remaining(p.accountId, p.plan));
+      if (want <= 0 || attempt >= 8) {
+        throw paymentRequired('assets.quota_exceeded', 'the account has no room for this file', {
+          quota_bytes: this.quota(p),
+          remaining_bytes: Math.max(0, want),
+        });
+      }
+      try {
+        await this.reserve(p, want);
+        return want;
+      } catch (e) {
+        // Another upload moved the counter between the read and the `$inc`: read again.
+        if (!(e instanceof PlatformError && e.status === 402)) throw e;
+      }
+    }
+  }
+
+  /** Brings a hold down to what the file really uses (the rest goes back to the account). */
+  async settle(accountId: string, held: number, size: number): Promise<number> {
+    await this.release(accountId, held - size);
+    return size;
   }
 
   async release(accountId: string, bytes: number): Promise<void> {
@@ -309,6 +354,7 @@ export class Uploads {
   /**
    * A new version of an existing asset (same id). With `branch`, the version goes on that branch
    * and the current version stays; otherwise it becomes current. `If-Match` is honoured when sent.
+   * `reserved`: as for `create` (the caller holds `staged.size` bytes and keeps them on failure).
    */
   async replace(
     p: Principal,
@@ -317,6 +363,7 @@ export class Uploads {
     staged: StagedBlob,
     fileName: string | undefined,
     fields: UploadFields,
+    opts: { reserved?: boolean } = {},
   ): Promise<AssetDoc> {
     const current = await this.m.Asset.findOne({ _id: assetId, accountId: p.accountId }).lean<AssetDoc>().exec();
     if (!current || current.status === 'deleting') throw notFound('assets.not_found', 'asset not found');
@@ -326,7 +373,8 @@ export class Uploads {
     const { mime, infected } = await this.accept(p.accountId, staged, bucket, fields);
     const branch = fields.branch && fields.branch !== 'main' ? fields.branch : null;
     if (branch && !current.branches.some((b) => b.name === branch)) throw notFound('assets.branch_not_found', 'branch not found');
-    await this.reserve(p, staged.size);
+    if (!opts.reserved) await this.reserve(p, staged.size);
+    const giveBack = () => (opts.reserved ? Promise.resolve() : this.release(p.accountId, staged.size));
     const now = new Date();
     const number = Math.max(...current.versions.map((v) => v.number)) + 1;
     const originalName = fileName ? safeName(fileName) : current.originalName;
@@ -349,7 +397,7 @@ export class Uploads {
       await this.blobs.commit(staged, current.homeRegion);
     } catch (e) {
       await unmark();
-      await this.release(p.accountId, staged.size);
+      await giveBack();
       throw e;
     }
     const update: Record<string, unknown> = {
@@ -395,7 +443,7 @@ export class Uploads {
       .exec();
     if (!updated) {
       await unmark();
-      await this.release(p.accountId, staged.size);
+      await giveBack();
       await this.dropBlobIfUnused(staged.sha256, [current.homeRegion]);
       throw revisionStale();
     }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { queryInt } from '../../core/query-int';
 import { route } from '../../core/rest-route';
 import { IDEMPOTENCY_KEY } from './checkouts';
 import { CURRENCIES, FUNDING_MODES, PRODUCTS } from './model';
@@ -35,7 +36,7 @@ export const billingRoutes = [
         from: z.union([z.string().date(), z.string().datetime({ offset: true })]).optional(),
         to: z.union([z.string().date(), z.string().datetime({ offset: true })]).optional(),
         source: z.string().optional(),
-        limit: z.coerce.number().int().min(USAGE_LIMIT.min).max(USAGE_LIMIT.max).optional(),
+        limit: queryInt(USAGE_LIMIT.min, USAGE_LIMIT.max).optional(),
         cursor: z.string().optional(),
       })
       .strict(),

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { queryInt } from '../../core/query-int';
 import { type AnyRoute, route } from '../../core/rest-route';
 import { COMMERCE_BODY_LIMIT, COMMERCE_PREFIX, ENVIRONMENTS, MAX_FIELD_LENGTH, MAX_SECRET_LENGTH, MAX_PAGE } from './limits';
 
@@ -61,7 +62,7 @@ const settingsBody = z.record(z.unknown());
 // Unknown query parameters are refused, as unknown body fields are (the document lists every one).
 const pageQuery = z
   .object({
-    limit: z.coerce.number().int().min(1).max(MAX_PAGE).optional(),
+    limit: queryInt(1, MAX_PAGE).optional(),
     cursor: z.string().max(2048).optional(),
   })
   .strict();

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { queryInt } from '../../core/query-int';
 import { type AnyRoute, route } from '../../core/rest-route';
 import { LIST_LIMIT_MAX } from './webhooks';
 
@@ -30,7 +31,7 @@ const webhookBody = z
 const webhookPatch = z
   .object({ url: z.string().min(1).max(2048).optional(), eventTypes: eventTypes.optional(), enabled: z.boolean().optional() })
   .strict();
-const limit = z.coerce.number().int().min(1).max(LIST_LIMIT_MAX).optional();
+const limit = queryInt(1, LIST_LIMIT_MAX).optional();
 /** RFC 3339 times (the service reads them with `Date`; anything it cannot read is a 400). */
 const time = z.string().datetime({ offset: true }).optional();
 const eventsQuery = z

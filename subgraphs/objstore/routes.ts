@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { queryInt } from '../../core/query-int';
 import { OBJECT_EVENT_TYPES } from '../../core/events/object-events';
 import { type AnyRoute, route } from '../../core/rest-route';
 import { HISTORY_PAGE_MAX, PULL_BATCH_MAX } from './settings';
@@ -22,9 +23,9 @@ const createBody = z
 
 const updateBody = z.object({ enabled: z.boolean().optional(), rotate_secret: z.boolean().optional() }).strict();
 const ackBody = z.object({ claim_id: z.string().min(1).max(200).optional(), retry: z.boolean().optional() }).strict();
-const pullQuery = z.object({ limit: z.coerce.number().int().min(1).max(PULL_BATCH_MAX).optional() }).strict();
+const pullQuery = z.object({ limit: queryInt(1, PULL_BATCH_MAX).optional() }).strict();
 const historyQuery = z
-  .object({ limit: z.coerce.number().int().min(1).max(HISTORY_PAGE_MAX).optional(), cursor: z.string().max(2000).optional() })
+  .object({ limit: queryInt(1, HISTORY_PAGE_MAX).optional(), cursor: z.string().max(2000).optional() })
   .strict();
 
 /** Spec 4.5 (prefix `/api/v1/buckets/{bucketID}`), plus list and read of subscriptions. */

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { queryInt } from '../../../core/query-int';
 import { type AnyRoute, route } from '../../../core/rest-route';
 import { VISIBILITIES } from '../model';
 import { revisionHeader } from '../revisions';
@@ -73,7 +74,7 @@ const websiteBody = z
 
 const analyticsQuery = z.object({ start: rfc3339.optional() }).strict();
 const logsQuery = z
-  .object({ limit: z.coerce.number().int().min(1).max(ACCESS_LOG_PAGE_MAX).optional(), cursor: str.min(1).max(512).optional() })
+  .object({ limit: queryInt(1, ACCESS_LOG_PAGE_MAX).optional(), cursor: str.min(1).max(512).optional() })
   .strict();
 const inventoryBody = z.object({ format: z.enum(INVENTORY_FORMATS), prefix: str.min(1).max(1024).optional() }).strict();
 const queryBody = z

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { queryInt } from '../../../core/query-int';
 import { type AnyRoute, route } from '../../../core/rest-route';
 import { SCOPES } from '../service';
 import { BULK_ACTIONS } from './model';
@@ -23,9 +24,7 @@ const item = z.discriminatedUnion('action', [
   z.object({ ...target, action: z.literal(BULK_ACTIONS[2]), tags: z.array(str.min(1).max(128)).min(1).max(100) }).strict(),
 ]);
 const bulkBody = z.object({ items: z.array(item).min(1).max(BULK_MAX_ITEMS) }).strict();
-const resultsQuery = z
-  .object({ limit: z.coerce.number().int().min(1).max(BULK_RESULTS_PAGE_MAX).optional(), cursor: str.optional() })
-  .strict();
+const resultsQuery = z.object({ limit: queryInt(1, BULK_RESULTS_PAGE_MAX).optional(), cursor: str.optional() }).strict();
 
 /** Spec 4.3 `POST /bulk` (and where its job is polled, with per-item results). */
 export const bulkRoutes: AnyRoute[] = [

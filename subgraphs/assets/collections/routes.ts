@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { queryInt } from '../../../core/query-int';
 import { type AnyRoute, route } from '../../../core/rest-route';
 import { revisionHeader } from '../revisions';
 import { SCOPES, SORT_FIELDS } from '../service';
@@ -12,9 +13,7 @@ const ifMatch = (r: { headers: Record<string, string | string[] | undefined> }) 
   const h = r.headers['if-match'];
   return (Array.isArray(h) ? h[0] : h) ?? null;
 };
-const pageQuery = z
-  .object({ limit: z.coerce.number().int().min(1).max(ORG_LIST_LIMIT_MAX).optional(), cursor: str.optional() })
-  .strict();
+const pageQuery = z.object({ limit: queryInt(1, ORG_LIST_LIMIT_MAX).optional(), cursor: str.optional() }).strict();
 // Trimmed by the service: at least one character that is not white space.
 const name = str.trim().min(1).max(128).regex(/\S/);
 
@@ -40,7 +39,7 @@ const filterObject = z
   })
   .strict();
 const savedSearchBody = z.object({ name, filter: filterObject }).strict();
-const runQuery = z.object({ limit: z.coerce.number().int().min(1).max(200).optional(), cursor: str.optional() }).strict();
+const runQuery = z.object({ limit: queryInt(1, 200).optional(), cursor: str.optional() }).strict();
 
 export const collectionRoutes: AnyRoute[] = [
   route({

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { queryInt } from '../../../core/query-int';
 import { type AnyRoute, route } from '../../../core/rest-route';
 import { SCOPES } from '../service';
 import { MIGRATIONS_LIST_MAX } from './migrations';
@@ -14,9 +15,7 @@ const createBody = z
     folder: z.string().max(512).optional(),
   })
   .strict();
-const listQuery = z
-  .object({ limit: z.coerce.number().int().min(1).max(MIGRATIONS_LIST_MAX).optional(), cursor: z.string().optional() })
-  .strict();
+const listQuery = z.object({ limit: queryInt(1, MIGRATIONS_LIST_MAX).optional(), cursor: z.string().optional() }).strict();
 
 /**
  * Spec 4.3 migrations. `GET /migrations/{id}/report` is a download (raw JSON or CSV), served by the

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { queryInt } from '../../../core/query-int';
 import { type AnyRoute, route } from '../../../core/rest-route';
 import { SCOPES } from '../service';
 import { EVENTS_PAGE_MAX } from './audit';
@@ -13,7 +14,7 @@ const eventsQuery = z
   .object({
     asset_id: z.string().min(1).max(64).optional(),
     direction: z.enum(['asc', 'desc']).optional(),
-    limit: z.coerce.number().int().min(1).max(EVENTS_PAGE_MAX).optional(),
+    limit: queryInt(1, EVENTS_PAGE_MAX).optional(),
     cursor: z.string().optional(),
   })
   .strict();

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { queryInt } from '../../../core/query-int';
 import { type AnyRoute, route } from '../../../core/rest-route';
 import { SCOPES } from '../service';
 import { ASSET_WEBHOOK_EVENT_TYPES } from './events';
@@ -18,7 +19,7 @@ const webhookBody = z
 const deliveriesQuery = z
   .object({
     status: z.enum(['pending', 'succeeded', 'failed']).optional(),
-    limit: z.coerce.number().int().min(1).max(DELIVERIES_PAGE_MAX).optional(),
+    limit: queryInt(1, DELIVERIES_PAGE_MAX).optional(),
     cursor: str.optional(),
   })
   .strict();

@@ -1,12 +1,13 @@
 import multipart from '@fastify/multipart';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { PlatformError, badRequest } from '../../../core/errors';
+import type { Principal } from '../../../core/principal';
 import type { StagedBlob } from '../blob-store';
 import type { BucketDoc } from '../model';
 import { etagOf } from '../revisions';
 import type { AssetsService } from '../service';
 import { parseUploadFields } from '../uploads';
-import { readForm, sendError } from '../upload-plane';
+import { type ReadForm, readForm, releaseForm, sendError } from '../upload-plane';
 import { assetView } from '../views';
 
 /** The widget's address (spec 4.3: relative to `{base_url}`, outside `/api/v1`). */
@@ -62,7 +63,8 @@ export async function widgetPlane(app: FastifyInstance, assets: AssetsService): 
   });
 
   app.post(WIDGET_PATH, async (req: FastifyRequest, reply: FastifyReply) => {
-    let staged: StagedBlob | null = null;
+    let form: ReadForm | null = null;
+    let principal: Principal | null = null;
     const origin = header(req, 'origin');
     reply.header('Vary', 'Origin');
     try {
@@ -80,20 +82,24 @@ export async function widgetPlane(app: FastifyInstance, assets: AssetsService): 
         reply.header('Access-Control-Allow-Origin', origin).header('Access-Control-Expose-Headers', 'ETag');
       }
       if (!req.isMultipart()) throw badRequest('validation_failed', 'expected a multipart/form-data body');
-      const form = await readForm(req, assets, cap.principal);
-      staged = form.staged;
+      principal = cap.principal;
+      form = await readForm(req, assets, cap.principal);
       const fields = parseUploadFields(form.fields);
       // The bucket whose origins were checked is the one written to (the capability's, else the default).
       if (fields.bucket && fields.bucket !== bucket._id)
         throw badRequest('validation_failed', 'bucket is fixed by the capability (default: the default bucket)');
       fields.bucket = bucket._id;
       if (cap.folder) fields.folder = cap.folder;
-      const asset = await assets.uploads.create(cap.principal, staged as StagedBlob, form.fileName, fields);
+      // The form's quota hold (taken before its first byte) becomes the asset's bytes.
+      const asset = await assets.uploads.create(cap.principal, form.staged as StagedBlob, form.fileName, fields, {
+        reserved: true,
+      });
+      form.held = 0;
       assets.nudge();
       reply.header('ETag', etagOf(asset.revision));
       return reply.status(201).send({ success: true, data: assetView(asset, assets.cfg.cdnUrl) });
     } catch (e) {
-      if (staged) await assets.blobs.discard(staged).catch(() => undefined);
+      if (form && principal) await releaseForm(assets, principal, form).catch(() => undefined);
       req.raw.resume();
       return sendError(reply, e, req.log);
     }

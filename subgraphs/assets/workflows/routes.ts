@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { queryInt } from '../../../core/query-int';
 import { type AnyRoute, route } from '../../../core/rest-route';
 import { revisionHeader } from '../revisions';
 import { SCOPES } from '../service';
@@ -16,9 +17,7 @@ const ifMatch = (r: { headers: Record<string, string | string[] | undefined> }) 
   const h = r.headers['if-match'];
   return (Array.isArray(h) ? h[0] : h) ?? null;
 };
-const pageQuery = z
-  .object({ limit: z.coerce.number().int().min(1).max(100).optional(), cursor: z.string().min(1).optional() })
-  .strict();
+const pageQuery = z.object({ limit: queryInt(1, 100).optional(), cursor: z.string().min(1).optional() }).strict();
 /** The service's own definition schema (trigger types, step ids, at most MAX_STEPS steps). */
 const draftBody = definitionSchema;
 const createBody = z
