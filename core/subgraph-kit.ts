@@ -3,7 +3,7 @@ import type { GraphQLResolverMap } from '@apollo/subgraph/dist/schema-helper/res
 import { printSchemaWithDirectives } from '@graphql-tools/utils';
 import { type GraphQLFieldResolver, GraphQLScalarType, type GraphQLSchema, parse } from 'graphql';
 import { type AuthChecker, buildSchema, createResolversMap, getMetadataStorage, type NonEmptyArray } from 'type-graphql';
-import { isPlatformError, type PlatformError } from './errors';
+import { badRequest, isPlatformError, type PlatformError } from './errors';
 import type { AreaScopes } from './scopes';
 import {
   ForgedPrincipalError,
@@ -150,12 +150,35 @@ export function plainJson(value: unknown): unknown {
   return out;
 }
 
-/** A custom scalar whose inline literals parse to plain objects (see plainJson). */
+/**
+ * A JSON value the database can store: an object key holding a NUL character cannot be written
+ * (the BSON serializer throws, a 500 for any client), so it is refused as bad input, at any depth,
+ * on every transport (the REST bridge sends bodies as variables).
+ */
+export function storableJson<T>(value: T): T {
+  const walk = (v: unknown, path: string): void => {
+    if (Array.isArray(v)) return v.forEach((x, i) => walk(x, `${path}[${i}]`));
+    if (v === null || typeof v !== 'object') return;
+    for (const [k, x] of Object.entries(v)) {
+      if (k.includes('\0')) {
+        throw badRequest('forbidden_json_key', `${path || 'the value'} has a key with a NUL character, which cannot be stored`);
+      }
+      walk(x, path ? `${path}.${k}` : k);
+    }
+  };
+  walk(value, '');
+  return value;
+}
+
+/** A custom scalar whose inline literals parse to plain objects (see plainJson) and whose values are storable (storableJson). */
 function withPlainLiterals(scalar: GraphQLScalarType): GraphQLScalarType {
   const config = scalar.toConfig();
-  const parseLiteral = config.parseLiteral;
-  if (!parseLiteral) return scalar;
-  return new GraphQLScalarType({ ...config, parseLiteral: (ast, variables) => plainJson(parseLiteral(ast, variables)) });
+  const { parseLiteral, parseValue } = config;
+  return new GraphQLScalarType({
+    ...config,
+    parseValue: (value) => storableJson(parseValue ? parseValue(value) : value),
+    parseLiteral: parseLiteral ? (ast, variables) => storableJson(plainJson(parseLiteral(ast, variables))) : undefined,
+  });
 }
 
 /**

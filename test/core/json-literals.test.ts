@@ -113,3 +113,17 @@ it('every root field with a JSON argument takes an inline object literal without
   );
   expect(wrong).toEqual([]);
 }, 120_000);
+
+it('a JSON value with a NUL character in a key is a 400 on REST and bad input on GraphQL, never a 500', async () => {
+  const { key } = await t.createKey();
+  const nul = { rules: { 'a\u0000b': 1 } };
+  const rest = await t.rest('POST', '/api/v1/assets/buckets', {
+    key,
+    body: { name: `nul-${Date.now()}`, lifecycle_policy: nul },
+  });
+  expect(rest.status).toBe(400);
+  const gql = await t.gql('mutation($m: JSONObject!) { mergeAssetMetadata(id: "x", metadata: $m) { id } }', { m: nul }, key);
+  expect(gql.status).toBeLessThan(500);
+  expect(gql.errors?.[0]?.extensions?.code).toBe('forbidden_json_key');
+  expect(JSON.stringify(gql.errors)).toContain('NUL');
+});
