@@ -344,6 +344,7 @@ export const BYTE_ROUTES: readonly ByteRoute[] = [
       description:
         'Asked for an event stream (`Accept: text/event-stream`) the answer is 405 with `Allow: POST`; otherwise the path reads as the asset `mcp`, which does not exist (404).',
       responses: {
+        '403': { description: 'a foreign Origin (a JSON-RPC error)', content: json({ type: 'object' }) },
         '405': { description: 'no stream (stateless server)', content: json({ type: 'object' }) },
         ...errors([404, 429, 503]),
       },
@@ -354,10 +355,13 @@ export const BYTE_ROUTES: readonly ByteRoute[] = [
     path: '/api/v1/assets/mcp',
     envelope: 'standard',
     operation: op('assets.mcp-end-session', 'assets', 'MCP session end: no sessions on this stateless server', 'none', {
+      description:
+        'With `Mcp-Session-Id` the answer is 404 with a JSON-RPC error (the session does not exist: none is ever issued); without it the path reads as the asset `mcp`, which does not exist (404 in the standard envelope).',
       parameters: [header('Mcp-Session-Id', false, { type: 'string' }, 'A session id (none is ever issued).')],
       responses: {
-        '405': { description: 'no sessions (stateless server)', content: json({ type: 'object' }) },
-        ...errors([404, 429, 503]),
+        '403': { description: 'a foreign Origin (a JSON-RPC error)', content: json({ type: 'object' }) },
+        '404': { description: 'no such session (a JSON-RPC error), or no asset `mcp`', content: json({ type: 'object' }) },
+        ...errors([429, 503]),
       },
     }),
   },

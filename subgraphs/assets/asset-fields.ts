@@ -49,15 +49,21 @@ export function checkVisibility(v: string, field = 'visibility'): Visibility {
 }
 
 export function checkOriginalName(v: string, field = 'original_name'): string {
-  if (v.trim().length === 0 || v.length > 255 || CONTROL.test(v)) {
+  if (v.length > 255 || !ORIGINAL_NAME.test(v)) {
     throw invalid(field, 'must be 1 to 255 characters without control characters');
   }
   return v;
 }
 
+/** Visible ASCII and spaces: what may be written into an HTTP header (also the document's `pattern`). */
+export const HEADER_SAFE = /^[\x20-\x7e]+$/;
+/** An original name: at least one visible character, no control characters (also the document's `pattern`). */
+// eslint-disable-next-line no-control-regex
+export const ORIGINAL_NAME = /^[^\u0000-\u001f\u007f-\u009f]*[^\s\u0000-\u001f\u007f-\u009f][^\u0000-\u001f\u007f-\u009f]*$/;
+
 /** A value that may be written into an HTTP header: visible ASCII and spaces, no CR/LF, bounded. */
 export const isHeaderSafe = (v: string, max = MAX_CACHE_CONTROL_LENGTH): boolean =>
-  v.length > 0 && v.length <= max && /^[\x20-\x7e]+$/.test(v);
+  v.length > 0 && v.length <= max && HEADER_SAFE.test(v);
 
 export function checkCacheControl(v: string, field = 'cache_control'): string {
   if (!isHeaderSafe(v)) {

@@ -6,6 +6,7 @@ import { revisionHeader } from './revisions';
 import { CAPABILITY_MAX_SECONDS } from './capabilities';
 import { BRANCH_RE, SCOPES, SORT_FIELDS } from './service';
 import { FITS, FORMATS, GRAVITIES, MAX_EDGE, NAME as TRANSFORMATION_NAME } from './transforms';
+import { HEADER_SAFE, MAX_CACHE_CONTROL_LENGTH, ORIGINAL_NAME } from './asset-fields';
 import { MAX_KEY_LENGTH } from './uploads';
 import { workflowRoutes } from './workflows/routes';
 
@@ -16,6 +17,10 @@ import { workflowRoutes } from './workflows/routes';
 const P = '/api/v1/assets';
 const tag = 'Assets';
 const str = z.string();
+/** A Cache-Control value as the domain takes it (asset-fields.ts): 1 to 256 visible ASCII characters. */
+/** The key rules of asset-fields.ts, in words (a rule across segments that a JSON Schema pattern does not state simply). */
+const KEY_RULE = 'no `.` or `..` path segments, no backslash, no leading `/`, no control characters';
+const cacheControlText = str.min(1).max(MAX_CACHE_CONTROL_LENGTH).regex(HEADER_SAFE, 'visible ASCII characters and spaces');
 const id = (r: { params: Record<string, string> }) => r.params.assetID;
 const ifMatch = (r: { headers: Record<string, string | string[] | undefined> }) => {
   const h = r.headers['if-match'];
@@ -64,9 +69,9 @@ const listQuery = z
 const patchBody = z
   .object({
     bucket: str.min(1).optional(),
-    key: str.min(1).max(MAX_KEY_LENGTH).optional(),
-    original_name: str.min(1).max(255).optional(),
-    cache_control: str.min(1).max(256).optional(),
+    key: str.min(1).max(MAX_KEY_LENGTH).describe(KEY_RULE).optional(),
+    original_name: str.min(1).max(255).regex(ORIGINAL_NAME, 'at least one visible character, no control characters').optional(),
+    cache_control: cacheControlText.optional(),
     visibility: z.enum(VISIBILITIES).optional(),
   })
   .strict();
@@ -78,7 +83,7 @@ const bucketBody = z
       .max(63)
       .regex(/^[a-z0-9][a-z0-9._-]*$/i, 'letters, digits, . _ -'),
     default_visibility: z.enum(VISIBILITIES).optional(),
-    cache_control: str.min(1).max(256).optional(),
+    cache_control: cacheControlText.optional(),
     versioning: z.boolean().optional(),
     retention_days: z.number().int().min(0).nullable().optional(),
     max_bytes: z.number().int().positive().nullable().optional(),
@@ -222,7 +227,7 @@ const sessionBody = z
     mime_type: str.max(127).optional(),
     checksum_sha256: str.regex(/^[0-9a-fA-F]{64}$/).optional(),
     part_size: z.number().int().positive().optional(),
-    cache_control: str.min(1).max(256).optional(),
+    cache_control: cacheControlText.optional(),
     ...sessionShared,
   })
   .strict();
@@ -240,7 +245,7 @@ const legacySessionBody = z
     checksumSha256: str.regex(/^[0-9a-fA-F]{64}$/).optional(),
     part_size: z.number().int().positive().optional(),
     partSize: z.number().int().positive().optional(),
-    cache_control: str.min(1).max(256).optional(),
+    cache_control: cacheControlText.optional(),
     cacheControl: str.min(1).max(256).optional(),
     ...sessionShared,
   })
@@ -285,6 +290,8 @@ export const assetsRoutes: AnyRoute[] = [
     operation: 'create-upload-session',
     body: sessionBody,
     scope: SCOPES.write,
+    // 402: the session reserves its file_size of the account's quota at creation (decision 0098).
+    errors: [402],
     variables: (r) => ({
       idempotencyKey: idempotencyKey(r),
       input: {
@@ -314,6 +321,7 @@ export const assetsRoutes: AnyRoute[] = [
     operation: 'create-upload-session',
     body: legacySessionBody,
     scope: SCOPES.write,
+    errors: [402],
     variables: (r) => ({
       idempotencyKey: idempotencyKey(r),
       input: {
