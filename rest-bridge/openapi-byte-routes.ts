@@ -410,6 +410,31 @@ export const BYTE_ROUTES: readonly ByteRoute[] = [
     }),
   },
 
+  // Commerce release artifacts (subgraphs/commerce/index.ts, docs/decisions/0130-commerce-runtime.md).
+  {
+    method: 'PUT',
+    path: '/api/v1/projects/{projectID}/commerce/artifacts',
+    envelope: 'commerce',
+    operation: op(
+      'commerce.upload-artifact',
+      'commerce',
+      'Upload a bundle (a tar archive) as a content-addressed release artifact',
+      'bearer',
+      {
+        description:
+          'The body is the tar archive of a storefront bundle (`index.js` or `dist/server/index.js`) or an app bundle (`server.mjs`), at most 64 MiB; links, absolute paths and `..` are refused. The answer names its SHA-256, which `POST …/commerce/releases` takes. The same bytes are stored once (200 instead of 201). Key, scope and project are checked before the body is read.',
+        parameters: [path('projectID', { type: 'string', format: 'uuid' })],
+        requestBody: { required: true, content: { 'application/x-tar': { schema: binary }, '*/*': { schema: binary } } },
+        responses: {
+          '201': { description: 'stored', content: json(COMMERCE_SUCCESS) },
+          '200': { description: 'already stored (the same bytes)', content: json(COMMERCE_SUCCESS) },
+          ...errors([401, 402, 403, 404, 413, 422, 429], COMMERCE_ERROR),
+          ...errors([503]),
+        },
+      },
+    ),
+  },
+
   // Signed inbound webhooks.
   {
     method: 'POST',

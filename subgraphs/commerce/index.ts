@@ -48,32 +48,48 @@ const failure = (reply: FastifyReply, status: number, code: CommerceCode, messag
  * `POST …/commerce/releases` takes. Raw bytes, so it sits on the bridge beside the webhook receiver.
  */
 function artifactUpload(app: FastifyInstance, services: CommerceService): void {
+  const refuse = (reply: FastifyReply, e: unknown) => {
+    if (!isPlatformError(e)) throw e;
+    return reply.status(e.status).send({
+      success: false,
+      status: 'error',
+      status_code: e.status,
+      message: e.message,
+      data: null,
+      error: { code: e.code, message: e.message, details: e.details },
+    });
+  };
   void app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: MAX_ARTIFACT_BYTES }, (_req, body, done) => done(null, body));
-    scope.put<{ Params: { projectID: string } }>('/api/v1/projects/:projectID/commerce/artifacts', async (req, reply) => {
-      try {
-        const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-        const a = await services.uploadArtifact(req.headers.authorization, req.params.projectID, raw);
-        return reply.status(a.stored ? 201 : 200).send({
-          success: true,
-          status: 'success',
-          status_code: a.stored ? 201 : 200,
-          message: a.stored ? 'Created' : 'OK',
-          data: { artifact: a.sha256, bytes: a.bytes, stored: a.stored },
-        });
-      } catch (e) {
-        if (!isPlatformError(e)) throw e;
-        return reply.status(e.status).send({
-          success: false,
-          status: 'error',
-          status_code: e.status,
-          message: e.message,
-          data: null,
-          error: { code: e.code, message: e.message, details: e.details },
-        });
-      }
-    });
+    scope.put<{ Params: { projectID: string } }>(
+      '/api/v1/projects/:projectID/commerce/artifacts',
+      {
+        // The key and the project are checked before a byte of the body is read (401, 403, 404 first).
+        onRequest: async (req, reply) => {
+          try {
+            await services.mayUploadArtifact(req.headers.authorization, (req.params as { projectID: string }).projectID);
+          } catch (e) {
+            return refuse(reply, e);
+          }
+        },
+      },
+      async (req, reply) => {
+        try {
+          const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+          const a = await services.uploadArtifact(req.headers.authorization, req.params.projectID, raw);
+          return reply.status(a.stored ? 201 : 200).send({
+            success: true,
+            status: 'success',
+            status_code: a.stored ? 201 : 200,
+            message: a.stored ? 'Created' : 'OK',
+            data: { artifact: a.sha256, bytes: a.bytes, stored: a.stored },
+          });
+        } catch (e) {
+          return refuse(reply, e);
+        }
+      },
+    );
   });
 }
 

@@ -250,10 +250,15 @@ export class CommerceService {
   }
 
   /** `PUT …/commerce/artifacts`: a bundle archive uploaded by a writer of the project, stored by content address. */
-  async uploadArtifact(authorization: string | undefined, projectId: string, bytes: Buffer) {
+  /** Whether this bearer key may upload an artifact to the project (checked before the body is read). */
+  async mayUploadArtifact(authorization: string | undefined, projectId: string): Promise<Principal> {
     const m = /^Bearer\s+(\S+)$/i.exec(authorization ?? '');
     const principal = m ? await this.d.ports.get('authenticator').authenticate(m[1]) : null;
-    await this.access.check(principal, projectId, true);
+    return this.access.check(principal, projectId, true);
+  }
+
+  async uploadArtifact(authorization: string | undefined, projectId: string, bytes: Buffer) {
+    await this.mayUploadArtifact(authorization, projectId);
     return this.artifacts.put(bytes);
   }
 
