@@ -167,6 +167,7 @@ export class Uploads {
 
   /** Takes `bytes` of the account's quota with one conditional `$inc` (402 when it would overflow). */
   async reserve(p: Principal, bytes: number): Promise<void> {
+    if (bytes <= 0) return; // an empty file takes no room (an $inc of 0 modifies nothing)
     const limit = this.quota(p);
     await this.m.AccountState.updateOne({ _id: p.accountId }, { $setOnInsert: { usedBytes: 0 } }, { upsert: true });
     const res = await this.m.AccountState.updateOne(

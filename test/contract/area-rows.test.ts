@@ -101,7 +101,7 @@ describe('through the bridge', () => {
     expect(res.body.data.part_count).toBe(1);
   });
 
-  it('refuses a workflow draft whose step config holds a NUL byte in a key with 422 (was a 500 from BSON)', async () => {
+  it('refuses a workflow draft whose step config holds a NUL byte in a key with 400 forbidden_json_key, as every JSON field (was a 500 from BSON)', async () => {
     const { key } = await t.createKey({ plan: 'pro' });
     const res = await t.rest('POST', '/api/v1/assets/workflows', {
       key,
@@ -110,7 +110,7 @@ describe('through the bridge', () => {
         draft: { trigger: { type: 'manual' }, steps: [{ id: 's1', type: 'tag', config: { a: { 'x\u0000y': 1 } } }] },
       },
     });
-    expect([res.status, res.body.error.code]).toEqual([422, 'assets.unstorable_key']);
+    expect([res.status, res.body.error.code]).toEqual([400, 'forbidden_json_key']);
   });
 
   it('answers 401 before reading a transformation definition', async () => {
