@@ -1,3 +1,4 @@
+import { areaScopes } from '../../core/scopes';
 import { z } from 'zod';
 import { CliUsageError, defineArea } from '../../core/area';
 import { buildSubgraph } from '../../core/subgraph-kit';
@@ -108,5 +109,10 @@ export default defineArea<BillingService, Settings>({
 
 /** The subgraph alone (schema, SDL) — what composition needs until the registry builds it. */
 export function buildBillingSubgraph(services: BillingService) {
-  return buildSubgraph({ name: 'billing', resolvers: [BillingResolver], createResolver: (cls) => new cls(services) });
+  return buildSubgraph({
+    name: 'billing',
+    resolvers: [BillingResolver],
+    createResolver: (cls) => new cls(services),
+    scopes: areaScopes('billing'),
+  });
 }
