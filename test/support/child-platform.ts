@@ -85,7 +85,10 @@ export function childPlatformScope(): ChildPlatformScope {
         BRIDGE_PORT: '0',
         ROUTER_PORT: '0',
         CDN_PORT: '0',
+        EDGE_PORT: '0',
         SUBGRAPH_BASE_PORT: '0',
+        // As startTestPlatform: the simulated executor unless a test asks for real sites.
+        PUBLISHER_EXECUTOR: 'simulated',
         ...env,
         LOG_LEVEL: 'silent',
       },
