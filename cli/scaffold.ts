@@ -57,7 +57,7 @@ export class ${P}StatusArgs {
   @Field(() => String, { nullable: true }) @IsOptional() @IsString() @MaxLength(MAX_NOTE_LENGTH) note?: string | null;
 }
 `,
-    'resolvers.ts': `import { Args, Ctx, Query, Resolver } from 'type-graphql';
+    'resolvers.ts': `import { Args, Authorized, Ctx, Query, Resolver } from 'type-graphql';
 import type { RequestContext } from '../../core/subgraph-kit';
 import type { ${P}Service } from './service';
 import { ${P}StatusArgs, ${P}StatusType } from './types';
@@ -66,6 +66,9 @@ import { ${P}StatusArgs, ${P}StatusType } from './types';
 export class ${P}Resolver {
   constructor(private readonly ${c}: ${P}Service) {}
 
+  // Any key of the account may read it: name the area's scopes in core/scopes.ts and put them here
+  // (every root field declares its access, or the subgraph does not build).
+  @Authorized()
   @Query(() => ${P}StatusType, { description: 'The ${name} area, as the caller sees it.' })
   ${c}Status(@Args() args: ${P}StatusArgs, @Ctx() ctx: RequestContext): ${P}StatusType {
     return this.${c}.status(ctx.principal, args.note);

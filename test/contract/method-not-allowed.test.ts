@@ -46,7 +46,7 @@ it('answers 405 with Allow and the standard envelope for an unserved method on a
 it('answers 405 in the commerce envelope, for any method (TRACE too), and 404 for unknown paths', async () => {
   const trace = await raw('TRACE', `/api/v1/projects/${id}/commerce/releases`);
   expect(trace.status).toBe(405);
-  expect(trace.allow).toBe('GET, HEAD');
+  expect(trace.allow).toBe('GET, HEAD, POST');
   expect(trace.body).toMatchObject({
     success: false,
     status: 'error',
