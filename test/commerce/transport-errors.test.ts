@@ -1,5 +1,5 @@
 import { areaError, COMMERCE_TRANSPORT_ERRORS } from '../../rest-bridge/envelopes';
-import { COMMERCE_CODES } from './errors';
+import { COMMERCE_CODES } from '../../subgraphs/commerce/errors';
 
 describe('the bridge’s commerce codes', () => {
   it('are commerce codes with the status the area gives them', () => {
