@@ -44,7 +44,8 @@ export function instanceName(p: { bridgeUrl?: string | null; routerUrl?: string 
   return portOf(p.bridgeUrl) ?? portOf(p.routerUrl) ?? `pid-${p.pid}`;
 }
 
-const alive = (pid: number): boolean => {
+/** Whether a process with this id runs (signal 0 tests without sending anything). */
+export const alive = (pid: number): boolean => {
   try {
     process.kill(pid, 0);
     return true;

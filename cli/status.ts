@@ -4,6 +4,7 @@ import type { Connection } from 'mongoose';
 import type { Platform, ProcessRole } from '../app/platform';
 import type { EventBus } from '../core/events/event-bus';
 import { platformProbe } from '../core/telemetry/probes';
+import { alive } from './stand-ins';
 
 /** How long `platform status` waits for each engine and each process before calling it unreachable: 5 s. */
 const STATUS_WAIT_MS = 5_000;
@@ -56,15 +57,6 @@ function within<T>(p: Promise<T>, ms = STATUS_WAIT_MS): Promise<T> {
   });
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }
-
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-};
 
 async function readiness(r: ProcessRecord): Promise<string> {
   const url = r.bridge_url ? `${r.bridge_url}/readyz` : r.router_url ? r.router_url.replace(/\/graphql$/, '/healthz') : undefined;

@@ -48,7 +48,6 @@ export interface BridgeOptions {
 }
 
 /** Commerce answers the kernel's 401/403 in its own codes (spec 1, convention 3). */
-const COMMERCE_REFUSALS: Record<number, string> = { 401: 'COMMERCE_UNAUTHENTICATED', 403: 'COMMERCE_FORBIDDEN' };
 
 /** HTTP statuses of GraphQL error codes that carry no status of their own. */
 const CODE_STATUS: Record<string, number> = {
@@ -160,9 +159,8 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
       return null;
     } catch (e) {
       if (!isPlatformError(e)) throw e;
-      const kind = route?.envelope ?? envelopeForPath(req.url);
-      const code = kind === 'commerce' ? (COMMERCE_REFUSALS[e.status] ?? e.code) : e.code;
-      return { status: e.status, error: { code, message: e.message, details: e.details } };
+      // `send` maps the code into the commerce envelope's on a commerce route (areaError).
+      return { status: e.status, error: { code: e.code, message: e.message, details: e.details } };
     }
   };
 
