@@ -156,7 +156,8 @@ export class SiteCreation {
     }
     const project = await this.d.projects().createProject(p.accountId, fields.name, RUNTIME_KIND, { id: siteId });
     const slug = `${slugify(fields.name)}-${project.id.slice(0, 6)}`;
-    const siteUrl = this.d.siteUrl?.(slug).replace(/\/+$/, '') ?? `https://${slug}.${this.d.sitesDomain}`;
+    // The contract's addresses: `site_url` ends with `/`, `admin_url` is `site_url` + `ghost/` (Ghost's admin).
+    const siteUrl = `${(this.d.siteUrl?.(slug) ?? `https://${slug}.${this.d.sitesDomain}`).replace(/\/+$/, '')}/`;
     const now = new Date();
     const doc: SiteDoc = {
       _id: project.id,
@@ -164,7 +165,7 @@ export class SiteCreation {
       slug,
       status: 'provisioning',
       siteUrl,
-      adminUrl: `${siteUrl}/admin/`,
+      adminUrl: `${siteUrl}ghost/`,
       environment: 'production',
       sourceProjectId: null,
       sourceRecoveryPointId: null,

@@ -41,8 +41,8 @@ describe('publishing sites through the REST bridge', () => {
       success: true,
       data: {
         project: { id: expect.stringMatching(UUID), source_type: 'publisher', runtime: 'publisher' },
-        site_url: expect.stringMatching(/^http:\/\/field-notes-[0-9a-f]{6}\.sites\.localhost:\d+$/),
-        admin_url: `${data.site_url}/admin/`,
+        site_url: expect.stringMatching(/^http:\/\/field-notes-[0-9a-f]{6}\.sites\.localhost:\d+\/$/),
+        admin_url: `${data.site_url}ghost/`,
         operation: expect.objectContaining({
           id: expect.stringMatching(UUID),
           resource_type: 'site',

@@ -165,8 +165,8 @@ describe('staging copies', () => {
       }),
       operation: expect.objectContaining({ operation_type: 'staging', project_id: source, status: 'pending', step: 'queued' }),
       project: { id: expect.stringMatching(UUID), source_type: 'publisher', runtime: 'publisher' },
-      site_url: expect.stringMatching(/^http:\/\/shop-front-qa-[0-9a-f]{6}\.sites\.localhost:\d+$/),
-      admin_url: `${data.site_url}/admin/`,
+      site_url: expect.stringMatching(/^http:\/\/shop-front-qa-[0-9a-f]{6}\.sites\.localhost:\d+\/$/),
+      admin_url: `${data.site_url}ghost/`,
     });
     const stagingId = data.project.id;
     // The source is busy while it is copied; the operation is readable under both projects.
