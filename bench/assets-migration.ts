@@ -18,7 +18,7 @@ import S3rver from 's3rver';
 import { startPlatform } from '../app/platform';
 import { loadConfig } from '../core/config';
 import { newId } from '../core/ids';
-import { s3Client } from '../subgraphs/assets/s3-blob-store';
+import { s3Client } from '../core/blobs/s3-blob-store';
 
 process.env.APOLLO_TELEMETRY_DISABLED = '1';
 const OBJECTS = Number(process.env.BENCH_MIGRATION_OBJECTS ?? 500);

@@ -6,7 +6,7 @@ import { checkCacheControl, checkKey, checkMetadataSize, checkOriginalName, chec
 import { newId } from '../../core/ids';
 import { isDuplicateKey } from '../../core/mongo';
 import { type Principal, requireScope, requireWriter } from '../../core/principal';
-import type { BlobStore } from './blob-store';
+import type { BlobStore } from '../../core/blobs/blob-store';
 import { type BucketInput, Buckets } from './buckets';
 import { type ContentPolicy, DEFAULT_POLICY, policyOf } from './content-policy';
 import { objectEventEntry } from './events';

@@ -4,7 +4,7 @@ import type { Readable } from 'node:stream';
 import { badRequest, isPlatformError, notFound } from '../../core/errors';
 import type { Ports } from '../../core/ports';
 import type { Principal } from '../../core/principal';
-import type { StagedBlob } from './blob-store';
+import type { StagedBlob } from '../../core/blobs/blob-store';
 import { noteAccessKey } from './bucket-ops/access-hooks';
 import { etagOf } from './revisions';
 import type { AssetsService } from './service';

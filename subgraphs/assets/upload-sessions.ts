@@ -5,7 +5,7 @@ import { hashInput } from '../../core/idempotency';
 import { newId } from '../../core/ids';
 import { isDuplicateKey } from '../../core/mongo';
 import type { Principal } from '../../core/principal';
-import { BlobTooLargeError } from './blob-store';
+import { BlobTooLargeError } from '../../core/blobs/blob-store';
 import { type AssetDoc, type SessionDoc, partCount } from './model';
 import type { AssetsService } from './service';
 import { parseUploadFields } from './uploads';

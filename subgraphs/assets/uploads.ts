@@ -4,7 +4,7 @@ import { PlatformError, badRequest, notFound, paymentRequired } from '../../core
 import { newId } from '../../core/ids';
 import { isDuplicateKey } from '../../core/mongo';
 import type { Plan, Principal } from '../../core/principal';
-import { BlobTooLargeError, type BlobStore, type StagedBlob } from './blob-store';
+import { BlobTooLargeError, type BlobStore, type StagedBlob } from '../../core/blobs/blob-store';
 import type { Buckets } from './buckets';
 import { assetTypeOf, checkContent, type ContentPolicy, largestAllowed, policyOf, sniffMime } from './content-policy';
 import { objectEventEntry } from './events';

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import S3rver from 's3rver';
-import { s3Client } from '../../subgraphs/assets/s3-blob-store';
+import { s3Client } from '../../core/blobs/s3-blob-store';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 
 const sha = (b: string | Buffer) => createHash('sha256').update(b).digest('hex');

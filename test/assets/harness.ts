@@ -9,7 +9,7 @@ import { closeListener } from '../../core/http-close';
 import { connectMongo, ensureIndexes } from '../../core/mongo';
 import type { Principal } from '../../core/principal';
 import { newId } from '../../core/ids';
-import { FsBlobStore } from '../../subgraphs/assets/fs-blob-store';
+import { FsBlobStore } from '../../core/blobs/fs-blob-store';
 import { assetModels } from '../../subgraphs/assets/model';
 import { EicarScanner } from '../../subgraphs/assets/scanner';
 import { AssetsService } from '../../subgraphs/assets/service';

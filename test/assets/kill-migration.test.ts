@@ -6,7 +6,7 @@ import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import type { Connection } from 'mongoose';
 import S3rver from 's3rver';
 import { COPY_CONCURRENCY } from '../../subgraphs/assets/migrations/migrations';
-import { s3Client } from '../../subgraphs/assets/s3-blob-store';
+import { s3Client } from '../../core/blobs/s3-blob-store';
 import { IdentityService } from '../../subgraphs/identity/service';
 import { assertBuilt, childPlatformScope } from '../support/child-platform';
 

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import S3rver from 's3rver';
-import { s3Client } from '../../subgraphs/assets/s3-blob-store';
+import { s3Client } from '../../core/blobs/s3-blob-store';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 
 /** The platform with ASSETS_BLOB_STORE=s3 against a local S3-compatible server: upload, CDN, replication. */

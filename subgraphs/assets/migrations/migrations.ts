@@ -7,7 +7,7 @@ import { newId } from '../../../core/ids';
 import type { OperationContext, OperationEngine } from '../../../core/operations/engine';
 import type { Principal } from '../../../core/principal';
 import { sleep } from '../../../core/sleep';
-import type { StagedBlob } from '../blob-store';
+import type { StagedBlob } from '../../../core/blobs/blob-store';
 import type { Connections } from '../connections/connections';
 import type { MigrationSource, SourceObject } from '../connections/sources';
 import type { AssetDoc } from '../model';

@@ -2,7 +2,7 @@ import multipart from '@fastify/multipart';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { PlatformError, badRequest } from '../../../core/errors';
 import type { Principal } from '../../../core/principal';
-import type { StagedBlob } from '../blob-store';
+import type { StagedBlob } from '../../../core/blobs/blob-store';
 import type { BucketDoc } from '../model';
 import { etagOf } from '../revisions';
 import type { AssetsService } from '../service';
