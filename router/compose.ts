@@ -6,7 +6,7 @@ import type { FeedDefinition } from '../core/area';
 import { projectRoot } from '../core/paths';
 import type { AreaRoute } from '../core/rest-route';
 import type { BuiltSubgraph } from '../core/subgraph-kit';
-import { buildOpenApi } from '../rest-bridge/openapi';
+import { buildOpenApi } from '../contract/openapi';
 import { subscriptionSdl } from './subscriptions';
 
 export const SCHEMA_DIR = path.join(projectRoot(), 'schema');

@@ -39,6 +39,19 @@ describe('import rules of the area kit', () => {
     expect(checkImport('rest-bridge/server.ts', 'subgraphs/publisher/limits')).toBeNull();
   });
 
+  it('keep the router and the bridge apart, with what both need in contract/ below them', () => {
+    expect(checkImport('router/compose.ts', 'rest-bridge/openapi')).toMatch(/router never imports the bridge/);
+    expect(checkImport('rest-bridge/executor.ts', 'router/server')).toMatch(/bridge never imports the router/);
+    expect(checkImport('router/compose.ts', 'contract/openapi')).toBeNull();
+    expect(checkImport('rest-bridge/server.ts', 'contract/graphql-executor')).toBeNull();
+    expect(checkImport('contract/openapi.ts', 'core/rest-route')).toBeNull();
+    expect(checkImport('contract/openapi.ts', 'rest-bridge/envelopes')).toMatch(/contract imports only/);
+    expect(checkImport('contract/openapi.ts', 'router/server')).toMatch(/contract imports only/);
+    expect(checkImport('contract/openapi.ts', 'subgraphs/publisher/limits')).toMatch(/contract imports only/);
+    expect(checkImport('core/x.ts', 'contract/openapi')).toMatch(/kernel/);
+    expect(checkImport('subgraphs/publisher/routes.ts', 'contract/openapi')).toMatch(/only the kernel/);
+  });
+
   it('read static imports, re-exports, dynamic imports and requires', () => {
     const text = `import a from '../b';\nexport { c } from './c';\nconst d = await import('../../core/d');\nrequire('./e');\nimport x from 'zod';`;
     expect(importsOf('subgraphs/p/f.ts', text)).toEqual(['subgraphs/b', 'subgraphs/p/c', 'core/d', 'subgraphs/p/e']);

@@ -6,6 +6,9 @@ import path from 'node:path';
  * - the kernel (`core/`) imports no area, nor the bridge, the router or the composition root;
  * - an area (`subgraphs/<area>/`) imports only the kernel and its own files;
  * - the bridge imports nothing under `subgraphs/` but an area's dependency-free `limits.ts`;
+ * - the router and the bridge never import each other: what both need (the OpenAPI document, the
+ *   executor port between them) lives in `contract/`, which imports only the kernel and its own
+ *   files (docs/decisions/0192-contract-layer.md);
  * - the data plane (`dataplane/`: runtime cache, supervisor, edge; docs/decisions/0120-data-plane.md)
  *   sits below the areas beside the kernel: it imports only the kernel and its own files, and areas
  *   may import it.
@@ -49,8 +52,17 @@ const areaOf = (p: string): string | null => {
 
 export function checkImport(file: string, target: string): string | null {
   const top = (p: string) => p.split('/')[0];
-  if (top(file) === 'core' && ['subgraphs', 'rest-bridge', 'router', 'app', 'dataplane'].includes(top(target))) {
-    return 'the kernel imports no area, data plane, bridge, router or composition root';
+  if (top(file) === 'core' && ['subgraphs', 'rest-bridge', 'router', 'app', 'dataplane', 'contract'].includes(top(target))) {
+    return 'the kernel imports no area, data plane, contract, bridge, router or composition root';
+  }
+  if (top(file) === 'contract' && !['core', 'contract'].includes(top(target))) {
+    return 'the contract imports only the kernel and its own files';
+  }
+  if (top(file) === 'router' && top(target) === 'rest-bridge') {
+    return 'the router never imports the bridge (what both need lives in contract/)';
+  }
+  if (top(file) === 'rest-bridge' && top(target) === 'router') {
+    return 'the bridge never imports the router (what both need lives in contract/)';
   }
   if (top(file) === 'dataplane' && !['core', 'dataplane'].includes(top(target))) {
     return 'the data plane imports only the kernel and its own files';

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { route, type AreaRoute } from '../../core/rest-route';
-import { buildOpenApi, errorStatuses } from '../../rest-bridge/openapi';
+import { buildOpenApi, errorStatuses } from '../../contract/openapi';
 
 /** The committed contract: what `npm run compose` generates from every area's rows. */
 const doc = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'schema', 'openapi.json'), 'utf8'));

@@ -3,7 +3,7 @@ import { SpanKind } from '@opentelemetry/api';
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
 import { installAccessLog } from '../../core/access-log';
 import { childLogger } from '../../core/logger';
-import { httpExecutor } from '../../rest-bridge/executor';
+import { httpExecutor } from '../../contract/graphql-executor';
 import { inSpan, initTracing } from '../../core/telemetry/tracing';
 
 const exporter = new InMemorySpanExporter();

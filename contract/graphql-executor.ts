@@ -1,6 +1,11 @@
+/**
+ * The port between the REST bridge and the router: the bridge runs each row's one fixed GraphQL
+ * operation through a `GraphQLExecutor`, and the router provides one (`router/executor.ts`, same
+ * process) or is reached over HTTP (`httpExecutor`, another process). It lives here, below both,
+ * so neither imports the other (docs/decisions/0192-contract-layer.md).
+ */
 import { context, propagation } from '@opentelemetry/api';
 import type { GraphQLFormattedError } from 'graphql';
-import type { Router } from '../router/server';
 
 export interface ExecutionResult {
   data?: Record<string, unknown> | null;
@@ -14,18 +19,6 @@ export interface GraphQLExecutor {
     variables: Record<string, unknown>,
     auth: { authorization?: string; requestId: string; clientIp?: string },
   ): Promise<ExecutionResult>;
-}
-
-/** Same process: the operation runs on the router's Apollo Server without an HTTP hop. */
-export function inProcessExecutor(router: Router): GraphQLExecutor {
-  return {
-    async execute(query, variables, auth) {
-      const contextValue = await router.context(auth.authorization, auth.requestId, auth.clientIp);
-      const response = await router.apollo.executeOperation({ query, variables }, { contextValue });
-      if (response.body.kind !== 'single') throw new Error('incremental delivery is not used by the bridge');
-      return response.body.singleResult as ExecutionResult;
-    },
-  };
 }
 
 /** Another process: POST to the router's /graphql with the caller's Authorization header. */
