@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { camelKeys } from '../../core/field-names';
 import { queryInt } from '../../core/query-int';
 import { OBJECT_EVENT_TYPES } from '../../core/events/object-events';
 import { type AnyRoute, route } from '../../core/rest-route';
@@ -40,14 +41,8 @@ export const objstoreRoutes: AnyRoute[] = [
     body: createBody,
     variables: (r) => ({
       ...bucket(r),
-      input: {
-        deliveryMode: r.body.delivery_mode,
-        url: r.body.url,
-        eventTypes: r.body.event_types,
-        prefix: r.body.prefix,
-        suffix: r.body.suffix,
-        enabled: r.body.enabled,
-      },
+      // The input's fields are the body's keys in camelCase (decision 0190).
+      input: camelKeys(r.body),
     }),
     select: (d) => d.objstoreCreateEventSubscription,
     status: 201,
@@ -88,7 +83,7 @@ export const objstoreRoutes: AnyRoute[] = [
     variables: (r) => ({
       ...bucket(r),
       subscriptionId: r.params.subscriptionID,
-      input: { enabled: r.body.enabled, rotateSecret: r.body.rotate_secret },
+      input: camelKeys(r.body),
     }),
     select: (d) => d.objstoreUpdateEventSubscription,
     status: 200,
