@@ -22,7 +22,7 @@ import { AREAS } from '../subgraphs/registry';
  * area joins by being registered and nothing else.
  */
 
-type AnyArea = AreaDefinition<any, any, string>;
+export type AnyArea = AreaDefinition<any, any, string>;
 type Registry = typeof AREAS;
 type ServicesOf<D> = D extends AreaDefinition<infer S, any, string> ? S : never;
 

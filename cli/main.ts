@@ -4,6 +4,7 @@ import { type ProcessRole, startPlatform } from '../app/platform';
 import { areas, buildAreas, compositionInput } from '../app/areas';
 import { infraDown, infraStatus, infraUp } from '../infra/index';
 import { writeComposedSchema } from '../router/compose';
+import { writeDeploymentFiles } from '../app/deployment';
 import { type AreaContext, type CliCommand, CliUsageError } from '../core/area';
 import { config } from '../core/config';
 import { isPlatformError } from '../core/errors';
@@ -19,7 +20,7 @@ process.env.APOLLO_TELEMETRY_DISABLED = '1';
 const BUILT_IN = `usage: platform <command>
 
   start [all|router|bridge|subgraph NAME] [--with-infra]   run the platform (foreground; Ctrl-C stops)
-  compose [--check]                                        regenerate schema/ (or fail when stale)
+  compose [--check]                                        regenerate schema/, docker-compose.yml, prometheus.yml (or fail when stale)
   infra up|down|status                                     local Kafka and MongoDB-wire server
   status [--json]                                          running processes, engines, queues, outbox, consumer lag
   new-area NAME                                            scaffold subgraphs/NAME and its registry line
@@ -98,11 +99,14 @@ async function infra(args: string[]): Promise<void> {
 
 async function compose(args: string[]): Promise<void> {
   const { values } = parseArgs({ args, options: { check: { type: 'boolean' } } });
-  const stale = await writeComposedSchema(await compositionInput(config().SUBGRAPH_BASE_PORT), Boolean(values.check));
-  if (values.check && stale.length) {
-    throw new Error(`schema/ is stale: ${stale.join(', ')}; run \`npm run compose\` and commit the result`);
+  const check = Boolean(values.check);
+  const stale = await writeComposedSchema(await compositionInput(config().SUBGRAPH_BASE_PORT), check);
+  // The deployment files name every area too (docker-compose.yml, prometheus.yml; app/deployment.ts).
+  stale.push(...(await writeDeploymentFiles(check)));
+  if (check && stale.length) {
+    throw new Error(`generated files are stale: ${stale.join(', ')}; run \`npm run compose\` and commit the result`);
   }
-  process.stdout.write(stale.length ? `wrote ${stale.join(', ')}\n` : 'schema/ is up to date\n');
+  process.stdout.write(stale.length ? `wrote ${stale.join(', ')}\n` : 'schema/ and the deployment files are up to date\n');
 }
 
 async function start(args: string[]): Promise<void> {

@@ -99,6 +99,11 @@ export type Config = Omit<z.infer<typeof schema>, 'INTERNAL_SIGNING_KEY' | 'SECR
   env: Record<string, string | undefined>;
 };
 
+/** The settings an empty environment gives (ports and the like), without resolving any key. */
+export function configDefaults(): z.infer<typeof schema> {
+  return schema.parse({});
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = schema.safeParse(env);
   if (!parsed.success) {
