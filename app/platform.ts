@@ -195,7 +195,7 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
     const stopPurge = new IdempotencyStore(conn).startPurge(log);
     stops.push(async () => stopPurge());
   }
-  // Consumers and workers join Kafka without holding the platform hostage to it (issue 8, point 12).
+  // Consumers and workers join Kafka without holding the platform hostage to it (docs/areas/spine.md, point 12).
   const joins = new BackgroundJoin(log);
   stops.push(() => joins.stop());
   for (const area of workerAreas) {

@@ -27,7 +27,7 @@ const BUILT_IN = `usage: platform <command>
   new-route AREA METHOD PATH                               scaffold a route row and its GraphQL document
 `;
 
-/** Every area's commands (CONTRACTS.md); each creating one takes --json. */
+/** Every area's commands (docs/contracts.md); each creating one takes --json. */
 function usage(): string {
   const lines = areaCommands().map(({ command }) => `  ${[...command.words, command.usage].join(' ')} [--json]`);
   const note = '\n  --api-url URL on an area command picks the running platform whose stand-ins it uses (default: BRIDGE_PORT)\n';
@@ -83,7 +83,7 @@ export async function main(argv: string[]): Promise<void> {
   } catch (e) {
     const message = e instanceof Error ? e.message : String(e);
     process.stderr.write(`platform: ${message}\n`);
-    // Usage errors (CONTRACTS.md): one sentence, exit code 2; a refused value is one too.
+    // Usage errors (docs/contracts.md): one sentence, exit code 2; a refused value is one too.
     const usageError = e instanceof CliUsageError || (isPlatformError(e) && e.status === 400);
     process.exit(usageError ? 2 : 1);
   }

@@ -1,5 +1,5 @@
 /**
- * Kernel port: an account's subscription standing (CONTRACTS.md `platform accounts set
+ * Kernel port: an account's subscription standing (docs/contracts.md `platform accounts set
  * --subscription active|paused`). Spec 5.4 refuses commerce routes without an active, non-paused
  * subscription. Provided by identity; declared here, beside the other ports, by augmenting
  * `KernelPorts` so the port list gains one entry without editing `ports.ts`.

@@ -32,7 +32,7 @@ export interface AreaContext<C = Record<string, never>> {
   log: Logger;
   /** Kafka topic prefix in force (tests use a unique one). */
   topicPrefix: string;
-  /** `${prefix}.<area>.<name>`: this area's physical topic names (CONTRACTS.md). */
+  /** `${prefix}.<area>.<name>`: this area's physical topic names (docs/contracts.md). */
   topic(name: string): string;
   /** Other areas' offers, read at call time (`ctx.ports.get('projects')`). */
   ports: Ports;
@@ -92,7 +92,7 @@ export interface FeedDefinition<E = unknown, A = Record<string, unknown>> {
 }
 
 /** A usage error: one sentence on stderr, exit code 2. */
-/** A CLI command under `npx platform …` (CONTRACTS.md: `--json` prints one JSON object last). */
+/** A CLI command under `npx platform …` (docs/contracts.md: `--json` prints one JSON object last). */
 export interface CliCommand<S> {
   /** The words, e.g. `['commerce', 'stores', 'create']`. */
   words: string[];

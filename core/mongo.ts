@@ -57,7 +57,7 @@ export async function ensureIndexes(conn: mongoose.Connection): Promise<void> {
  * Inserts one new document as `Model.create` would — the schema's defaults, casting and validation
  * apply, a duplicate `_id` or unique key throws 11000 — without hydrating a Document and running
  * mongoose's save machinery for it (middleware, a stack-capturing parallel-save guard per call):
- * about 0.8 ms CPU less per insert on the project's machine (issue 20: a site create makes four).
+ * about 0.8 ms CPU less per insert on the project's machine (docs/decisions/0015-wire-server-hot-paths.md: a site create makes four).
  * Only for schemas with no save middleware (none in this code base has any). Returns what was
  * stored (defaults applied, values cast, unknown fields dropped).
  */

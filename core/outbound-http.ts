@@ -5,7 +5,7 @@ import { BlockList, isIP, type LookupFunction } from 'node:net';
 import { badRequest } from './errors';
 
 /**
- * Outbound HTTP for push deliveries and webhooks (CONTRACTS.md "Outbound HTTP"), one rule set for
+ * Outbound HTTP for push deliveries and webhooks (docs/contracts.md "Outbound HTTP"), one rule set for
  * every area: only public HTTPS; private,
  * loopback, link-local, reserved and IPv4-mapped IPv6 addresses, plain HTTP and credentials in the
  * URL are refused; redirects are never followed (a 3xx is a failed attempt), so no redirect can lead
@@ -120,7 +120,7 @@ export interface CheckedTarget {
 
 /**
  * Resolves and checks a destination. With `lenient`, a host that does not resolve passes (creation:
- * CONTRACTS.md accepts it then and checks at each send); any answer that is forbidden refuses.
+ * docs/contracts.md accepts it then and checks at each send); any answer that is forbidden refuses.
  */
 export async function resolveTarget(
   raw: string,

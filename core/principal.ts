@@ -5,7 +5,7 @@ import { effectiveScopes, scopesOfRole } from './scopes';
 
 export type Role = 'owner' | 'member' | 'read_only';
 export type Plan = 'free' | 'pro';
-/** CONTRACTS.md `keys create --mode live|test` (default `live`). */
+/** docs/contracts.md `keys create --mode live|test` (default `live`). */
 export type KeyMode = 'live' | 'test';
 export const KEY_MODES: readonly KeyMode[] = ['live', 'test'];
 

@@ -2,7 +2,7 @@ import { type CliCommand, CliUsageError } from '../../core/area';
 import { APPROVAL_MODES, type ApprovalMode } from './agent-actions';
 import type { ActivityService } from './service';
 
-/** `platform agents act …` (CONTRACTS.md): a governed tool call, as an agent would make it. */
+/** `platform agents act …` (docs/contracts.md): a governed tool call, as an agent would make it. */
 export const agentsAct: CliCommand<ActivityService> = {
   words: ['agents', 'act'],
   usage:

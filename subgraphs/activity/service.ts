@@ -371,7 +371,7 @@ export class ActivityService {
     }
   }
 
-  /** `platform agents act` (CONTRACTS.md). */
+  /** `platform agents act` (docs/contracts.md). */
   async act(input: Omit<ActInput, 'accountId'> & { accountSlug: string; approval?: ApprovalMode }) {
     const projects = this.d.ports.get('projects');
     const account = await projects.ensureAccount(input.accountSlug);

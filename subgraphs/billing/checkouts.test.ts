@@ -10,7 +10,7 @@ import { Ledger } from './ledger';
 import { billingModels } from './model';
 import { DEV_WEBHOOK_SECRET, TestPaymentProvider } from './payment-provider';
 import { BillingService } from './service';
-import { startPaymentProviderStandIn } from './standin/payment-provider-standin';
+import { startPaymentProviderStandIn } from './stand-in/payment-provider';
 import { buildBillingSubgraph } from './index';
 import { WEBHOOK_PATH, paymentWebhooks } from './webhooks';
 

@@ -10,7 +10,7 @@ import { DEV_WEBHOOK_SECRET, type PaymentProvider, TestPaymentProvider } from '.
 import { BillingResolver } from './resolvers';
 import { billingRoutes } from './routes';
 import { BillingService } from './service';
-import { startPaymentProviderStandIn } from './standin/payment-provider-standin';
+import { startPaymentProviderStandIn } from './stand-in/payment-provider';
 import { WEBHOOK_PATH, paymentWebhooks } from './webhooks';
 import { checkoutJson, entryJson } from './views';
 

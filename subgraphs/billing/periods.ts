@@ -1,7 +1,7 @@
 import type { Plan } from '../../core/principal';
 
 /**
- * Monthly allocation by plan, in whole credits (CONTRACTS.md: `pro` ≥ 1,000, `free` ≥ 100). The
+ * Monthly allocation by plan, in whole credits (docs/contracts.md: `pro` ≥ 1,000, `free` ≥ 100). The
  * allocation of a period is granted once, when the period is first touched; unused allocation
  * expires at the end of the UTC calendar month, top-ups carry over.
  */

@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 /** Spec 8: a pull claim lasts 15 minutes. */
 export const CLAIM_LEASE_MS = 15 * 60 * 1000;
-/** CONTRACTS.md: a delivery acknowledged with `retry: true` is available again within 30 s. */
+/** docs/contracts.md: a delivery acknowledged with `retry: true` is available again within 30 s. */
 export const PULL_RETRY_DELAY_MS = 10_000;
 /** Spec 8: push backoff starts at 30 s, doubles, and is capped at one hour. */
 export const PUSH_BACKOFF_BASE_MS = 30_000;

@@ -4,7 +4,7 @@ import { createKafkaEventBus } from '../../core/events/kafka-event-bus';
 import { dlqTopic } from '../../core/events/topics';
 import { config } from '../../core/config';
 
-/** Issue 8 point 13: a failed dead-letter publish does not commit the offset (real Kafka). */
+/** docs/areas/spine.md point 13: a failed dead-letter publish does not commit the offset (real Kafka). */
 it('a message whose dead-letter publish fails is redelivered and dead-lettered, never skipped', async () => {
   const bus = createKafkaEventBus({ brokers: config().kafkaBrokers, clientId: 'dlq-test' });
   const topic = `t_dlq_${randomBytes(4).toString('hex')}.events`;

@@ -4,7 +4,7 @@ import { childLogger } from '../../core/logger';
 import { FeedHub, feedGroupId } from '../../router/feed-hub';
 
 /**
- * A restarted router resumes its feed from its committed position (issue 8, point 13): an event
+ * A restarted router resumes its feed from its committed position (docs/areas/spine.md, point 13): an event
  * published while it was down still reaches a subscriber watching when it comes back. Real Kafka.
  */
 describe('feed resume', () => {

@@ -12,7 +12,7 @@ import {
   type OperationDoc,
 } from '../../core/operations';
 
-/** Fenced side effects (issue 8 point 10) and deadlines (point 11), on the real MongoDB-wire server. */
+/** Fenced side effects (docs/areas/spine.md point 10) and deadlines (point 11), on the real MongoDB-wire server. */
 interface Resource {
   _id: string;
   activeOperationId: string | null;

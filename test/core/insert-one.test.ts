@@ -4,7 +4,7 @@ import { loadConfig } from '../../core/config';
 import { connectMongo, insertOne, isDuplicateKey } from '../../core/mongo';
 
 /**
- * `insertOne` (issue 20: the inserts of a site create without mongoose's save machinery) stores what
+ * `insertOne` (docs/decisions/0015-wire-server-hot-paths.md: the inserts of a site create without mongoose's save machinery) stores what
  * `Model.create` would: defaults applied, values cast, unknown fields dropped, validation and unique
  * keys enforced. Real MongoDB-wire server.
  */

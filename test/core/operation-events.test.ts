@@ -4,7 +4,7 @@ import { OperationStore, type OperationEvent } from '../../core/operations/store
 
 /**
  * The enqueue event carries who started the operation (it never changes), so the activity
- * projection of a new operation reads nothing but its own item (issue 15: one round trip less on
+ * projection of a new operation reads nothing but its own item (docs/decisions/0060-activity-read-models.md: one round trip less on
  * the way to the live feeds). Later events leave it out.
  */
 describe('operation events', () => {

@@ -3,7 +3,7 @@ import { sharedSubscribe } from '../../router/subscriptions';
 
 /**
  * The router's subscriptions execute each event once per operation and variables, however many
- * subscribers share them (issue 15: the fan-out to a thousand subscribers of one project), and
+ * subscribers share them (docs/areas/activity.md: the fan-out to a thousand subscribers of one project), and
  * still once per subscriber when their operations differ.
  */
 describe('shared subscription execution', () => {

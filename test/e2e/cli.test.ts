@@ -77,7 +77,7 @@ describe('the platform CLI', () => {
     expect(JSON.parse(node.stdout)).toMatchObject({ id: expect.any(String), tags: ['region:eu', 'tier:gold'] });
   });
 
-  it('answers a usage error with one clear sentence and exit code 2 (CONTRACTS.md)', async () => {
+  it('answers a usage error with one clear sentence and exit code 2 (docs/contracts.md)', async () => {
     const res = await platform(['keys', 'create', '--json']);
     expect(res.code).toBe(2);
     expect(res.stderr).toMatch(/^platform: keys create needs --account SLUG\n/);

@@ -5,7 +5,7 @@ import { closeListener } from '../../../core/http-close';
 import { connectMongo, isDuplicateKey } from '../../../core/mongo';
 import { DEV_WEBHOOK_SECRET, webhookSigner } from '../payment-provider';
 
-/** The stand-in's own database (CONTRACTS.md: stand-ins never use the platform's collections). */
+/** The stand-in's own database (docs/contracts.md: stand-ins never use the platform's collections). */
 export const STANDIN_DB = 'standin_payments';
 
 interface PaymentDoc {
