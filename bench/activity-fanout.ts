@@ -1,5 +1,5 @@
 /**
- * Activity fan-out figures (issue 15): BENCH_SUBSCRIBERS (1,000) graphql-ws subscribers of one
+ * Activity fan-out figures (docs/areas/activity.md): BENCH_SUBSCRIBERS (1,000) graphql-ws subscribers of one
  * project's `operationActivity` feed on the router, each on its own socket by default
  * (BENCH_CONNECTIONS, 1,000), then BENCH_CHANGES (20) operation status changes published one every
  * BENCH_GAP_MS (500). Prints p50/p99/max delivery latency from the engine write to each

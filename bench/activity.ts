@@ -1,5 +1,5 @@
 /**
- * Activity figures (issue 15), on the whole platform in one process against the real engines:
+ * Activity figures (docs/areas/activity.md), on the whole platform in one process against the real engines:
  *   1. fan-out: one operation's status change reaching BENCH_SUBSCRIBERS (1,000) graphql-ws
  *      subscriptions of its project (over BENCH_CONNECTIONS sockets, 100): p50/p99 from the write
  *      of the change to its arrival at each subscriber (outbox → Kafka → projection → Kafka → router).

@@ -1,5 +1,5 @@
 /**
- * Assets AI and OCR figures (issue 16 items 3–4), one run on this machine:
+ * Assets AI and OCR figures (decision 0026), one run on this machine:
  *  1. In-process: OCR (tesseract.js, one worker) of a 600×200 "HELLO 42" PNG and of a 1200×800
  *     PNG with six lines of text, per second; `analyze` of the local provider on a 1 MP and a
  *     12 MP image, per second (sequential).

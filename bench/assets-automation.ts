@@ -1,5 +1,5 @@
 /**
- * Assets automation figures (issue 17 items 6–7), measured in one run on this machine:
+ * Assets automation figures (decision 0027), measured in one run on this machine:
  *  1. MCP: p50/p99 of a read-only `tools/call get` through the stateless endpoint with the official
  *     SDK client (one connection, sequential, BENCH_MCP_CALLS calls, default 300), and calls/s.
  *  2. Workflows: p50/p99 from `POST …/run` to `succeeded` of a one-step `tag` workflow

@@ -1,5 +1,5 @@
 /**
- * Assets bulk-job figures (issue 17): items per second of one `POST /api/v1/assets/bulk` job of
+ * Assets bulk-job figures (decision 0025): items per second of one `POST /api/v1/assets/bulk` job of
  * BENCH_BULK_ITEMS (default 10,000) revisioned items, half `visibility` and half `add_tags`, from
  * the 202 to the job's `succeeded` as polled through the bridge. The records are seeded directly
  * (the job touches only records), so the figure is the job's own rate: one point read and one

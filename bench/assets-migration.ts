@@ -1,7 +1,7 @@
 // eslint-disable-next-line @typescript-eslint/triple-slash-reference -- the ambient s3rver types live beside the tests
 /// <reference path="../test/support/s3rver.d.ts" />
 /**
- * Assets migration throughput (issue 17): BENCH_MIGRATION_OBJECTS (default 500) objects of
+ * Assets migration throughput (decision 0028): BENCH_MIGRATION_OBJECTS (default 500) objects of
  * BENCH_MIGRATION_KIB KiB (default 16) in the s3rver stand-in, copied into a bucket by one
  * migration through the whole platform (listing, per-item state, checksums, asset records), as
  * items per second; beside it, a plain sequential GET of the same objects with the AWS SDK (the

@@ -1,5 +1,5 @@
 /**
- * Assets image-transformation figures (issue 16), one run on this machine:
+ * Assets image-transformation figures (decision 0023), one run on this machine:
  *  1. A 12 MP JPEG (4000×3000) → 800 px wide WebP through signed `/tr/` addresses on {cdn_url},
  *     each address uncached (a distinct quality), sequentially: transforms per second (and the
  *     same work with sharp alone, in-process, as the floor).

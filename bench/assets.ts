@@ -1,5 +1,5 @@
 /**
- * Assets figures, measured in one run on this machine (issue 9):
+ * Assets figures, measured in one run on this machine (decision 0020):
  *  1. upload throughput of a BENCH_UPLOAD_MIB (default 1024) file through POST /api/v1/assets/upload
  *     and through a chunked upload session, as a ratio of a raw loopback write of the same bytes to
  *     disk (a plain node HTTP server piping the body to a file), and the platform's RSS growth

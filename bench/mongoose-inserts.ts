@@ -1,6 +1,6 @@
 /**
- * CPU per insert of one new document through mongoose, four ways, against MONGODB_URI (issue 20,
- * decision 0015): `Model.create` (a hydrated Document and the save machinery), `insertMany` of one,
+ * CPU per insert of one new document through mongoose, four ways, against MONGODB_URI (decision
+ * 0015): `Model.create` (a hydrated Document and the save machinery), `insertMany` of one,
  * `insertOne` from core/mongo.ts (defaults, casting and validation, then a lean insert) and the raw
  * driver's `insertOne` (no schema at all). Sequential, so the figures are the client's CPU, not
  * the server's. Run: `npm run -s build && node dist/bench/mongoose-inserts.js`.

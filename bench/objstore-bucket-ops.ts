@@ -1,5 +1,5 @@
 /**
- * Object-store bucket operation figures (issue 10 items 1 and 6):
+ * Object-store bucket operation figures (decision 0029):
  *
  * 1. CDN reads of one public object of an object-store bucket, BENCH_CDN_REQUESTS (default 2,000)
  *    at concurrency 16: requests per second and p50/p99 latency with the access-log hook on, then

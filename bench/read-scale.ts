@@ -1,5 +1,5 @@
 /**
- * Scale curve of the hot publisher reads (issue #20): GET …/metadata (lookups by _id) and
+ * Scale curve of the hot publisher reads (decision 0015): GET …/metadata (lookups by _id) and
  * GET …/recovery-points (a filter on projectId, sorted) with 1k, 10k (and, opt-in, 100k) documents
  * in each collection the routes read — other accounts' sites, recovery points and newsletter
  * providers, copied from one real site (untimed, bulk) — through the bridge and through the plain

@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: every cheap benchmark in one go, each figure beside a baseline measured in the
  * same run on this machine, as one table (figure, platform, baseline, ratio, goal), written to
- * docs/benchmarks.md with the machine's cores, memory and the engines used (issue #20).
+ * docs/benchmarks.md with the machine's cores, memory and the engines used (decision 0015).
  *
  * Sections (BENCH_ONLY=<name>[,<name>] picks; default: all the cheap ones):
  *   reads     GET metadata and GET recovery-points through the REST bridge vs a plain Fastify +

@@ -2,7 +2,7 @@
  * The baseline of the publisher's REST reads: a plain Fastify + mongoose handler doing the same
  * reads as the platform's routes, with the same 5 s principal cache, on the same database, and no
  * router, gateway, GraphQL or signed principal in between. It is what "a plain handler" means in
- * the goals of issue #20: the platform's figures are stated as a ratio of this one's.
+ * docs/benchmarks.md: the platform's figures are stated as a ratio of this one's.
  *
  *   GET /api/v1/publisher/projects/:id/metadata          key (cached) → site → [operation, project, provider]
  *   GET /api/v1/publisher/projects/:id/recovery-points   key (cached) → site → points (newest 100)

@@ -4,7 +4,7 @@ import type { Principal } from '../../core/principal';
 import { ACTIVITY_TOPICS, type ActivityUpdateEvent } from './events';
 
 /**
- * graphql-ws feeds (issue 15 item 5): each update carries the item exactly as the REST reads show
+ * graphql-ws feeds (docs/areas/activity.md): each update carries the item exactly as the REST reads show
  * it, to the subscribers of a scope the principal may read, as the REST reads decide it: a project
  * (`projectId`, or `scope: {type: project}`), or an application or database, which the area that
  * owns it places in its project (`core/activity-scopes.ts`). A scope the principal cannot read is

@@ -6,7 +6,7 @@ import { startTestPlatform, uniqueName, type TestPlatform } from '../support/pla
 jest.setTimeout(180_000);
 
 /**
- * Assets approvals as agent actions (issue 17 gap, core/agent-actions.ts): a workflow run's
+ * Assets approvals as agent actions (decision 0061, core/agent-actions.ts): a workflow run's
  * approval shows in the project's agent activity, and a decision on either route — the activity
  * route or the Assets route — settles both exactly once, through the real bridge and router.
  */

@@ -15,7 +15,7 @@ import { startTestPlatform, type TestPlatform } from '../support/platform';
 const SCHEMA = path.join(__dirname, '..', '..', 'schema', 'openapi.json');
 /**
  * Examples per operation in the fuzzing phase (the coverage phase adds its boundary cases on top),
- * also the cap on the stateful phase's scenarios: the issue's 100. With the default seed that is
+ * also the cap on the stateful phase's scenarios: 100 (decision 0007). With the default seed that is
  * 25,279 cases in ~400 s of schemathesis over 193 operations (decision 0007, "Figures"; measured
  * with `npx jest --forceExit test/contract/fuzz.test.ts`, one area with `FUZZ_AREAS`).
  * `FUZZ_MAX_EXAMPLES=10` is a quicker local pass.

@@ -68,7 +68,7 @@ describe('the OpenAPI document has every route the bridge serves', () => {
         Object.keys(ops).map((m) => `${m.toUpperCase()} ${shape(p)}`),
       ),
     );
-    // The walk sees the byte routes the issue names (so it is not vacuous).
+    // The walk sees the byte routes decision 0105 names (so it is not vacuous).
     for (const r of [
       'POST /api/v1/assets/upload',
       'PUT /api/v1/assets/{}/replace',

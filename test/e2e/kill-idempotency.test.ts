@@ -4,7 +4,7 @@ import { IdentityService } from '../../subgraphs/identity/service';
 import { assertBuilt, childPlatformScope } from '../support/child-platform';
 
 /**
- * The kill test of issue 8: a platform child process (the built `platform start all`) is killed
+ * The kill test of docs/areas/spine.md (decision 0013): a platform child process (the built `platform start all`) is killed
  * with SIGKILL at a random moment during a site creation sent with an Idempotency-Key; a new
  * process is started and the client retries with the same key. Whatever moment the kill hit
  * (before the request arrived, inside it, after the answer while provisioning ran), every key ends

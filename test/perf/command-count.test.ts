@@ -1,5 +1,5 @@
 /**
- * MongoDB commands per REST request on the hot reads (issue #20): every round trip to the
+ * MongoDB commands per REST request on the hot reads (decision 0015): every round trip to the
  * MongoDB-wire server costs more than the gateway, so the count is pinned here and a change that
  * adds one fails. Counted with the driver's command monitoring on the platform's own connection.
  */
