@@ -31,6 +31,12 @@ describe('npm run new:area', () => {
       const { compositionInput } = require('../../app/areas') as typeof import('../../app/areas');
       const { composeSupergraph } = require('../../router/compose') as typeof import('../../router/compose');
       const { startTestPlatform } = require('../support/platform') as typeof import('../support/platform');
+      const { deploymentFiles } = require('../../app/deployment') as typeof import('../../app/deployment');
+
+      // Deployment follows the registry line too (decision 0193): a container and a scrape target.
+      const deploy = await deploymentFiles();
+      expect(deploy['docker-compose.yml']).toContain(`command: ['start', 'subgraph', '${name}']`);
+      expect(deploy['infra/observability/prometheus.yml']).toContain(`labels: { area: ${name} }`);
 
       {
         const { supergraphSdl, files } = composeSupergraph(await compositionInput(4101));

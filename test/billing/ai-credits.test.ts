@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { BillingService } from '../../subgraphs/billing';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
-import { ISO, PREFIX, UUID, cli, errorBody, openCheckout } from './helpers';
+import { ISO, PREFIX, UUID, cli, errorBody, openCheckout } from './support';
 
 let t: TestPlatform;
 beforeAll(async () => {

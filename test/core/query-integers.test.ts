@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { bucketPath, knownBucket } from '../objstore/helpers';
+import { bucketPath, knownBucket } from '../objstore/support';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 
 /**

@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
-import { bucketPath, errorBody, knownBucket, objectEvent, publishObjectEvents, receiver, waitFor } from './helpers';
+import { bucketPath, errorBody, knownBucket, objectEvent, publishObjectEvents, receiver, waitFor } from './support';
 
 let t: TestPlatform;
 beforeAll(async () => {

@@ -1,5 +1,5 @@
 import { startTestPlatform, type TestPlatform } from '../support/platform';
-import { bucketPath, errorBody, knownBucket, UUID } from './helpers';
+import { bucketPath, errorBody, knownBucket, UUID } from './support';
 
 let t: TestPlatform;
 beforeAll(async () => {
