@@ -184,7 +184,8 @@ export function routeFiles(
   const params = [...routePath.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
   const hasBody = method !== 'GET' && method !== 'DELETE';
   const vars = params.map((p) => `${camel(p.replace(/ID$/, 'Id'))}: r.params.${p}`);
-  if (hasBody) vars.push('input: r.body');
+  // The input is the body with its keys in camelCase (decision 0190).
+  if (hasBody) vars.push('input: camelKeys(r.body)');
   const row = `  route({
     method: '${method}',
     path: '${routePath}',
@@ -220,7 +221,10 @@ export async function newRoute(area: string, method: string, routePath: string, 
   await mkdir(path.dirname(docFile), { recursive: true });
   await writeFile(docFile, document);
   const routesFile = path.join(dir, 'routes.ts');
-  const routes = await readFile(routesFile, 'utf8');
+  let routes = await readFile(routesFile, 'utf8');
+  if (row.includes('camelKeys(') && !/import[^;]*\bcamelKeys\b/.test(routes)) {
+    routes = `import { camelKeys } from '../../core/field-names';\n${routes}`;
+  }
   const end = routes.lastIndexOf('];');
   await writeFile(routesFile, routes.slice(0, end) + row + routes.slice(end));
   return [path.relative(root, docFile), path.relative(root, routesFile)];

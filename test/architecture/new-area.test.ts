@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { newArea, routeFiles } from '../../cli/scaffold';
+import { newArea, newRoute, routeFiles } from '../../cli/scaffold';
 import { projectRoot } from '../../core/paths';
 
 /**
@@ -67,7 +68,26 @@ describe('npm run new:route', () => {
     expect(operation).toBe('patch-assets-collections');
     expect(row).toContain("route({\n    method: 'PATCH',\n    path: '/api/v1/assets/collections/{collectionID}'");
     expect(row).toContain('body: z.object({}).strict()');
-    expect(row).toContain('variables: (r) => ({ collectionId: r.params.collectionID, input: r.body })');
+    expect(row).toContain('variables: (r) => ({ collectionId: r.params.collectionID, input: camelKeys(r.body) })');
     expect(document).toContain('mutation PatchAssetsCollections($collectionId: ID!)');
+  });
+
+  it('imports camelKeys into routes.ts once, when a row with a body needs it', async () => {
+    const root = await mkdtemp(path.join(tmpdir(), 'new-route-'));
+    try {
+      const file = path.join(root, 'subgraphs', 'demo', 'routes.ts');
+      await mkdir(path.dirname(file), { recursive: true });
+      await writeFile(
+        file,
+        "import { type AnyRoute, route } from '../../core/rest-route';\n\nexport const demoRoutes: AnyRoute[] = [\n];\n",
+      );
+      await newRoute('demo', 'POST', '/api/v1/demo/things', root);
+      await newRoute('demo', 'PATCH', '/api/v1/demo/things/{thingID}', root);
+      const text = await readFile(file, 'utf8');
+      expect(text.match(/import \{ camelKeys \} from '..\/..\/core\/field-names';/g)).toHaveLength(1);
+      expect(text.match(/input: camelKeys\(r\.body\)/g)).toHaveLength(2);
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
   });
 });
