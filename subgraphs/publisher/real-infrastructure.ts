@@ -81,6 +81,11 @@ export class RealInfrastructure implements Infrastructure {
     this.data = new RecoveryData({ ...d, aad });
   }
 
+  /** Where recovery points keep their bytes. */
+  get backups(): SiteBackups {
+    return this.d.backups;
+  }
+
   /** Test and drill hook: a step of a release fails (a broken release); docs/decisions/0150. */
   injectFault(fault: RealFault): void {
     this.data.injectFault(fault);
