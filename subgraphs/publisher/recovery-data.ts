@@ -69,8 +69,11 @@ export class RecoveryData {
     );
     if (!f) return;
     f.times -= 1;
-    await f.before?.(siteId);
-    throw new PlatformError(f.code ?? `${step}_failed`, 500, `injected failure of ${step} on release ${version}`);
+    const why = await f.before?.(siteId).then(
+      () => '',
+      (e: Error) => ` (its damage failed too: ${e.message})`,
+    );
+    throw new PlatformError(f.code ?? `${step}_failed`, 500, `injected failure of ${step} on release ${version}${why ?? ''}`);
   }
 
   async perform(
