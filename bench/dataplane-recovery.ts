@@ -111,7 +111,12 @@ async function main(): Promise<void> {
     const content = await backups.captureContent(siteDir);
     const contentMs = Date.now() - t;
     t = Date.now();
-    await backups.captureRelease({ name: 'ghost', version: GHOST.version, image: `npm:ghost@${GHOST.version}`, digest: GHOST.integrity });
+    await backups.captureRelease({
+      name: 'ghost',
+      version: GHOST.version,
+      image: `npm:ghost@${GHOST.version}`,
+      digest: GHOST.integrity,
+    });
     const releaseMs = Date.now() - t;
     console.log(
       `capture: database ${dbMs} ms (${mib(db.sizeBytes)}), content ${contentMs} ms (${mib(content.sizeBytes)}), release ${releaseMs} ms; total ${dbMs + contentMs + releaseMs} ms`,

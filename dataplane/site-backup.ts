@@ -85,7 +85,10 @@ const closeDb = (db: SqliteDatabase) => new Promise<void>((res, rej) => db.close
 export async function withDatabase<T>(
   runtimeDir: string,
   file: string,
-  fn: (db: { run(sql: string, ...p: unknown[]): Promise<void>; get<R>(sql: string, ...p: unknown[]): Promise<R | undefined> }) => Promise<T>,
+  fn: (db: {
+    run(sql: string, ...p: unknown[]): Promise<void>;
+    get<R>(sql: string, ...p: unknown[]): Promise<R | undefined>;
+  }) => Promise<T>,
 ): Promise<T> {
   const sqlite = loadSqlite(runtimeDir);
   const db = await openDb(sqlite, file, sqlite.OPEN_READWRITE);
@@ -210,9 +213,7 @@ export class SiteBackups {
   async readRelease(part: SealedPart): Promise<ReleaseManifest> {
     const chunks: Buffer[] = [];
     const v = new Verifier(part);
-    await pipeline(this.read(part), v, async function* (src: AsyncIterable<Buffer>) {
-      for await (const c of src) chunks.push(c);
-    });
+    for await (const c of this.read(part).pipe(v)) chunks.push(c as Buffer);
     v.check();
     return JSON.parse(Buffer.concat(chunks).toString('utf8')) as ReleaseManifest;
   }
@@ -239,8 +240,8 @@ export class SiteBackups {
   }
 
   /**
-   * Replaces the (stopped) site's content directory with the point's archive: unpacked beside it,
-   * checked, the current database files moved in, then swapped in by rename. Whichever of database
+   * Replaces the (stopped) site's content directory with the point's archive: fetched and checked,
+   * unpacked beside it, the current database files moved in, then swapped in by rename. Whichever of database
    * and content is restored first, the other is kept.
    */
   async restoreContent(part: SealedPart, siteDir: string): Promise<void> {
@@ -248,11 +249,14 @@ export class SiteBackups {
     const suffix = randomBytes(6).toString('hex');
     const fresh = `${content}.restore-${suffix}`;
     const old = `${content}.old-${suffix}`;
+    const archive = `${content}.restore-${suffix}.tar`;
     await mkdir(fresh, { recursive: true });
     try {
+      // The archive is fetched and checked whole before it is unpacked.
       const v = new Verifier(part);
-      await tar(['-x', '-f', '-', '-C', fresh], { stdin: this.read(part).pipe(v) });
+      await pipeline(this.read(part), v, createWriteStream(archive, { flags: 'wx' }));
       v.check();
+      await tar(['-x', '-f', archive, '-C', fresh], {});
       const db = databaseFile(siteDir);
       const freshDb = path.join(fresh, path.relative(content, db));
       await mkdir(path.dirname(freshDb), { recursive: true });
@@ -265,6 +269,8 @@ export class SiteBackups {
       await rm(fresh, { recursive: true, force: true });
       if (e instanceof BackupError) throw e;
       throw new BackupError('restore_failed', `content restore failed: ${(e as Error).message}`);
+    } finally {
+      await rm(archive, { force: true });
     }
   }
 
@@ -300,6 +306,9 @@ export async function siteBytes(siteDir: string): Promise<{ database: number; co
     }
     return n;
   };
-  const db = await stat(databaseFile(siteDir)).then((s) => s.size, () => 0);
+  const db = await stat(databaseFile(siteDir)).then(
+    (s) => s.size,
+    () => 0,
+  );
   return { database: db, content: (await walk(contentDir(siteDir))) - db };
 }

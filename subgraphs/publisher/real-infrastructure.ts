@@ -111,7 +111,8 @@ export class RealInfrastructure implements Infrastructure {
     const host = this.d.dataPlane().sites;
     const version = await this.versionFor(operationType, step, site, op.input);
     await this.data.faultAt(operationType, step, version, siteId);
-    if (RecoveryData.handles(step)) return this.data.perform(operationType, step, site, version, op.input, (v) => this.hosted(site, v));
+    if (RecoveryData.handles(step))
+      return this.data.perform(operationType, step, site, version, op.input, (v) => this.hosted(site, v));
     switch (step) {
       case 'pull_image': {
         const runtime = this.runtime(version);

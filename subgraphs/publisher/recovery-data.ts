@@ -98,7 +98,12 @@ export class RecoveryData {
           return sealed(await b.captureContent(siteDir));
         case 'capture_release': {
           const r = this.catalogEntry(site.runtimeVersion);
-          const part = await b.captureRelease({ name: runtimeSpec(r).name, version: r.version, image: r.image, digest: r.digest });
+          const part = await b.captureRelease({
+            name: runtimeSpec(r).name,
+            version: r.version,
+            image: r.image,
+            digest: r.digest,
+          });
           return { captured: { snapshotId: r.digest, sizeBytes: part.sizeBytes, sha256: part.sha256 } };
         }
         case 'restore_database': {
@@ -119,7 +124,11 @@ export class RecoveryData {
           const manifest = await b.readRelease(part(point, 'release'));
           const r = this.catalogEntry(manifest.version);
           if (r.digest !== manifest.digest || r.version !== point.runtimeVersion)
-            throw new PlatformError('release_mismatch', 500, `the point pins ${manifest.image} (${manifest.digest}), not the catalog's release`);
+            throw new PlatformError(
+              'release_mismatch',
+              500,
+              `the point pins ${manifest.image} (${manifest.digest}), not the catalog's release`,
+            );
           await host.pullRuntime(runtimeSpec(r));
           return;
         }

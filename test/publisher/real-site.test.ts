@@ -172,7 +172,9 @@ describe('a publishing site run for real, through the REST API and the edge', ()
 
   /** The release directory the site's process runs from. */
   const runningRelease = (id = projectId) =>
-    readlinkSync(`/proc/${t.platform.dataPlane!.supervisor.status(id)!.pid}/cwd`).split('/').pop();
+    readlinkSync(`/proc/${t.platform.dataPlane!.supervisor.status(id)!.pid}/cwd`)
+      .split('/')
+      .pop();
 
   let pointId: string;
 
@@ -251,7 +253,9 @@ describe('a publishing site run for real, through the REST API and the edge', ()
     expect(own.admin_api_key).toMatch(/^[0-9a-f]{24}:[0-9a-f]{64}$/);
     expect(own.admin_api_key.split(':')[0]).not.toBe(source.admin_api_key.split(':')[0]);
     // The source's key does not open the copy.
-    await expect(adminApi({ admin_api_url: own.admin_api_url, admin_api_key: source.admin_api_key }).posts.browse()).rejects.toMatchObject({
+    await expect(
+      adminApi({ admin_api_url: own.admin_api_url, admin_api_key: source.admin_api_key }).posts.browse(),
+    ).rejects.toMatchObject({
       status: 401,
     });
     // A change on the copy stays there, and one on the source stays on the source.
