@@ -275,6 +275,7 @@ describe('a publishing site run for real, through the REST API and the edge', ()
 
   it('an upgrade whose new release fails its health check after damaging the data rolls back to the point: old release, post intact', async () => {
     const source = await adminKey();
+    let damaged = false;
     // A broken 5.130.6: it deletes the post (as a bad migration would) and then fails its health check.
     t.platform.services.publisher.real.injectFault({
       operationType: 'upgrade',
@@ -283,6 +284,8 @@ describe('a publishing site run for real, through the REST API and the edge', ()
       code: 'health_check_failed',
       before: async () => {
         await adminApi(source).posts.delete({ id: post.id });
+        expect(await postPage()).toBe(404);
+        damaged = true;
       },
     });
     const t0 = Date.now();
@@ -290,6 +293,7 @@ describe('a publishing site run for real, through the REST API and the edge', ()
     figures.failedUpgradeWithRollbackMs = Date.now() - t0;
     expect(res.body.data.recovery_point.kind).toBe('pre_upgrade');
     expect(op).toMatchObject({ status: 'failed', error_code: 'upgrade_failed' });
+    expect(damaged).toBe(true);
     expect(op.steps.map((s: any) => [s.id, s.status])).toEqual(
       expect.arrayContaining([
         ['health_check', 'failed'],
