@@ -187,11 +187,11 @@ describe('a publishing site run for real, through the REST API and the edge', ()
     const list = await t.rest('GET', projectPath(projectId, '/recovery-points'), { key });
     const point = list.body.data.find((p: any) => p.id === pointId);
     expect(point).toMatchObject({ status: 'completed', runtime_version: '5.130.5' });
-    const store = t.platform.services.publisher.real.backups.store;
     for (const part of ['database', 'content', 'release'] as const) {
       const c = point[part];
       expect(c).toMatchObject({ status: 'captured', sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
       expect(c.size_bytes).toBeGreaterThan(0);
+      const store = t.platform.services.publisher.real.backups.store;
       // The bytes are in the store under that address and hash to it.
       const hash = createHash('sha256');
       for await (const chunk of store.read('recovery-points', c.sha256)) hash.update(chunk);
