@@ -180,7 +180,8 @@ async function capture(ctx: OperationContext, d: SiteExecutorDeps, pointId: stri
   for (const [step, part] of CAPTURE_STEPS) {
     try {
       await ctx.step(step, async (s) => {
-        await d.infra.perform(ctx.op.operationType, step, s.signal, ctx.op, s.idempotencyToken, { siteId });
+        const out = await d.infra.perform(ctx.op.operationType, step, s.signal, ctx.op, s.idempotencyToken, { siteId });
+        const real = out?.captured ? { status: 'captured', ...out.captured, capturedAt: new Date() } : null;
         let set: Record<string, unknown>;
         if (part === 'release') {
           const site = await d.models.Site.findById(siteId).lean();
@@ -191,9 +192,9 @@ async function capture(ctx: OperationContext, d: SiteExecutorDeps, pointId: stri
             runtimeVersion: runtime.version,
             runtimeDigest: runtime.digest,
             runtimeImage: runtime.image,
-            release: { status: 'captured', snapshotId: runtime.digest, sizeBytes: null, capturedAt: new Date() },
+            release: real ?? { status: 'captured', snapshotId: runtime.digest, sizeBytes: null, capturedAt: new Date() },
           };
-        } else set = { [part]: snapshot(part, pointId) };
+        } else set = { [part]: real ?? snapshot(part, pointId) };
         await RP.updateOne({ _id: pointId, status: 'pending' }, { $set: set });
         return { part };
       });

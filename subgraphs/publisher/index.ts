@@ -3,6 +3,8 @@ import { parseDnsServers, SystemDnsResolver } from '../../core/dns/resolver';
 import { startDnsStandIn } from '../../core/dns/stand-in-server';
 import { operationFeed } from '../../core/operations/feed';
 import { periodicWorker } from '../../core/periodic-worker';
+import { SiteBackups } from '../../dataplane/site-backup';
+import { backupStore } from './backup-store';
 import '../../core/site-actions';
 import { ConnectedNodes } from './nodes';
 import { ProjectSiteResolver, PublisherResolver } from './resolvers';
@@ -42,6 +44,7 @@ export default defineArea({
       models: publisherModels(ctx.conn),
       credentials: siteCredentialsModel(ctx.conn),
       dataPlane: () => ctx.ports.get('dataPlane'),
+      backups: new SiteBackups(backupStore(ctx.settings, ctx.config.DATA_DIR)),
     });
     const infra: Infrastructure = ctx.settings.PUBLISHER_EXECUTOR === 'real' ? real : simulated;
     const nodes = new ConnectedNodes(ctx.conn);

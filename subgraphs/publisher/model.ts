@@ -83,6 +83,8 @@ export interface CaptureDoc {
   status: CaptureStatus;
   snapshotId: string | null;
   sizeBytes: number | null;
+  /** Hex SHA-256 of the stored bytes (the blob-store address of a real capture; null when simulated). */
+  sha256?: string | null;
   capturedAt: Date | null;
 }
 
@@ -127,6 +129,7 @@ const captureSchema = new mongoose.Schema<CaptureDoc>(
     status: { type: String, required: true },
     snapshotId: { type: String, default: null },
     sizeBytes: { type: Number, default: null },
+    sha256: { type: String, default: null },
     capturedAt: { type: Date, default: null },
   },
   { _id: false },
@@ -250,4 +253,10 @@ export function publisherModels(conn: Connection): PublisherModels {
 }
 
 /** A capture part nobody has taken yet. */
-export const pendingCapture = (): CaptureDoc => ({ status: 'pending', snapshotId: null, sizeBytes: null, capturedAt: null });
+export const pendingCapture = (): CaptureDoc => ({
+  status: 'pending',
+  snapshotId: null,
+  sizeBytes: null,
+  sha256: null,
+  capturedAt: null,
+});

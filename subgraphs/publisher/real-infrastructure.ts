@@ -3,10 +3,12 @@ import { PlatformError, retriable } from '../../core/errors';
 import { model } from '../../core/mongo';
 import { decryptSecret, encryptSecret } from '../../core/secrets';
 import type { DataPlanePort } from '../../dataplane/plane';
+import type { SiteBackups } from '../../dataplane/site-backup';
 import type { HostedSite } from '../../dataplane/sites';
 import type { PublisherModels, RecoveryPointDoc, SiteDoc } from './model';
 import { findRuntime, runtimeSpec } from './runtime-catalog';
-import type { Infrastructure, StepExtras } from './simulated-infrastructure';
+import { type RealFault, RecoveryData } from './recovery-data';
+import type { Infrastructure, StepExtras, StepOutput } from './simulated-infrastructure';
 
 /**
  * The publishing area's real executor (docs/decisions/0120-data-plane.md): the same `perform`
@@ -18,9 +20,9 @@ import type { Infrastructure, StepExtras } from './simulated-infrastructure';
  * `start_runtime`, `configure_site` (owner and the platform's integration, Admin API key sealed
  * with core/secrets.ts), `health_check` (over HTTP), `drain_traffic`/`stop_runtime` (503 first,
  * then the process), `delete_site` (routes, port and files released), and the release an upgrade,
- * a restore or a rollback starts. The data steps of recovery points, restores and staging copies
- * (`capture_*`, `restore_*`, `migrate_database`) do nothing yet: their records are still
- * simulated (0120, "still to do").
+ * a restore or a rollback starts. The data steps of recovery points, restores, staging copies and
+ * rollbacks move real bytes through the blob store (./recovery-data.ts,
+ * docs/decisions/0150-recovery-point-bytes.md).
  */
 
 /** The platform's access to a site it set up: the Admin API key and the owner's password, sealed. */
@@ -54,18 +56,11 @@ export function siteCredentialsModel(conn: Connection): Model<SiteCredentialsDoc
 /** What binds a sealed credential to its site and field: copied elsewhere, it does not open. */
 const aad = (siteId: string, field: string) => `publisher.site_credentials:${siteId}:${field}`;
 
-/** Steps that move data the real executor does not handle yet (their records stay simulated). */
-const DATA_STEPS = new Set([
-  'allocate_database',
-  'create_volume',
-  'capture_database',
-  'capture_content',
-  'capture_release',
-  'restore_database',
-  'restore_content',
-  'migrate_database',
-  'pin_release',
-]);
+/**
+ * Steps with nothing to do on this data plane: the SQLite file and the content directory come into
+ * being at the first start (or from a point), and a release migrates its database when it starts.
+ */
+const NO_OP_STEPS = new Set(['allocate_database', 'create_volume', 'migrate_database']);
 
 /** How long `pull_image` may take: a cold install of Ghost builds native modules (20 min measured on a loaded machine). */
 const PULL_TIMEOUT_MS = 45 * 60_000;
@@ -75,11 +70,26 @@ export interface RealInfrastructureDeps {
   credentials: Model<SiteCredentialsDoc>;
   /** The data plane of this process (the `dataPlane` kernel port), read at call time. */
   dataPlane: () => DataPlanePort;
+  /** Where recovery points keep their bytes (the kernel's blob store). */
+  backups: SiteBackups;
 }
 
 export class RealInfrastructure implements Infrastructure {
   readonly kind = 'real' as const;
-  constructor(private readonly d: RealInfrastructureDeps) {}
+  private readonly data: RecoveryData;
+  constructor(private readonly d: RealInfrastructureDeps) {
+    this.data = new RecoveryData({ ...d, aad });
+  }
+
+  /** Where recovery points keep their bytes. */
+  get backups(): SiteBackups {
+    return this.d.backups;
+  }
+
+  /** Test and drill hook: a step of a release fails (a broken release); docs/decisions/0150. */
+  injectFault(fault: RealFault): void {
+    this.data.injectFault(fault);
+  }
 
   stepTimeoutMs(step: string): number | undefined {
     return step === 'pull_image' || step === 'start_runtime' ? PULL_TIMEOUT_MS : undefined;
@@ -92,14 +102,17 @@ export class RealInfrastructure implements Infrastructure {
     op?: { _id: string; projectId: string; resourceId?: string; input?: unknown },
     _idempotencyToken?: string,
     extras: StepExtras = {},
-  ): Promise<void> {
+  ): Promise<StepOutput | void> {
     if (!op) throw new Error('the real infrastructure needs the operation');
-    if (DATA_STEPS.has(step)) return;
+    if (NO_OP_STEPS.has(step)) return;
     const siteId = extras.siteId ?? op.resourceId ?? op.projectId;
     const site = await this.d.models.Site.findById(siteId).lean();
     if (!site) throw new PlatformError('site_not_found', 404, `site ${siteId} not found`);
     const host = this.d.dataPlane().sites;
     const version = await this.versionFor(operationType, step, site, op.input);
+    await this.data.faultAt(operationType, step, version, siteId);
+    if (RecoveryData.handles(step))
+      return this.data.perform(operationType, step, site, version, op.input, (v) => this.hosted(site, v));
     switch (step) {
       case 'pull_image': {
         const runtime = this.runtime(version);
@@ -110,10 +123,9 @@ export class RealInfrastructure implements Infrastructure {
         }
         return;
       }
-      case 'start_runtime':
-      case 'rollback': {
+      case 'start_runtime': {
         const wanted = this.hosted(site, version);
-        if (host.isHosted(siteId) && host.releaseOf(siteId) === wanted.runtime.version && step !== 'rollback') {
+        if (host.isHosted(siteId) && host.releaseOf(siteId) === wanted.runtime.version) {
           await this.guard('site_unhealthy', () => host.resume(siteId));
         } else {
           await this.guard('site_unhealthy', () =>

@@ -8,6 +8,7 @@ export interface CaptureView {
   status: CaptureStatus;
   snapshotId: string | null;
   sizeBytes: number | null;
+  sha256: string | null;
   capturedAt: Date | null;
 }
 
@@ -33,6 +34,7 @@ const capture = (c: CaptureDoc): CaptureView => ({
   status: c.status,
   snapshotId: c.snapshotId ?? null,
   sizeBytes: c.sizeBytes ?? null,
+  sha256: c.sha256 ?? null,
   capturedAt: c.capturedAt ?? null,
 });
 

@@ -25,6 +25,16 @@ export const publisherSettings = z.object({
    * can make fail). Tests start with `simulated` unless they ask for `real` (test/support/platform.ts).
    */
   PUBLISHER_EXECUTOR: z.enum(['real', 'simulated']).default('real'),
+  /** Where recovery points keep their bytes: `fs` (default, `PUBLISHER_BACKUP_DIR`) or `s3` (docs/decisions/0150). */
+  PUBLISHER_BACKUP_STORE: z.enum(['fs', 's3']).default('fs'),
+  /** The filesystem store's root (default `<DATA_DIR>/site-backups`). */
+  PUBLISHER_BACKUP_DIR: z.string().optional(),
+  PUBLISHER_BACKUP_S3_ENDPOINT: z.string().optional(),
+  PUBLISHER_BACKUP_S3_REGION: z.string().default('us-east-1'),
+  PUBLISHER_BACKUP_S3_BUCKET: z.string().default('site-backups'),
+  PUBLISHER_BACKUP_S3_PREFIX: z.string().default(''),
+  PUBLISHER_BACKUP_S3_ACCESS_KEY_ID: z.string().optional(),
+  PUBLISHER_BACKUP_S3_SECRET_ACCESS_KEY: z.string().optional(),
   /** Step delay of the simulated infrastructure executor, in milliseconds. */
   SIMULATED_STEP_DELAY_MS: z.coerce.number().int().min(0).default(600),
 });

@@ -9,6 +9,18 @@ export interface StepExtras {
   progress?: (detail: string) => void;
 }
 
+/** What a real capture step sealed (docs/decisions/0150-recovery-point-bytes.md). */
+export interface CapturedPart {
+  snapshotId: string;
+  sizeBytes: number;
+  sha256: string;
+}
+
+/** What a step may answer: a capture step its sealed part (the simulated one answers nothing). */
+export interface StepOutput {
+  captured?: CapturedPart;
+}
+
 /** The seam the site executors call per step: simulated (tests, fault drills) or real (the data plane). */
 export interface Infrastructure {
   readonly kind: 'simulated' | 'real';
@@ -19,7 +31,7 @@ export interface Infrastructure {
     op?: { _id: string; projectId: string; resourceId?: string; input?: unknown },
     idempotencyToken?: string,
     extras?: StepExtras,
-  ): Promise<void>;
+  ): Promise<StepOutput | void>;
   /** A longer deadline for a step than the engine's default (a cold runtime install). */
   stepTimeoutMs?(step: string): number | undefined;
 }

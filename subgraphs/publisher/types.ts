@@ -158,6 +158,8 @@ export class RecoveryPointCaptureType {
   @Field(() => String, { nullable: true, description: 'Snapshot identifier (the image digest for the release).' })
   snapshotId!: string | null;
   @Field(() => Float, { nullable: true }) sizeBytes!: number | null;
+  @Field(() => String, { nullable: true, description: 'Hex SHA-256 of the stored bytes (null for a simulated capture).' })
+  sha256!: string | null;
   @Field(() => Date, { nullable: true }) capturedAt!: Date | null;
 }
 

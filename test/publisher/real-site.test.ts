@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import { readlinkSync } from 'node:fs';
 import http from 'node:http';
 import { findArea } from '../../app/areas';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
@@ -9,7 +11,8 @@ const GhostAdminAPI = require('@tryghost/admin-api');
  * A site run for real through the REST API (PUBLISHER_EXECUTOR=real): Ghost from the runtime cache
  * as a supervised process with its own SQLite file, served by the edge at its `site_url`
  * (docs/decisions/0120-data-plane.md). A cold cache installs Ghost first (up to ~20 min on a loaded
- * machine); cached, the whole file takes about a minute.
+ * machine); cached, the whole file takes a few minutes. Recovery points, restores, staging copies
+ * and upgrades move the site's real bytes (docs/decisions/0150-recovery-point-bytes.md).
  */
 
 /** A request to the edge as the site's host (`*.sites.localhost` does not resolve in Node). */
@@ -116,35 +119,208 @@ describe('a publishing site run for real, through the REST API and the edge', ()
   });
 
   /** `npx platform sites admin-key --project ID --json`, run against this platform's services. */
-  async function adminKey(): Promise<{ admin_api_url: string; admin_api_key: string }> {
+  async function adminKey(project = projectId): Promise<{ admin_api_url: string; admin_api_key: string }> {
     const command = findArea('publisher').cli!.find((c) => c.words.join(' ') === 'sites admin-key')!;
     return (await command.run({
-      values: { project: projectId, json: true },
+      values: { project, json: true },
       services: t.platform.services.publisher,
       ctx: undefined as never,
     })) as { admin_api_url: string; admin_api_key: string };
   }
 
+  /** `@tryghost/admin-api` for a site, its requests sent through the edge (with `url`'s host). */
+  function adminApi(access: { admin_api_url: string; admin_api_key: string }) {
+    const siteHost = new URL(access.admin_api_url).host;
+    const makeRequest = async ({ url: u, method, data: payload, params, headers }: any) => {
+      // A DELETE carries no body (the SDK passes the id it already put in the path).
+      const data = method.toUpperCase() === 'DELETE' ? undefined : payload;
+      const target = new URL(u);
+      for (const [k, v] of Object.entries(params ?? {})) target.searchParams.set(k, String(v));
+      const r = await viaEdge(t.platform.edgeUrl!, siteHost, method.toUpperCase(), target.pathname + target.search, {
+        headers: data ? { ...headers, 'content-type': 'application/json' } : headers,
+        body: data ? JSON.stringify(data) : undefined,
+      });
+      if (r.status >= 400) throw Object.assign(new Error(`${r.status} ${r.body.slice(0, 200)}`), { status: r.status });
+      return r.body ? JSON.parse(r.body) : {};
+    };
+    return new GhostAdminAPI({ url: access.admin_api_url, key: access.admin_api_key, version: 'v5.0', makeRequest });
+  }
+
+  let post: { id: string; slug: string; title: string };
+
   it('gives the operator the Admin API key through the CLI; @tryghost/admin-api creates a post with it', async () => {
     const access = await adminKey();
     expect(access.admin_api_url).toBe(siteUrl.replace(/\/$/, ''));
     expect(access.admin_api_key).toMatch(/^[0-9a-f]{24}:[0-9a-f]{64}$/);
-    const makeRequest = async ({ url: u, method, data, params, headers }: any) => {
-      const target = new URL(u);
-      for (const [k, v] of Object.entries(params ?? {})) target.searchParams.set(k, String(v));
-      const r = await viaEdge(t.platform.edgeUrl!, host, method.toUpperCase(), target.pathname + target.search, {
-        headers: { ...headers, 'content-type': 'application/json' },
-        body: data ? JSON.stringify(data) : undefined,
-      });
-      if (r.status >= 400) throw new Error(`${r.status} ${r.body.slice(0, 200)}`);
-      return JSON.parse(r.body);
-    };
-    const api = new GhostAdminAPI({ url: access.admin_api_url, key: access.admin_api_key, version: 'v5.0', makeRequest });
-    const post = await api.posts.add({ title: 'Hello from the platform', status: 'published' });
+    post = await adminApi(access).posts.add({ title: 'Hello from the platform', status: 'published' });
     expect(post.title).toBe('Hello from the platform');
     const page = await viaEdge(t.platform.edgeUrl!, host, 'GET', `/${post.slug}/`);
     expect(page.status).toBe(200);
     expect(page.body).toContain('Hello from the platform');
+  });
+
+  /** Runs a site request that answers 202 with an operation and waits for it. */
+  async function accepted(method: string, path: string, body?: unknown): Promise<{ res: any; op: any }> {
+    const res = await t.rest(method, projectPath(projectId, path), { key, body });
+    expect(res.status).toBe(202);
+    const project = res.body.data.operation.project_id ?? projectId;
+    return { res, op: await waitFor(t, key, project, res.body.data.operation.id, 10 * 60_000) };
+  }
+
+  /** The post's page through the edge: the status (200 when it is there). */
+  const postPage = async (siteHost = host) => (await viaEdge(t.platform.edgeUrl!, siteHost, 'GET', `/${post.slug}/`)).status;
+
+  /** The release directory the site's process runs from. */
+  const runningRelease = (id = projectId) =>
+    readlinkSync(`/proc/${t.platform.dataPlane!.supervisor.status(id)!.pid}/cwd`)
+      .split('/')
+      .pop();
+
+  let pointId: string;
+
+  it('a recovery point seals the database, the content and the release as bytes in the blob store; restore brings a deleted post back', async () => {
+    const t0 = Date.now();
+    const { res, op } = await accepted('POST', '/recovery-points', { reason: 'before the cleanup' });
+    figures.recoveryPointMs = Date.now() - t0;
+    expect(op).toMatchObject({ status: 'completed' });
+    pointId = res.body.data.recovery_point.id;
+    const list = await t.rest('GET', projectPath(projectId, '/recovery-points'), { key });
+    const point = list.body.data.find((p: any) => p.id === pointId);
+    expect(point).toMatchObject({ status: 'completed', runtime_version: '5.130.5' });
+    for (const part of ['database', 'content', 'release'] as const) {
+      const c = point[part];
+      expect(c).toMatchObject({ status: 'captured', sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
+      expect(c.size_bytes).toBeGreaterThan(0);
+      const store = t.platform.services.publisher.real.backups.store;
+      // The bytes are in the store under that address and hash to it.
+      const hash = createHash('sha256');
+      for await (const chunk of store.read('recovery-points', c.sha256)) hash.update(chunk);
+      expect(hash.digest('hex')).toBe(c.sha256);
+      expect(await store.stat('recovery-points', c.sha256)).toBe(c.size_bytes);
+    }
+    expect(point.release.snapshot_id).toBe(
+      'sha512-s1jsT18VMeBwgfdFuNRwAbM1TPYz/9ZXATjdPUJ5dVPVY9TbatWMC0TGS5fdFyFn5Q/opacxsrMtpUl7HLrrfQ==',
+    );
+
+    await adminApi(await adminKey()).posts.delete({ id: post.id });
+    expect(await postPage()).toBe(404);
+
+    // The edge answers 503 while the site is being restored.
+    const seen = new Set<number>();
+    let polling = true;
+    const poller = (async () => {
+      while (polling) {
+        seen.add((await viaEdge(t.platform.edgeUrl!, host, 'GET', '/')).status);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
+    const t1 = Date.now();
+    const restored = await accepted('POST', `/recovery-points/${pointId}/restore`);
+    figures.restoreMs = Date.now() - t1;
+    polling = false;
+    await poller;
+    expect(restored.op).toMatchObject({ status: 'completed' });
+    expect(restored.op.steps.map((s: any) => s.id)).toEqual([
+      'stop_runtime',
+      'restore_database',
+      'restore_content',
+      'pin_release',
+      'start_runtime',
+      'health_check',
+    ]);
+    expect(seen.has(503)).toBe(true);
+    expect(await postPage()).toBe(200);
+    expect((await adminApi(await adminKey()).posts.read({ id: post.id })).title).toBe('Hello from the platform');
+  });
+
+  it('a staging copy from a point serves the post, has its own admin key, and is independent of its source', async () => {
+    const t0 = Date.now();
+    const res = await t.rest('POST', projectPath(projectId, '/staging'), { key, body: { name: 'Real Site staging' } });
+    expect(res.status).toBe(202);
+    const copy = res.body.data;
+    expect(copy.project.id).not.toBe(projectId);
+    expect(copy.admin_url).toBe(`${copy.site_url}ghost/`);
+    const op = await waitFor(t, key, projectId, copy.operation.id, 10 * 60_000);
+    figures.stagingMs = Date.now() - t0;
+    expect(op).toMatchObject({ status: 'completed' });
+    const copyHost = new URL(copy.site_url).host;
+    expect(copyHost).not.toBe(host);
+    expect(await postPage(copyHost)).toBe(200);
+
+    const source = await adminKey();
+    const own = await adminKey(copy.project.id);
+    expect(own.admin_api_url).toBe(copy.site_url.replace(/\/$/, ''));
+    expect(own.admin_api_key).toMatch(/^[0-9a-f]{24}:[0-9a-f]{64}$/);
+    expect(own.admin_api_key.split(':')[0]).not.toBe(source.admin_api_key.split(':')[0]);
+    // The source's key does not open the copy.
+    await expect(
+      adminApi({ admin_api_url: own.admin_api_url, admin_api_key: source.admin_api_key }).posts.browse(),
+    ).rejects.toMatchObject({
+      status: 401,
+    });
+    // A change on the copy stays there, and one on the source stays on the source.
+    const draft = await adminApi(own).posts.add({ title: 'Only on staging', status: 'published' });
+    expect((await viaEdge(t.platform.edgeUrl!, copyHost, 'GET', `/${draft.slug}/`)).status).toBe(200);
+    expect((await viaEdge(t.platform.edgeUrl!, host, 'GET', `/${draft.slug}/`)).status).toBe(404);
+    const onSource = await adminApi(source).posts.add({ title: 'Only on the source', status: 'published' });
+    expect((await viaEdge(t.platform.edgeUrl!, copyHost, 'GET', `/${onSource.slug}/`)).status).toBe(404);
+    await adminApi(source).posts.delete({ id: onSource.id });
+
+    // The copy goes again (it holds memory and a hosted-site slot); its source is untouched.
+    const del = await t.rest('POST', projectPath(copy.project.id, '/actions'), { key, body: { action: 'delete' } });
+    expect(del.status).toBe(202);
+    expect(await waitFor(t, key, copy.project.id, del.body.data.operation.id, 5 * 60_000)).toMatchObject({ status: 'completed' });
+    expect(await postPage()).toBe(200);
+  });
+
+  it('an upgrade whose new release fails its health check after damaging the data rolls back to the point: old release, post intact', async () => {
+    const source = await adminKey();
+    let damaged = false;
+    // A broken 5.130.6: it deletes the post (as a bad migration would) and then fails its health check.
+    t.platform.services.publisher.real.injectFault({
+      operationType: 'upgrade',
+      step: 'health_check',
+      version: '5.130.6',
+      code: 'health_check_failed',
+      before: async () => {
+        await adminApi(source).posts.delete({ id: post.id });
+        expect(await postPage()).toBe(404);
+        damaged = true;
+      },
+    });
+    const t0 = Date.now();
+    const { res, op } = await accepted('POST', '/upgrades', { target_version: '5.130.6' });
+    figures.failedUpgradeWithRollbackMs = Date.now() - t0;
+    expect(res.body.data.recovery_point.kind).toBe('pre_upgrade');
+    expect(op).toMatchObject({ status: 'failed', error_code: 'upgrade_failed' });
+    expect(damaged).toBe(true);
+    expect(op.steps.map((s: any) => [s.id, s.status])).toEqual(
+      expect.arrayContaining([
+        ['health_check', 'failed'],
+        ['rollback', 'completed'],
+      ]),
+    );
+    const meta = await t.rest('GET', projectPath(projectId, '/metadata'), { key });
+    expect(meta.body.data.installation).toMatchObject({ status: 'running', runtime_version: '5.130.5' });
+    expect(runningRelease()).toBe('5.130.5');
+    expect(await postPage()).toBe(200);
+    expect((await adminApi(source).posts.read({ id: post.id })).title).toBe('Hello from the platform');
+  });
+
+  it('an upgrade along the catalog edge runs the new release on the migrated database and keeps the post', async () => {
+    const t0 = Date.now();
+    const { op } = await accepted('POST', '/upgrades', { target_version: '5.130.6' });
+    figures.upgradeMs = Date.now() - t0;
+    expect(op).toMatchObject({ status: 'completed' });
+    const meta = await t.rest('GET', projectPath(projectId, '/metadata'), { key });
+    expect(meta.body.data.installation).toMatchObject({
+      status: 'running',
+      runtime_version: '5.130.6',
+      image: 'npm:ghost@5.130.6',
+    });
+    expect(runningRelease()).toBe('5.130.6');
+    expect(await postPage()).toBe(200);
+    expect((await adminApi(await adminKey()).posts.read({ id: post.id })).title).toBe('Hello from the platform');
   });
 
   it('stop → 503 on the edge; start → 200; delete → 404 on the edge and the site is gone', async () => {

@@ -14,6 +14,7 @@ const capture = {
   status: 'captured',
   snapshot_id: expect.any(String),
   size_bytes: expect.any(Number),
+  sha256: null,
   captured_at: expect.stringMatching(ISO),
 };
 
@@ -39,9 +40,9 @@ describe('recovery points', () => {
         runtime_version: '5.126.0',
         runtime_digest: expect.stringMatching(/^sha512-[A-Za-z0-9+/]{86}==$/),
         runtime_image: expect.any(String),
-        database: { status: 'pending', snapshot_id: null, size_bytes: null, captured_at: null },
-        content: { status: 'pending', snapshot_id: null, size_bytes: null, captured_at: null },
-        release: { status: 'pending', snapshot_id: null, size_bytes: null, captured_at: null },
+        database: { status: 'pending', snapshot_id: null, size_bytes: null, sha256: null, captured_at: null },
+        content: { status: 'pending', snapshot_id: null, size_bytes: null, sha256: null, captured_at: null },
+        release: { status: 'pending', snapshot_id: null, size_bytes: null, sha256: null, captured_at: null },
         operation_id: res.body.data.operation.id,
         error_code: null,
         created_at: expect.stringMatching(ISO),
@@ -77,6 +78,7 @@ describe('recovery points', () => {
           status: 'captured',
           snapshot_id: res.body.data.recovery_point.runtime_digest,
           size_bytes: null,
+          sha256: null,
           captured_at: expect.stringMatching(ISO),
         },
         completed_at: expect.stringMatching(ISO),
