@@ -6,7 +6,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Connection } from 'mongoose';
-import { productionHost } from '../../dataplane/releases';
+import { productionHost, releaseHost } from '../../dataplane/releases';
 import { type RunningStandIn, startCommerceStandIn } from '../../subgraphs/commerce/stand-in';
 import { StandInControl } from '../../subgraphs/commerce/standin-control';
 import { IdentityService } from '../../subgraphs/identity/service';
@@ -83,7 +83,7 @@ afterAll(async () => {
   await standIn?.stop();
 });
 
-it('kill -9 and restart: the production address answers again from the stored artifact, with no new deploy', async () => {
+it('kill -9 and restart: the production address and the live preview answer again from the stored artifact, with no new deploy', async () => {
   let running = await startChild();
   const identity = new IdentityService(conn);
   const { key, accountId } = await identity.createApiKey({ accountSlug: `restart-${scope.id}`, plan: 'pro' });
@@ -125,13 +125,19 @@ it('kill -9 and restart: the production address answers again from the stored ar
   const created = await rest('POST', `${B}/releases`, { environment: 'production', artifact: up.body.data.artifact });
   expect(created.status).toBe(202);
   const releaseId = created.body.data.id as string;
-  const status = async () =>
-    (await rest('GET', `${B}/releases`)).body.data.items.find((r: { id: string }) => r.id === releaseId)?.status;
-  await until('the release to be healthy', async () => (await status()) === 'healthy', 90_000);
+  const status = async (id: string) =>
+    (await rest('GET', `${B}/releases`)).body.data.items.find((r: { id: string }) => r.id === id)?.status;
+  await until('the release to be healthy', async () => (await status(releaseId)) === 'healthy', 90_000);
   await until('the production address', async () => (await viaEdge(productionHost(project._id))) === 200, 10_000);
+  // A live preview of the same build, on its own address.
+  const preview = await rest('POST', `${B}/releases`, { environment: 'preview', artifact: up.body.data.artifact });
+  expect(preview.status).toBe(202);
+  const previewId = preview.body.data.id as string;
+  await until('the preview to be healthy', async () => (await status(previewId)) === 'healthy', 90_000);
 
   await running.kill();
   expect(await viaEdge(productionHost(project._id))).toBe(0);
+  expect(await viaEdge(releaseHost(previewId))).toBe(0);
 
   running = await startChild();
   await until(
@@ -139,7 +145,13 @@ it('kill -9 and restart: the production address answers again from the stored ar
     async () => (await viaEdge(productionHost(project._id))) === 200,
     90_000,
   );
+  await until('the live preview after the restart', async () => (await viaEdge(releaseHost(previewId))) === 200, 90_000);
+  // No new deploy: the same two releases, both healthy.
   const list = (await rest('GET', `${B}/releases`)).body.data.items as Array<{ id: string; status: string }>;
-  expect(list).toHaveLength(1);
-  expect(list[0]).toMatchObject({ id: releaseId, status: 'healthy' });
+  expect(list.map((r) => [r.id, r.status]).sort()).toEqual(
+    [
+      [releaseId, 'healthy'],
+      [previewId, 'healthy'],
+    ].sort(),
+  );
 });
