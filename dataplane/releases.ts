@@ -186,12 +186,16 @@ export class ReleaseHost {
     await rm(this.releaseDir(releaseId), { recursive: true, force: true });
   }
 
-  /** Removes the working directory of every release that is not running here (left by a stop that never finished, or a previous process). */
-  async pruneDirs(): Promise<string[]> {
+  /**
+   * Removes the working directory of every release that is not running here and not in `keep`
+   * (left by a stop that never finished, or by a killed process).
+   */
+  async pruneDirs(keep: ReadonlySet<string> = new Set()): Promise<string[]> {
     const removed: string[] = [];
     for (const name of await readdir(this.o.releasesRoot).catch(() => [] as string[])) {
       const state = this.o.supervisor.status(name)?.state;
-      if (!/^[A-Za-z0-9-]+$/.test(name) || state === 'running' || state === 'backoff' || this.starting.has(name)) continue;
+      if (!/^[A-Za-z0-9-]+$/.test(name) || keep.has(name)) continue;
+      if (state === 'running' || state === 'backoff' || this.starting.has(name)) continue;
       await rm(path.join(this.o.releasesRoot, name), { recursive: true, force: true });
       removed.push(name);
     }
@@ -318,6 +322,8 @@ export interface WantedRelease {
 export async function reconcileReleases(
   host: ReleaseHost,
   wanted: WantedRelease[],
+  /** Releases whose directory stays even when they do not run here (another process of the same data folder may be starting them). */
+  keep: ReadonlySet<string> = new Set(),
 ): Promise<{ started: string[]; failed: Array<{ releaseId: string; reason: string }> }> {
   const started: string[] = [];
   const failed: Array<{ releaseId: string; reason: string }> = [];
@@ -342,6 +348,6 @@ export async function reconcileReleases(
       host.starting.delete(w.releaseId);
     }
   }
-  await host.pruneDirs();
+  await host.pruneDirs(keep);
   return { started, failed };
 }

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
-import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -144,6 +144,32 @@ export class ArtifactStore {
     } finally {
       await rm(archive, { force: true });
     }
+  }
+
+  /**
+   * Artifacts of the earlier layout (`<DATA_DIR>/commerce/artifacts/<sha256>.tar`, before 0160) move
+   * into the blob store, so the releases that name them can still start; each file is removed once
+   * its bytes are committed under the same address. Answers the addresses moved.
+   */
+  async importLegacy(dir: string): Promise<string[]> {
+    const moved: string[] = [];
+    for (const name of await readdir(dir).catch(() => [] as string[])) {
+      const m = /^([0-9a-f]{64})\.tar$/.exec(name);
+      if (!m) continue;
+      const file = path.join(dir, name);
+      if (!(await this.has(m[1]))) {
+        const staged = await this.blobs.stage(createReadStream(file), { maxBytes: MAX_ARTIFACT_BYTES });
+        if (staged.sha256 !== m[1]) {
+          await this.blobs.discard(staged);
+          continue;
+        }
+        await this.blobs.commit(staged, ARTIFACT_REGION);
+      }
+      await this.touch(m[1]);
+      await rm(file, { force: true });
+      moved.push(m[1]);
+    }
+    return moved;
   }
 
   /**

@@ -325,7 +325,12 @@ export class Releases {
         prepare: () => this.prepare(host, connection, r),
       });
     }
-    const out = await reconcileReleases(host, wanted);
+    // A release in its gate may be starting in another process on the same data folder: its directory stays.
+    const inGate = await this.d.models.Release.find(
+      { status: { $in: ['queued', 'running'] }, artifact: { $ne: null } },
+      { _id: 1 },
+    ).lean();
+    const out = await reconcileReleases(host, wanted, new Set(inGate.map((r) => r._id)));
     for (const f of out.failed) {
       const r = docs.find((x) => x._id === f.releaseId)!;
       await this.d.models.Release.updateOne(

@@ -159,8 +159,9 @@ export class CommerceService {
     });
     // The releases that should run come back in the background (production addresses routed again):
     // the platform does not wait for releases to boot.
-    void this.releases
-      .reconcile()
+    void this.artifacts
+      .importLegacy(this.dataDir('artifacts'))
+      .then(() => this.releases.reconcile())
       .then(() => this.artifacts.sweep())
       .catch(() => undefined);
     return this.host;

@@ -104,7 +104,8 @@ describe('commerce releases on the data plane', () => {
     // Same bytes: the same artifact, stored once.
     const again = await commerce(t).artifacts.pack(path.join(FIXTURES, 'storefront'));
     expect(again).toMatchObject({ sha256: first.artifact, stored: false });
-    // The artifact lives in the blob store (core/blobs/, filesystem adapter here), not as a loose file.
+    // The artifact lives in the blob store (core/blobs/, filesystem adapter here), not as a loose file
+    // (a loose file of the earlier layout is moved into the store when the platform starts).
     const sha: string = first.artifact;
     const data = path.resolve(projectRoot(), '.data', 'commerce');
     expect(existsSync(path.join(data, 'blobs', ARTIFACT_REGION, 'blobs', sha.slice(0, 2), sha))).toBe(true);
