@@ -1,5 +1,5 @@
 import http from 'node:http';
-import { rm } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { type Edge, hostKey } from './edge';
 import type { Supervisor } from './supervisor';
@@ -59,6 +59,9 @@ export interface ReleaseHostOptions {
   /** Called once when a release the host was told is healthy passes the degraded rule. */
   onDegraded?(releaseId: string, window: { requests: number; errors: number }): void;
   degradedRule?: { windowMs: number; minRequests: number; errorRate: number };
+  /** Periodic upkeep (the artifact retention sweep), run every `housekeepingMs` (default 1 h) until close. */
+  housekeeping?(): Promise<unknown>;
+  housekeepingMs?: number;
 }
 
 export type GateResult = { healthy: true; ms: number } | { healthy: false; ms: number; last: string };
@@ -82,6 +85,7 @@ export class ReleaseHost {
   private readonly healthy = new Set<string>();
   private readonly production = new Map<string, string>();
   private readonly timer: NodeJS.Timeout;
+  private readonly upkeep: NodeJS.Timeout | null = null;
   private readonly rule: { windowMs: number; minRequests: number; errorRate: number };
 
   constructor(private readonly o: ReleaseHostOptions) {
@@ -90,6 +94,11 @@ export class ReleaseHost {
     o.edge.observe((req, res) => this.observe(req, res));
     this.timer = setInterval(() => this.tick(), o.flushMs ?? 1_000);
     this.timer.unref();
+    if (o.housekeeping) {
+      const keep = o.housekeeping;
+      this.upkeep = setInterval(() => void keep().catch(() => undefined), o.housekeepingMs ?? 3_600_000);
+      this.upkeep.unref();
+    }
   }
 
   /** The edge's port. */
@@ -112,6 +121,18 @@ export class ReleaseHost {
    * answers 503.
    */
   async start(run: ReleaseRun): Promise<GateResult> {
+    this.starting.add(run.releaseId);
+    try {
+      return await this.startNow(run);
+    } finally {
+      this.starting.delete(run.releaseId);
+    }
+  }
+
+  /** Releases between unpacking and their gate's answer (their directory is not pruned). */
+  readonly starting = new Set<string>();
+
+  private async startNow(run: ReleaseRun): Promise<GateResult> {
     const { supervisor, edge } = this.o;
     this.healthy.delete(run.releaseId);
     if (supervisor.has(run.releaseId)) await supervisor.remove(run.releaseId);
@@ -154,11 +175,31 @@ export class ReleaseHost {
     return this.o.supervisor.status(releaseId)?.state === 'running';
   }
 
-  /** Stops a release's process; its addresses answer 503 from now on. */
+  /**
+   * Stops a release's process; its addresses answer 503 from now on, and its working directory is
+   * removed (a later start unpacks the artifact from the blob store again).
+   */
   async stop(releaseId: string): Promise<void> {
     this.healthy.delete(releaseId);
     this.o.edge.setState(releaseId, 'stopped');
     if (this.o.supervisor.has(releaseId)) await this.o.supervisor.stop(releaseId);
+    await rm(this.releaseDir(releaseId), { recursive: true, force: true });
+  }
+
+  /**
+   * Removes the working directory of every release that is not running here and not in `keep`
+   * (left by a stop that never finished, or by a killed process).
+   */
+  async pruneDirs(keep: ReadonlySet<string> = new Set()): Promise<string[]> {
+    const removed: string[] = [];
+    for (const name of await readdir(this.o.releasesRoot).catch(() => [] as string[])) {
+      const state = this.o.supervisor.status(name)?.state;
+      if (!/^[A-Za-z0-9-]+$/.test(name) || keep.has(name)) continue;
+      if (state === 'running' || state === 'backoff' || this.starting.has(name)) continue;
+      await rm(path.join(this.o.releasesRoot, name), { recursive: true, force: true });
+      removed.push(name);
+    }
+    return removed;
   }
 
   /** Stops a release and forgets its port, routes and files. */
@@ -206,6 +247,7 @@ export class ReleaseHost {
 
   async close(): Promise<void> {
     clearInterval(this.timer);
+    if (this.upkeep) clearInterval(this.upkeep);
     await this.flush();
   }
 
@@ -257,4 +299,55 @@ export class ReleaseHost {
     const batch = this.buffer.splice(0, this.buffer.length);
     await this.o.onAccess(batch).catch(() => undefined);
   }
+}
+
+/** A release that should run on this data plane (what `reconcileReleases` is given). */
+export interface WantedRelease {
+  releaseId: string;
+  /** Set when the release serves this project's production address. */
+  productionOf: string | null;
+  /** Whether its gate passed before (the degraded rule watches it again). */
+  healthy: boolean;
+  /** Unpacks the bundle into the release's directory and answers how to run it. */
+  prepare(): Promise<ReleaseRun>;
+}
+
+/**
+ * The releases' part of the data plane's reconcile at boot (docs/decisions/0130-commerce-runtime.md):
+ * every wanted release that is not running here is started through its health gate and, when it
+ * serves production, its project's production address is routed to it again; then the working
+ * directories of releases that do not run are removed. Releases start one at a time (the machine
+ * that boots is busy). Answers which started and which did not (with the reason).
+ */
+export async function reconcileReleases(
+  host: ReleaseHost,
+  wanted: WantedRelease[],
+  /** Releases whose directory stays even when they do not run here (another process of the same data folder may be starting them). */
+  keep: ReadonlySet<string> = new Set(),
+): Promise<{ started: string[]; failed: Array<{ releaseId: string; reason: string }> }> {
+  const started: string[] = [];
+  const failed: Array<{ releaseId: string; reason: string }> = [];
+  for (const w of wanted) {
+    if (host.running(w.releaseId)) {
+      if (w.productionOf && host.productionOf(w.productionOf) !== w.releaseId) host.promote(w.productionOf, w.releaseId);
+      continue;
+    }
+    try {
+      host.starting.add(w.releaseId);
+      const gate = await host.start(await w.prepare());
+      if (!gate.healthy) {
+        failed.push({ releaseId: w.releaseId, reason: gate.last });
+        continue;
+      }
+      if (w.healthy) host.markHealthy(w.releaseId);
+      if (w.productionOf) host.promote(w.productionOf, w.releaseId);
+      started.push(w.releaseId);
+    } catch (e) {
+      failed.push({ releaseId: w.releaseId, reason: (e as Error).message });
+    } finally {
+      host.starting.delete(w.releaseId);
+    }
+  }
+  await host.pruneDirs(keep);
+  return { started, failed };
 }

@@ -81,7 +81,10 @@ export function capnpConfig(o: { modules: string[]; entry: string; envNames: rea
   ].join('\n');
 }
 
-/** The launcher the supervisor runs for a storefront: workerd as its child, signals passed on, its exit code kept. */
+/**
+ * The launcher the supervisor runs for a storefront: workerd as its child, signals passed on, its
+ * exit code kept; when the platform dies without stopping it, workerd is stopped too.
+ */
 function launcherSource(binary: string): string {
   return [
     "'use strict';",
@@ -90,6 +93,9 @@ function launcherSource(binary: string): string {
     "for (const s of ['SIGTERM', 'SIGINT']) process.on(s, () => child.kill(s));",
     "child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));",
     "child.on('error', (e) => { console.error('workerd: ' + e.message); process.exit(1); });",
+    // The platform was killed (its child is re-parented): workerd goes too, instead of holding its port as an orphan.
+    'const parent = process.ppid;',
+    "setInterval(() => { if (process.ppid !== parent) child.kill('SIGTERM'); }, 1000).unref();",
     '',
   ].join('\n');
 }

@@ -165,6 +165,8 @@ const releaseSchema = new mongoose.Schema<ReleaseDoc>(
 releaseSchema.index({ projectId: 1, createdAt: -1 });
 // The platform's start finds the live release of each project.
 releaseSchema.index({ live: 1 });
+// The artifact sweep asks whether any release names an artifact.
+releaseSchema.index({ artifact: 1 });
 
 const webhookSchema = new mongoose.Schema<WebhookObservationDoc>(
   {
@@ -188,7 +190,23 @@ const trafficSchema = new mongoose.Schema<TrafficDoc>(
 );
 trafficSchema.index({ projectId: 1, at: 1 });
 
+/** A stored release artifact (subgraphs/commerce/artifacts.ts): its bytes are in the blob store under `_id`. */
+export interface ArtifactDoc {
+  /** The archive's SHA-256. */
+  _id: string;
+  createdAt: Date;
+  /** Last uploaded or deployed: the retention sweep counts from here. */
+  usedAt: Date;
+}
+
+const artifactSchema = new mongoose.Schema<ArtifactDoc>(
+  { _id: String, createdAt: Date, usedAt: Date },
+  { ...base, collection: 'commerce_artifacts' },
+);
+artifactSchema.index({ usedAt: 1 });
+
 export interface CommerceModels {
+  Artifact: Model<ArtifactDoc>;
   Connection: Model<ConnectionDoc>;
   Environment: Model<EnvironmentDoc>;
   Release: Model<ReleaseDoc>;
@@ -198,6 +216,7 @@ export interface CommerceModels {
 
 export function commerceModels(conn: Connection): CommerceModels {
   return {
+    Artifact: model(conn, 'commerce', 'Artifact', artifactSchema),
     Connection: model(conn, 'commerce', 'Connection', connectionSchema),
     Environment: model(conn, 'commerce', 'Environment', environmentSchema),
     Release: model(conn, 'commerce', 'Release', releaseSchema),

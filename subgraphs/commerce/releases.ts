@@ -3,7 +3,7 @@ import { isUuid, newId } from '../../core/ids';
 import type { OperationContext, OperationEngine } from '../../core/operations/engine';
 import { sleep } from '../../core/sleep';
 import path from 'node:path';
-import { type ReleaseHost, releaseHost } from '../../dataplane/releases';
+import { type ReleaseHost, type ReleaseRun, type WantedRelease, reconcileReleases, releaseHost } from '../../dataplane/releases';
 import { bundleKind } from '../../dataplane/workerd';
 import type { ArtifactStore } from './artifacts';
 import { commerceError, commerceNotFound, invalidConfiguration } from './errors';
@@ -134,6 +134,7 @@ export class Releases {
       throw invalidConfiguration('preview is an environment of storefronts only', { field: 'environment' });
     }
     if (!(await this.d.artifacts.has(artifact))) throw commerceNotFound('artifact');
+    await this.d.artifacts.touch(artifact);
     const env = await this.d.models.Environment.findById(`${connection._id}:${environment}`).lean();
     const id = newId();
     return this.create(connection, {
@@ -285,41 +286,81 @@ export class Releases {
   }
 
   /**
-   * When the data plane starts: each project's live bundle release is started again and its
-   * production address routed to it once it answers (a release that does not is left `failed`).
+   * What should run on the data plane (docs/spec-decisions.md, commerce releases at boot): each
+   * project's live production release, and each project's newest healthy preview (older previews
+   * are superseded when a newer one turns healthy). Degraded releases still serve, so they count.
    */
-  async restoreLive(): Promise<{ restored: string[]; failed: string[] }> {
-    const host = this.requireHost();
-    const restored: string[] = [];
-    const failed: string[] = [];
+  private async wanted(): Promise<ReleaseDoc[]> {
     const live = await this.d.models.Release.find({ live: true, artifact: { $ne: null } }).lean();
-    for (const r of live) {
+    const previews = await this.d.models.Release.find({
+      environment: 'preview',
+      artifact: { $ne: null },
+      status: { $in: ['healthy', 'degraded'] },
+    })
+      .sort({ createdAt: -1, _id: -1 })
+      .lean();
+    const newest = new Map<string, ReleaseDoc>();
+    for (const p of previews) if (!newest.has(p.projectId)) newest.set(p.projectId, p);
+    const ids = new Set(live.map((r) => r._id));
+    return [...live, ...[...newest.values()].filter((p) => !ids.has(p._id))];
+  }
+
+  /**
+   * The commerce part of the data plane's reconcile at boot (dataplane/releases.ts
+   * `reconcileReleases`): the releases that should run are started again through their health gate
+   * from their stored artifacts, production addresses routed to their live release; a release that
+   * does not answer is recorded `failed` (`COMMERCE_FAILED_HEALTH_GATE`). No new deploy is made.
+   */
+  async reconcile(): Promise<{ started: string[]; failed: string[] }> {
+    const host = this.requireHost();
+    const wanted: WantedRelease[] = [];
+    const docs = await this.wanted();
+    for (const r of docs) {
       const connection = await this.d.models.Connection.findById(r.projectId).lean();
-      if (!connection || host.running(r._id)) continue;
-      const gate = await this.startOnHost(host, connection, r).catch((e: Error) => ({
-        healthy: false as const,
-        last: e.message,
-      }));
-      if (gate.healthy) {
-        if (r.status === 'healthy') host.markHealthy(r._id);
-        host.promote(r.projectId, r._id);
-        restored.push(r._id);
-      } else {
-        failed.push(r._id);
-        await this.d.models.Release.updateOne(
-          { _id: r._id, operationId: r.operationId },
-          {
-            $set: {
-              status: 'failed',
-              errorCode: 'COMMERCE_FAILED_HEALTH_GATE',
-              errorMessage: `the live release did not answer when the platform started (${gate.last})`,
-              updatedAt: new Date(),
-            },
-          },
-        );
-      }
+      if (!connection) continue;
+      wanted.push({
+        releaseId: r._id,
+        productionOf: r.live ? r.projectId : null,
+        healthy: r.status === 'healthy',
+        prepare: () => this.prepare(host, connection, r),
+      });
     }
-    return { restored, failed };
+    // A release in its gate may be starting in another process on the same data folder: its directory stays.
+    const inGate = await this.d.models.Release.find(
+      { status: { $in: ['queued', 'running'] }, artifact: { $ne: null } },
+      { _id: 1 },
+    ).lean();
+    const out = await reconcileReleases(host, wanted, new Set(inGate.map((r) => r._id)));
+    for (const f of out.failed) {
+      const r = docs.find((x) => x._id === f.releaseId)!;
+      await this.d.models.Release.updateOne(
+        { _id: f.releaseId, operationId: r.operationId },
+        {
+          $set: {
+            status: 'failed',
+            errorCode: 'COMMERCE_FAILED_HEALTH_GATE',
+            errorMessage: `the release did not answer when the platform started (${f.reason})`,
+            updatedAt: new Date(),
+          },
+        },
+      );
+    }
+    return { started: out.started, failed: out.failed.map((f) => f.releaseId) };
+  }
+
+  /** A newer preview turned healthy: older running previews of the project (not serving production) stop. */
+  private async supersedePreviews(host: ReleaseHost, r: ReleaseDoc): Promise<void> {
+    const older = await this.d.models.Release.find(
+      {
+        projectId: r.projectId,
+        environment: 'preview',
+        artifact: { $ne: null },
+        _id: { $ne: r._id },
+        createdAt: { $lte: r.createdAt },
+      },
+      { _id: 1 },
+    ).lean();
+    for (const o of older) if (host.running(o._id) && host.productionOf(r.projectId) !== o._id) await host.stop(o._id);
   }
 
   private requireHost(): ReleaseHost {
@@ -329,8 +370,13 @@ export class Releases {
     return host;
   }
 
-  /** Unpacks the artifact when needed and starts the release through its health gate. */
+  /** Unpacks the artifact and starts the release through its health gate. */
   private async startOnHost(host: ReleaseHost, connection: ConnectionDoc, r: ReleaseDoc) {
+    return host.start(await this.prepare(host, connection, r));
+  }
+
+  /** Unpacks the release's artifact from the blob store into its working directory; answers how to run it. */
+  private async prepare(host: ReleaseHost, connection: ConnectionDoc, r: ReleaseDoc): Promise<ReleaseRun> {
     const bundle = path.join(host.releaseDir(r._id), 'bundle');
     await this.d.artifacts.unpack(r.artifact!, bundle);
     const kind = bundleKind(bundle);
@@ -342,12 +388,12 @@ export class Releases {
           : 'the bundle holds neither index.js, dist/server/index.js nor server.mjs',
       );
     }
-    return host.start({
+    return {
       releaseId: r._id,
       projectId: r.projectId,
       kind,
       env: processEnv(kind, connection.storeDomain, r.environmentPin ?? null),
-    });
+    };
   }
 
   async list(projectId: string, limit = DEFAULT_PAGE, cursor: string | null = null) {
@@ -476,6 +522,7 @@ export class Releases {
           host.promote(r.projectId, releaseId);
           await this.markLive(r.projectId, releaseId);
         }
+        if (r.environment === 'preview') await this.supersedePreviews(host, r);
       }
       return g.healthy ? { healthy: true, ms: g.ms, last: null } : { healthy: false, ms: g.ms, last: g.last };
     });

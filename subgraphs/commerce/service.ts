@@ -1,6 +1,8 @@
 import { createHmac } from 'node:crypto';
 import path from 'node:path';
 import type { Connection } from 'mongoose';
+import type { BlobStore } from '../../core/blobs/blob-store';
+import { FsBlobStore } from '../../core/blobs/fs-blob-store';
 import type { Config } from '../../core/config';
 import { IdempotencyStore } from '../../core/idempotency';
 import type { OperationEngine } from '../../core/operations/engine';
@@ -48,6 +50,8 @@ export interface CommerceDeps {
   settings: CommerceSettings;
   /** Replaces the HTTP adapter (a real platform's adapter, or a test double). */
   platform?: CommercePlatform;
+  /** Where release artifacts are kept (default: the filesystem store under `<DATA_DIR>/commerce/blobs`). */
+  blobs?: BlobStore;
 }
 
 /**
@@ -95,7 +99,7 @@ export class CommerceService {
       receiverUrl: () => `${this.publicBaseUrl().replace(/\/$/, '')}${WEBHOOK_RECEIVER_PATH}`,
       stepDelayMs,
     });
-    this.artifacts = new ArtifactStore(this.dataDir('artifacts'));
+    this.artifacts = new ArtifactStore(d.blobs ?? new FsBlobStore(this.dataDir('blobs')), this.models);
     this.releases = new Releases({
       models: this.models,
       engine: d.engine,
@@ -124,6 +128,8 @@ export class CommerceService {
       ...plane,
       releasesRoot: this.dataDir('releases'),
       healthGateMs: this.d.settings.COMMERCE_HEALTH_GATE_MS,
+      // The artifact retention rule (subgraphs/commerce/artifacts.ts), hourly.
+      housekeeping: () => this.artifacts.sweep(),
       async onAccess(batch: AccessEntry[]) {
         const bySecond = new Map<string, { projectId: string; at: Date; requests: number; errors: number }>();
         for (const e of batch) {
@@ -151,8 +157,13 @@ export class CommerceService {
         ).catch(() => undefined);
       },
     });
-    // Production addresses come back in the background: the platform does not wait for releases to boot.
-    void this.releases.restoreLive().catch(() => undefined);
+    // The releases that should run come back in the background (production addresses routed again):
+    // the platform does not wait for releases to boot.
+    void this.artifacts
+      .importLegacy(this.dataDir('artifacts'))
+      .then(() => this.releases.reconcile())
+      .then(() => this.artifacts.sweep())
+      .catch(() => undefined);
     return this.host;
   }
 

@@ -1,10 +1,12 @@
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { cpSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { projectRoot } from '../../core/paths';
 import { productionHost, releaseHost } from '../../dataplane/releases';
+import { ARTIFACT_REGION, ARTIFACT_RETENTION_MS } from '../../subgraphs/commerce/artifacts';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 import { base, cli, commerce, connectApp, connectStorefront, tenant, waitRelease } from './support';
 
@@ -53,6 +55,14 @@ async function until<T>(what: string, f: () => Promise<T | null | undefined | fa
   }
 }
 
+/** A build of its own (the blob store outlives test runs): the fixture plus a build id. */
+function build2(): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'bundle-orphan-'));
+  cpSync(path.join(FIXTURES, 'storefront'), dir, { recursive: true });
+  writeFileSync(path.join(dir, 'build-id.txt'), randomUUID());
+  return dir;
+}
+
 const SECRETS = {
   session_secret: 'session-secret-value-9f3e1c',
   private_storefront_token: 'private-token-value-77ab',
@@ -94,6 +104,12 @@ describe('commerce releases on the data plane', () => {
     // Same bytes: the same artifact, stored once.
     const again = await commerce(t).artifacts.pack(path.join(FIXTURES, 'storefront'));
     expect(again).toMatchObject({ sha256: first.artifact, stored: false });
+    // The artifact lives in the blob store (core/blobs/, filesystem adapter here), not as a loose file
+    // (a loose file of the earlier layout is moved into the store when the platform starts).
+    const sha: string = first.artifact;
+    const data = path.resolve(projectRoot(), '.data', 'commerce');
+    expect(existsSync(path.join(data, 'blobs', ARTIFACT_REGION, 'blobs', sha.slice(0, 2), sha))).toBe(true);
+    expect(existsSync(path.join(data, 'artifacts', `${sha}.tar`))).toBe(false);
 
     // A bundle uploaded over HTTP, then released over REST (both recorded in docs/spec-decisions.md).
     // A build of its own (the artifact store outlives test runs): the fixture plus a build id.
@@ -131,6 +147,23 @@ describe('commerce releases on the data plane', () => {
       body: { environment: 'preview', artifact: 'f'.repeat(64) },
     });
     expect(unknown.status).toBe(404);
+
+    // Retention: an artifact no release names goes once it was last used over 24 h ago; a named one stays.
+    const orphan = await commerce(t).artifacts.pack(build2());
+    expect(orphan.stored).toBe(true);
+    const Artifact = commerce(t).models.Artifact;
+    const old = new Date(Date.now() - ARTIFACT_RETENTION_MS - 60_000);
+    await Artifact.updateMany({ _id: { $in: [orphan.sha256, artifact, sha] } }, { $set: { usedAt: old } });
+    const swept = await commerce(t).artifacts.sweep();
+    expect(swept).toContain(orphan.sha256);
+    expect(swept).not.toContain(artifact);
+    expect(swept).not.toContain(sha);
+    expect(await commerce(t).artifacts.has(orphan.sha256)).toBe(false);
+    expect(await commerce(t).artifacts.has(artifact)).toBe(true);
+    // A superseded preview (a newer one of the project turned healthy) is stopped, its directory removed.
+    await until('the superseded preview to stop', async () => !commerce(t).host!.running(first.release_id));
+    expect(existsSync(commerce(t).host!.releaseDir(first.release_id))).toBe(false);
+    expect(existsSync(commerce(t).host!.releaseDir(created.body.data.id))).toBe(true);
 
     const answers = [
       await t.rest('GET', `${B}/releases`, { key: tn.key }),
@@ -185,6 +218,8 @@ describe('commerce releases on the data plane', () => {
     expect(r).toMatchObject({ status: 'failed', error_code: 'COMMERCE_FAILED_HEALTH_GATE' });
     expect(commerce(t).host!.running(out.release_id)).toBe(false);
     expect((await viaEdge(releaseHost(out.release_id))).status).toBe(503);
+    // A stopped release's working directory is removed (a retry unpacks it from the blob store again).
+    expect(existsSync(commerce(t).host!.releaseDir(out.release_id))).toBe(false);
 
     const promote = await t.rest('POST', `${B}/storefront/promotions`, { key: tn.key, body: { preview_id: out.release_id } });
     expect(promote.status).toBe(409);
@@ -225,6 +260,7 @@ describe('commerce releases on the data plane', () => {
     expect(commerce(t).host!.productionOf(tn.projectId)).toBe(b);
     // The replaced release drains, then stops.
     await until('the old release to stop', async () => !commerce(t).host!.running(a), 15_000);
+    await until('its directory removed', async () => !existsSync(commerce(t).host!.releaseDir(a)), 5_000);
 
     // Real requests on the production address: 1 above and 10 more answered 200, 25 answered 500
     // (the 404 before any promotion was the edge's, not the storefront's, and is not counted).
