@@ -1,11 +1,13 @@
 import { sleep } from '../sleep';
 import { Kafka, Partitioners, logLevel, type Admin, type Consumer, type IHeaders, type LogEntry, type Producer } from 'kafkajs';
+import type { Message } from 'kafkajs';
 import { config } from '../config';
 import { isPlatformError } from '../errors';
 import { childLogger, type Logger } from '../logger';
 import { redactMessage } from '../operations/redact';
 import type { BusMessage, ConsumerLag, EventBus, ReceivedMessage, SubscribeOptions, Subscription } from './event-bus';
 import { dlqTopic } from './topics';
+import { SendQueue } from './send-queue';
 import { consumeInContext, countConsumed, startProducerSpans } from '../telemetry/kafka';
 
 export interface KafkaEventBusOptions {
@@ -64,6 +66,21 @@ class KafkaEventBus implements EventBus {
   /** Group and topics of each running consumer, for the consumer-lag figures. */
   private readonly groups = new Map<Consumer, { groupId: string; topics: string[] }>();
   private closed = false;
+  /** Concurrent publishes share the one produce request in flight (send-queue.ts). */
+  private readonly sends = new SendQueue<{ topic: string; message: Message }>(async (items) => {
+    const byTopic = new Map<string, Message[]>();
+    for (const { topic, message } of items) {
+      if (!byTopic.has(topic)) byTopic.set(topic, []);
+      byTopic.get(topic)!.push(message);
+    }
+    try {
+      const producer = await this.getProducer();
+      await producer.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
+    } catch (e) {
+      await this.resetProducer();
+      throw e;
+    }
+  });
 
   constructor(opts: KafkaEventBusOptions) {
     this.numPartitions = opts.numPartitions ?? 3;
@@ -152,18 +169,14 @@ class KafkaEventBus implements EventBus {
       throw e;
     }
     try {
-      const producer = await this.getProducer();
-      await producer.sendBatch({
-        acks: -1,
-        topicMessages: [...byTopic].map(([topic, list]) => ({
-          topic,
-          messages: list.map((m) => ({ key: m.key, value: JSON.stringify(m.value), headers: m.headers })),
-        })),
-      });
+      await this.sends.submit(
+        [...byTopic].flatMap(([topic, list]) =>
+          list.map((m) => ({ topic, message: { key: m.key, value: JSON.stringify(m.value), headers: m.headers } })),
+        ),
+      );
       traced.end();
     } catch (e) {
       traced.end(e);
-      await this.resetProducer();
       throw e;
     }
   }

@@ -128,8 +128,11 @@ export class Uploads {
     source: Readable,
     opts: { plan?: Plan; maxBytes?: number; held?: number } = {},
   ): Promise<StagedBlob> {
-    const policyMax = opts.plan ? await this.largestFile(accountId, opts.plan) : largestAllowed(await this.policy(accountId));
-    // With `held`, the caller already reserved that much quota for this file: the file may use it all, no more.
+    const largest = () =>
+      opts.plan ? this.largestFile(accountId, opts.plan) : this.policy(accountId).then((p) => largestAllowed(p));
+    // With `held`, the caller already reserved that much quota for this file (`hold`: never more than
+    // the largest file allowed), so the policy is read again only to name a refusal: one command less.
+    let policyMax = opts.held === undefined ? await largest() : Infinity;
     const quotaLeft = opts.held ?? (opts.plan ? await this.remaining(accountId, opts.plan) : Infinity);
     const declared = opts.maxBytes ?? Infinity;
     const cap = Math.min(policyMax, quotaLeft, declared);
@@ -137,6 +140,7 @@ export class Uploads {
       return await this.blobs.stage(source, { maxBytes: cap });
     } catch (e) {
       if (e instanceof BlobTooLargeError) {
+        if (policyMax === Infinity) policyMax = await largest();
         if (cap === declared) {
           throw new PlatformError('assets.payload_too_large', 413, `the body is larger than the declared ${declared} bytes`, {
             limit: declared,
@@ -169,11 +173,14 @@ export class Uploads {
   async reserve(p: Principal, bytes: number): Promise<void> {
     if (bytes <= 0) return; // an empty file takes no room (an $inc of 0 modifies nothing)
     const limit = this.quota(p);
-    await this.m.AccountState.updateOne({ _id: p.accountId }, { $setOnInsert: { usedBytes: 0 } }, { upsert: true });
-    const res = await this.m.AccountState.updateOne(
-      { _id: p.accountId, usedBytes: { $lte: limit - bytes } },
-      { $inc: { usedBytes: bytes } },
-    );
+    const take = () =>
+      this.m.AccountState.updateOne({ _id: p.accountId, usedBytes: { $lte: limit - bytes } }, { $inc: { usedBytes: bytes } });
+    // The account's counter is created (at 0) only when the first `$inc` found none: one command when it exists.
+    let res = await take();
+    if (res.modifiedCount !== 1) {
+      await this.m.AccountState.updateOne({ _id: p.accountId }, { $setOnInsert: { usedBytes: 0 } }, { upsert: true });
+      res = await take();
+    }
     if (res.modifiedCount !== 1) {
       throw paymentRequired('assets.quota_exceeded', 'the account has no room for this file', {
         quota_bytes: limit,

@@ -106,3 +106,35 @@ describe('MongoDB commands per REST write', () => {
     ]);
   });
 });
+
+describe('MongoDB commands per upload', () => {
+  it('POST /assets/upload on a warm account: one quota $inc to hold, no second policy read while staging', async () => {
+    const { key } = await t.createKey({ plan: 'pro' });
+    const upload = async (name: string) => {
+      const form = new FormData();
+      form.set('file', new Blob([Buffer.from(`hello ${name}\n`)]), `${name}.txt`);
+      const res = await fetch(`${reader.bridgeUrl}/api/v1/assets/upload`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}` },
+        body: form,
+      });
+      expect(res.status).toBe(201);
+    };
+    await upload('warm');
+    // The principal's lookup (cached 5 s; a slow machine can outlast that) is not the upload's.
+    const cmds = (await commandsOf(() => upload('counted'))).filter((c) => c !== 'find api_keys' && c !== 'find accounts');
+    // Hold: the policy, one conditional $inc (the counter exists: no upsert
+    // first). Staging: nothing (the hold already bounds the file by the policy). Settle: the unused
+    // part of the hold back. Create: the default bucket, the policy for the content check, the record
+    // and its ready state with the event.
+    expect(cmds).toEqual([
+      'find asset_accounts',
+      'update asset_accounts',
+      'update asset_accounts',
+      'find asset_buckets',
+      'find asset_accounts',
+      'insert assets',
+      'update assets',
+    ]);
+  });
+});
