@@ -4,7 +4,8 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY . .
-RUN npx tsc -p tsconfig.build.json
+RUN npx tsc -p tsconfig.build.json \
+ && mkdir /ops && find core subgraphs -name '*.graphql' -print0 | tar --null -cf - -T - | tar -xf - -C /ops
 
 FROM node:20-bookworm-slim
 ENV NODE_ENV=production APOLLO_TELEMETRY_DISABLED=1 HOST=0.0.0.0
@@ -14,7 +15,8 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
 COPY --from=build /app/dist ./dist
 COPY bin ./bin
 COPY schema ./schema
-COPY rest-bridge/operations ./rest-bridge/operations
+# The GraphQL documents the bridge translates routes onto (read at runtime from the project root).
+COPY --from=build /ops/ ./
 USER node
 ENTRYPOINT ["node", "bin/platform.js"]
 CMD ["start", "all"]
