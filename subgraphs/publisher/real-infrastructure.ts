@@ -52,7 +52,7 @@ export function siteCredentialsModel(conn: Connection): Model<SiteCredentialsDoc
 }
 
 /** What binds a sealed credential to its site and field: copied elsewhere, it does not open. */
-const aad = (siteId: string, field: string) => `publisher.site_credentials:${siteId}:${field}`;
+export const aad = (siteId: string, field: string) => `publisher.site_credentials:${siteId}:${field}`;
 
 /** Steps that move data the real executor does not handle yet (their records stay simulated). */
 const DATA_STEPS = new Set([
