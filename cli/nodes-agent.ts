@@ -65,3 +65,13 @@ export async function runNodeAgent(args: string[]): Promise<void> {
     process.exit(1);
   }
 }
+
+/** The entry `bin/platform.js` takes for `nodes agent`: no areas and no engines are loaded. */
+export async function main(args: string[]): Promise<void> {
+  try {
+    await runNodeAgent(args);
+  } catch (e) {
+    process.stderr.write(`platform: ${e instanceof Error ? e.message : String(e)}\n`);
+    process.exit(e instanceof CliUsageError ? 2 : 1);
+  }
+}

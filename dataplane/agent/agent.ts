@@ -1,8 +1,16 @@
 import { randomUUID } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { sleep } from '../../core/sleep';
 import { DataPlane } from '../plane';
-import { type AgentSite, type AgentTask, type NodeExecutor, RealNodeExecutor, SimulatedNodeExecutor, StepFailure } from './executors';
+import {
+  type AgentSite,
+  type AgentTask,
+  type NodeExecutor,
+  RealNodeExecutor,
+  SimulatedNodeExecutor,
+  StepFailure,
+} from './executors';
 
 /**
  * The node agent (docs/decisions/0170-node-agent.md): a foreground process on the customer's
@@ -79,6 +87,7 @@ export class NodeAgent {
 
   /** Opens the edge, checks the token with a first heartbeat (AgentAuthError when refused), reconciles, then runs. */
   async start(): Promise<void> {
+    await this.reapOrphans();
     await this.plane.start();
     const port = Number(new URL(this.plane.edgeUrl).port);
     for (;;) {
@@ -197,8 +206,38 @@ export class NodeAgent {
     }
   }
 
+  private get pidFile(): string {
+    return path.join(this.o.dataDir, 'workload-pids.json');
+  }
+
+  /**
+   * Workloads a killed predecessor left running (a `kill -9` of the agent does not reach its
+   * children): stopped before this agent starts the sites again on the same files.
+   */
+  private async reapOrphans(): Promise<void> {
+    const pids = (await readFile(this.pidFile, 'utf8').then(JSON.parse, () => [])) as number[];
+    for (const pid of pids) {
+      const cmd = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+      if (!cmd.includes('node')) continue;
+      try {
+        process.kill(pid, 'SIGKILL');
+        this.log(`stopped workload ${pid} left by an earlier agent`);
+      } catch {
+        // gone already
+      }
+    }
+  }
+
+  /** Records the workloads' pids after each change, for `reapOrphans` of the next start. */
+  private async recordPids(): Promise<void> {
+    const pids = this.plane.supervisor.list().flatMap((w) => (w.pid ? [w.pid] : []));
+    await mkdir(this.o.dataDir, { recursive: true });
+    await writeFile(this.pidFile, JSON.stringify(pids)).catch(() => undefined);
+  }
+
   private serial<T>(fn: () => Promise<T>): Promise<T> {
-    const next = this.chain.then(fn, fn);
+    const run = () => fn().finally(() => this.recordPids());
+    const next = this.chain.then(run, run);
     this.chain = next.catch(() => undefined);
     return next;
   }

@@ -23,9 +23,7 @@ export interface DesiredSite {
 }
 
 export class NodeAgentService {
-  constructor(
-    private readonly d: { nodes: ConnectedNodes; tasks: Model<NodeTaskDoc>; models: PublisherModels },
-  ) {}
+  constructor(private readonly d: { nodes: ConnectedNodes; tasks: Model<NodeTaskDoc>; models: PublisherModels }) {}
 
   async authenticate(authorization: string | undefined): Promise<ConnectedNodeDoc> {
     const m = /^Bearer\s+(\S+)$/i.exec(authorization ?? '');

@@ -3,7 +3,7 @@ import { PlatformError, retriable } from '../../core/errors';
 import { model } from '../../core/mongo';
 import { sleep } from '../../core/sleep';
 import type { PublisherModels, RecoveryPointDoc, SiteDoc } from './model';
-import { type ConnectedNodes, nodeAgentAlive } from './nodes';
+import { type ConnectedNodes, NODE_SILENT_MS, nodeAgentAlive } from './nodes';
 import { findRuntime, runtimeSpec } from './runtime-catalog';
 import type { Infrastructure, StepExtras } from './simulated-infrastructure';
 
@@ -29,8 +29,10 @@ export interface NodeSiteSpec {
 export type NodeTaskStatus = 'pending' | 'claimed' | 'succeeded' | 'failed';
 
 export interface NodeTaskDoc {
-  /** `<operation id>:<step>:<attempt>`: one task per attempt of a step. */
+  /** `<operation id>:<step>`: one task per step of an operation. */
   _id: string;
+  /** The operation's attempt that (re)opened the task. */
+  attempt: number;
   nodeId: string;
   siteId: string;
   operationId: string;
@@ -56,6 +58,7 @@ const taskSchema = new mongoose.Schema<NodeTaskDoc>(
     operationId: { type: String, required: true },
     operationType: { type: String, required: true },
     step: { type: String, required: true },
+    attempt: { type: Number, default: 1 },
     site: { type: mongoose.Schema.Types.Mixed, required: true },
     status: { type: String, required: true },
     claimedBy: { type: String, default: null },
@@ -134,7 +137,10 @@ export class NodeRoutedInfrastructure implements Infrastructure {
     if (DATA_STEPS.has(step)) return;
     if (step === 'configure_site' && (await this.d.configured?.(site._id))) return;
     const version = await this.versionFor(operationType, step, site, op.input);
-    const id = `${op._id}:${step}:${op.attempt ?? 1}`;
+    // One task per step of the operation: a resumed attempt (a lost lease) waits on the same task,
+    // a retry after a failed one puts it back to pending, a finished one answers its outcome.
+    const id = `${op._id}:${step}`;
+    const attempt = op.attempt ?? 1;
     await this.d.tasks.updateOne(
       { _id: id },
       {
@@ -145,6 +151,7 @@ export class NodeRoutedInfrastructure implements Infrastructure {
           operationType,
           step,
           site: nodeSiteSpec(site, version),
+          attempt,
           status: 'pending',
           claimedBy: null,
           claimedAt: null,
@@ -157,13 +164,31 @@ export class NodeRoutedInfrastructure implements Infrastructure {
       },
       { upsert: true },
     );
+    await this.d.tasks.updateOne(
+      { _id: id, status: 'failed', attempt: { $lt: attempt } },
+      {
+        $set: {
+          attempt,
+          status: 'pending',
+          site: nodeSiteSpec(site, version),
+          claimedBy: null,
+          claimedAt: null,
+          error: null,
+          createdAt: new Date(),
+          finishedAt: null,
+        },
+      },
+    );
     const result = await this.await(id, site.targetNodeId, signal, extras);
     if (step === 'configure_site' && result) await this.d.onConfigured?.(site, result);
   }
 
-  /** Waits for the task's outcome; an unreachable node's wait has a deadline. */
+  /**
+   * Waits for the task's outcome. While the node is unreachable the step's detail says so; the wait
+   * is bounded by `waitMs` from the moment the node became unreachable (or the task was opened, if
+   * later): durable times, so a resumed attempt does not start the wait over.
+   */
   private async await(id: string, nodeId: string, signal: AbortSignal | undefined, extras: StepExtras) {
-    let silentSince: number | null = null;
     let lastProgress: string | null = null;
     for (;;) {
       if (signal?.aborted) throw signal.reason ?? new Error('aborted');
@@ -177,13 +202,15 @@ export class NodeRoutedInfrastructure implements Infrastructure {
       const node = await this.d.nodes.get(nodeId);
       if (!node) throw new PlatformError('unknown_node', 500, `node ${nodeId} no longer exists`);
       if (nodeAgentAlive(node)) {
-        silentSince = null;
         if (task.progress && task.progress !== lastProgress) extras.progress?.((lastProgress = task.progress));
       } else {
-        silentSince ??= Date.now();
         const since = node.lastHeartbeatAt ? node.lastHeartbeatAt.toISOString() : 'never connected';
         extras.progress?.(`waiting_for_node: node ${nodeId} is unreachable (last heartbeat: ${since})`);
-        if (Date.now() - silentSince >= this.d.waitMs) {
+        const unreachableFrom = Math.max(
+          task.createdAt.getTime(),
+          node.lastHeartbeatAt ? node.lastHeartbeatAt.getTime() + NODE_SILENT_MS : 0,
+        );
+        if (Date.now() - unreachableFrom >= this.d.waitMs) {
           await this.d.tasks.updateOne(
             { _id: id, status: { $in: ['pending', 'claimed'] } },
             {

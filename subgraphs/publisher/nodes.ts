@@ -155,7 +155,11 @@ export class ConnectedNodes {
    * the node registered first, then the smaller id. Never another account's node, never a draining
    * or unreachable one. `siteCount` counts the live sites on a node.
    */
-  async choose(accountId: string, tags: string[], siteCount: (nodeId: string) => Promise<number>): Promise<ConnectedNodeDoc | null> {
+  async choose(
+    accountId: string,
+    tags: string[],
+    siteCount: (nodeId: string) => Promise<number>,
+  ): Promise<ConnectedNodeDoc | null> {
     const now = Date.now();
     const candidates = (await this.model.find({ accountId, tags: { $all: tags } }).lean()).filter(
       (n) => nodeStatus(n, now) === 'reachable',
@@ -163,13 +167,18 @@ export class ConnectedNodes {
     const counted = await Promise.all(candidates.map(async (n) => ({ n, sites: await siteCount(n._id) })));
     counted.sort(
       (a, b) =>
-        a.sites - b.sites || a.n.createdAt.getTime() - b.n.createdAt.getTime() || (a.n._id < b.n._id ? -1 : a.n._id > b.n._id ? 1 : 0),
+        a.sites - b.sites ||
+        a.n.createdAt.getTime() - b.n.createdAt.getTime() ||
+        (a.n._id < b.n._id ? -1 : a.n._id > b.n._id ? 1 : 0),
     );
     return counted[0]?.n ?? null;
   }
 
   /** A connected-node site's node as its metadata shows it (CONTRACTS.md); null for a hosted site. */
-  async ofSite(site: { deploymentMode: string; targetNodeId: string | null }): Promise<{ id: string; status: NodeStatus } | null> {
+  async ofSite(site: {
+    deploymentMode: string;
+    targetNodeId: string | null;
+  }): Promise<{ id: string; status: NodeStatus } | null> {
     if (site.deploymentMode !== 'connected_node' || !site.targetNodeId) return null;
     const node = await this.get(site.targetNodeId);
     return { id: site.targetNodeId, status: node ? nodeStatus(node) : 'unreachable' };

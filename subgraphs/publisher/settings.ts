@@ -29,7 +29,11 @@ export const publisherSettings = z.object({
    * How long a connected-node site's step waits for its unreachable node before the operation fails
    * with `node_unreachable`, in ms (default 10 min; docs/decisions/0170-node-agent.md).
    */
-  PUBLISHER_NODE_WAIT_MS: z.coerce.number().int().min(1000).default(10 * 60_000),
+  PUBLISHER_NODE_WAIT_MS: z.coerce
+    .number()
+    .int()
+    .min(1000)
+    .default(10 * 60_000),
   /** Step delay of the simulated infrastructure executor, in milliseconds. */
   SIMULATED_STEP_DELAY_MS: z.coerce.number().int().min(0).default(600),
 });
