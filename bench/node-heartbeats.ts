@@ -8,6 +8,7 @@
  *
  *   npm run -s build && node dist/bench/node-heartbeats.js   (BENCH_AGENTS=100 BENCH_WINDOW_MS=30000)
  */
+import 'reflect-metadata';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp } from 'node:fs/promises';

@@ -252,7 +252,8 @@ export class NodeAgent {
   private async call<T>(method: 'GET' | 'POST', p: string, body?: unknown): Promise<T> {
     const res = await fetch(`${this.o.apiUrl.replace(/\/+$/, '')}/v1/node-agent${p}`, {
       method,
-      headers: { authorization: `Bearer ${this.o.token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      // Not `Authorization`: the bridge reads that as an API key (subgraphs/publisher/node-agent-api.ts).
+      headers: { 'x-node-token': this.o.token, ...(body ? { 'content-type': 'application/json' } : {}) },
       body: body ? JSON.stringify(body) : undefined,
       signal: AbortSignal.timeout(10_000),
     });

@@ -15,6 +15,8 @@ import { type ConnectedNodeDoc, type ConnectedNodes, NODE_HEARTBEAT_MS, NODE_SIL
 
 /** The agent protocol's paths on the bridge (`{base_url}`). */
 export const NODE_AGENT_PATH = '/v1/node-agent';
+/** The header that carries the node token (lower case, as Node reports headers). */
+export const NODE_TOKEN_HEADER = 'x-node-token';
 
 export interface DesiredSite {
   site: NodeSiteSpec;
@@ -25,9 +27,8 @@ export interface DesiredSite {
 export class NodeAgentService {
   constructor(private readonly d: { nodes: ConnectedNodes; tasks: Model<NodeTaskDoc>; models: PublisherModels }) {}
 
-  async authenticate(authorization: string | undefined): Promise<ConnectedNodeDoc> {
-    const m = /^Bearer\s+(\S+)$/i.exec(authorization ?? '');
-    const node = await this.d.nodes.authenticate(m?.[1]);
+  async authenticate(token: string | undefined): Promise<ConnectedNodeDoc> {
+    const node = await this.d.nodes.authenticate(token);
     if (!node) throw unauthenticated('the node token is not valid');
     return node;
   }
@@ -129,14 +130,19 @@ const taskJson = (t: NodeTaskDoc) => ({
   site: t.site,
 });
 
-/** The agent protocol on the bridge: JSON over HTTP, `Authorization: Bearer <node token>`. */
+/**
+ * The agent protocol on the bridge: JSON over HTTP, the node token in `X-Node-Token`. Not in
+ * `Authorization`: the bridge reads that header as an API key for every request, and a node token
+ * there would count as a failed key authentication of the agent's address (core/rate-limit.ts).
+ */
 export function nodeAgentRoutes(app: FastifyInstance, api: NodeAgentService): void {
   void app.register(async (scope) => {
     const handle =
       (fn: (node: ConnectedNodeDoc, body: unknown, params: Record<string, string>) => Promise<unknown>) =>
       async (req: { headers: Record<string, unknown>; body: unknown; params: unknown }, reply: any) => {
         try {
-          const node = await api.authenticate(req.headers.authorization as string | undefined);
+          const header = req.headers[NODE_TOKEN_HEADER];
+          const node = await api.authenticate(typeof header === 'string' ? header : undefined);
           const data = await fn(node, req.body, (req.params ?? {}) as Record<string, string>);
           return reply.code(200).send({ success: true, data });
         } catch (e) {
