@@ -25,8 +25,10 @@ beforeAll(async () => {
   dataDir = await mkdtemp(path.join(os.tmpdir(), 'node-agent-ghost-'));
 });
 afterAll(async () => {
-  for (const p of procs) if (p.exitCode === null) p.kill('SIGTERM');
-  await Promise.all(procs.map((p) => (p.exitCode === null ? new Promise((r) => p.on('exit', r)) : null)));
+  // A process ended by a signal keeps exitCode null: it is running only while both are null.
+  const running = procs.filter((p) => p.exitCode === null && p.signalCode === null);
+  for (const p of running) p.kill('SIGTERM');
+  await Promise.all(running.map((p) => new Promise((r) => p.on('exit', r))));
   await t?.stop();
   await rm(dataDir, { recursive: true, force: true });
 }, 60_000);

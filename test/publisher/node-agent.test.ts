@@ -27,7 +27,7 @@ beforeAll(async () => {
   dataDir = await mkdtemp(path.join(os.tmpdir(), 'node-agent-'));
 });
 afterAll(async () => {
-  for (const a of agents) if (a.exitCode === null) a.kill('SIGKILL');
+  for (const a of agents) if (a.exitCode === null && a.signalCode === null) a.kill('SIGKILL');
   await t?.stop();
   await rm(dataDir, { recursive: true, force: true });
 });
