@@ -8,5 +8,11 @@ if (!fs.existsSync(entry)) {
   console.error('platform: the project is not built yet; run `npm install` (or `npm run build`) first.');
   process.exit(1);
 }
-require('reflect-metadata');
-require(entry).main(process.argv.slice(2));
+const args = process.argv.slice(2);
+// The node agent runs on the customer's machine and loads only its own modules (cli/nodes-agent.ts).
+if (args[0] === 'nodes' && args[1] === 'agent') {
+  require(path.join(__dirname, '..', 'dist', 'cli', 'nodes-agent.js')).main(args.slice(2));
+} else {
+  require('reflect-metadata');
+  require(entry).main(args);
+}

@@ -11,6 +11,7 @@ import { isPlatformError } from '../core/errors';
 import { createKafkaEventBus } from '../core/events/kafka-event-bus';
 import { connectMongo, ensureIndexes } from '../core/mongo';
 import { OperationEngine } from '../core/operations/engine';
+import { NODES_AGENT_USAGE, runNodeAgent } from './nodes-agent';
 import { newArea, newRoute } from './scaffold';
 import { dataDir, findStandIns, recordStandIns, standInsDir } from './stand-ins';
 import { collectStatus, formatStatus, recordProcess } from './status';
@@ -25,6 +26,7 @@ const BUILT_IN = `usage: platform <command>
   status [--json]                                          running processes, engines, queues, outbox, consumer lag
   new-area NAME                                            scaffold subgraphs/NAME and its registry line
   new-route AREA METHOD PATH                               scaffold a route row and its GraphQL document
+  ${NODES_AGENT_USAGE}   run a connected node's agent (foreground; API only)
 `;
 
 /** Every area's commands (docs/contracts.md); each creating one takes --json. */
@@ -72,6 +74,10 @@ export async function main(argv: string[]): Promise<void> {
         process.stdout.write(`wrote ${files.join(', ')}\nnext: the resolver and service method, then npm run compose\n`);
         return;
       }
+      case 'nodes':
+        // The agent runs on the customer's machine: the platform's API only, no database (cli/nodes-agent.ts).
+        if (rest[0] === 'agent') return await runNodeAgent(rest.slice(1));
+        return await areaCommand(argv);
       case undefined:
       case 'help':
       case '--help':

@@ -6,6 +6,9 @@ import { periodicWorker } from '../../core/periodic-worker';
 import { SiteBackups } from '../../dataplane/site-backup';
 import { backupStore } from './backup-store';
 import '../../core/site-actions';
+import { nodeAgentRoutes, type NodeAgentService } from './node-agent-api';
+import { nodeCliCommands } from './node-cli';
+import { connectedNodeServices } from './node-wiring';
 import { ConnectedNodes } from './nodes';
 import { ProjectSiteResolver, PublisherResolver } from './resolvers';
 import { publisherRoutes } from './routes';
@@ -30,6 +33,8 @@ export interface PublisherServices {
   real: RealInfrastructure;
   /** The feature flag in force (tests flip it). */
   features: { publisherEnabled: boolean };
+  /** What node agents may do over the bridge (`node-agent-api.ts`). */
+  nodeAgent: NodeAgentService;
 }
 
 /** The publishing area: runtime catalog, sites and their operations; extends `Project` with its `site`. */
@@ -46,8 +51,16 @@ export default defineArea({
       dataPlane: () => ctx.ports.get('dataPlane'),
       backups: new SiteBackups(backupStore(ctx.settings, ctx.config.DATA_DIR)),
     });
-    const infra: Infrastructure = ctx.settings.PUBLISHER_EXECUTOR === 'real' ? real : simulated;
     const nodes = new ConnectedNodes(ctx.conn);
+    // A connected node's steps go to its agent; every other site's to the executor in force.
+    const { infra, agentApi: nodeAgent } = connectedNodeServices({
+      conn: ctx.conn,
+      models: publisherModels(ctx.conn),
+      nodes,
+      credentials: siteCredentialsModel(ctx.conn),
+      hosted: ctx.settings.PUBLISHER_EXECUTOR === 'real' ? real : simulated,
+      waitMs: ctx.settings.PUBLISHER_NODE_WAIT_MS,
+    });
     const sites = new PublisherService({
       conn: ctx.conn,
       projects: () => ctx.ports.get('projects'),
@@ -65,7 +78,7 @@ export default defineArea({
       siteUrl: (slug) =>
         ctx.ports.has('dataPlane') ? ctx.ports.get('dataPlane').siteUrl(slug) : `https://${slug}.${ctx.settings.SITES_DOMAIN}`,
     });
-    return { sites, nodes, simulated, infra, real, features };
+    return { sites, nodes, simulated, infra: infra as Infrastructure, real, features, nodeAgent };
   },
   subgraph: (s) => ({
     resolvers: [PublisherResolver, ProjectSiteResolver],
@@ -84,6 +97,7 @@ export default defineArea({
     ),
   ],
   routes: publisherRoutes,
+  http: { bridge: (app, s) => nodeAgentRoutes(app, s.nodeAgent) },
   feeds: [operationFeed],
   standIns: [
     {
@@ -119,21 +133,6 @@ export default defineArea({
       },
       describe: (r) => `${r.admin_api_url} ${r.admin_api_key}`,
     },
-    {
-      words: ['nodes', 'register'],
-      usage: '--account SLUG --name NAME [--tags k:v,k:v]',
-      options: { account: { type: 'string' }, name: { type: 'string' }, tags: { type: 'string' } },
-      required: ['account', 'name'],
-      async run({ values, services, ctx }) {
-        if (typeof values.account !== 'string' || typeof values.name !== 'string') {
-          throw new CliUsageError('nodes register needs --account SLUG --name NAME');
-        }
-        const account = await ctx.ports.get('projects').ensureAccount(values.account);
-        const tags = typeof values.tags === 'string' ? values.tags.split(',') : [];
-        const node = await services.nodes.register(account.id, values.name, tags);
-        return { id: node._id, name: node.name, tags: node.tags };
-      },
-      describe: (r) => `node ${r.id} (${r.name})`,
-    },
+    ...nodeCliCommands,
   ],
 });

@@ -1,15 +1,26 @@
 import mongoose, { type Connection, type Model } from 'mongoose';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { model } from '../../core/mongo';
-import { randomUUID } from 'node:crypto';
-import { badRequest } from '../../core/errors';
+import { badRequest, conflict } from '../../core/errors';
 
-/** A customer-run machine that hosts sites in `connected_node` mode. */
+/**
+ * A customer-run machine that hosts sites in `connected_node` mode
+ * (docs/decisions/0170-node-agent.md). Its agent authenticates with a node token, shown once at
+ * registration and stored as a SHA-256 hash; its status is derived from the last heartbeat.
+ */
 export interface ConnectedNodeDoc {
   _id: string;
   accountId: string;
   name: string;
   tags: string[];
   createdAt: Date;
+  /** SHA-256 (hex) of the node token; absent on nodes registered before tokens existed. */
+  tokenHash?: string | null;
+  lastHeartbeatAt?: Date | null;
+  /** The port the agent's edge listens on, as it last reported. */
+  edgePort?: number | null;
+  /** Set by `nodes drain`: the node keeps its sites but takes no new ones. */
+  drainedAt?: Date | null;
 }
 
 const nodeSchema = new mongoose.Schema<ConnectedNodeDoc>(
@@ -19,6 +30,10 @@ const nodeSchema = new mongoose.Schema<ConnectedNodeDoc>(
     name: { type: String, required: true },
     tags: { type: [String], default: [] },
     createdAt: { type: Date, required: true },
+    tokenHash: { type: String, default: null, index: true },
+    lastHeartbeatAt: { type: Date, default: null },
+    edgePort: { type: Number, default: null },
+    drainedAt: { type: Date, default: null },
   },
   { collection: 'publisher_connected_nodes', versionKey: false },
 );
@@ -26,22 +41,163 @@ const nodeSchema = new mongoose.Schema<ConnectedNodeDoc>(
 /** `<key>:<value>`, as used by node selector tags. */
 export const NODE_TAG = /^[a-z0-9][a-z0-9._-]{0,62}:[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 
+/** A node whose agent has been silent this long is `unreachable` (CONTRACTS.md, "the data plane"). */
+export const NODE_SILENT_MS = 30_000;
+/** The agent's heartbeat period (CONTRACTS.md). */
+export const NODE_HEARTBEAT_MS = 5_000;
+/** The agent's edge port when it has not reported one (CONTRACTS.md). */
+export const DEFAULT_AGENT_EDGE_PORT = 8083;
+
+export type NodeStatus = 'reachable' | 'unreachable' | 'draining';
+
+export interface NodeView {
+  id: string;
+  name: string;
+  tags: string[];
+  status: NodeStatus;
+  lastHeartbeatAt: Date | null;
+  edgePort: number | null;
+  createdAt: Date;
+}
+
+const TOKEN_PREFIX = 'pnode_';
+export const hashNodeToken = (token: string) => createHash('sha256').update(token, 'utf8').digest('hex');
+
+/**
+ * `draining` wins over the heartbeat (an operator's decision); otherwise a node is `reachable`
+ * while its last heartbeat is younger than NODE_SILENT_MS, and `unreachable` before its first one.
+ */
+export function nodeStatus(node: ConnectedNodeDoc, now = Date.now()): NodeStatus {
+  if (node.drainedAt) return 'draining';
+  const last = node.lastHeartbeatAt ? node.lastHeartbeatAt.getTime() : null;
+  return last !== null && now - last < NODE_SILENT_MS ? 'reachable' : 'unreachable';
+}
+
+/** Whether the agent answers, whatever the operator decided (a draining node still runs its sites). */
+export function nodeAgentAlive(node: ConnectedNodeDoc, now = Date.now()): boolean {
+  return Boolean(node.lastHeartbeatAt && now - node.lastHeartbeatAt.getTime() < NODE_SILENT_MS);
+}
+
+export function nodeView(node: ConnectedNodeDoc, now = Date.now()): NodeView {
+  return {
+    id: node._id,
+    name: node.name,
+    tags: node.tags,
+    status: nodeStatus(node, now),
+    lastHeartbeatAt: node.lastHeartbeatAt ?? null,
+    edgePort: node.edgePort ?? null,
+    createdAt: node.createdAt,
+  };
+}
+
 export class ConnectedNodes {
   readonly model: Model<ConnectedNodeDoc>;
   constructor(conn: Connection) {
     this.model = model(conn, 'publisher', 'ConnectedNode', nodeSchema);
   }
 
-  async register(accountId: string, name: string, tags: string[] = []): Promise<ConnectedNodeDoc> {
+  /** A new node and its token; the token is returned here only (the record keeps its hash). */
+  async register(accountId: string, name: string, tags: string[] = []): Promise<ConnectedNodeDoc & { token: string }> {
     for (const t of tags)
       if (!NODE_TAG.test(t)) throw badRequest('invalid_node_tag', `tag "${t}" is not of the form <key>:<value>`);
-    const doc = await this.model.create({ _id: randomUUID(), accountId, name, tags, createdAt: new Date() });
-    return doc.toObject();
+    const token = `${TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
+    const doc = await this.model.create({
+      _id: randomUUID(),
+      accountId,
+      name,
+      tags: [...new Set(tags)],
+      createdAt: new Date(),
+      tokenHash: hashNodeToken(token),
+    });
+    return { ...doc.toObject(), token };
+  }
+
+  /** The node a token belongs to; null for a forged, malformed or unknown token. */
+  async authenticate(token: string | undefined | null): Promise<ConnectedNodeDoc | null> {
+    if (!token || !token.startsWith(TOKEN_PREFIX) || token.length > 200) return null;
+    return this.model.findOne({ tokenHash: hashNodeToken(token) }).lean();
+  }
+
+  /** Records a heartbeat (one write); answers the node as it now stands. */
+  async heartbeat(nodeId: string, edgePort: number | null): Promise<ConnectedNodeDoc | null> {
+    const set: Partial<ConnectedNodeDoc> = { lastHeartbeatAt: new Date() };
+    if (edgePort !== null) set.edgePort = edgePort;
+    return this.model.findOneAndUpdate({ _id: nodeId }, { $set: set }, { new: true }).lean();
   }
 
   /** The node when it exists and belongs to the account; null otherwise (the two are not told apart). */
   async findForAccount(accountId: string, nodeId: string): Promise<ConnectedNodeDoc | null> {
     const node = await this.model.findById(nodeId).lean();
     return node && node.accountId === accountId ? node : null;
+  }
+
+  async get(nodeId: string): Promise<ConnectedNodeDoc | null> {
+    return this.model.findById(nodeId).lean();
+  }
+
+  async list(accountId: string): Promise<NodeView[]> {
+    const now = Date.now();
+    return (await this.model.find({ accountId }).sort({ createdAt: 1, _id: 1 }).lean()).map((n) => nodeView(n, now));
+  }
+
+  /** `nodes drain`: the node takes no new sites; the ones it has keep running. */
+  async drain(accountId: string, nodeId: string): Promise<NodeView> {
+    const node = await this.model
+      .findOneAndUpdate({ _id: nodeId, accountId }, { $set: { drainedAt: new Date() } }, { new: true })
+      .lean();
+    if (!node) throw conflict('unknown_node', 'no connected node of this account has that id');
+    return nodeView(node);
+  }
+
+  /**
+   * Placement by selector tags (docs/spec-decisions.md, "Connected nodes"): among the account's
+   * reachable nodes that carry every tag, the one with the fewest sites placed on it; ties go to
+   * the node registered first, then the smaller id. Never another account's node, never a draining
+   * or unreachable one. `siteCount` counts the live sites on a node.
+   */
+  async choose(
+    accountId: string,
+    tags: string[],
+    siteCount: (nodeId: string) => Promise<number>,
+  ): Promise<ConnectedNodeDoc | null> {
+    const now = Date.now();
+    const candidates = (await this.model.find({ accountId, tags: { $all: tags } }).lean()).filter(
+      (n) => nodeStatus(n, now) === 'reachable',
+    );
+    const counted = await Promise.all(candidates.map(async (n) => ({ n, sites: await siteCount(n._id) })));
+    counted.sort(
+      (a, b) =>
+        a.sites - b.sites ||
+        a.n.createdAt.getTime() - b.n.createdAt.getTime() ||
+        (a.n._id < b.n._id ? -1 : a.n._id > b.n._id ? 1 : 0),
+    );
+    return counted[0]?.n ?? null;
+  }
+
+  /** A connected-node site's node as its metadata shows it (CONTRACTS.md); null for a hosted site. */
+  async ofSite(site: {
+    deploymentMode: string;
+    targetNodeId: string | null;
+  }): Promise<{ id: string; status: NodeStatus } | null> {
+    if (site.deploymentMode !== 'connected_node' || !site.targetNodeId) return null;
+    const node = await this.get(site.targetNodeId);
+    return { id: site.targetNodeId, status: node ? nodeStatus(node) : 'unreachable' };
+  }
+
+  /** A lifecycle action on a site whose node's agent is silent: 409 `node_unreachable` (CONTRACTS.md). */
+  async assertReachable(site: { deploymentMode: string; targetNodeId: string | null }): Promise<void> {
+    if (site.deploymentMode !== 'connected_node' || !site.targetNodeId) return;
+    const node = await this.get(site.targetNodeId);
+    if (!node || !nodeAgentAlive(node)) {
+      throw conflict('node_unreachable', 'the node this site is placed on is unreachable; try again when its agent is back', {
+        node_id: site.targetNodeId,
+        last_heartbeat_at: node?.lastHeartbeatAt?.toISOString() ?? null,
+      });
+    }
+  }
+
+  /** A site's address on the node's own edge (CONTRACTS.md): `http://<slug>.sites.localhost:<edge port>/`. */
+  siteUrl(node: ConnectedNodeDoc, slug: string): string {
+    return `http://${slug}.sites.localhost:${node.edgePort ?? DEFAULT_AGENT_EDGE_PORT}/`;
   }
 }

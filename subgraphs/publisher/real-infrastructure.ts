@@ -54,7 +54,7 @@ export function siteCredentialsModel(conn: Connection): Model<SiteCredentialsDoc
 }
 
 /** What binds a sealed credential to its site and field: copied elsewhere, it does not open. */
-const aad = (siteId: string, field: string) => `publisher.site_credentials:${siteId}:${field}`;
+export const aad = (siteId: string, field: string) => `publisher.site_credentials:${siteId}:${field}`;
 
 /**
  * Steps with nothing to do on this data plane: the SQLite file and the content directory come into

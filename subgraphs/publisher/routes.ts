@@ -36,6 +36,14 @@ const createSiteBody = z.union([
       node_selector_tags: z.array(str.regex(NODE_TAG)).max(MAX_NODE_SELECTOR_TAGS).optional(),
     })
     .strict(),
+  // Without a target, the selector tags choose among the account's healthy nodes (docs/spec-decisions.md).
+  z
+    .object({
+      ...siteFields,
+      deployment_mode: z.literal('connected_node'),
+      node_selector_tags: z.array(str.regex(NODE_TAG)).min(1).max(MAX_NODE_SELECTOR_TAGS),
+    })
+    .strict(),
 ]);
 
 const actionBody = z.object({ action: z.enum(SITE_ACTIONS) }).strict();

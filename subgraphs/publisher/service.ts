@@ -53,6 +53,8 @@ export interface SiteMetadata {
   activeOperation: OperationDoc | null;
   domain: DomainView | null;
   mail: { enabled: boolean; transactionalConfigured: boolean; senderVerified: boolean; newsletterProviderConfigured: boolean };
+  /** A connected-node site's node and its status (CONTRACTS.md); null for a hosted site. */
+  node: { id: string; status: string } | null;
 }
 
 export interface SiteHistory {
@@ -186,10 +188,11 @@ export class PublisherService {
   async metadata(principal: Principal | null, projectId: string): Promise<SiteMetadata> {
     const p = this.access.reader(principal);
     const site = await this.access.site(p, projectId);
-    const [project, { status, activeOperation }, mail] = await Promise.all([
+    const [project, { status, activeOperation }, mail, node] = await Promise.all([
       this.deps.projects().findProject(projectId),
       this.locks.state(site),
       this.mail.view(site),
+      this.deps.nodes.ofSite(site),
     ]);
     const runtime = findRuntime(site.runtimeVersion) ?? defaultRuntime();
     return {
@@ -226,6 +229,7 @@ export class PublisherService {
       },
       activeOperation: isRunning(activeOperation) ? activeOperation : null,
       domain: this.domains.view(site),
+      node,
       mail: {
         enabled: mail.enabled,
         transactionalConfigured: mail.transactional.configured,
@@ -255,6 +259,7 @@ export class PublisherService {
       throw badRequest('invalid_action', `action must be one of ${SITE_ACTIONS.join(', ')}`);
     }
     const site = await this.access.site(p, projectId);
+    await this.deps.nodes.assertReachable(site);
     if (action === 'retry_provisioning' && site.environment === 'staging') return this.recovery.retryStaging(p, site);
     const operationId = randomUUID();
     const previous = await this.locks.begin(site, action as SiteAction, operationId);
@@ -276,6 +281,7 @@ export class PublisherService {
     if (await this.deps.engine.get(request.operationId)) return { operationId: request.operationId };
     const site = await this.models.Site.findById(request.projectId).lean();
     if (!site || site.accountId !== request.accountId) throw conflict('site_not_found', 'the project has no publishing site');
+    await this.deps.nodes.assertReachable(site);
     const previous = await this.locks.begin(site, request.action, request.operationId);
     await this.locks.withLock(site, request.operationId, previous, () =>
       this.deps.engine.enqueue({

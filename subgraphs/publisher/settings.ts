@@ -35,6 +35,15 @@ export const publisherSettings = z.object({
   PUBLISHER_BACKUP_S3_PREFIX: z.string().default(''),
   PUBLISHER_BACKUP_S3_ACCESS_KEY_ID: z.string().optional(),
   PUBLISHER_BACKUP_S3_SECRET_ACCESS_KEY: z.string().optional(),
+  /**
+   * How long a connected-node site's step waits for its unreachable node before the operation fails
+   * with `node_unreachable`, in ms (default 10 min; docs/decisions/0170-node-agent.md).
+   */
+  PUBLISHER_NODE_WAIT_MS: z.coerce
+    .number()
+    .int()
+    .min(1000)
+    .default(10 * 60_000),
   /** Step delay of the simulated infrastructure executor, in milliseconds. */
   SIMULATED_STEP_DELAY_MS: z.coerce.number().int().min(0).default(600),
 });

@@ -157,7 +157,11 @@ export class SiteCreation {
     const project = await this.d.projects().createProject(p.accountId, fields.name, RUNTIME_KIND, { id: siteId });
     const slug = `${slugify(fields.name)}-${project.id.slice(0, 6)}`;
     // The contract's addresses: `site_url` ends with `/`, `admin_url` is `site_url` + `ghost/` (Ghost's admin).
-    const siteUrl = `${(this.d.siteUrl?.(slug) ?? `https://${slug}.${this.d.sitesDomain}`).replace(/\/+$/, '')}/`;
+    // A connected node's site lives on that node's edge (CONTRACTS.md, "the agent").
+    const node =
+      fields.deploymentMode === 'connected_node' && fields.targetNodeId ? await this.d.nodes.get(fields.targetNodeId) : null;
+    const base = node ? this.d.nodes.siteUrl(node, slug) : (this.d.siteUrl?.(slug) ?? `https://${slug}.${this.d.sitesDomain}`);
+    const siteUrl = `${base.replace(/\/+$/, '')}/`;
     const now = new Date();
     const doc: SiteDoc = {
       _id: project.id,
@@ -224,20 +228,36 @@ export class SiteCreation {
         mailEnabled: Boolean(input.mailEnabled),
       } as const;
     }
-    if (!input.targetNodeId || !isUuid(input.targetNodeId)) {
+    if (input.targetNodeId !== undefined && input.targetNodeId !== null && !isUuid(input.targetNodeId)) {
       throw badRequest('invalid_target_node', 'target_node_id must be the UUID of a connected node');
     }
-    const placementMode = input.placementMode ?? 'manual';
-    if (placementMode !== 'manual') throw badRequest('invalid_placement_mode', 'placement_mode must be `manual`');
+    if (!input.targetNodeId && (tags.length === 0 || input.placementMode === 'manual')) {
+      throw badRequest('invalid_target_node', 'a connected-node site needs target_node_id, or node_selector_tags to choose one');
+    }
+    if (input.placementMode && input.placementMode !== 'manual')
+      throw badRequest('invalid_placement_mode', 'placement_mode must be `manual`');
     if (tags.length > 20) throw badRequest('invalid_node_selector_tags', 'at most 20 node_selector_tags');
     for (const t of tags) {
       if (!NODE_TAG.test(t)) throw badRequest('invalid_node_selector_tags', `tag "${t}" is not of the form <key>:<value>`);
     }
-    const node = await this.d.nodes.findForAccount(p.accountId, input.targetNodeId);
+    // Manual placement names the node; without one the selector tags choose (nodes.ts, `choose`).
+    const placementMode = input.targetNodeId ? 'manual' : 'selector';
+    const node = input.targetNodeId
+      ? await this.d.nodes.findForAccount(p.accountId, input.targetNodeId)
+      : await this.d.nodes.choose(p.accountId, tags, (nodeId) =>
+          this.d.models.Site.countDocuments({ targetNodeId: nodeId, status: { $ne: 'deleted' } }),
+        );
     // A well-formed reference to nothing this account owns: 422 (the document's schema cannot say it).
-    if (!node) {
+    if (!node && input.targetNodeId) {
       throw new PlatformError('unknown_target_node', 422, 'target_node_id is not a connected node of this account');
     }
+    if (!node) {
+      throw conflict('no_eligible_node', 'no reachable, non-draining node of this account carries every selector tag', {
+        node_selector_tags: tags,
+      });
+    }
+    // A drained node takes no new sites.
+    if (node.drainedAt) throw conflict('node_draining', 'the target node is draining and takes no new sites');
     return {
       name,
       runtime,

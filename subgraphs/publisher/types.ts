@@ -124,6 +124,12 @@ export class SiteDomainType {
   @Field(() => Date) updatedAt!: Date;
 }
 
+@ObjectType('SiteNode', { description: 'The connected node a site is placed on.' })
+export class SiteNodeType {
+  @Field(() => ID) id!: string;
+  @Field(() => String, { description: '`reachable`, `unreachable` (silent for 30 s) or `draining`.' }) status!: string;
+}
+
 @ObjectType('SiteMetadata')
 export class SiteMetadataType {
   @Field(() => SiteInstallationType) installation!: SiteInstallationType;
@@ -132,6 +138,8 @@ export class SiteMetadataType {
   @Field(() => OperationType, { nullable: true }) activeOperation!: OperationType | null;
   @Field(() => SiteDomainType, { nullable: true }) domain!: SiteDomainType | null;
   @Field(() => SiteMailFlagsType) mail!: SiteMailFlagsType;
+  @Field(() => SiteNodeType, { nullable: true, description: 'A connected-node site’s node; null for a hosted site.' })
+  node!: SiteNodeType | null;
 }
 
 @InputType('CreateSiteInput')

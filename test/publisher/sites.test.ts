@@ -253,8 +253,9 @@ describe('deployment modes', () => {
       },
     });
     expect(res.status).toBe(202);
-    await waitForOperation(t, key, res.body.data.project.id, res.body.data.operation.id);
+    // No agent runs for this node: its provisioning waits for it (node-agent.test.ts runs one).
     const meta = await t.rest('GET', projectPath(res.body.data.project.id, '/metadata'), { key });
+    expect(meta.body.data.node).toEqual({ id: n._id, status: 'unreachable' });
     expect(meta.body.data.installation).toMatchObject({
       deployment_mode: 'connected_node',
       target_node_id: n._id,

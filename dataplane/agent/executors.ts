@@ -1,0 +1,227 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { sleep } from '../../core/sleep';
+import type { DataPlane } from '../plane';
+import type { HostedSite } from '../sites';
+
+/**
+ * What a node agent runs a step with (docs/decisions/0170-node-agent.md): the real executor acts on
+ * the agent's own data plane (runtime cache, supervisor, edge, site host: the same modules the
+ * hosted pool uses); the simulated one stands in for Ghost with a small HTTP server per site behind
+ * the same edge, for fast tests.
+ */
+
+/** A site as the platform describes it to the agent (`subgraphs/publisher/node-tasks.ts`, NodeSiteSpec). */
+export interface AgentSite {
+  siteId: string;
+  slug: string;
+  name: string;
+  url: string;
+  hosts: string[];
+  runtime: { name: string; version: string; integrity: string; memoryFloorMb: number };
+}
+
+export interface AgentTask {
+  id: string;
+  operation_id: string;
+  operation_type: string;
+  step: string;
+  site: AgentSite;
+}
+
+/** A step failure the platform records with its code (retriable ones are retried by the operation engine). */
+export class StepFailure extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly retriable = false,
+  ) {
+    super(message);
+  }
+}
+
+export interface NodeExecutor {
+  readonly kind: 'real' | 'simulated';
+  /** Runs one step; answers what the platform records (configure_site: the admin access). */
+  run(task: AgentTask, progress: (line: string) => void): Promise<Record<string, unknown> | null>;
+  /** Reconcile: the site should be in `state`; brings it there when it is not (a restarted agent). */
+  ensure(site: AgentSite, state: 'running' | 'stopped'): Promise<'started' | 'unchanged' | 'stopped'>;
+  /** Sites this process runs now. */
+  running(): string[];
+  close(): Promise<void>;
+}
+
+function hosted(site: AgentSite): HostedSite {
+  return {
+    siteId: site.siteId,
+    runtime: { name: site.runtime.name, version: site.runtime.version, integrity: site.runtime.integrity },
+    url: site.url,
+    hosts: site.hosts,
+    memoryMb: site.runtime.memoryFloorMb,
+  };
+}
+
+async function guard<T>(code: string, fn: () => Promise<T>, retriable = false): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    if (e instanceof StepFailure) throw e;
+    throw new StepFailure(code, (e as Error).message, retriable);
+  }
+}
+
+/** Ghost from the runtime cache, supervised, behind the agent's edge: the hosted pool's data plane. */
+export class RealNodeExecutor implements NodeExecutor {
+  readonly kind = 'real' as const;
+  constructor(private readonly plane: DataPlane) {}
+
+  async run(task: AgentTask, progress: (line: string) => void): Promise<Record<string, unknown> | null> {
+    const host = this.plane.sites;
+    const site = task.site;
+    const onProgress = (p: { phase: string; detail: string }) => progress(`${p.phase}: ${p.detail}`);
+    switch (task.step) {
+      case 'pull_image':
+        await guard('image_pull_failed', () => host.pullRuntime(hosted(site).runtime, onProgress), true);
+        return null;
+      case 'start_runtime':
+      case 'rollback':
+        if (host.isHosted(site.siteId) && host.releaseOf(site.siteId) === site.runtime.version && task.step !== 'rollback')
+          await guard('site_unhealthy', () => host.resume(site.siteId));
+        else await guard('site_unhealthy', () => host.start(hosted(site), onProgress).then(() => undefined));
+        return null;
+      case 'configure_site': {
+        const ownerEmail = `owner@${new URL(site.url).hostname}`;
+        const access = await guard('site_setup_failed', () =>
+          host.setUp(site.siteId, { name: `${site.name} owner`, email: ownerEmail, blogTitle: site.name }),
+        );
+        return {
+          owner_email: ownerEmail,
+          integration_id: access.integrationId,
+          admin_api_key: access.adminApiKey,
+          owner_password: access.ownerPassword,
+        };
+      }
+      case 'health_check':
+        await guard('health_check_failed', () => host.healthCheck(site.siteId).then(() => undefined));
+        return null;
+      case 'drain_traffic':
+        if (host.isHosted(site.siteId)) host.drain(site.siteId);
+        return null;
+      case 'stop_runtime':
+        if (host.isHosted(site.siteId)) await host.stop(site.siteId);
+        return null;
+      case 'delete_site':
+        await host.remove(site.siteId);
+        return null;
+      default:
+        throw new StepFailure('unknown_step', `the node agent has no step ${task.step}`);
+    }
+  }
+
+  async ensure(site: AgentSite, state: 'running' | 'stopped') {
+    const host = this.plane.sites;
+    const up = host.isHosted(site.siteId) && host.metadata(site.siteId).state === 'running';
+    if (state === 'stopped') {
+      if (!up) return 'unchanged' as const;
+      await host.stop(site.siteId);
+      return 'stopped' as const;
+    }
+    if (up) return 'unchanged' as const;
+    await host.start(hosted(site));
+    return 'started' as const;
+  }
+
+  running(): string[] {
+    return [...this.plane.edge.table().values()].flatMap((r) => (r.owner && r.state === 'running' ? [r.owner] : []));
+  }
+
+  async close(): Promise<void> {}
+}
+
+/** Timed stand-in steps; a started site is a small HTTP server routed through the agent's real edge. */
+export class SimulatedNodeExecutor implements NodeExecutor {
+  readonly kind = 'simulated' as const;
+  private readonly servers = new Map<string, http.Server>();
+  constructor(
+    private readonly plane: DataPlane,
+    private readonly stepDelayMs = 200,
+  ) {}
+
+  async run(task: AgentTask, progress: (line: string) => void): Promise<Record<string, unknown> | null> {
+    progress(`simulated ${task.step}`);
+    await sleep(this.stepDelayMs);
+    const site = task.site;
+    switch (task.step) {
+      case 'start_runtime':
+      case 'rollback':
+        await this.start(site);
+        return null;
+      case 'configure_site':
+        return {
+          owner_email: `owner@${new URL(site.url).hostname}`,
+          integration_id: `simulated-${site.siteId.slice(0, 8)}`,
+          admin_api_key: `simulated:${site.siteId.replace(/-/g, '')}`,
+          owner_password: 'simulated',
+        };
+      case 'health_check': {
+        const route = this.plane.edge.route(site.hosts[0]);
+        if (!route || route.state !== 'running') throw new StepFailure('health_check_failed', 'the site does not answer');
+        return null;
+      }
+      case 'drain_traffic':
+        this.plane.edge.setState(site.siteId, 'stopped');
+        return null;
+      case 'stop_runtime':
+        await this.stop(site.siteId);
+        return null;
+      case 'delete_site':
+        await this.stop(site.siteId);
+        this.plane.edge.remove({ owner: site.siteId });
+        return null;
+      default:
+        return null;
+    }
+  }
+
+  async ensure(site: AgentSite, state: 'running' | 'stopped') {
+    const up = this.servers.has(site.siteId);
+    if (state === 'stopped') {
+      if (!up) return 'unchanged' as const;
+      await this.stop(site.siteId);
+      return 'stopped' as const;
+    }
+    if (up) return 'unchanged' as const;
+    await this.start(site);
+    return 'started' as const;
+  }
+
+  running(): string[] {
+    return [...this.servers.keys()];
+  }
+
+  private async start(site: AgentSite): Promise<void> {
+    await this.stop(site.siteId);
+    const server = http.createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'x-simulated-site': site.siteId });
+      res.end(`<!doctype html><title>${site.name}</title><p>simulated site ${site.slug} (${site.runtime.version})</p>\n`);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    this.servers.set(site.siteId, server);
+    const port = (server.address() as AddressInfo).port;
+    this.plane.edge.remove({ owner: site.siteId });
+    this.plane.edge.upsert(site.hosts, { target: { host: '127.0.0.1', port }, state: 'running', owner: site.siteId });
+  }
+
+  private async stop(siteId: string): Promise<void> {
+    const server = this.servers.get(siteId);
+    if (!server) return;
+    this.servers.delete(siteId);
+    this.plane.edge.setState(siteId, 'stopped');
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  async close(): Promise<void> {
+    for (const id of [...this.servers.keys()]) await this.stop(id);
+  }
+}

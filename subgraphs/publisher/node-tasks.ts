@@ -1,0 +1,255 @@
+import mongoose, { type Connection, type Model } from 'mongoose';
+import { PlatformError, retriable } from '../../core/errors';
+import { model } from '../../core/mongo';
+import { sleep } from '../../core/sleep';
+import type { PublisherModels, RecoveryPointDoc, SiteDoc } from './model';
+import { type ConnectedNodes, NODE_SILENT_MS, nodeAgentAlive } from './nodes';
+import { findRuntime, runtimeSpec } from './runtime-catalog';
+import type { Infrastructure, StepExtras } from './simulated-infrastructure';
+
+/**
+ * The work of connected nodes (docs/decisions/0170-node-agent.md). The operation engine runs a
+ * connected-node site's operation on the platform as for any site (locks, fencing, retries, the
+ * operation record); each step that acts on the machine becomes a node task, which the node's
+ * agent claims over the API, runs with its local data plane and reports back. While the agent is
+ * silent the step waits (its detail reads `waiting_for_node: …`) and fails with
+ * `node_unreachable` after the wait deadline (PUBLISHER_NODE_WAIT_MS, default 10 min).
+ */
+
+/** What an agent needs to run a step on a site, without reading the platform's database. */
+export interface NodeSiteSpec {
+  siteId: string;
+  slug: string;
+  name: string;
+  url: string;
+  hosts: string[];
+  runtime: { name: string; version: string; integrity: string; memoryFloorMb: number };
+}
+
+export type NodeTaskStatus = 'pending' | 'claimed' | 'succeeded' | 'failed';
+
+export interface NodeTaskDoc {
+  /** `<operation id>:<step>`: one task per step of an operation. */
+  _id: string;
+  /** The operation's attempt that (re)opened the task. */
+  attempt: number;
+  nodeId: string;
+  siteId: string;
+  operationId: string;
+  operationType: string;
+  step: string;
+  site: NodeSiteSpec;
+  status: NodeTaskStatus;
+  /** The agent process (a random id per start) that claimed it; another process may take it over. */
+  claimedBy: string | null;
+  claimedAt: Date | null;
+  progress: string | null;
+  result: Record<string, unknown> | null;
+  error: { code: string; message: string; retriable: boolean } | null;
+  createdAt: Date;
+  finishedAt: Date | null;
+}
+
+const taskSchema = new mongoose.Schema<NodeTaskDoc>(
+  {
+    _id: String,
+    nodeId: { type: String, required: true },
+    siteId: { type: String, required: true },
+    operationId: { type: String, required: true },
+    operationType: { type: String, required: true },
+    step: { type: String, required: true },
+    attempt: { type: Number, default: 1 },
+    site: { type: mongoose.Schema.Types.Mixed, required: true },
+    status: { type: String, required: true },
+    claimedBy: { type: String, default: null },
+    claimedAt: { type: Date, default: null },
+    progress: { type: String, default: null },
+    result: { type: mongoose.Schema.Types.Mixed, default: null },
+    error: { type: mongoose.Schema.Types.Mixed, default: null },
+    createdAt: { type: Date, required: true },
+    finishedAt: { type: Date, default: null },
+  },
+  { collection: 'publisher_node_tasks', versionKey: false },
+);
+taskSchema.index({ nodeId: 1, status: 1, createdAt: 1 });
+
+export function nodeTaskModel(conn: Connection): Model<NodeTaskDoc> {
+  return model(conn, 'publisher', 'NodeTask', taskSchema);
+}
+
+/** Steps that move data the real executor does not handle yet: no node work either (0120, "still to do"). */
+const DATA_STEPS = new Set([
+  'allocate_database',
+  'create_volume',
+  'capture_database',
+  'capture_content',
+  'capture_release',
+  'restore_database',
+  'restore_content',
+  'migrate_database',
+  'pin_release',
+]);
+
+/** What a node step may take once the agent has it: a cold runtime install builds native modules. */
+const NODE_STEP_MS = 45 * 60_000;
+const POLL_MS = 250;
+
+export interface NodeRoutingDeps {
+  models: PublisherModels;
+  nodes: ConnectedNodes;
+  tasks: Model<NodeTaskDoc>;
+  /** The executor of hosted sites. */
+  hosted: Infrastructure;
+  /** How long a step waits for an unreachable node before it fails with `node_unreachable`. */
+  waitMs: number;
+  /** Stores what `configure_site` on a node returned (the site's admin access, sealed). */
+  onConfigured?: (site: SiteDoc, result: Record<string, unknown>) => Promise<void>;
+  /** Whether the site's admin access is stored already (a configured site is not set up twice). */
+  configured?: (siteId: string) => Promise<boolean>;
+}
+
+/** Sends a connected-node site's steps to its node; every other site's to the hosted executor. */
+export class NodeRoutedInfrastructure implements Infrastructure {
+  constructor(private readonly d: NodeRoutingDeps) {}
+
+  get kind() {
+    return this.d.hosted.kind;
+  }
+
+  stepTimeoutMs(step: string): number | undefined {
+    // The engine cannot tell a node's step from a hosted one here: the longer of the two deadlines.
+    return Math.max(this.d.hosted.stepTimeoutMs?.(step) ?? 0, this.d.waitMs + NODE_STEP_MS);
+  }
+
+  async perform(
+    operationType: string,
+    step: string,
+    signal?: AbortSignal,
+    op?: { _id: string; projectId: string; resourceId?: string; input?: unknown; attempt?: number },
+    idempotencyToken?: string,
+    extras: StepExtras = {},
+  ): Promise<void> {
+    const siteId = extras.siteId ?? op?.resourceId ?? op?.projectId;
+    const site = op && siteId ? await this.d.models.Site.findById(siteId).lean() : null;
+    if (!op || !site || site.deploymentMode !== 'connected_node' || !site.targetNodeId) {
+      return this.d.hosted.perform(operationType, step, signal, op, idempotencyToken, extras);
+    }
+    if (DATA_STEPS.has(step)) return;
+    if (step === 'configure_site' && (await this.d.configured?.(site._id))) return;
+    const version = await this.versionFor(operationType, step, site, op.input);
+    // One task per step of the operation: a resumed attempt (a lost lease) waits on the same task,
+    // a retry after a failed one puts it back to pending, a finished one answers its outcome.
+    const id = `${op._id}:${step}`;
+    const attempt = op.attempt ?? 1;
+    await this.d.tasks.updateOne(
+      { _id: id },
+      {
+        $setOnInsert: {
+          nodeId: site.targetNodeId,
+          siteId: site._id,
+          operationId: op._id,
+          operationType,
+          step,
+          site: nodeSiteSpec(site, version),
+          attempt,
+          status: 'pending',
+          claimedBy: null,
+          claimedAt: null,
+          progress: null,
+          result: null,
+          error: null,
+          createdAt: new Date(),
+          finishedAt: null,
+        },
+      },
+      { upsert: true },
+    );
+    await this.d.tasks.updateOne(
+      { _id: id, status: 'failed', attempt: { $lt: attempt } },
+      {
+        $set: {
+          attempt,
+          status: 'pending',
+          site: nodeSiteSpec(site, version),
+          claimedBy: null,
+          claimedAt: null,
+          error: null,
+          createdAt: new Date(),
+          finishedAt: null,
+        },
+      },
+    );
+    const result = await this.await(id, site.targetNodeId, signal, extras);
+    if (step === 'configure_site' && result) await this.d.onConfigured?.(site, result);
+  }
+
+  /**
+   * Waits for the task's outcome. While the node is unreachable the step's detail says so; the wait
+   * is bounded by `waitMs` from the moment the node became unreachable (or the task was opened, if
+   * later): durable times, so a resumed attempt does not start the wait over.
+   */
+  private async await(id: string, nodeId: string, signal: AbortSignal | undefined, extras: StepExtras) {
+    let lastProgress: string | null = null;
+    for (;;) {
+      if (signal?.aborted) throw signal.reason ?? new Error('aborted');
+      const task = await this.d.tasks.findById(id).lean();
+      if (!task) throw new PlatformError('node_task_lost', 500, `node task ${id} disappeared`);
+      if (task.status === 'succeeded') return task.result;
+      if (task.status === 'failed') {
+        const err = task.error ?? { code: 'node_step_failed', message: 'the node reported a failure', retriable: false };
+        throw err.retriable ? retriable(err.code, err.message) : new PlatformError(err.code, 500, err.message);
+      }
+      const node = await this.d.nodes.get(nodeId);
+      if (!node) throw new PlatformError('unknown_node', 500, `node ${nodeId} no longer exists`);
+      if (nodeAgentAlive(node)) {
+        if (task.progress && task.progress !== lastProgress) extras.progress?.((lastProgress = task.progress));
+      } else {
+        const since = node.lastHeartbeatAt ? node.lastHeartbeatAt.toISOString() : 'never connected';
+        extras.progress?.(`waiting_for_node: node ${nodeId} is unreachable (last heartbeat: ${since})`);
+        const unreachableFrom = Math.max(
+          task.createdAt.getTime(),
+          node.lastHeartbeatAt ? node.lastHeartbeatAt.getTime() + NODE_SILENT_MS : 0,
+        );
+        if (Date.now() - unreachableFrom >= this.d.waitMs) {
+          await this.d.tasks.updateOne(
+            { _id: id, status: { $in: ['pending', 'claimed'] } },
+            {
+              $set: {
+                status: 'failed',
+                finishedAt: new Date(),
+                error: { code: 'node_unreachable', message: 'the node stayed unreachable', retriable: false },
+              },
+            },
+          );
+          throw new PlatformError(
+            'node_unreachable',
+            409,
+            `node ${nodeId} stayed unreachable for ${Math.round(this.d.waitMs / 1000)} s; the step was not run`,
+          );
+        }
+      }
+      await sleep(POLL_MS, signal);
+    }
+  }
+
+  /** The release a step runs: an upgrade's target, a rollback's origin, a restore's point, else the site's own. */
+  private async versionFor(operationType: string, step: string, site: SiteDoc, input: unknown): Promise<string> {
+    const i = (input ?? {}) as { targetVersion?: string; fromVersion?: string; recoveryPointId?: string };
+    if (operationType === 'upgrade')
+      return step === 'rollback' ? (i.fromVersion ?? site.runtimeVersion) : (i.targetVersion ?? site.runtimeVersion);
+    if (operationType === 'restore' && i.recoveryPointId) {
+      const point: RecoveryPointDoc | null = await this.d.models.RecoveryPoint.findById(i.recoveryPointId).lean();
+      if (point) return point.runtimeVersion;
+    }
+    return site.runtimeVersion;
+  }
+}
+
+/** The site as an agent runs it: its addresses and the exact release. */
+export function nodeSiteSpec(site: SiteDoc, version: string = site.runtimeVersion): NodeSiteSpec {
+  const runtime = findRuntime(version);
+  if (!runtime) throw new PlatformError('release_unknown', 500, `runtime ${version} is not in the catalog`);
+  const hosts = [new URL(site.siteUrl).hostname];
+  if (site.domain && site.domainStatus === 'active') hosts.push(site.domain);
+  return { siteId: site._id, slug: site.slug, name: site.name, url: site.siteUrl, hosts, runtime: runtimeSpec(runtime) };
+}
