@@ -11,6 +11,8 @@ import { PublisherService } from './service';
 import { publisherSettings } from './settings';
 import { publisherModels } from './model';
 import { RealInfrastructure, siteCredentialsModel } from './real-infrastructure';
+import { siteReconcileWorker } from './site-reconcile';
+import { isRunning } from './site-locks';
 import { type Infrastructure, SimulatedInfrastructure } from './simulated-infrastructure';
 import { ProjectRef } from './types';
 
@@ -42,7 +44,15 @@ export default defineArea({
       models: publisherModels(ctx.conn),
       credentials: siteCredentialsModel(ctx.conn),
       dataPlane: () => ctx.ports.get('dataPlane'),
+      mailRelayUrl: () => ctx.config.env.MAIL_SMTP_URL,
+      operationRunning: async (id) => isRunning(await ctx.engine.get(id)),
+      onReconcileFailure: (siteId, err) => ctx.log.warn({ siteId, err: err.message }, 'reconcile could not start a site'),
     });
+    // A change of the names a site is served at reaches the edge at once where this process runs the data plane.
+    const kickReconcile = () => {
+      if (ctx.settings.PUBLISHER_EXECUTOR === 'real' && ctx.ports.has('dataPlane'))
+        void ctx.ports.get('dataPlane').reconciler.kick('publisher');
+    };
     const infra: Infrastructure = ctx.settings.PUBLISHER_EXECUTOR === 'real' ? real : simulated;
     const nodes = new ConnectedNodes(ctx.conn);
     const sites = new PublisherService({
@@ -55,6 +65,7 @@ export default defineArea({
       domains: {
         resolver: new SystemDnsResolver(parseDnsServers(ctx.settings.PUBLISHER_DNS_SERVERS)),
         claimTtlMs: ctx.settings.PUBLISHER_DOMAIN_CLAIM_TTL_MS,
+        onHostsChanged: kickReconcile,
       },
       features,
       infra,
@@ -76,6 +87,7 @@ export default defineArea({
   },
   executors: (s) => s.sites.executors(),
   workers: (s, ctx) => [
+    siteReconcileWorker(s, ctx),
     periodicWorker('publisher-domain-checks', ctx.settings.PUBLISHER_DOMAIN_CHECK_INTERVAL_MS, ctx.log, () =>
       s.sites.verifyPendingDomains(),
     ),
