@@ -1,3 +1,4 @@
+import { totalmem } from 'node:os';
 import { CliUsageError, defineArea } from '../../core/area';
 import { parseDnsServers, SystemDnsResolver } from '../../core/dns/resolver';
 import { startDnsStandIn } from '../../core/dns/stand-in-server';
@@ -69,6 +70,7 @@ export default defineArea({
       },
       features,
       infra,
+      nodeMemoryMb: nodeMemoryMb(ctx.settings),
       // Where this process runs the data plane, a site's address follows SITES_BASE_URL and the edge's port.
       siteUrl: (slug) =>
         ctx.ports.has('dataPlane') ? ctx.ports.get('dataPlane').siteUrl(slug) : `https://${slug}.${ctx.settings.SITES_DOMAIN}`,
@@ -146,3 +148,9 @@ export default defineArea({
     },
   ],
 });
+
+/** The memory hosted sites may reserve on this node (PUBLISHER_NODE_MEMORY_MB; see settings.ts). */
+function nodeMemoryMb(s: { PUBLISHER_NODE_MEMORY_MB?: number; PUBLISHER_EXECUTOR: string }): number | null {
+  if (s.PUBLISHER_NODE_MEMORY_MB !== undefined) return s.PUBLISHER_NODE_MEMORY_MB;
+  return s.PUBLISHER_EXECUTOR === 'real' ? Math.max(0, Math.floor(totalmem() / 1048576) - 2048) : null;
+}
