@@ -4,10 +4,16 @@
  * through the edge, its RSS, and the edge's requests per second on the site's home page against the
  * same page fetched straight from the site's port, alternating rounds in the same run (goal ≥ 0.9).
  *
+ * Provisioning to first 200 is measured from an empty site directory: install (cached, or with
+ * BENCH_UNCACHED=1 into a temporary cache directory, removed afterwards), start, migrate, answer
+ * through the edge. RSS is reported per running site, for BENCH_SITES sites (default 2) running at once.
+ *
  * Run: `npm run -s build && node dist/bench/dataplane-ghost.js` (BENCH_SECONDS per round, 10;
- * BENCH_ROUNDS, 2; BENCH_CONCURRENCY, 8). Not part of `npm run bench`: a cold cache takes minutes.
+ * BENCH_ROUNDS, 2; BENCH_CONCURRENCY, 8; BENCH_SITES, 2; BENCH_UNCACHED=1 for a cold install).
+ * Not part of `npm run bench`: a cold cache takes minutes.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Edge } from '../dataplane/edge';
@@ -26,21 +32,26 @@ async function main(): Promise<void> {
   const seconds = Number(process.env.BENCH_SECONDS ?? 10);
   const rounds = Number(process.env.BENCH_ROUNDS ?? 2);
   const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 8);
-  const cache = new RuntimeCache();
+  const siteCount = Math.max(1, Number(process.env.BENCH_SITES ?? 2));
+  const coldRoot = process.env.BENCH_UNCACHED === '1' ? mkdtempSync(path.join(tmpdir(), 'bench-runtimes-')) : null;
+  const cache = new RuntimeCache(coldRoot ? { root: coldRoot } : {});
   const cached = (await cache.installed(GHOST)) !== null;
   const sup = new Supervisor();
   const edge = new Edge({ port: 0 });
   const sitesRoot = mkdtempSync(path.join(tmpdir(), 'bench-sites-'));
   const sites = new SiteHost({ cache, supervisor: sup, edge, sitesRoot });
   try {
-    let t = Date.now();
-    await sites.pullRuntime(GHOST);
-    console.log(`ensure ghost@${GHOST.version} (${cached ? 'cached' : 'cold'}): ${Date.now() - t} ms`);
     await edge.listen();
     const host = `bench.sites.localhost:${edge.port}`;
-    t = Date.now();
+    const t0 = Date.now();
+    await sites.pullRuntime(GHOST);
+    const ensureMs = Date.now() - t0;
+    let t = Date.now();
     const { port } = await sites.start({ siteId: 'bench', runtime: GHOST, url: `http://${host}/`, hosts: [host], memoryMb: 512 });
-    console.log(`start to first 200 through the edge: ${Date.now() - t} ms`);
+    await firstOk(edge.port, host);
+    console.log(
+      `provisioning to first 200 (${cached ? 'runtime cached' : 'runtime uncached'}): ${Date.now() - t0} ms (install ${ensureMs} ms, start to first 200 through the edge ${Date.now() - t} ms)`,
+    );
     await sites.setUp('bench', { name: 'Bench', email: 'bench@example.test', blogTitle: 'Bench' });
     const headers = { host };
     for (let r = 0; r < rounds; r++) {
@@ -50,11 +61,38 @@ async function main(): Promise<void> {
         `round ${r + 1}: direct ${direct.rps.toFixed(1)} req/s (p99 ${direct.p99.toFixed(0)} ms), edge ${via.rps.toFixed(1)} req/s (p99 ${via.p99.toFixed(0)} ms), ratio ${(via.rps / direct.rps).toFixed(2)}`,
       );
     }
-    console.log(`RSS of the site: ${Math.round((sup.status('bench')?.rssBytes ?? 0) / 1048576)} MiB`);
+    for (let i = 1; i < siteCount; i++) {
+      const h = `bench${i}.sites.localhost:${edge.port}`;
+      t = Date.now();
+      await sites.start({ siteId: `bench${i}`, runtime: GHOST, url: `http://${h}/`, hosts: [h], memoryMb: 512 });
+      await firstOk(edge.port, h);
+      console.log(`site ${i + 1}: start to first 200 (cached) ${Date.now() - t} ms`);
+    }
+    const ids = ['bench', ...Array.from({ length: siteCount - 1 }, (_, i) => `bench${i + 1}`)];
+    const rss = ids.map((id) => (sup.status(id)?.rssBytes ?? 0) / 1048576);
+    console.log(
+      `RSS per running site (${ids.length} running, after the load): ${rss.map((r) => `${Math.round(r)}`).join(', ')} MiB; mean ${Math.round(rss.reduce((a, b) => a + b, 0) / rss.length)} MiB`,
+    );
   } finally {
     await sup.removeAll();
     await edge.close();
     rmSync(sitesRoot, { recursive: true, force: true });
+    if (coldRoot) rmSync(coldRoot, { recursive: true, force: true });
+  }
+}
+
+/** Waits for `GET /` through the edge to answer 200. */
+async function firstOk(edgePort: number, host: string): Promise<void> {
+  for (;;) {
+    const status = await new Promise<number>((resolve) => {
+      const req = http.get({ host: '127.0.0.1', port: edgePort, path: '/', headers: { host }, agent: false }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      });
+      req.on('error', () => resolve(0));
+    });
+    if (status === 200) return;
+    await new Promise((r) => setTimeout(r, 100));
   }
 }
 

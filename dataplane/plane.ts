@@ -1,4 +1,5 @@
 import { Edge } from './edge';
+import { type ReconcileRegistry, Reconciler } from './reconcile';
 import { RuntimeCache } from './runtime-cache';
 import { SiteHost } from './sites';
 import { Supervisor } from './supervisor';
@@ -24,6 +25,10 @@ export interface DataPlaneOptions {
   sitesBaseUrl?: string;
   /** The runtime cache's root (default: `PLATFORM_RUNTIME_CACHE`, else the per-user cache). */
   cacheRoot?: string;
+  /** How often the reconcile passes run again after boot, in ms (default 30 s). */
+  reconcileIntervalMs?: number;
+  /** Where a failed reconcile pass is reported (the platform's log). */
+  onReconcileError?: (area: string, err: Error) => void;
 }
 
 /** What areas see of the data plane (the `dataPlane` kernel port). */
@@ -33,6 +38,11 @@ export interface DataPlanePort {
   readonly edgeUrl: string;
   /** A site's public address from its slug (`SITES_BASE_URL`). */
   siteUrl(slug: string): string;
+  /**
+   * The one reconcile loop (dataplane/reconcile.ts): an area registers a pass that starts and routes
+   * what its records say should run; it runs at registration (boot), periodically and on a kick.
+   */
+  readonly reconciler: ReconcileRegistry;
 }
 
 declare module '../core/ports' {
@@ -47,6 +57,7 @@ export class DataPlane implements DataPlanePort {
   readonly supervisor: Supervisor;
   readonly edge: Edge;
   readonly sites: SiteHost;
+  readonly reconciler: Reconciler;
   private port: number | null = null;
 
   constructor(private readonly o: DataPlaneOptions) {
@@ -54,6 +65,7 @@ export class DataPlane implements DataPlanePort {
     this.supervisor = new Supervisor();
     this.edge = new Edge({ port: o.edgePort, host: o.host });
     this.sites = new SiteHost({ cache: this.cache, supervisor: this.supervisor, edge: this.edge, sitesRoot: o.sitesRoot });
+    this.reconciler = new Reconciler({ intervalMs: o.reconcileIntervalMs, onError: o.onReconcileError });
   }
 
   /** Starts the edge's listener; answers its address. */
@@ -75,6 +87,7 @@ export class DataPlane implements DataPlanePort {
 
   /** Stops every workload (SIGTERM, then SIGKILL) and closes the edge. */
   async stop(): Promise<void> {
+    await this.reconciler.close();
     await this.supervisor.shutdown();
     await this.edge.close();
   }

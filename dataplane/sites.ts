@@ -1,7 +1,7 @@
-import { rm } from 'node:fs/promises';
+import { readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Edge } from './edge';
-import { GhostRunner, type GhostAdminAccess, type GhostOwner } from './ghost';
+import { contentDir, GhostRunner, type GhostAdminAccess, type GhostOwner } from './ghost';
 import type { InstalledRuntime, ProgressFn, RuntimeCache, RuntimeSpec } from './runtime-cache';
 import type { Supervisor, WorkloadStatus } from './supervisor';
 
@@ -66,6 +66,9 @@ export class SiteHost {
    */
   async start(site: HostedSite, onProgress?: ProgressFn): Promise<{ port: number; version: string; bootMs: number }> {
     const runtime = await this.pullRuntime(site.runtime, onProgress);
+    // A site this process does not run yet may still have a process left by a platform process that
+    // was killed (its children outlive it): two processes on one database must never run.
+    if (!this.o.supervisor.has(site.siteId)) await this.killStray(site.siteId);
     const entry = { ...site, runtimeDir: runtime.dir };
     this.sites.set(site.siteId, entry);
     this.o.edge.setState(site.siteId, 'restoring');
@@ -129,6 +132,52 @@ export class SiteHost {
     await this.resume(siteId);
   }
 
+  /**
+   * Routes the site at exactly `hosts` (a custom domain verified or replaced), keeping the state of its
+   * routes (a stopped site stays 503 on the new host too). No-op for a site not hosted here.
+   */
+  setHosts(siteId: string, hosts: string[]): void {
+    const site = this.sites.get(siteId);
+    if (!site) return;
+    const current = [...this.o.edge.table()].find(([, r]) => r.owner === siteId)?.[1];
+    site.hosts = [...hosts];
+    if (!current) return;
+    this.o.edge.remove({ owner: siteId });
+    this.o.edge.upsert(site.hosts, current);
+  }
+
+  /** The configuration the site's process was started with (undefined when not hosted). */
+  configOf(siteId: string): Record<string, string> | undefined {
+    const c = this.sites.get(siteId)?.config;
+    return c ? { ...c } : c;
+  }
+
+  /** The hosts the site is routed at here (empty when not hosted). */
+  hostsOf(siteId: string): string[] {
+    return [...(this.sites.get(siteId)?.hosts ?? [])];
+  }
+
+  /**
+   * Ends processes of this site that this supervisor did not start (found by the content path in their
+   * environment, Linux `/proc`): what a killed platform process left running.
+   */
+  private async killStray(siteId: string): Promise<void> {
+    const marker = `paths__contentPath=${contentDir(this.siteDir(siteId))}\0`;
+    const pids = await readdir('/proc').catch(() => [] as string[]);
+    for (const pid of pids.filter((d) => /^\d+$/.test(d) && Number(d) !== process.pid)) {
+      const env = await readFile(`/proc/${pid}/environ`, 'latin1').catch(() => '');
+      if (!`${env}\0`.includes(marker)) continue;
+      try {
+        process.kill(Number(pid), 'SIGKILL');
+      } catch {
+        continue;
+      }
+      // Gone, or a zombie (its environment reads empty): the port and the database file are free.
+      const alive = async () => `${await readFile(`/proc/${pid}/environ`, 'latin1').catch(() => '')}\0`.includes(marker);
+      for (let i = 0; i < 100 && (await alive()); i++) await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
   /** Marks the site's hosts as being restored (503) while its data is replaced. */
   markRestoring(siteId: string): void {
     this.o.edge.setState(siteId, 'restoring');
@@ -139,6 +188,7 @@ export class SiteHost {
     this.o.edge.remove({ owner: siteId });
     await this.o.supervisor.remove(siteId);
     this.sites.delete(siteId);
+    await this.killStray(siteId);
     if (!opts.keepFiles) await rm(this.siteDir(siteId), { recursive: true, force: true });
   }
 

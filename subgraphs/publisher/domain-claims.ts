@@ -42,6 +42,8 @@ export interface DomainClaimOptions {
   resolver: DnsResolver;
   claimTtlMs?: number;
   now?: () => number;
+  /** Told when the names a site is served at change (a domain verified, or a verified one replaced): the edge follows. */
+  onHostsChanged?: (siteId: string) => void;
 }
 
 /**
@@ -86,6 +88,7 @@ export class DomainClaims {
     };
     const updated = await this.models.Site.findOneAndUpdate({ _id: site._id }, { $set: fields }, { new: true }).lean();
     if (site.domain) await this.models.DomainClaim.deleteOne({ _id: site.domain, projectId: site._id });
+    if (site.domain && site.domainStatus === 'active') this.opts.onHostsChanged?.(site._id);
     return this.view(updated ?? { ...site, ...fields })!;
   }
 
@@ -126,6 +129,7 @@ export class DomainClaims {
       { $set: { domainStatus: 'active', domainExpiresAt: null, domainUpdatedAt: now, updatedAt: now } },
       { new: true },
     ).lean();
+    if (updated) this.opts.onHostsChanged?.(site._id);
     return updated ?? site;
   }
 

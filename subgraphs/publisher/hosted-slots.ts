@@ -1,7 +1,8 @@
-import { paymentRequired } from '../../core/errors';
+import { conflict, paymentRequired } from '../../core/errors';
 import { isDuplicateKey } from '../../core/mongo';
 import type { Plan, Principal } from '../../core/principal';
 import type { PublisherModels } from './model';
+import { defaultRuntime, findRuntime } from './runtime-catalog';
 
 /** Hosted sites an account may run, by plan (the `free` plan allows one); staging copies count. */
 export const HOSTED_SITE_LIMIT: Record<Plan, number> = { free: 1, pro: 100 };
@@ -12,14 +13,22 @@ export const HOSTED_SITE_LIMIT: Record<Plan, number> = { free: 1, pro: 100 };
  * release given twice never counts twice.
  */
 export class HostedSlots {
-  constructor(private readonly models: PublisherModels) {}
+  /**
+   * `nodeMemoryMb`: the memory this platform's node gives hosted sites (docs/decisions/0158-site-resources.md);
+   * every hosted site holding a slot reserves its runtime's memory floor from it. Null: unbounded.
+   */
+  constructor(
+    private readonly models: PublisherModels,
+    private readonly nodeMemoryMb: number | null = null,
+  ) {}
 
   /**
    * Takes a hosted-site slot of the plan for `siteId` (402 when none is left). Idempotent per site:
    * the quota lists the sites holding a slot, so a resumed create does not take a second one and a
    * release given twice does not free two.
    */
-  async reserve(p: Principal, siteId: string): Promise<void> {
+  async reserve(p: Principal, siteId: string, runtimeVersion?: string): Promise<void> {
+    if (runtimeVersion !== undefined) await this.checkNodeMemory(siteId, runtimeVersion);
     const limit = HOSTED_SITE_LIMIT[p.plan];
     try {
       const updated = await this.models.SiteQuota.findOneAndUpdate(
@@ -45,5 +54,33 @@ export class HostedSlots {
       { _id: accountId, holders: siteId },
       { $inc: { hostedSites: -1 }, $pull: { holders: siteId } },
     );
+  }
+
+  /**
+   * 409 `node_capacity_exhausted` when the node cannot give the site its runtime's memory floor beside
+   * the floors of the hosted sites that hold a slot (running, stopped or provisioning: any of them may
+   * start). A check, not a reservation: two creates racing for the last room may both pass (the
+   * floor is a floor; the process still starts, with its V8 ceiling).
+   */
+  private async checkNodeMemory(siteId: string, runtimeVersion: string): Promise<void> {
+    if (this.nodeMemoryMb === null) return;
+    const floor = (v: string) => (findRuntime(v) ?? defaultRuntime()).memoryFloorMb;
+    const quotas = await this.models.SiteQuota.find({}, { holders: 1 }).lean();
+    const holders = quotas.flatMap((q) => q.holders ?? []).filter((id) => id !== siteId);
+    const sites = holders.length
+      ? await this.models.Site.find(
+          { _id: { $in: holders }, deploymentMode: 'hosted', status: { $ne: 'deleted' } },
+          { runtimeVersion: 1 },
+        ).lean()
+      : [];
+    const used = sites.reduce((sum, s) => sum + floor(s.runtimeVersion), 0);
+    const wanted = floor(runtimeVersion);
+    if (used + wanted > this.nodeMemoryMb) {
+      throw conflict(
+        'node_capacity_exhausted',
+        `this node has no memory left for another site: ${used} of ${this.nodeMemoryMb} MiB are reserved by running sites and this runtime needs ${wanted} MiB`,
+        { node_memory_mb: this.nodeMemoryMb, reserved_mb: used, required_mb: wanted },
+      );
+    }
   }
 }

@@ -1,3 +1,4 @@
+import { totalmem } from 'node:os';
 import { CliUsageError, defineArea } from '../../core/area';
 import { parseDnsServers, SystemDnsResolver } from '../../core/dns/resolver';
 import { startDnsStandIn } from '../../core/dns/stand-in-server';
@@ -16,6 +17,8 @@ import { PublisherService } from './service';
 import { publisherSettings } from './settings';
 import { publisherModels } from './model';
 import { RealInfrastructure, siteCredentialsModel } from './real-infrastructure';
+import { siteReconcileWorker } from './site-reconcile';
+import { isRunning } from './site-locks';
 import { type Infrastructure, SimulatedInfrastructure } from './simulated-infrastructure';
 import { ProjectRef } from './types';
 
@@ -50,7 +53,15 @@ export default defineArea({
       credentials: siteCredentialsModel(ctx.conn),
       dataPlane: () => ctx.ports.get('dataPlane'),
       backups: new SiteBackups(backupStore(ctx.settings, ctx.config.DATA_DIR)),
+      mailRelayUrl: () => ctx.config.env.MAIL_SMTP_URL,
+      operationRunning: async (id) => isRunning(await ctx.engine.get(id)),
+      onReconcileFailure: (siteId, err) => ctx.log.warn({ siteId, err: err.message }, 'reconcile could not start a site'),
     });
+    // A change of the names a site is served at reaches the edge at once where this process runs the data plane.
+    const kickReconcile = () => {
+      if (ctx.settings.PUBLISHER_EXECUTOR === 'real' && ctx.ports.has('dataPlane'))
+        void ctx.ports.get('dataPlane').reconciler.kick('publisher');
+    };
     const nodes = new ConnectedNodes(ctx.conn);
     // A connected node's steps go to its agent; every other site's to the executor in force.
     const { infra, agentApi: nodeAgent } = connectedNodeServices({
@@ -71,9 +82,11 @@ export default defineArea({
       domains: {
         resolver: new SystemDnsResolver(parseDnsServers(ctx.settings.PUBLISHER_DNS_SERVERS)),
         claimTtlMs: ctx.settings.PUBLISHER_DOMAIN_CLAIM_TTL_MS,
+        onHostsChanged: kickReconcile,
       },
       features,
       infra,
+      nodeMemoryMb: nodeMemoryMb(ctx.settings),
       // Where this process runs the data plane, a site's address follows SITES_BASE_URL and the edge's port.
       siteUrl: (slug) =>
         ctx.ports.has('dataPlane') ? ctx.ports.get('dataPlane').siteUrl(slug) : `https://${slug}.${ctx.settings.SITES_DOMAIN}`,
@@ -92,6 +105,7 @@ export default defineArea({
   },
   executors: (s) => s.sites.executors(),
   workers: (s, ctx) => [
+    siteReconcileWorker(s, ctx),
     periodicWorker('publisher-domain-checks', ctx.settings.PUBLISHER_DOMAIN_CHECK_INTERVAL_MS, ctx.log, () =>
       s.sites.verifyPendingDomains(),
     ),
@@ -136,3 +150,9 @@ export default defineArea({
     ...nodeCliCommands,
   ],
 });
+
+/** The memory hosted sites may reserve on this node (PUBLISHER_NODE_MEMORY_MB; see settings.ts). */
+function nodeMemoryMb(s: { PUBLISHER_NODE_MEMORY_MB?: number; PUBLISHER_EXECUTOR: string }): number | null {
+  if (s.PUBLISHER_NODE_MEMORY_MB !== undefined) return s.PUBLISHER_NODE_MEMORY_MB;
+  return s.PUBLISHER_EXECUTOR === 'real' ? Math.max(0, Math.floor(totalmem() / 1048576) - 2048) : null;
+}

@@ -5,7 +5,7 @@ import { sleep } from '../../core/sleep';
 import type { PublisherModels, RecoveryPointDoc, SiteDoc } from './model';
 import { type ConnectedNodes, NODE_SILENT_MS, nodeAgentAlive } from './nodes';
 import { findRuntime, runtimeSpec } from './runtime-catalog';
-import type { Infrastructure, StepExtras } from './simulated-infrastructure';
+import type { Infrastructure, StepExtras, StepOutput } from './simulated-infrastructure';
 
 /**
  * The work of connected nodes (docs/decisions/0170-node-agent.md). The operation engine runs a
@@ -128,7 +128,7 @@ export class NodeRoutedInfrastructure implements Infrastructure {
     op?: { _id: string; projectId: string; resourceId?: string; input?: unknown; attempt?: number },
     idempotencyToken?: string,
     extras: StepExtras = {},
-  ): Promise<void> {
+  ): Promise<void | StepOutput> {
     const siteId = extras.siteId ?? op?.resourceId ?? op?.projectId;
     const site = op && siteId ? await this.d.models.Site.findById(siteId).lean() : null;
     if (!op || !site || site.deploymentMode !== 'connected_node' || !site.targetNodeId) {

@@ -5,6 +5,7 @@ import { decryptSecret, encryptSecret } from '../../core/secrets';
 import type { DataPlanePort } from '../../dataplane/plane';
 import type { SiteBackups } from '../../dataplane/site-backup';
 import type { HostedSite } from '../../dataplane/sites';
+import { providerKeyAad } from './mail-settings';
 import type { PublisherModels, RecoveryPointDoc, SiteDoc } from './model';
 import { findRuntime, runtimeSpec } from './runtime-catalog';
 import { type RealFault, RecoveryData } from './recovery-data';
@@ -72,6 +73,12 @@ export interface RealInfrastructureDeps {
   dataPlane: () => DataPlanePort;
   /** Where recovery points keep their bytes (the kernel's blob store). */
   backups: SiteBackups;
+  /** The platform's SMTP relay (`MAIL_SMTP_URL`, the SMTP sink stand-in by default), read at call time. */
+  mailRelayUrl?: () => string | undefined;
+  /** True while the operation holding a site's lifecycle lock has not finished (the lock is never cleared). */
+  operationRunning?: (operationId: string) => Promise<boolean>;
+  /** Where the reconcile pass reports a site it could not start. */
+  onReconcileFailure?: (siteId: string, err: Error) => void;
 }
 
 export class RealInfrastructure implements Infrastructure {
@@ -124,7 +131,7 @@ export class RealInfrastructure implements Infrastructure {
         return;
       }
       case 'start_runtime': {
-        const wanted = this.hosted(site, version);
+        const wanted = await this.hosted(site, version);
         if (host.isHosted(siteId) && host.releaseOf(siteId) === wanted.runtime.version) {
           await this.guard('site_unhealthy', () => host.resume(siteId));
         } else {
@@ -152,6 +159,41 @@ export class RealInfrastructure implements Infrastructure {
         return;
       default:
         throw new PlatformError('unknown_step', 500, `the real infrastructure has no step ${step}`);
+    }
+  }
+
+  /**
+   * The publishing area's reconcile pass (dataplane/reconcile.ts), run at boot, periodically and when
+   * a site's hosts or mail settings change: every hosted site whose record says `running` (with no
+   * operation in flight, and set up by this executor) is started and routed here; one already running
+   * is re-routed at its current hosts (a verified or replaced custom domain), and restarted when its
+   * configuration (mail) changed. Safe to run any number of times.
+   */
+  async reconcile(): Promise<void> {
+    const host = this.d.dataPlane().sites;
+    const sites = await this.d.models.Site.find({ status: 'running', deploymentMode: 'hosted' }).lean();
+    const busy = async (opId: string | null) => Boolean(opId && (await this.d.operationRunning?.(opId)));
+    for (const site of sites) {
+      try {
+        // An operation in flight owns the site (the engine resumes it after a restart).
+        if (await busy(site.activeOperationId)) continue;
+        // Only sites this executor set up: a record the simulated executor walked has no owner yet.
+        if (!(await this.d.credentials.exists({ _id: site._id }))) continue;
+        const wanted = await this.hosted(site, site.runtimeVersion);
+        if (host.isHosted(site._id) && host.releaseOf(site._id) === wanted.runtime.version) {
+          host.setHosts(site._id, wanted.hosts);
+          if (sameConfig(host.configOf(site._id), wanted.config) || host.metadata(site._id).state !== 'running') continue;
+        }
+        // Checked again just before starting: an operation that began meanwhile owns the site.
+        const still = await this.d.models.Site.exists({
+          _id: site._id,
+          status: 'running',
+          activeOperationId: site.activeOperationId,
+        });
+        if (still) await host.start(wanted);
+      } catch (e) {
+        this.d.onReconcileFailure?.(site._id, e as Error);
+      }
     }
   }
 
@@ -203,12 +245,54 @@ export class RealInfrastructure implements Infrastructure {
     return runtime;
   }
 
-  private hosted(site: SiteDoc, version: string): HostedSite {
+  private async hosted(site: SiteDoc, version: string): Promise<HostedSite> {
     const runtime = this.runtime(version);
     const url = site.siteUrl;
     const hosts = [new URL(url).hostname];
     if (site.domain && site.domainStatus === 'active') hosts.push(site.domain);
-    return { siteId: site._id, runtime: runtimeSpec(runtime), url, hosts, memoryMb: runtime.memoryFloorMb };
+    return {
+      siteId: site._id,
+      runtime: runtimeSpec(runtime),
+      url,
+      hosts,
+      memoryMb: runtime.memoryFloorMb,
+      config: await this.mailConfig(site),
+    };
+  }
+
+  /**
+   * The site's mail as Ghost configuration (docs/decisions/0157-site-mail.md): transactional mail
+   * (invitations, password resets) through the platform's SMTP relay from the site's verified sender,
+   * and the newsletter-provider mapping as Ghost's bulk-mail (Mailgun) settings. The provider key is
+   * decrypted here only to go into the site's process environment; it is never logged or served.
+   */
+  private async mailConfig(site: SiteDoc): Promise<Record<string, string>> {
+    const config: Record<string, string> = {};
+    const relay = this.d.mailRelayUrl?.();
+    if (relay) {
+      const u = new URL(relay);
+      const secure = u.protocol === 'smtps:';
+      Object.assign(config, {
+        mail__transport: 'SMTP',
+        mail__options__host: u.hostname.replace(/^\[|\]$/g, ''),
+        mail__options__port: u.port || (secure ? '465' : '25'),
+        mail__options__secure: String(secure),
+      });
+      if (u.username) {
+        config.mail__options__auth__user = decodeURIComponent(u.username);
+        config.mail__options__auth__pass = decodeURIComponent(u.password);
+      }
+    }
+    if (site.mailSenderEmail) config.mail__from = site.mailSenderEmail;
+    const provider = await this.d.models.NewsletterProvider.findById(site._id).lean();
+    if (provider?.apiKeyCiphertext) {
+      Object.assign(config, {
+        bulkEmail__mailgun__apiKey: decryptSecret(provider.apiKeyCiphertext, providerKeyAad(site._id)),
+        bulkEmail__mailgun__domain: provider.domain,
+        bulkEmail__mailgun__baseUrl: mailgunBaseUrl(provider.region),
+      });
+    }
+    return config;
   }
 
   private async guard<T>(code: string, fn: () => Promise<T>): Promise<T> {
@@ -219,4 +303,15 @@ export class RealInfrastructure implements Infrastructure {
       throw new PlatformError(code, 500, (e as Error).message);
     }
   }
+}
+
+/** Mailgun's API base of a region (`eu` has its own; every other region uses the default one). */
+export function mailgunBaseUrl(region: string): string {
+  return region === 'eu' ? 'https://api.eu.mailgun.net/v3' : 'https://api.mailgun.net/v3';
+}
+
+function sameConfig(a: Record<string, string> | undefined, b: Record<string, string> | undefined): boolean {
+  const norm = (c: Record<string, string> | undefined) =>
+    JSON.stringify(Object.entries(c ?? {}).sort(([x], [y]) => (x < y ? -1 : 1)));
+  return norm(a) === norm(b);
 }

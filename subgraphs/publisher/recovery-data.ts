@@ -82,7 +82,7 @@ export class RecoveryData {
     site: SiteDoc,
     version: string,
     input: unknown,
-    hosted: (version: string) => HostedSite,
+    hosted: (version: string) => Promise<HostedSite>,
   ): Promise<StepOutput | void> {
     const host = this.d.dataPlane().sites;
     const siteDir = host.siteDir(site._id);
@@ -140,7 +140,7 @@ export class RecoveryData {
           this.markRestoring(site._id);
           await b.restoreDatabase(part(point, 'database'), siteDir);
           await b.restoreContent(part(point, 'content'), siteDir);
-          await host.start(hosted(version));
+          await host.start(await hosted(version));
           return;
         }
       }

@@ -82,6 +82,8 @@ export interface PublisherDeps {
   infra: Infrastructure;
   /** A site's public address from its slug (the data plane's `SITES_BASE_URL`); default `https://<slug>.<sitesDomain>`. */
   siteUrl?: (slug: string) => string;
+  /** The memory this node gives hosted sites, in MiB (hosted-slots.ts); unset: unbounded. */
+  nodeMemoryMb?: number | null;
 }
 
 /**
@@ -105,7 +107,7 @@ export class PublisherService {
     const models = publisherModels(deps.conn);
     this.models = models;
     this.access = new SiteAccess(models, deps.features);
-    this.slots = new HostedSlots(models);
+    this.slots = new HostedSlots(models, deps.nodeMemoryMb ?? null);
     this.mail = new MailSettings(models, deps.senders);
     this.locks = new SiteLocks(models, deps.engine);
     this.domains = new DomainClaims(models, { sitesDomain: deps.sitesDomain, ...deps.domains });
@@ -266,7 +268,8 @@ export class PublisherService {
     const operationType = action === 'retry_provisioning' ? 'provision' : action;
     return this.locks.withLock(site, operationId, previous, async () => {
       // A provisioning that failed for good gave its slot back: retrying takes one again (402 when none is left).
-      if (action === 'retry_provisioning' && site.deploymentMode === 'hosted') await this.slots.reserve(p, site._id);
+      if (action === 'retry_provisioning' && site.deploymentMode === 'hosted')
+        await this.slots.reserve(p, site._id, site.runtimeVersion);
       return enqueueSiteOperation(this.deps.engine, p, projectId, operationType, operationId, {
         runtimeVersion: site.runtimeVersion,
       });

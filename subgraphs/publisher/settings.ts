@@ -44,6 +44,13 @@ export const publisherSettings = z.object({
     .int()
     .min(1000)
     .default(10 * 60_000),
+  /**
+   * The memory this node gives hosted sites, in MiB: each hosted site reserves its runtime's memory
+   * floor from it and a create that does not fit answers 409 `node_capacity_exhausted`
+   * (docs/decisions/0158-site-resources.md). Unset: the machine's memory less 2 GiB for the
+   * platform and its engines with the real executor; unbounded with the simulated one.
+   */
+  PUBLISHER_NODE_MEMORY_MB: z.coerce.number().int().min(1).optional(),
   /** Step delay of the simulated infrastructure executor, in milliseconds. */
   SIMULATED_STEP_DELAY_MS: z.coerce.number().int().min(0).default(600),
 });

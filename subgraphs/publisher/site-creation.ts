@@ -138,7 +138,7 @@ export class SiteCreation {
    */
   async newSite(p: Principal, fields: NewSiteFields, siteId: string = randomUUID()): Promise<SiteDoc> {
     const hosted = fields.deploymentMode === 'hosted';
-    if (hosted) await this.d.slots.reserve(p, siteId);
+    if (hosted) await this.d.slots.reserve(p, siteId, fields.runtimeVersion);
     try {
       return await this.createSiteRecord(p, fields, siteId);
     } catch (e) {
