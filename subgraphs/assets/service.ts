@@ -17,7 +17,7 @@ import type { AssetsSettings } from './settings';
 import { UploadCapabilities } from './capabilities';
 import { UploadSessions } from './upload-sessions';
 import { Uploads } from './uploads';
-import { Transforms } from './transforms';
+import { type DerivativeDoc, Transforms } from './transforms';
 
 export const SCOPES = {
   read: 'assets:read',
@@ -92,6 +92,19 @@ interface Deliverable {
   region: string;
 }
 
+/** What the composition gives the service besides its stores: answers from other areas and other modules. */
+export interface AssetsHooks {
+  /** Whether a key is live (the kernel's key-status port); default: always. */
+  keyLive?: (accountId: string, keyId: string) => Promise<boolean>;
+  /** May add to each revision-guarded update before it is written (the webhooks' outbox entry). */
+  prepareGuardedUpdate?: (
+    ref: { accountId: string; id: string; revision: number },
+    update: Record<string, unknown>,
+  ) => Record<string, unknown>;
+  /** Told of each derivative computed (the usage counters, views/usage.ts). */
+  onTransformComputed?: (d: DerivativeDoc) => void;
+}
+
 /** The rules of the assets area: every method takes the caller and answers only within its account. */
 export class AssetsService {
   readonly buckets: Buckets;
@@ -102,14 +115,11 @@ export class AssetsService {
   private readonly deliveryCache = new Map<string, { found: Deliverable | null; until: number }>();
   /**
    * Whether the key a derived write credential was made from (an upload capability, a session's
-   * signed URL) is still live (decision 0099). `index.ts` wires it to the kernel's key-status port.
+   * signed URL) is still live (decision 0099). The module wires it to the kernel's key-status port.
    */
-  keyLive: (accountId: string, keyId: string) => Promise<boolean> = async () => true;
-  /** May add to each revision-guarded update before it is written (the webhooks' outbox entry, issue 17). */
-  prepareGuardedUpdate: (
-    ref: { accountId: string; id: string; revision: number },
-    update: Record<string, unknown>,
-  ) => Record<string, unknown> = (_ref, update) => update;
+  readonly keyLive: (accountId: string, keyId: string) => Promise<boolean>;
+  /** May add to each revision-guarded update before it is written (the webhooks' outbox entry). */
+  readonly prepareGuardedUpdate: NonNullable<AssetsHooks['prepareGuardedUpdate']>;
 
   constructor(
     readonly m: AssetModels,
@@ -121,16 +131,18 @@ export class AssetsService {
     private readonly objectsTopic: () => string,
     /** Tells the outbox relay there is something to publish. */
     private readonly nudgeRelay: () => void = () => undefined,
+    hooks: AssetsHooks = {},
   ) {
+    this.keyLive = hooks.keyLive ?? (async () => true);
+    this.prepareGuardedUpdate = hooks.prepareGuardedUpdate ?? ((_ref, update) => update);
     this.buckets = new Buckets(m, settings.ASSETS_REGIONS);
-    this.uploads = new Uploads(m, blobs, this.buckets, scanner, settings, objectsTopic);
-    this.sessions = new UploadSessions(this);
-    this.capabilities = new UploadCapabilities(this);
-    this.transforms = new Transforms(this);
-    this.uploads.onStored = async (a) => {
+    this.uploads = new Uploads(m, blobs, this.buckets, scanner, settings, objectsTopic, async (a) => {
       await this.transforms.enqueueEager(a);
       this.nudge();
-    };
+    });
+    this.sessions = new UploadSessions(this);
+    this.capabilities = new UploadCapabilities(this);
+    this.transforms = new Transforms(this, hooks.onTransformComputed);
   }
 
   /** Who else wants to hear of new work (the assets worker, where workers run). */
