@@ -6,7 +6,7 @@ import { badRequest, conflict, notFound } from '../../core/errors';
 import { isDuplicateKey, model } from '../../core/mongo';
 import type { Principal } from '../../core/principal';
 import type { AssetDoc, AssetVersion } from './model';
-import type { AssetsService } from './service';
+import type { AssetAccess } from './asset-access';
 import { TransformLimiter } from './transform-limiter';
 
 /**
@@ -260,7 +260,7 @@ export class Transforms {
   private readonly defs = new Map<string, { doc: TransformationDoc | null; until: number }>();
 
   constructor(
-    private readonly assets: AssetsService,
+    private readonly assets: AssetAccess,
     /** Told of each derivative computed (the usage counters, views/usage.ts). */
     private readonly onComputed: (d: DerivativeDoc) => void = () => undefined,
   ) {
