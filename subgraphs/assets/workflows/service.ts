@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import type { AgentActionOperationLink, AgentActionsPort, DecidedAgentAction } from '../../../core/agent-actions';
 import { PlatformError, badRequest, conflict, notFound } from '../../../core/errors';
 import type { EventBus } from '../../../core/events/event-bus';
@@ -9,11 +8,12 @@ import { isDuplicateKey } from '../../../core/mongo';
 import type { OperationContext, OperationEngine } from '../../../core/operations/engine';
 import type { OperationEvent } from '../../../core/operations/store';
 import type { Ports } from '../../../core/ports';
-import { type Principal, requireScope, requireWriter } from '../../../core/principal';
+import type { Principal } from '../../../core/principal';
 import { SCOPES, type AssetsService } from '../service';
 import { moveAsset, tagAsset, transformAsset } from './actions';
 import { DEFAULT_APPROVAL_TTL_S, type StepDef, type StepType, STEP_CONFIGS } from './catalog';
 import { approvalEventEntry } from './activity';
+import { GovernedToolCalls } from './automation';
 import { WorkflowDefinitions } from './definitions';
 import { type Page, pageOf } from './paging';
 import { actionOperationId, approvalHash, runOperationId, stepApprovalId } from './ids';
@@ -28,7 +28,7 @@ import {
   type WorkflowModels,
   type WorkflowVersionDoc,
 } from './model';
-import { type GovernedTool, toolNamed } from '../mcp/tools';
+import type { GovernedTool } from '../mcp/tools';
 
 /** Operation types this file's executors run (registered in the area's `executors`). */
 export const OP_WORKFLOW_RUN = 'assets.workflow_run';
@@ -40,8 +40,7 @@ const APPROVAL_RISK: Record<ApprovalDoc['kind'], 'low' | 'medium' | 'high'> = {
 };
 /** How often pending approvals past their expiry are expired (and their runs failed): 30 s. */
 export const APPROVAL_SWEEP_MS = 30_000;
-/** `/automation` shows this many recent audits. */
-export const RECENT_AUDITS = 50;
+export { RECENT_AUDITS } from './automation';
 export { DEFAULT_PAGE, MAX_PAGE, type Page } from './paging';
 
 const workflowNotFound = () => notFound('assets.workflow_not_found', 'workflow not found');
@@ -69,6 +68,7 @@ export class WorkflowService {
   readonly relay: OutboxRelay;
 
   private readonly definitions: WorkflowDefinitions;
+  private readonly automation: GovernedToolCalls;
 
   constructor(readonly d: WorkflowDeps) {
     this.definitions = new WorkflowDefinitions({
@@ -77,6 +77,12 @@ export class WorkflowService {
       baseUrl: d.baseUrl,
       reader: (p) => this.reader(p),
       writer: (p) => this.writer(p),
+    });
+    this.automation = new GovernedToolCalls({
+      models: d.models,
+      assets: d.assets,
+      reader: (p) => this.reader(p),
+      insertApproval: (doc, summary) => this.insertApproval(doc, summary),
     });
     // Decisions nudge it at once; the idle scan is for other processes' writes (as the engine's).
     this.relay = new OutboxRelay({ models: [d.models.Approval], bus: d.bus, intervalMs: 1_000 });
@@ -753,94 +759,21 @@ export class WorkflowService {
     return a;
   }
 
+  // ---- automation: governed tool calls (automation.ts) -------------------------------------
+
   /** Performs an approved automation tool call (once: the operation's step records its result). */
-  async executeAction(ctx: OperationContext): Promise<unknown> {
-    const { approvalId } = ctx.op.input as { approvalId: string };
-    const a = await this.m.Approval.findById(approvalId).lean<ApprovalDoc>().exec();
-    if (!a || a.status !== 'approved' || !a.tool) return { skipped: true };
-    const t = toolNamed(a.tool.name);
-    if (!t) throw badRequest('assets.unknown_tool', `unknown tool ${a.tool.name}`);
-    return ctx.step('perform', () => t.perform(this.d.assets, a.actor, parseArgs(t, a.tool!.args)));
+  executeAction(ctx: OperationContext): Promise<unknown> {
+    return this.automation.executeAction(ctx);
   }
-
-  // ---- automation: governed tool calls ------------------------------------------------------------
-
-  /**
-   * One governed tool call (the MCP endpoint calls this): the key must hold the tool's scope; a
-   * read-only tool is performed now, any other becomes an approval. Every call leaves an audit.
-   */
-  async callTool(
+  callTool(
     p: Principal,
     t: GovernedTool,
     args: Record<string, unknown>,
   ): Promise<{ outcome: 'allowed' | 'approval_required'; result?: unknown; approval?: ApprovalDoc }> {
-    const audit = (outcome: AuditDoc['outcome'], errorCode: string | null, approvalId: string | null = null) =>
-      this.m.Audit.create({
-        _id: newId(),
-        accountId: p.accountId,
-        keyId: p.keyId,
-        tool: t.name,
-        scope: t.scope,
-        outcome,
-        errorCode,
-        approvalId,
-        createdAt: new Date(),
-      });
-    try {
-      // The tool's declared scope, nothing wider; a tool that changes things also needs a writer key.
-      if (t.readOnly) requireScope(p, t.scope);
-      else requireWriter(requireScope(p, t.scope));
-    } catch (e) {
-      await audit('refused', e instanceof PlatformError ? e.code : 'forbidden');
-      throw e;
-    }
-    if (t.readOnly) {
-      try {
-        const result = await t.perform(this.d.assets, p, args as never);
-        await audit('allowed', null);
-        return { outcome: 'allowed', result };
-      } catch (e) {
-        await audit('failed', e instanceof PlatformError ? e.code : 'internal_error');
-        throw e;
-      }
-    }
-    const now = new Date();
-    const id = newId();
-    const actionKey = `assets.${t.name}`;
-    const approval: ApprovalDoc = {
-      _id: id,
-      accountId: p.accountId,
-      kind: 'automation_tool',
-      actionKey,
-      actionHash: approvalHash([id, actionKey, args]),
-      title: `${t.title} (automation)`,
-      status: 'pending',
-      projectId: null,
-      runId: null,
-      stepId: null,
-      tool: { name: t.name, args, scope: t.scope },
-      requestedBy: { type: 'api_key', id: p.keyId },
-      actor: p,
-      expiresAt: new Date(now.getTime() + DEFAULT_APPROVAL_TTL_S * 1000),
-      decidedAt: null,
-      decidedBy: null,
-      note: null,
-      operationId: null,
-      outbox: [],
-      createdAt: now,
-      updatedAt: now,
-    };
-    await this.insertApproval(
-      approval,
-      `Governed tool ${t.name} (scope ${t.scope}) with arguments ${Object.keys(args).sort().join(', ') || 'none'}`,
-    );
-    await audit('approval_required', null, id);
-    return { outcome: 'approval_required', approval };
+    return this.automation.callTool(p, t, args);
   }
-
-  async recentAudits(p: Principal | null): Promise<AuditDoc[]> {
-    const { accountId } = this.reader(p);
-    return this.m.Audit.find({ accountId }).sort({ createdAt: -1 }).limit(RECENT_AUDITS).lean<AuditDoc[]>().exec();
+  recentAudits(p: Principal | null): Promise<AuditDoc[]> {
+    return this.automation.recentAudits(p);
   }
 
   private page<T extends { _id: string; createdAt: Date }>(
@@ -856,8 +789,4 @@ export class WorkflowService {
 
 function withStep(steps: RunStepDoc[], i: number, patch: Partial<RunStepDoc>): RunStepDoc[] {
   return steps.map((s, j) => (j === i ? { ...s, ...patch } : s));
-}
-
-function parseArgs(t: GovernedTool, args: Record<string, unknown>) {
-  return z.object(t.input).strict().parse(args) as never;
 }
