@@ -69,7 +69,7 @@ export async function main(argv: string[]): Promise<void> {
         return;
       }
       case 'new-route': {
-        if (rest.length !== 3) fail('new-route takes AREA METHOD PATH (npm run new:route AREA METHOD PATH)');
+        if (rest.length !== 3) fail('new-route takes AREA[/MODULE] METHOD PATH (npm run new:route AREA[/MODULE] METHOD PATH)');
         const files = await newRoute(rest[0], rest[1], rest[2]);
         process.stdout.write(`wrote ${files.join(', ')}\nnext: the resolver and service method, then npm run compose\n`);
         return;

@@ -5,7 +5,7 @@ import { CliUsageError } from '../core/area';
 import { projectRoot } from '../core/paths';
 
 /**
- * `npm run new:area NAME` and `npm run new:route AREA METHOD PATH`: write the files an area or a
+ * `npm run new:area NAME` and `npm run new:route AREA[/MODULE] METHOD PATH`: write the files an area or a
  * route needs, in the shape every area follows (docs/decisions/0006-area-shape.md). The generated
  * area composes, answers one query through the router and one REST route through the bridge.
  */
@@ -209,9 +209,17 @@ export function routeFiles(
   return { row, operation, document };
 }
 
-export async function newRoute(area: string, method: string, routePath: string, root = projectRoot()): Promise<string[]> {
+/**
+ * Appends a row to an area's `routes.ts`, or with `AREA/MODULE` to that module's
+ * (`subgraphs/<area>/<module>/routes.ts`, docs/decisions/0180-assets-modules.md); the document goes
+ * where the area's documents are read (`subgraphs/<area>/operations/`).
+ */
+export async function newRoute(target: string, method: string, routePath: string, root = projectRoot()): Promise<string[]> {
+  const [area, module, ...more] = target.split('/');
+  if (!area || more.length > 0 || module === '') throw new CliUsageError('new:route takes AREA or AREA/MODULE');
   const dir = path.join(root, 'subgraphs', area);
-  if (!existsSync(path.join(dir, 'routes.ts'))) throw new CliUsageError(`subgraphs/${area}/routes.ts does not exist`);
+  const routesFile = path.join(dir, ...(module ? [module] : []), 'routes.ts');
+  if (!existsSync(routesFile)) throw new CliUsageError(`${path.relative(root, routesFile)} does not exist`);
   const upper = method.toUpperCase();
   if (!(METHODS as readonly string[]).includes(upper)) throw new CliUsageError(`new:route takes one of ${METHODS.join(', ')}`);
   if (!routePath.startsWith('/')) throw new CliUsageError('new:route takes a path starting with /, e.g. /api/v1/x/{id}');
@@ -220,10 +228,11 @@ export async function newRoute(area: string, method: string, routePath: string, 
   if (existsSync(docFile)) throw new CliUsageError(`${path.relative(root, docFile)} exists already`);
   await mkdir(path.dirname(docFile), { recursive: true });
   await writeFile(docFile, document);
-  const routesFile = path.join(dir, 'routes.ts');
   let routes = await readFile(routesFile, 'utf8');
-  if (row.includes('camelKeys(') && !/import[^;]*\bcamelKeys\b/.test(routes)) {
-    routes = `import { camelKeys } from '../../core/field-names';\n${routes}`;
+  if (row.includes('camelKeys(') && !/import[^;]*camelKeys/.test(routes)) {
+    const kernel = path.relative(path.dirname(routesFile), path.join(root, 'core', 'field-names')).split(path.sep).join('/');
+    routes = `import { camelKeys } from '${kernel}';
+${routes}`;
   }
   const end = routes.lastIndexOf('];');
   await writeFile(routesFile, routes.slice(0, end) + row + routes.slice(end));

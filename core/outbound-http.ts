@@ -161,6 +161,35 @@ const agents = {
 };
 
 /**
+ * The one outbound request of the platform: to a checked target, connecting only to its pinned
+ * address (a DNS answer that changes after the check cannot move it); never follows a redirect.
+ */
+export function requestPinned(
+  target: CheckedTarget,
+  opts: Pick<http.RequestOptions, 'method' | 'headers' | 'agent' | 'timeout'>,
+  onResponse: (res: http.IncomingMessage) => void,
+): http.ClientRequest {
+  const { url, address, family } = target;
+  const pinned: LookupFunction = (_host, options, cb) => {
+    if ((options as { all?: boolean }).all)
+      (cb as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address, family }]);
+    else cb(null, address, family);
+  };
+  const isHttps = url.protocol === 'https:';
+  return (isHttps ? https : http).request(
+    {
+      protocol: url.protocol,
+      hostname: hostOf(url),
+      port: url.port || (isHttps ? 443 : 80),
+      path: `${url.pathname}${url.search}`,
+      lookup: pinned,
+      ...opts,
+    },
+    onResponse,
+  );
+}
+
+/**
  * POSTs `body` to a checked target, connecting only to its pinned address. Rejects on timeout
  * (`timeoutMs` for the whole exchange) and network errors; never follows a redirect.
  */
@@ -170,22 +199,12 @@ export function postPinned(
   headers: Record<string, string>,
   opts: { timeoutMs: number; maxExcerptBytes: number },
 ): Promise<PostResult> {
-  const { url, address, family } = target;
-  const pinned: LookupFunction = (_host, options, cb) => {
-    if ((options as { all?: boolean }).all)
-      (cb as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address, family }]);
-    else cb(null, address, family);
-  };
-  const isHttps = url.protocol === 'https:';
+  const isHttps = target.url.protocol === 'https:';
   return new Promise((resolve, reject) => {
-    const req = (isHttps ? https : http).request(
+    const req = requestPinned(
+      target,
       {
-        protocol: url.protocol,
-        hostname: hostOf(url),
-        port: url.port || (isHttps ? 443 : 80),
-        path: `${url.pathname}${url.search}`,
         method: 'POST',
-        lookup: pinned,
         agent: isHttps ? agents.https : agents.http,
         headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...headers },
       },

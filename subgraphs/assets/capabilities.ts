@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { badRequest } from '../../core/errors';
 import type { Principal } from '../../core/principal';
-import type { AssetsService } from './service';
+import type { AssetAccess } from './asset-access';
 
 /** Browser upload capabilities (spec 5.7): 10 minutes by default, at most one hour. */
 export const CAPABILITY_DEFAULT_SECONDS = 600;
@@ -23,7 +23,7 @@ interface CapabilityClaims {
  * bucket and folder) through `{base_url}/assets/widget` without the API key: HMAC-signed claims.
  */
 export class UploadCapabilities {
-  constructor(private readonly assets: AssetsService) {}
+  constructor(private readonly assets: AssetAccess) {}
 
   private sign(body: string): string {
     return createHmac('sha256', this.assets.cfg.INTERNAL_SIGNING_KEY).update(`assets-capability:${body}`).digest('base64url');

@@ -1,23 +1,25 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Config } from '../../core/config';
 import { decodeCursor, encodeCursor } from '../../core/cursors';
 import { PlatformError, badRequest, notFound } from '../../core/errors';
 import { checkCacheControl, checkKey, checkMetadataSize, checkOriginalName, checkVisibility } from './asset-fields';
-import { newId } from '../../core/ids';
 import { isDuplicateKey } from '../../core/mongo';
 import { type Principal, requireScope, requireWriter } from '../../core/principal';
 import type { BlobStore } from '../../core/blobs/blob-store';
 import { type BucketInput, Buckets } from './buckets';
 import { type ContentPolicy, DEFAULT_POLICY, policyOf } from './content-policy';
 import { objectEventEntry } from './events';
-import type { AssetDoc, AssetModels, AssetVersion, GrantDoc, JobDoc } from './model';
+import type { AssetDoc, AssetModels, AssetVersion, JobDoc } from './model';
 import { requiredRevision, revisionStale } from './revisions';
 import type { Scanner } from './scanner';
 import type { AssetsSettings } from './settings';
 import { UploadCapabilities } from './capabilities';
 import { UploadSessions } from './upload-sessions';
 import { Uploads } from './uploads';
-import { Transforms } from './transforms';
+import { type DerivativeDoc, Transforms } from './transforms';
+import type { AssetAccess } from './asset-access';
+import { AssetDelivery } from './delivery';
+import { DeleteJobs } from './delete-jobs';
+import { Replication } from './replication';
 
 export const SCOPES = {
   read: 'assets:read',
@@ -76,40 +78,39 @@ export interface AssetPatch {
 
 const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const assetNotFound = () => notFound('assets.not_found', 'asset not found');
-const jobNotFound = () => notFound('assets.job_not_found', 'job not found');
 export const BRANCH_RE = /^[a-zA-Z0-9][a-zA-Z0-9._-]{0,63}$/;
-/**
- * Public delivery remembers a resolved asset for 1 s (a CDN edge caches far longer): the hot path
- * then costs no database round trip. Changes made in this process forget the entry at once; another
- * process's change is seen within the second.
- */
-export const DELIVERY_CACHE_MS = 1000;
-const DELIVERY_CACHE_MAX = 10_000;
+export { DELIVERY_CACHE_MS } from './delivery';
 
-interface Deliverable {
-  asset: AssetDoc;
-  version: AssetVersion;
-  region: string;
+/** What the composition gives the service besides its stores: answers from other areas and other modules. */
+export interface AssetsHooks {
+  /** Whether a key is live (the kernel's key-status port); default: always. */
+  keyLive?: (accountId: string, keyId: string) => Promise<boolean>;
+  /** May add to each revision-guarded update before it is written (the webhooks' outbox entry). */
+  prepareGuardedUpdate?: (
+    ref: { accountId: string; id: string; revision: number },
+    update: Record<string, unknown>,
+  ) => Record<string, unknown>;
+  /** Told of each derivative computed (the usage counters, views/usage.ts). */
+  onTransformComputed?: (d: DerivativeDoc) => void;
 }
 
 /** The rules of the assets area: every method takes the caller and answers only within its account. */
-export class AssetsService {
+export class AssetsService implements AssetAccess {
   readonly buckets: Buckets;
   readonly uploads: Uploads;
   readonly sessions: UploadSessions;
   readonly capabilities: UploadCapabilities;
   readonly transforms: Transforms;
-  private readonly deliveryCache = new Map<string, { found: Deliverable | null; until: number }>();
+  private readonly delivery: AssetDelivery;
+  private readonly deleteJobs: DeleteJobs;
+  private readonly replication: Replication;
   /**
    * Whether the key a derived write credential was made from (an upload capability, a session's
-   * signed URL) is still live (decision 0099). `index.ts` wires it to the kernel's key-status port.
+   * signed URL) is still live (decision 0099). The module wires it to the kernel's key-status port.
    */
-  keyLive: (accountId: string, keyId: string) => Promise<boolean> = async () => true;
-  /** May add to each revision-guarded update before it is written (the webhooks' outbox entry, issue 17). */
-  prepareGuardedUpdate: (
-    ref: { accountId: string; id: string; revision: number },
-    update: Record<string, unknown>,
-  ) => Record<string, unknown> = (_ref, update) => update;
+  readonly keyLive: (accountId: string, keyId: string) => Promise<boolean>;
+  /** May add to each revision-guarded update before it is written (the webhooks' outbox entry). */
+  readonly prepareGuardedUpdate: NonNullable<AssetsHooks['prepareGuardedUpdate']>;
 
   constructor(
     readonly m: AssetModels,
@@ -121,16 +122,32 @@ export class AssetsService {
     private readonly objectsTopic: () => string,
     /** Tells the outbox relay there is something to publish. */
     private readonly nudgeRelay: () => void = () => undefined,
+    hooks: AssetsHooks = {},
   ) {
+    this.keyLive = hooks.keyLive ?? (async () => true);
+    this.prepareGuardedUpdate = hooks.prepareGuardedUpdate ?? ((_ref, update) => update);
     this.buckets = new Buckets(m, settings.ASSETS_REGIONS);
-    this.uploads = new Uploads(m, blobs, this.buckets, scanner, settings, objectsTopic);
-    this.sessions = new UploadSessions(this);
-    this.capabilities = new UploadCapabilities(this);
-    this.transforms = new Transforms(this);
-    this.uploads.onStored = async (a) => {
+    this.uploads = new Uploads(m, blobs, this.buckets, scanner, settings, objectsTopic, async (a) => {
       await this.transforms.enqueueEager(a);
       this.nudge();
-    };
+    });
+    this.sessions = new UploadSessions(this);
+    this.capabilities = new UploadCapabilities(this);
+    this.transforms = new Transforms(this, hooks.onTransformComputed);
+    this.delivery = new AssetDelivery(m, blobs, cfg);
+    this.replication = new Replication({ m, blobs, forget: (id) => this.forget(id) });
+    this.deleteJobs = new DeleteJobs({
+      m,
+      settings,
+      uploads: this.uploads,
+      objectsTopic,
+      nudge: () => this.nudge(),
+      forget: (id) => this.forget(id),
+      reader: (p) => this.reader(p),
+      writer: (p) => this.writer(p),
+      get: (p, id) => this.get(p, id),
+      guardedUpdate: (accountId, id, revision, requested) => this.guardedUpdate(accountId, id, revision, requested),
+    });
   }
 
   /** Who else wants to hear of new work (the assets worker, where workers run). */
@@ -456,149 +473,22 @@ export class AssetsService {
     return this.promoteVersion(p, id, ifMatch, branch.version);
   }
 
-  // ---- delete jobs --------------------------------------------------------------------------
+  // ---- delete jobs (delete-jobs.ts) ---------------------------------------------------------
 
-  /** Revision-checked asynchronous delete: the asset goes `deleting` and a job removes its bytes. */
-  async requestDelete(p: Principal | null, id: string, ifMatch: string | null | undefined): Promise<JobDoc> {
-    const { accountId } = this.writer(p);
-    const revision = requiredRevision(ifMatch);
-    const current = await this.get(p, id);
-    if (current.status === 'deleting') throw assetNotFound();
-    const now = new Date();
-    const job: JobDoc = {
-      _id: newId(),
-      accountId,
-      type: 'delete',
-      assetId: id,
-      status: 'queued',
-      error: null,
-      priorStatus: current.status,
-      leaseUntil: null,
-      snapshot: null,
-      outbox: [],
-      createdAt: now,
-      updatedAt: now,
-      finishedAt: null,
-    };
-    await this.m.Job.create(job);
-    try {
-      await this.guardedUpdate(accountId, id, revision, { $set: { status: 'deleting', updatedAt: now }, $inc: { revision: 1 } });
-    } catch (e) {
-      await this.m.Job.deleteOne({ _id: job._id });
-      throw e;
-    }
-    return job;
+  requestDelete(p: Principal | null, id: string, ifMatch: string | null | undefined): Promise<JobDoc> {
+    return this.deleteJobs.requestDelete(p, id, ifMatch);
   }
-
-  async getJob(p: Principal | null, jobId: string): Promise<JobDoc> {
-    const { accountId } = this.reader(p);
-    const job = await this.m.Job.findOne({ _id: jobId, accountId }, { outbox: 0 }).lean<JobDoc>().exec();
-    if (!job) throw jobNotFound();
-    return job;
+  getJob(p: Principal | null, jobId: string): Promise<JobDoc> {
+    return this.deleteJobs.getJob(p, jobId);
   }
-
-  /** A queued job can be cancelled (the asset returns to its state); a running or finished one cannot. */
-  async cancelJob(p: Principal | null, jobId: string): Promise<JobDoc> {
-    const { accountId } = this.writer(p);
-    const job = await this.getJob(p, jobId);
-    const now = new Date();
-    const cancelled = await this.m.Job.findOneAndUpdate(
-      { _id: jobId, accountId, status: 'queued' },
-      { $set: { status: 'cancelled', updatedAt: now, finishedAt: now } },
-      { new: true, projection: { outbox: 0 } },
-    )
-      .lean<JobDoc>()
-      .exec();
-    if (!cancelled) {
-      throw new PlatformError('assets.job_not_cancellable', 409, `the job is ${job.status} and can no longer be cancelled`, {
-        status: job.status,
-      });
-    }
-    this.forget(job.assetId);
-    await this.m.Asset.updateOne(
-      { _id: job.assetId, accountId, status: 'deleting' },
-      { $set: { status: job.priorStatus ?? 'ready', updatedAt: now }, $inc: { revision: 1 } },
-    );
-    return cancelled;
+  cancelJob(p: Principal | null, jobId: string): Promise<JobDoc> {
+    return this.deleteJobs.cancelJob(p, jobId);
   }
-
-  /**
-   * Runs one delete job: removes bytes no other version uses from every region, then the record,
-   * then marks the job done with the `object.deleted` event in the same write. Safe to run again
-   * after a crash at any point.
-   */
-  async runDeleteJob(job: JobDoc): Promise<void> {
-    this.forget(job.assetId);
-    const asset = await this.m.Asset.findOne({ _id: job.assetId, accountId: job.accountId }).lean<AssetDoc>().exec();
-    let snapshot = job.snapshot;
-    if (asset) {
-      snapshot = {
-        bucketId: asset.bucketId,
-        key: asset.key,
-        versions: asset.versions,
-        homeRegion: asset.homeRegion,
-        replicaRegions: asset.replicaRegions,
-      };
-      await this.m.Job.updateOne({ _id: job._id }, { $set: { snapshot } });
-      const regions = [asset.homeRegion, ...asset.replicaRegions];
-      for (const sha of new Set(asset.versions.map((v) => v.sha256)))
-        await this.uploads.dropBlobIfUnused(sha, regions, asset._id);
-      const res = await this.m.Asset.deleteOne({ _id: asset._id, status: 'deleting' });
-      if (res.deletedCount === 1)
-        await this.uploads.release(
-          job.accountId,
-          asset.versions.reduce((s, v) => s + v.size, 0),
-        );
-    }
-    const now = new Date();
-    const last = snapshot?.versions[snapshot.versions.length - 1];
-    const events = snapshot
-      ? [
-          objectEventEntry(this.objectsTopic(), {
-            type: 'object.deleted',
-            asset: { _id: job.assetId, accountId: job.accountId, bucketId: snapshot.bucketId, key: snapshot.key },
-            version: asset?.currentVersion ?? last?.number ?? 0,
-            size: asset?.size ?? last?.size ?? 0,
-            contentType: asset?.mimeType ?? last?.mimeType ?? null,
-            sha256: null,
-          }),
-        ]
-      : [];
-    await this.m.Job.updateOne(
-      { _id: job._id, status: 'running' },
-      { $set: { status: 'succeeded', updatedAt: now, finishedAt: now, leaseUntil: null }, $push: { outbox: { $each: events } } },
-    );
-    this.nudge();
+  runDeleteJob(job: JobDoc): Promise<void> {
+    return this.deleteJobs.runDeleteJob(job);
   }
-
-  /** Claims the next due delete job (queued past the delay, or running with a lapsed lease). */
-  async claimJob(leaseMs = 30_000): Promise<JobDoc | null> {
-    const now = new Date();
-    const due = new Date(now.getTime() - this.settings.ASSETS_DELETE_DELAY_MS);
-    const candidates = await this.m.Job.find(
-      {
-        $or: [
-          { status: 'queued', createdAt: { $lte: due } },
-          { status: 'running', leaseUntil: { $lt: now } },
-        ],
-      },
-      { _id: 1, status: 1, leaseUntil: 1 },
-    )
-      .sort({ createdAt: 1 })
-      .limit(10)
-      .lean<JobDoc[]>()
-      .exec();
-    for (const c of candidates) {
-      const claimed = await this.m.Job.findOneAndUpdate(
-        { _id: c._id, status: c.status, leaseUntil: c.leaseUntil },
-        { $set: { status: 'running', leaseUntil: new Date(now.getTime() + leaseMs), updatedAt: now } },
-        { new: true },
-      )
-        .lean<JobDoc>()
-        .exec();
-      if (claimed) return claimed;
-    }
-    return null;
+  claimJob(leaseMs?: number): Promise<JobDoc | null> {
+    return this.deleteJobs.claimJob(leaseMs);
   }
 
   /** Spec 4.3 purge: requests cache invalidation. The local CDN keeps no cache, so it is done at once. */
@@ -609,50 +499,15 @@ export class AssetsService {
     return asset;
   }
 
-  // ---- replication --------------------------------------------------------------------------
-
-  /**
-   * Copies pending assets' current bytes into their replica regions; returns how many it finished.
-   * Only committed assets (not `processing`): their home copy exists. A failed copy stays `pending`
-   * and is retried next round, unless the home copy itself is gone (`failed`).
-   */
-  async replicateOnce(batch = 20): Promise<number> {
-    const pending = await this.m.Asset.find(
-      { replicationStatus: 'pending', status: { $in: ['ready', 'quarantined'] } },
-      { outbox: 0 },
-    )
-      .limit(batch)
-      .lean<AssetDoc[]>()
-      .exec();
-    let done = 0;
-    for (const a of pending) {
-      const sha = a.checksum;
-      const copied: string[] = [];
-      let failed = false;
-      for (const r of a.replicaRegions) {
-        try {
-          await this.blobs.copy(a.homeRegion, r, sha);
-          copied.push(r);
-        } catch {
-          failed = true;
-        }
-      }
-      if (failed && (await this.blobs.stat(a.homeRegion, sha)) !== null) continue;
-      await this.m.Asset.updateOne(
-        { _id: a._id, replicationStatus: 'pending', checksum: sha },
-        { $set: { replicationStatus: failed ? 'failed' : 'replicated', replicatedRegions: copied } },
-      );
-      this.forget(a._id);
-      done++;
-    }
-    return done;
-  }
-
   // ---- signed URLs and delivery -------------------------------------------------------------
 
-  private grantMac(grantId: string): string {
-    return createHmac('sha256', this.cfg.INTERNAL_SIGNING_KEY).update(`assets-grant:${grantId}`).digest('base64url');
+  // ---- replication (replication.ts) ---------------------------------------------------------
+
+  replicateOnce(batch?: number): Promise<number> {
+    return this.replication.replicateOnce(batch);
   }
+
+  // ---- signed URLs and delivery (delivery.ts) -------------------------------------------------
 
   async signedUrl(
     p: Principal | null,
@@ -677,97 +532,26 @@ export class AssetsService {
     }
     const asset = await this.get(p, id);
     if (asset.status === 'deleting') throw assetNotFound();
-    const now = new Date();
-    const grant: GrantDoc = {
-      _id: newId(),
-      accountId,
-      assetId: id,
-      version: asset.currentVersion,
-      expiresAt: new Date(now.getTime() + expiresIn * 1000),
-      maxDownloads: maxDownloads ?? null,
-      downloads: 0,
-      createdAt: now,
-    };
-    await this.m.Grant.create(grant);
-    const token = `${grant._id}.${this.grantMac(grant._id)}`;
-    const name = encodeURIComponent(asset.originalName);
-    const url = `${this.cfg.cdnUrl}/private/assets/${id}/versions/${grant.version}/${name}?token=${encodeURIComponent(token)}`;
-    return { url, expiresAt: grant.expiresAt, maxDownloads: grant.maxDownloads };
+    return this.delivery.grantUrl(accountId, asset, expiresIn, maxDownloads ?? null);
   }
 
-  /** Where a deliverable version's bytes are: the home copy, else a replica that has them. */
-  async locate(asset: AssetDoc, sha256: string): Promise<string | null> {
-    for (const r of [asset.homeRegion, ...asset.replicatedRegions]) {
-      if ((await this.blobs.stat(r, sha256)) !== null) return r;
-    }
-    return null;
+  locate(asset: AssetDoc, sha256: string) {
+    return this.delivery.locate(asset, sha256);
   }
-
   /** Drops a cached delivery decision (after any change to the asset in this process). */
   forget(assetId: string): void {
-    this.deliveryCache.delete(assetId);
+    this.delivery.forget(assetId);
   }
-
-  private async resolvePublic(assetId: string): Promise<Deliverable | null> {
-    const asset = await this.m.Asset.findOne({ _id: assetId }, { outbox: 0 }).lean<AssetDoc>().exec();
-    if (!asset || asset.visibility !== 'public' || asset.status !== 'ready') return null;
-    const version = asset.versions.find((v) => v.number === asset.currentVersion);
-    if (!version) return null;
-    const region = await this.locate(asset, version.sha256);
-    return region ? { asset, version, region } : null;
+  publicCurrent(assetId: string) {
+    return this.delivery.publicCurrent(assetId);
   }
-
-  /** A public asset's current version (the cached delivery decision), or null. */
-  async publicCurrent(assetId: string): Promise<Deliverable | null> {
-    const now = Date.now();
-    let entry = this.deliveryCache.get(assetId);
-    if (!entry || entry.until <= now) {
-      entry = { found: await this.resolvePublic(assetId), until: now + DELIVERY_CACHE_MS };
-      if (this.deliveryCache.size >= DELIVERY_CACHE_MAX) this.deliveryCache.clear();
-      this.deliveryCache.set(assetId, entry);
-    }
-    return entry.found;
+  anyAsset(assetId: string) {
+    return this.delivery.anyAsset(assetId);
   }
-
-  /** An asset record by id (any account): only for addresses already authorised by a signature. */
-  async anyAsset(assetId: string): Promise<AssetDoc | null> {
-    return this.m.Asset.findOne({ _id: assetId }, { outbox: 0 }).lean<AssetDoc>().exec();
+  publicDelivery(assetId: string, versionId: string) {
+    return this.delivery.publicDelivery(assetId, versionId);
   }
-
-  /** A public asset's current version, or null (404) when it is not deliverable. */
-  async publicDelivery(assetId: string, versionId: string): Promise<Deliverable | null> {
-    const found = await this.publicCurrent(assetId);
-    return found && String(found.asset.currentVersion) === versionId ? found : null;
-  }
-
-  /**
-   * A signed private version: the token must be this asset's and version's, unexpired, and, with
-   * `max_downloads`, not used up — counted by one conditional `$inc`, so concurrent downloads
-   * cannot exceed it.
-   */
-  async signedDelivery(
-    assetId: string,
-    versionId: string,
-    token: string | undefined,
-  ): Promise<{ asset: AssetDoc; version: AssetVersion; region: string } | null> {
-    if (!token) return null;
-    const [grantId, mac] = token.split('.');
-    if (!grantId || !mac) return null;
-    const expected = Buffer.from(this.grantMac(grantId));
-    if (mac.length !== expected.length || !timingSafeEqual(Buffer.from(mac), expected)) return null;
-    const grant = await this.m.Grant.findById(grantId).lean<GrantDoc>().exec();
-    if (!grant || grant.assetId !== assetId || String(grant.version) !== versionId) return null;
-    const asset = await this.m.Asset.findOne({ _id: assetId, accountId: grant.accountId }, { outbox: 0 }).lean<AssetDoc>().exec();
-    if (!asset || asset.status !== 'ready') return null;
-    const version = asset.versions.find((v) => v.number === grant.version);
-    if (!version) return null;
-    const region = await this.locate(asset, version.sha256);
-    if (!region) return null;
-    const now = new Date();
-    const filter: Record<string, unknown> = { _id: grantId, expiresAt: { $gt: now } };
-    if (grant.maxDownloads !== null) filter.downloads = { $lt: grant.maxDownloads };
-    const res = await this.m.Grant.updateOne(filter, { $inc: { downloads: 1 } });
-    if (res.modifiedCount !== 1) return null;
-    return { asset, version, region };
+  signedDelivery(assetId: string, versionId: string, token: string | undefined) {
+    return this.delivery.signedDelivery(assetId, versionId, token);
   }
 }

@@ -6,7 +6,7 @@ import { badRequest, conflict, notFound } from '../../core/errors';
 import { isDuplicateKey, model } from '../../core/mongo';
 import type { Principal } from '../../core/principal';
 import type { AssetDoc, AssetVersion } from './model';
-import type { AssetsService } from './service';
+import type { AssetAccess } from './asset-access';
 import { TransformLimiter } from './transform-limiter';
 
 /**
@@ -252,8 +252,6 @@ export class Transforms {
   private readonly inflight = new Map<string, Promise<DerivativeDoc>>();
   /** Computations actually run (for tests and the bench). */
   computations = 0;
-  /** Told of each derivative computed (the usage counters, views/usage.ts). */
-  onComputed: (d: DerivativeDoc) => void = () => undefined;
   /**
    * Derivatives this process has served, kept ~1 s like the delivery decision: a derivative's
    * bytes never change under its key, so a hot address skips the record and the blob check.
@@ -261,7 +259,11 @@ export class Transforms {
   private readonly served = new Map<string, { doc: DerivativeDoc; until: number }>();
   private readonly defs = new Map<string, { doc: TransformationDoc | null; until: number }>();
 
-  constructor(private readonly assets: AssetsService) {
+  constructor(
+    private readonly assets: AssetAccess,
+    /** Told of each derivative computed (the usage counters, views/usage.ts). */
+    private readonly onComputed: (d: DerivativeDoc) => void = () => undefined,
+  ) {
     const conn = assets.m.Asset.db;
     this.Transformation = model(conn, 'assets', 'Transformation', transformationSchema);
     this.Derivative = model(conn, 'assets', 'Derivative', derivativeSchema);

@@ -7,7 +7,7 @@ import { isDuplicateKey } from '../../core/mongo';
 import type { Principal } from '../../core/principal';
 import { BlobTooLargeError } from '../../core/blobs/blob-store';
 import { type AssetDoc, type SessionDoc, partCount } from './model';
-import type { AssetsService } from './service';
+import type { AssetAccess } from './asset-access';
 import { parseUploadFields } from './uploads';
 
 /** Spec 8 leaves these numbers open (docs/spec-decisions.md): */
@@ -45,7 +45,7 @@ const sessionNotFound = () => notFound('assets.upload_session_not_found', 'uploa
  * session id, so the byte routes need no bearer key.
  */
 export class UploadSessions {
-  constructor(private readonly assets: AssetsService) {}
+  constructor(private readonly assets: AssetAccess) {}
 
   private mac(sessionId: string): string {
     return createHmac('sha256', this.assets.cfg.INTERNAL_SIGNING_KEY).update(`assets-session:${sessionId}`).digest('base64url');
@@ -218,7 +218,7 @@ export class UploadSessions {
     };
   }
 
-  private async finish(s: SessionDoc, staged: Awaited<ReturnType<AssetsService['uploads']['stage']>>): Promise<AssetDoc> {
+  private async finish(s: SessionDoc, staged: Awaited<ReturnType<AssetAccess['uploads']['stage']>>): Promise<AssetDoc> {
     if (staged.size !== s.fileSize) throw badRequest('validation_failed', `expected ${s.fileSize} bytes, got ${staged.size}`);
     // Claim the session first, so two completes cannot both make an asset.
     const claimed = await this.assets.m.Session.updateOne(

@@ -86,9 +86,6 @@ interface Accepted {
  * blob and no record outlive a refused upload.
  */
 export class Uploads {
-  /** Called with an asset whose new version is stored (eager transformations queue their job). */
-  onStored: (asset: AssetDoc) => Promise<void> = async () => undefined;
-
   constructor(
     private readonly m: AssetModels,
     private readonly blobs: BlobStore,
@@ -96,6 +93,8 @@ export class Uploads {
     private readonly scanner: Scanner,
     private readonly settings: AssetsSettings,
     private readonly objectsTopic: () => string,
+    /** Called with an asset whose new version is stored (eager transformations queue their job). */
+    private readonly onStored: (asset: AssetDoc) => Promise<void> = async () => undefined,
   ) {}
 
   async policy(accountId: string): Promise<ContentPolicy> {

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { attemptOutcome, webhookHeaders } from '../../core/delivery/engine';
 import { Webhook } from 'standardwebhooks';
 import { DueWorkLoop } from '../../core/due-work-loop';
 import { decodeCursor, encodeCursor } from '../../core/cursors';
@@ -477,21 +478,13 @@ export class WebhookService {
       result = await safePost(
         hook.url,
         d.body,
-        {
-          'webhook-id': d.eventId,
-          'webhook-timestamp': Math.floor(at.getTime() / 1000).toString(),
-          'webhook-signature': signature,
-          'user-agent': 'platform-mail-webhooks/1',
-        },
+        webhookHeaders(d.eventId, at, signature, 'platform-mail-webhooks/1'),
         this.opts.allowHosts,
       );
     }
-    const ok = result.statusCode !== null && result.statusCode >= 200 && result.statusCode < 300;
     const attempts = d.attempts.length + 1;
-    const exhausted = !ok && (attempts >= this.opts.maxAttempts || !hook);
-    const status = ok ? 'succeeded' : exhausted ? 'failed' : 'pending';
-    const wait = Math.min(this.opts.retryMaxMs, this.opts.retryBaseMs * 2 ** (attempts - 1));
     const done = new Date();
+    const { ok, status, nextAttemptAt } = attemptOutcome(result.statusCode, attempts, this.opts, !hook, done);
     const evt = mailEvent(
       this.topic,
       {
@@ -517,7 +510,7 @@ export class WebhookService {
         $set: {
           status,
           leaseUntil: null,
-          nextAttemptAt: status === 'pending' ? new Date(done.getTime() + wait) : null,
+          nextAttemptAt,
           updatedAt: done,
         },
         $push: {

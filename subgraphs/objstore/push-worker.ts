@@ -1,6 +1,6 @@
 import type { BackgroundWorker } from '../../core/area';
 import { childLogger } from '../../core/logger';
-import { detached } from '../../core/telemetry/tracing';
+import { DueWorkLoop } from '../../core/due-work-loop';
 import type { AttemptDoc, DeliveryDoc, DeliveryStatus, ObjstoreModels } from './model';
 import { parseAllowHosts, postPinned, resolveTarget } from '../../core/outbound-http';
 import { type ObjstoreSettings, PUSH_MAX_FAILURES, RESPONSE_EXCERPT_BYTES, pushBackoffMs } from './settings';
@@ -26,11 +26,9 @@ export class PushWorker implements BackgroundWorker {
   readonly name = 'objstore-push';
   private readonly log = childLogger('objstore-push');
   private readonly allowHosts: Set<string>;
-  private timer: NodeJS.Timeout | undefined;
-  private running = false;
-  private ticking: Promise<void> | undefined;
-  private again = false;
   private readonly inFlight = new Set<Promise<void>>();
+  /** The kernel's due-work loop: rounds never overlap, a full scan goes again at once, a nudge wakes it. */
+  private readonly loop: DueWorkLoop;
 
   constructor(
     private readonly models: ObjstoreModels,
@@ -39,51 +37,28 @@ export class PushWorker implements BackgroundWorker {
     private readonly now: () => number = Date.now,
   ) {
     this.allowHosts = parseAllowHosts(settings.OUTBOUND_ALLOW_HOSTS);
+    this.loop = new DueWorkLoop({
+      name: 'objstore-push',
+      log: this.log,
+      pollMs: settings.OBJSTORE_PUSH_POLL_MS,
+      drain: () => this.tick(),
+      // Retries fall due by `visibleAt`; the poll finds them (a nudge finds new ones at once).
+      nextDueInMs: async () => null,
+    });
   }
 
   start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.schedule(0);
+    this.loop.start();
   }
 
   async stop(): Promise<void> {
-    this.running = false;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-    await this.ticking?.catch(() => undefined);
+    await this.loop.stop();
     await Promise.allSettled([...this.inFlight]);
   }
 
   /** Scans now instead of at the next tick (new deliveries, a replay, a resume). */
   nudge(): void {
-    if (!this.running) return;
-    if (this.ticking) {
-      this.again = true;
-      return;
-    }
-    this.schedule(0);
-  }
-
-  private schedule(ms: number): void {
-    if (!this.running) return;
-    if (this.timer) clearTimeout(this.timer);
-    // Scans belong to no request: a nudge from a request must not put every later scan in its trace.
-    this.timer = setTimeout(
-      detached(() => {
-        this.timer = undefined;
-        const t = this.tick()
-          .catch((e) => this.log.warn({ err: String(e) }, 'push scan failed'))
-          .then((full) => {
-            this.ticking = undefined;
-            const more = this.again || full === true;
-            this.again = false;
-            this.schedule(more ? 0 : this.settings.OBJSTORE_PUSH_POLL_MS);
-          });
-        this.ticking = t as Promise<void>;
-      }),
-      ms,
-    );
+    this.loop.nudge();
   }
 
   /** One scan: starts sends for due deliveries while there is room. Returns true when it filled up. */

@@ -65,10 +65,9 @@ export class AiJobs {
     private readonly configs: AiConfigs,
     private readonly spend: AiSpend,
     private readonly ocr: OcrEngine,
+    /** Called once per charged action when its job succeeds (the usage counters, `views/usage.ts`). */
+    private readonly onCharged?: (c: AiCharge) => Promise<void>,
   ) {}
-
-  /** Called once per charged action when its job succeeds (the usage counters, `views/usage.ts`). */
-  onCharged: ((c: AiCharge) => Promise<void>) | undefined;
 
   /** The one job route; `/ai/jobs/{id}` answers the same job. */
   statusUrl = (id: string) => `${this.assets.cfg.baseUrl}/api/v1/assets/jobs/${id}`;

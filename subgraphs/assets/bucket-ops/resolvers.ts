@@ -2,7 +2,7 @@ import { Arg, Ctx, ID, Int, Mutation, Query, Resolver } from 'type-graphql';
 import type { RequestContext } from '../../../core/subgraph-kit';
 import type { AssetsService } from '../service';
 import { BucketInputType, BucketType, toBucket } from '../types';
-import type { BucketOpsServices } from './index';
+import type { BucketOpsServices } from './module';
 import type { InventoryFormat } from './model';
 import {
   AccessLogPageType,

@@ -49,12 +49,12 @@ export interface BulkItemInput {
  * chunk by chunk under a guard.
  */
 export class BulkJobs {
-  emitter: AssetWebhookEmitter = noWebhooks;
-
   constructor(
     readonly m: BulkModels,
     private readonly assets: AssetsService,
     private readonly engine: OperationEngine,
+    /** Where item events go (the webhooks' outbox). */
+    private readonly emitter: AssetWebhookEmitter = noWebhooks,
   ) {}
 
   private validate(items: BulkItemInput[]): BulkItem[] {

@@ -1,11 +1,9 @@
 import http from 'node:http';
-import https from 'node:https';
-import type { LookupFunction } from 'node:net';
 import type { Readable } from 'node:stream';
 import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { z } from 'zod';
 import { PlatformError } from '../../../core/errors';
-import { type CheckedTarget, type UrlRefusals, checkUrlShape, resolveTarget } from '../../../core/outbound-http';
+import { type CheckedTarget, type UrlRefusals, checkUrlShape, requestPinned, resolveTarget } from '../../../core/outbound-http';
 import type { HttpConfig, S3Config } from './config';
 import { safeAgents } from './safe-agents';
 
@@ -234,27 +232,9 @@ export class HttpSource implements MigrationSource {
 
 /** A GET to a checked target, connecting only to its pinned address; never follows a redirect. */
 function getPinned(target: CheckedTarget, headers: Record<string, string>, timeoutMs: number): Promise<http.IncomingMessage> {
-  const { url, address, family } = target;
-  const pinned: LookupFunction = (_host, options, cb) => {
-    if ((options as { all?: boolean }).all)
-      (cb as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address, family }]);
-    else cb(null, address, family);
-  };
-  const isHttps = url.protocol === 'https:';
+  const { url } = target;
   return new Promise((resolve, reject) => {
-    const req = (isHttps ? https : http).request(
-      {
-        protocol: url.protocol,
-        hostname: url.hostname.replace(/^\[|\]$/g, ''),
-        port: url.port || (isHttps ? 443 : 80),
-        path: `${url.pathname}${url.search}`,
-        method: 'GET',
-        lookup: pinned,
-        headers,
-        timeout: timeoutMs,
-      },
-      (res) => resolve(res),
-    );
+    const req = requestPinned(target, { method: 'GET', headers, timeout: timeoutMs }, (res) => resolve(res));
     // Idle sockets time out, and so does the answer as a whole: its headers within `timeoutMs`
     // however slowly a source drips them (bodies keep the idle timeout; the step has its deadline).
     const total = setTimeout(() => req.destroy(unreachable(`${url.pathname} did not answer within ${timeoutMs} ms`)), timeoutMs);

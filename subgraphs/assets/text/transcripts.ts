@@ -36,10 +36,9 @@ export class Transcripts {
     private readonly ports: Ports,
     private readonly provider: SpeechToTextProvider,
     private readonly available: boolean,
+    /** Called once per charged transcript (the usage counters, `views/usage.ts`). */
+    private readonly onCharged?: (c: AiCharge) => Promise<void>,
   ) {}
-
-  /** Called once per charged transcript (the usage counters, `views/usage.ts`). */
-  onCharged: ((c: AiCharge) => Promise<void>) | undefined;
 
   async request(p: Principal | null, assetId: string): Promise<StoredTranscript> {
     const { accountId } = this.assets.writer(p, SCOPES.process);

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { attemptOutcome, webhookHeaders } from '../../../core/delivery/engine';
 import { Webhook } from 'standardwebhooks';
 import { decodeCursor, encodeCursor } from '../../../core/cursors';
 import { DueWorkLoop } from '../../../core/due-work-loop';
@@ -324,27 +325,31 @@ export class AssetWebhooks implements AssetWebhookEmitter {
     const attempt: DeliveryAttempt = hook
       ? await this.send(hook, d)
       : { statusCode: null, durationMs: 0, at: new Date(), responseExcerpt: null, error: 'the webhook was deleted' };
-    const ok = attempt.statusCode !== null && attempt.statusCode >= 200 && attempt.statusCode < 300;
-    const count = d.attempts.length + 1;
-    const exhausted = !ok && (!hook || count >= this.settings.ASSETS_WEBHOOK_MAX_ATTEMPTS);
-    const wait = Math.min(
-      this.settings.ASSETS_WEBHOOK_RETRY_MAX_MS,
-      this.settings.ASSETS_WEBHOOK_RETRY_BASE_MS * 2 ** (count - 1),
-    );
     const done = new Date();
+    const { status, nextAttemptAt } = attemptOutcome(
+      attempt.statusCode,
+      d.attempts.length + 1,
+      {
+        retryBaseMs: this.settings.ASSETS_WEBHOOK_RETRY_BASE_MS,
+        retryMaxMs: this.settings.ASSETS_WEBHOOK_RETRY_MAX_MS,
+        maxAttempts: this.settings.ASSETS_WEBHOOK_MAX_ATTEMPTS,
+      },
+      !hook,
+      done,
+    );
     const recorded = await this.m.Delivery.updateOne(
       { _id: id, status: 'pending', leaseUntil: lease },
       {
         $push: { attempts: attempt },
         $set: {
-          status: ok ? 'succeeded' : exhausted ? 'failed' : 'pending',
-          nextAttemptAt: ok || exhausted ? null : new Date(done.getTime() + wait),
+          status,
+          nextAttemptAt,
           leaseUntil: null,
           updatedAt: done,
         },
       },
     );
-    if (recorded.modifiedCount === 1 && (ok || exhausted)) await this.releaseNext(d);
+    if (recorded.modifiedCount === 1 && status !== 'pending') await this.releaseNext(d);
   }
 
   private async send(hook: WebhookDoc, d: DeliveryDoc): Promise<DeliveryAttempt> {
@@ -361,17 +366,10 @@ export class AssetWebhooks implements AssetWebhookEmitter {
       const signature = new Webhook(secret).sign(d.eventId, at, d.body);
       const target = await resolveTarget(hook.url, this.settings.OUTBOUND_ALLOW_HOSTS, { refusals: REFUSALS });
       if (!target) return result({ statusCode: null, responseExcerpt: null, error: 'the host does not resolve' });
-      const res = await postPinned(
-        target,
-        d.body,
-        {
-          'webhook-id': d.eventId,
-          'webhook-timestamp': Math.floor(at.getTime() / 1000).toString(),
-          'webhook-signature': signature,
-          'user-agent': 'platform-assets-webhooks/1',
-        },
-        { timeoutMs: this.settings.ASSETS_WEBHOOK_TIMEOUT_MS, maxExcerptBytes: RESPONSE_EXCERPT_BYTES },
-      );
+      const res = await postPinned(target, d.body, webhookHeaders(d.eventId, at, signature, 'platform-assets-webhooks/1'), {
+        timeoutMs: this.settings.ASSETS_WEBHOOK_TIMEOUT_MS,
+        maxExcerptBytes: RESPONSE_EXCERPT_BYTES,
+      });
       return result({ statusCode: res.statusCode, responseExcerpt: res.excerpt, error: null });
     } catch (e) {
       return result({ statusCode: null, responseExcerpt: null, error: (e as Error).message });

@@ -228,7 +228,10 @@ const toAudit = (a: AuditDoc): AuditType => ({
 
 @Resolver()
 export class AssetWorkflowsResolver {
-  constructor(private readonly svc: WorkflowService) {}
+  private readonly svc: WorkflowService;
+  constructor(_assets: unknown, services?: { workflows: WorkflowService }) {
+    this.svc = services?.workflows as WorkflowService;
+  }
 
   @Query(() => GraphQLJSONObject, { description: 'Triggers and step types a workflow may use, with their config.' })
   assetWorkflowCatalog(@Ctx() ctx: RequestContext): Record<string, unknown> {

@@ -1,7 +1,4 @@
-import { randomBytes } from 'node:crypto';
-import { z } from 'zod';
 import type { AgentActionOperationLink, AgentActionsPort, DecidedAgentAction } from '../../../core/agent-actions';
-import { decodeCursor, encodeCursor } from '../../../core/cursors';
 import { PlatformError, badRequest, conflict, notFound } from '../../../core/errors';
 import type { EventBus } from '../../../core/events/event-bus';
 import { OutboxRelay } from '../../../core/events/outbox';
@@ -11,22 +8,14 @@ import { isDuplicateKey } from '../../../core/mongo';
 import type { OperationContext, OperationEngine } from '../../../core/operations/engine';
 import type { OperationEvent } from '../../../core/operations/store';
 import type { Ports } from '../../../core/ports';
-import { type Principal, requireScope, requireWriter } from '../../../core/principal';
-import { encryptSecret } from '../../../core/secrets';
-import { requiredRevision, revisionStale } from '../revisions';
+import type { Principal } from '../../../core/principal';
 import { SCOPES, type AssetsService } from '../service';
 import { moveAsset, tagAsset, transformAsset } from './actions';
-import {
-  DEFAULT_APPROVAL_TTL_S,
-  type Definition,
-  type StepDef,
-  type StepType,
-  STEP_CONFIGS,
-  definitionSchema,
-  findings,
-  normalised,
-} from './catalog';
+import { DEFAULT_APPROVAL_TTL_S, type StepDef, type StepType, STEP_CONFIGS } from './catalog';
 import { approvalEventEntry } from './activity';
+import { GovernedToolCalls } from './automation';
+import { WorkflowDefinitions } from './definitions';
+import { type Page, pageOf } from './paging';
 import { actionOperationId, approvalHash, runOperationId, stepApprovalId } from './ids';
 import { decisionRefusal, type Requester } from '../../../core/decision-rights';
 import {
@@ -39,7 +28,7 @@ import {
   type WorkflowModels,
   type WorkflowVersionDoc,
 } from './model';
-import { type GovernedTool, toolNamed } from '../mcp/tools';
+import type { GovernedTool } from '../mcp/tools';
 
 /** Operation types this file's executors run (registered in the area's `executors`). */
 export const OP_WORKFLOW_RUN = 'assets.workflow_run';
@@ -51,11 +40,8 @@ const APPROVAL_RISK: Record<ApprovalDoc['kind'], 'low' | 'medium' | 'high'> = {
 };
 /** How often pending approvals past their expiry are expired (and their runs failed): 30 s. */
 export const APPROVAL_SWEEP_MS = 30_000;
-/** `/automation` shows this many recent audits. */
-export const RECENT_AUDITS = 50;
-/** List pages: `limit` 1..100, default 25 (the activity lists' numbers). */
-export const DEFAULT_PAGE = 25;
-export const MAX_PAGE = 100;
+export { RECENT_AUDITS } from './automation';
+export { DEFAULT_PAGE, MAX_PAGE, type Page } from './paging';
 
 const workflowNotFound = () => notFound('assets.workflow_not_found', 'workflow not found');
 const runNotFound = () => notFound('assets.workflow_run_not_found', 'workflow run not found');
@@ -76,17 +62,28 @@ export interface WorkflowDeps {
   approvalsTopic(): string;
 }
 
-export interface Page<T> {
-  items: T[];
-  nextCursor: string | null;
-}
-
 /** The rules of workflows, their runs and approvals, and the audit of governed tool calls. */
 export class WorkflowService {
   /** Publishes the approvals' outbox (started where the area's workers run). */
   readonly relay: OutboxRelay;
 
+  private readonly definitions: WorkflowDefinitions;
+  private readonly automation: GovernedToolCalls;
+
   constructor(readonly d: WorkflowDeps) {
+    this.definitions = new WorkflowDefinitions({
+      models: d.models,
+      ports: d.ports,
+      baseUrl: d.baseUrl,
+      reader: (p) => this.reader(p),
+      writer: (p) => this.writer(p),
+    });
+    this.automation = new GovernedToolCalls({
+      models: d.models,
+      assets: d.assets,
+      reader: (p) => this.reader(p),
+      insertApproval: (doc, summary) => this.insertApproval(doc, summary),
+    });
     // Decisions nudge it at once; the idle scan is for other processes' writes (as the engine's).
     this.relay = new OutboxRelay({ models: [d.models.Approval], bus: d.bus, intervalMs: 1_000 });
   }
@@ -105,161 +102,34 @@ export class WorkflowService {
     return this.d.assets.writer(p, SCOPES.write);
   }
 
-  // ---- workflows and versions ---------------------------------------------------------------
+  // ---- workflows and versions (definitions.ts) -----------------------------------------------
 
-  async list(p: Principal | null, limit?: number, cursor?: string): Promise<Page<WorkflowDoc>> {
-    const { accountId } = this.reader(p);
-    return this.page(this.m.Workflow, { accountId }, `workflows:${accountId}`, limit, cursor);
+  list(p: Principal | null, limit?: number, cursor?: string): Promise<Page<WorkflowDoc>> {
+    return this.definitions.list(p, limit, cursor);
   }
-
-  async get(p: Principal | null, id: string): Promise<WorkflowDoc> {
-    const { accountId } = this.reader(p);
-    const wf = await this.m.Workflow.findOne({ _id: id, accountId }).lean<WorkflowDoc>().exec();
-    if (!wf) throw workflowNotFound();
-    return wf;
+  get(p: Principal | null, id: string): Promise<WorkflowDoc> {
+    return this.definitions.get(p, id);
   }
-
-  async create(p: Principal | null, input: { name: string; projectId?: string | null; draft?: unknown }): Promise<WorkflowDoc> {
-    const { accountId } = this.writer(p);
-    if (input.projectId) {
-      const project = await this.d.ports.get('projects').findProject(input.projectId);
-      if (!project || project.accountId !== accountId) throw notFound('assets.project_not_found', 'project not found');
-    }
-    const now = new Date();
-    const doc: WorkflowDoc = {
-      _id: newId(),
-      accountId,
-      name: input.name,
-      projectId: input.projectId ?? null,
-      status: 'draft',
-      draft: input.draft ? parseDraft(input.draft) : { trigger: { type: 'manual' }, steps: [] },
-      revision: 1,
-      latestVersion: 0,
-      activeVersion: null,
-      hook: null,
-      createdAt: now,
-      updatedAt: now,
-    };
-    await this.m.Workflow.create(doc);
-    return doc;
+  create(p: Principal | null, input: { name: string; projectId?: string | null; draft?: unknown }): Promise<WorkflowDoc> {
+    return this.definitions.create(p, input);
   }
-
-  /** Replaces the draft; `If-Match` with the workflow's revision is required (428 / 412). */
-  async saveDraft(p: Principal | null, id: string, ifMatch: string | null | undefined, draft: unknown): Promise<WorkflowDoc> {
-    const { accountId } = this.writer(p);
-    const revision = requiredRevision(ifMatch);
-    const def = parseDraft(draft);
-    const next = await this.m.Workflow.findOneAndUpdate(
-      { _id: id, accountId, revision },
-      { $set: { draft: def, updatedAt: new Date() }, $inc: { revision: 1 } },
-      { new: true },
-    )
-      .lean<WorkflowDoc>()
-      .exec();
-    if (next) return next;
-    const current = await this.get(p, id);
-    throw revisionStale(current.revision);
+  saveDraft(p: Principal | null, id: string, ifMatch: string | null | undefined, draft: unknown): Promise<WorkflowDoc> {
+    return this.definitions.saveDraft(p, id, ifMatch, draft);
   }
-
-  async validate(p: Principal | null, id: string): Promise<{ valid: boolean; errors: { path: string; message: string }[] }> {
-    const wf = await this.get(p, id);
-    const errors = findings(wf.draft);
-    return { valid: errors.length === 0, errors };
+  validate(p: Principal | null, id: string): Promise<{ valid: boolean; errors: { path: string; message: string }[] }> {
+    return this.definitions.validate(p, id);
   }
-
-  /** Freezes the draft as the next version; 400 with the findings when it is not valid. */
-  async publish(p: Principal | null, id: string): Promise<WorkflowVersionDoc> {
-    this.writer(p);
-    for (;;) {
-      const wf = await this.get(p, id);
-      const errors = findings(wf.draft);
-      if (errors.length) throw badRequest('assets.workflow_invalid', 'the draft does not validate', { errors });
-      const version = wf.latestVersion + 1;
-      // The version document is inserted first under `<id>:<n>`: its unique id decides between two
-      // concurrent publishes, and it is never updated. Then the workflow's counter catches up (a
-      // publish that died between the two leaves the counter behind; the next one moves it on).
-      const doc: WorkflowVersionDoc = {
-        _id: `${id}:${version}`,
-        accountId: wf.accountId,
-        workflowId: id,
-        version,
-        definition: normalised(wf.draft),
-        createdAt: new Date(),
-      };
-      const bump = () =>
-        this.m.Workflow.updateOne(
-          { _id: id, accountId: wf.accountId, latestVersion: wf.latestVersion },
-          { $set: { latestVersion: version, updatedAt: new Date() } },
-        ).exec();
-      try {
-        await this.m.Version.create(doc);
-      } catch (e) {
-        if (!isDuplicateKey(e)) throw e;
-        await bump();
-        continue;
-      }
-      await bump();
-      return doc;
-    }
+  publish(p: Principal | null, id: string): Promise<WorkflowVersionDoc> {
+    return this.definitions.publish(p, id);
   }
-
-  async versions(p: Principal | null, id: string): Promise<WorkflowVersionDoc[]> {
-    const wf = await this.get(p, id);
-    return this.m.Version.find({ accountId: wf.accountId, workflowId: id })
-      .sort({ version: -1 })
-      .limit(MAX_PAGE)
-      .lean<WorkflowVersionDoc[]>()
-      .exec();
+  versions(p: Principal | null, id: string): Promise<WorkflowVersionDoc[]> {
+    return this.definitions.versions(p, id);
   }
-
-  private async version(wf: WorkflowDoc, version: number): Promise<WorkflowVersionDoc> {
-    const v = await this.m.Version.findOne({ _id: `${wf._id}:${version}`, accountId: wf.accountId })
-      .lean<WorkflowVersionDoc>()
-      .exec();
-    if (!v) throw notFound('assets.workflow_version_not_found', `workflow version ${version} not found`);
-    return v;
+  activate(p: Principal | null, id: string, version?: number | null): Promise<{ workflow: WorkflowDoc; secret: string | null }> {
+    return this.definitions.activate(p, id, version);
   }
-
-  /**
-   * Makes a published version the one runs and hooks use (default: the latest). A `hook` workflow
-   * gets its token and signing secret on its first activation; the secret is returned that once.
-   */
-  async activate(
-    p: Principal | null,
-    id: string,
-    version?: number | null,
-  ): Promise<{ workflow: WorkflowDoc; secret: string | null }> {
-    const actor = this.writer(p);
-    const wf = await this.get(p, id);
-    if (wf.latestVersion === 0) throw conflict('assets.workflow_not_published', 'publish a version before activating');
-    const v = await this.version(wf, version ?? wf.latestVersion);
-    let secret: string | null = null;
-    const set: Partial<WorkflowDoc> = { status: 'active', activeVersion: v.version, updatedAt: new Date() };
-    if (v.definition.trigger.type === 'hook' && !wf.hook) {
-      const token = randomBytes(24).toString('base64url');
-      secret = `whsec_${randomBytes(32).toString('base64')}`;
-      await this.m.Hook.create({
-        _id: token,
-        accountId: wf.accountId,
-        workflowId: wf._id,
-        secretSealed: encryptSecret(secret, `asset_workflow_hook:${token}`),
-        actor,
-        createdAt: new Date(),
-      });
-      set.hook = { token, createdAt: new Date() };
-    } else if (wf.hook) {
-      // Hook runs act with the key that activated the workflow last (a revoked one is replaced so).
-      await this.m.Hook.updateOne({ _id: wf.hook.token, accountId: wf.accountId }, { $set: { actor } });
-    }
-    // The hook is only set when none was (a concurrent first activation keeps the one that won).
-    const filter = set.hook ? { _id: id, accountId: wf.accountId, hook: null } : { _id: id, accountId: wf.accountId };
-    const next = await this.m.Workflow.findOneAndUpdate(filter, { $set: set }, { new: true }).lean<WorkflowDoc>().exec();
-    if (!next) return this.activate(p, id, version);
-    return { workflow: next, secret };
-  }
-
   hookUrl(wf: WorkflowDoc): string | null {
-    return wf.hook ? `${this.d.baseUrl()}/api/v1/assets/workflow-hooks/${wf.hook.token}` : null;
+    return this.definitions.hookUrl(wf);
   }
 
   // ---- runs ----------------------------------------------------------------------------------
@@ -285,7 +155,7 @@ export class WorkflowService {
   ): Promise<RunDoc> {
     const versionNo = input.version ?? wf.activeVersion;
     if (!versionNo) throw conflict('assets.workflow_not_active', 'activate the workflow (or name a published version) to run it');
-    const v = await this.version(wf, versionNo);
+    const v = await this.definitions.version(wf, versionNo);
     const needsAsset = v.definition.steps.some((s) => s.type !== 'notify' && s.type !== 'wait_for_approval');
     if (needsAsset && !input.assetId) throw badRequest('validation_failed', 'asset_id is required by this workflow');
     // The asset must be visible to the actor now (404 otherwise), not only when a step reaches it.
@@ -442,7 +312,7 @@ export class WorkflowService {
     let run: RunDoc = found;
     const wf = await this.m.Workflow.findById(run.workflowId).lean<WorkflowDoc>().exec();
     if (!wf) throw workflowNotFound();
-    const { definition } = await this.version(wf, run.version);
+    const { definition } = await this.definitions.version(wf, run.version);
     while (run.cursor < definition.steps.length) {
       const i: number = run.cursor;
       const step = definition.steps[i];
@@ -889,165 +759,34 @@ export class WorkflowService {
     return a;
   }
 
+  // ---- automation: governed tool calls (automation.ts) -------------------------------------
+
   /** Performs an approved automation tool call (once: the operation's step records its result). */
-  async executeAction(ctx: OperationContext): Promise<unknown> {
-    const { approvalId } = ctx.op.input as { approvalId: string };
-    const a = await this.m.Approval.findById(approvalId).lean<ApprovalDoc>().exec();
-    if (!a || a.status !== 'approved' || !a.tool) return { skipped: true };
-    const t = toolNamed(a.tool.name);
-    if (!t) throw badRequest('assets.unknown_tool', `unknown tool ${a.tool.name}`);
-    return ctx.step('perform', () => t.perform(this.d.assets, a.actor, parseArgs(t, a.tool!.args)));
+  executeAction(ctx: OperationContext): Promise<unknown> {
+    return this.automation.executeAction(ctx);
   }
-
-  // ---- automation: governed tool calls ------------------------------------------------------------
-
-  /**
-   * One governed tool call (the MCP endpoint calls this): the key must hold the tool's scope; a
-   * read-only tool is performed now, any other becomes an approval. Every call leaves an audit.
-   */
-  async callTool(
+  callTool(
     p: Principal,
     t: GovernedTool,
     args: Record<string, unknown>,
   ): Promise<{ outcome: 'allowed' | 'approval_required'; result?: unknown; approval?: ApprovalDoc }> {
-    const audit = (outcome: AuditDoc['outcome'], errorCode: string | null, approvalId: string | null = null) =>
-      this.m.Audit.create({
-        _id: newId(),
-        accountId: p.accountId,
-        keyId: p.keyId,
-        tool: t.name,
-        scope: t.scope,
-        outcome,
-        errorCode,
-        approvalId,
-        createdAt: new Date(),
-      });
-    try {
-      // The tool's declared scope, nothing wider; a tool that changes things also needs a writer key.
-      if (t.readOnly) requireScope(p, t.scope);
-      else requireWriter(requireScope(p, t.scope));
-    } catch (e) {
-      await audit('refused', e instanceof PlatformError ? e.code : 'forbidden');
-      throw e;
-    }
-    if (t.readOnly) {
-      try {
-        const result = await t.perform(this.d.assets, p, args as never);
-        await audit('allowed', null);
-        return { outcome: 'allowed', result };
-      } catch (e) {
-        await audit('failed', e instanceof PlatformError ? e.code : 'internal_error');
-        throw e;
-      }
-    }
-    const now = new Date();
-    const id = newId();
-    const actionKey = `assets.${t.name}`;
-    const approval: ApprovalDoc = {
-      _id: id,
-      accountId: p.accountId,
-      kind: 'automation_tool',
-      actionKey,
-      actionHash: approvalHash([id, actionKey, args]),
-      title: `${t.title} (automation)`,
-      status: 'pending',
-      projectId: null,
-      runId: null,
-      stepId: null,
-      tool: { name: t.name, args, scope: t.scope },
-      requestedBy: { type: 'api_key', id: p.keyId },
-      actor: p,
-      expiresAt: new Date(now.getTime() + DEFAULT_APPROVAL_TTL_S * 1000),
-      decidedAt: null,
-      decidedBy: null,
-      note: null,
-      operationId: null,
-      outbox: [],
-      createdAt: now,
-      updatedAt: now,
-    };
-    await this.insertApproval(
-      approval,
-      `Governed tool ${t.name} (scope ${t.scope}) with arguments ${Object.keys(args).sort().join(', ') || 'none'}`,
-    );
-    await audit('approval_required', null, id);
-    return { outcome: 'approval_required', approval };
+    return this.automation.callTool(p, t, args);
+  }
+  recentAudits(p: Principal | null): Promise<AuditDoc[]> {
+    return this.automation.recentAudits(p);
   }
 
-  async recentAudits(p: Principal | null): Promise<AuditDoc[]> {
-    const { accountId } = this.reader(p);
-    return this.m.Audit.find({ accountId }).sort({ createdAt: -1 }).limit(RECENT_AUDITS).lean<AuditDoc[]>().exec();
-  }
-
-  // ---- paging --------------------------------------------------------------------------------
-
-  private async page<T extends { _id: string; createdAt: Date }>(
+  private page<T extends { _id: string; createdAt: Date }>(
     model: import('mongoose').Model<T>,
     filter: Record<string, unknown>,
     binding: string,
-    limit = DEFAULT_PAGE,
+    limit?: number,
     cursor?: string,
   ): Promise<Page<T>> {
-    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) throw badRequest('validation_failed', 'limit must be 1..100');
-    const q: Record<string, unknown> = { ...filter };
-    if (cursor) {
-      const pos = decodeCursor<{ t: number; id: string }>(cursor, binding);
-      q.$or = [{ createdAt: { $lt: new Date(pos.t) } }, { createdAt: new Date(pos.t), _id: { $lt: pos.id } }];
-    }
-    const rows = (await model
-      .find(q)
-      .sort({ createdAt: -1, _id: -1 })
-      .limit(limit + 1)
-      .lean()
-      .exec()) as unknown as T[];
-    const more = rows.length > limit;
-    const items = rows.slice(0, limit);
-    const last = items[items.length - 1];
-    return {
-      items,
-      nextCursor: more && last ? encodeCursor({ t: new Date(last.createdAt).getTime(), id: last._id }, binding) : null,
-    };
+    return pageOf(model, filter, binding, limit, cursor);
   }
 }
 
 function withStep(steps: RunStepDoc[], i: number, patch: Partial<RunStepDoc>): RunStepDoc[] {
   return steps.map((s, j) => (j === i ? { ...s, ...patch } : s));
-}
-
-/** The first object key, at any depth, that BSON cannot store (a NUL byte), or null. */
-function unstorableKey(v: unknown): string | null {
-  if (Array.isArray(v)) {
-    for (const x of v) {
-      const k = unstorableKey(x);
-      if (k !== null) return k;
-    }
-  } else if (v && typeof v === 'object') {
-    for (const [k, x] of Object.entries(v)) {
-      if (k.includes('\u0000')) return k;
-      const inner = unstorableKey(x);
-      if (inner !== null) return inner;
-    }
-  }
-  return null;
-}
-
-function parseDraft(draft: unknown): Definition {
-  // A well-formed draft whose step config has a key with a NUL byte cannot be stored (BSON refuses
-  // it): a 422, not the 500 the encoder would give.
-  const bad = unstorableKey(draft);
-  if (bad !== null)
-    throw new PlatformError('assets.unstorable_key', 422, 'step config keys must not contain NUL characters', {
-      key: bad.split('\u0000').join('\\0').slice(0, 100),
-    });
-  const parsed = definitionSchema.safeParse(draft);
-  if (!parsed.success) {
-    throw badRequest('validation_failed', 'the draft is not a workflow definition', {
-      issues: parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })),
-    });
-  }
-  return parsed.data as Definition;
-}
-
-function parseArgs(t: GovernedTool, args: Record<string, unknown>) {
-  return z.object(t.input).strict().parse(args) as never;
 }

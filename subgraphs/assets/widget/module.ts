@@ -1,0 +1,13 @@
+import { defineModule } from '../../../core/area-module';
+import type { CoreModuleServices } from '../module';
+import { widgetPlane } from './widget-plane';
+
+/** The browser-upload widget (its script and page on the bridge listener). */
+export const widgetModule = defineModule<object, object, CoreModuleServices>({
+  name: 'widget',
+  http: {
+    bridge: async (app, s) => {
+      await app.register(async (scope) => widgetPlane(scope, s.assets));
+    },
+  },
+});
