@@ -8,7 +8,7 @@ export const NODES_AGENT_USAGE =
   'nodes agent --token TOKEN [--data-dir DIR] [--edge-port N] [--api-url URL] [--executor real|simulated]';
 
 /**
- * `platform nodes agent` (CONTRACTS.md, "the data plane"): runs the node agent in the foreground.
+ * `platform nodes agent` (docs/contracts.md, "the data plane"): runs the node agent in the foreground.
  * It touches no database and no Kafka: only the platform's API at `--api-url`. A refused token ends
  * it within 10 s with one sentence on stderr and exit code 1; Ctrl-C stops its sites and its edge.
  * `--executor` (or NODE_AGENT_EXECUTOR) picks the real Ghost executor (default) or the simulated one.

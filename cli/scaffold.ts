@@ -229,10 +229,12 @@ export async function newRoute(target: string, method: string, routePath: string
   await mkdir(path.dirname(docFile), { recursive: true });
   await writeFile(docFile, document);
   let routes = await readFile(routesFile, 'utf8');
-  if (row.includes('camelKeys(') && !/import[^;]*camelKeys/.test(routes)) {
-    const kernel = path.relative(path.dirname(routesFile), path.join(root, 'core', 'field-names')).split(path.sep).join('/');
-    routes = `import { camelKeys } from '${kernel}';
-${routes}`;
+  if (row.includes('camelKeys(') && !/import[^;]*\bcamelKeys\b/.test(routes)) {
+    const kernel = path
+      .relative(path.dirname(routesFile), path.join(root, 'core', 'field-names'))
+      .split(path.sep)
+      .join('/');
+    routes = `import { camelKeys } from '${kernel}';\n${routes}`;
   }
   const end = routes.lastIndexOf('];');
   await writeFile(routesFile, routes.slice(0, end) + row + routes.slice(end));

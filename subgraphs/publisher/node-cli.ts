@@ -12,7 +12,7 @@ const viewJson = (v: ReturnType<typeof nodeView>) => ({
   created_at: v.createdAt.toISOString(),
 });
 
-/** `nodes register|list|drain` (CONTRACTS.md, "the data plane"); `nodes agent` is cli/nodes-agent.ts. */
+/** `nodes register|list|drain` (docs/contracts.md, "the data plane"); `nodes agent` is cli/nodes-agent.ts. */
 export const nodeCliCommands: CliCommand<PublisherServices>[] = [
   {
     words: ['nodes', 'register'],

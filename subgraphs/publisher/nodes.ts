@@ -41,11 +41,11 @@ const nodeSchema = new mongoose.Schema<ConnectedNodeDoc>(
 /** `<key>:<value>`, as used by node selector tags. */
 export const NODE_TAG = /^[a-z0-9][a-z0-9._-]{0,62}:[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 
-/** A node whose agent has been silent this long is `unreachable` (CONTRACTS.md, "the data plane"). */
+/** A node whose agent has been silent this long is `unreachable` (docs/contracts.md, "the data plane"). */
 export const NODE_SILENT_MS = 30_000;
-/** The agent's heartbeat period (CONTRACTS.md). */
+/** The agent's heartbeat period (docs/contracts.md). */
 export const NODE_HEARTBEAT_MS = 5_000;
-/** The agent's edge port when it has not reported one (CONTRACTS.md). */
+/** The agent's edge port when it has not reported one (docs/contracts.md). */
 export const DEFAULT_AGENT_EDGE_PORT = 8083;
 
 export type NodeStatus = 'reachable' | 'unreachable' | 'draining';
@@ -174,7 +174,7 @@ export class ConnectedNodes {
     return counted[0]?.n ?? null;
   }
 
-  /** A connected-node site's node as its metadata shows it (CONTRACTS.md); null for a hosted site. */
+  /** A connected-node site's node as its metadata shows it (docs/contracts.md); null for a hosted site. */
   async ofSite(site: {
     deploymentMode: string;
     targetNodeId: string | null;
@@ -184,7 +184,7 @@ export class ConnectedNodes {
     return { id: site.targetNodeId, status: node ? nodeStatus(node) : 'unreachable' };
   }
 
-  /** A lifecycle action on a site whose node's agent is silent: 409 `node_unreachable` (CONTRACTS.md). */
+  /** A lifecycle action on a site whose node's agent is silent: 409 `node_unreachable` (docs/contracts.md). */
   async assertReachable(site: { deploymentMode: string; targetNodeId: string | null }): Promise<void> {
     if (site.deploymentMode !== 'connected_node' || !site.targetNodeId) return;
     const node = await this.get(site.targetNodeId);
@@ -196,7 +196,7 @@ export class ConnectedNodes {
     }
   }
 
-  /** A site's address on the node's own edge (CONTRACTS.md): `http://<slug>.sites.localhost:<edge port>/`. */
+  /** A site's address on the node's own edge (docs/contracts.md): `http://<slug>.sites.localhost:<edge port>/`. */
   siteUrl(node: ConnectedNodeDoc, slug: string): string {
     return `http://${slug}.sites.localhost:${node.edgePort ?? DEFAULT_AGENT_EDGE_PORT}/`;
   }

@@ -53,7 +53,7 @@ export interface SiteMetadata {
   activeOperation: OperationDoc | null;
   domain: DomainView | null;
   mail: { enabled: boolean; transactionalConfigured: boolean; senderVerified: boolean; newsletterProviderConfigured: boolean };
-  /** A connected-node site's node and its status (CONTRACTS.md); null for a hosted site. */
+  /** A connected-node site's node and its status (docs/contracts.md); null for a hosted site. */
   node: { id: string; status: string } | null;
 }
 

@@ -157,7 +157,7 @@ export class SiteCreation {
     const project = await this.d.projects().createProject(p.accountId, fields.name, RUNTIME_KIND, { id: siteId });
     const slug = `${slugify(fields.name)}-${project.id.slice(0, 6)}`;
     // The contract's addresses: `site_url` ends with `/`, `admin_url` is `site_url` + `ghost/` (Ghost's admin).
-    // A connected node's site lives on that node's edge (CONTRACTS.md, "the agent").
+    // A connected node's site lives on that node's edge (docs/contracts.md, "the agent").
     const node =
       fields.deploymentMode === 'connected_node' && fields.targetNodeId ? await this.d.nodes.get(fields.targetNodeId) : null;
     const base = node ? this.d.nodes.siteUrl(node, slug) : (this.d.siteUrl?.(slug) ?? `https://${slug}.${this.d.sitesDomain}`);
