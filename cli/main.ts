@@ -3,6 +3,8 @@ import { parseArgs } from 'node:util';
 import { type ProcessRole, startPlatform } from '../app/platform';
 import { areas, buildAreas, compositionInput } from '../app/areas';
 import { infraDown, infraStatus, infraUp } from '../infra/index';
+import { mongoWireNeedsStart, startMongoWire } from '../infra/mongo-wire';
+import { DEFAULT_CLUSTER_BASE_PORT, kafkaClusterDown, kafkaClusterUp } from '../infra/kafka-cluster';
 import { writeComposedSchema } from '../router/compose';
 import { type AreaContext, type CliCommand, CliUsageError } from '../core/area';
 import { config } from '../core/config';
@@ -20,7 +22,7 @@ const BUILT_IN = `usage: platform <command>
 
   start [all|router|bridge|subgraph NAME] [--with-infra]   run the platform (foreground; Ctrl-C stops)
   compose [--check]                                        regenerate schema/ (or fail when stale)
-  infra up|down|status                                     local Kafka and MongoDB-wire server
+  infra up|down|status [--kafka-brokers N]                 local Kafka and MongoDB-wire server (N>1: a KRaft cluster on 19092…)
   status [--json]                                          running processes, engines, queues, outbox, consumer lag
   new-area NAME                                            scaffold subgraphs/NAME and its registry line
   new-route AREA METHOD PATH                               scaffold a route row and its GraphQL document
@@ -89,10 +91,29 @@ export async function main(argv: string[]): Promise<void> {
 }
 
 async function infra(args: string[]): Promise<void> {
-  const [sub] = args;
-  if (sub === 'up') await infraUp();
-  else if (sub === 'down') await infraDown();
-  else if (sub === 'status') await infraStatus();
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { 'kafka-brokers': { type: 'string' }, 'kafka-base-port': { type: 'string' } },
+  });
+  const [sub] = positionals;
+  // `--kafka-brokers N` (N > 1): a separate N-node KRaft cluster on its own ports and data folder
+  // (infra/kafka-cluster.ts); without it, the single broker exactly as before.
+  const nodes = values['kafka-brokers'] === undefined ? 1 : Number(values['kafka-brokers']);
+  if (!Number.isInteger(nodes) || nodes < 1 || nodes > 9) fail('--kafka-brokers takes a node count from 1 to 9');
+  const basePort = values['kafka-base-port'] === undefined ? DEFAULT_CLUSTER_BASE_PORT : Number(values['kafka-base-port']);
+  if (!Number.isInteger(basePort) || basePort < 1 || basePort > 65000) fail('--kafka-base-port takes a port number');
+  const cluster = nodes > 1 ? { nodes, basePort } : undefined;
+  if (sub === 'up') {
+    if (!cluster) return void (await infraUp());
+    // The MongoDB-wire server as usual; the single broker is neither started nor touched.
+    if (!config().externalMongo && (await mongoWireNeedsStart())) await startMongoWire();
+    const brokers = await kafkaClusterUp(cluster);
+    process.stdout.write(`KAFKA_BROKERS=${brokers.join(',')}\n`);
+  } else if (sub === 'down') {
+    if (cluster) await kafkaClusterDown(cluster);
+    else await infraDown();
+  } else if (sub === 'status') await infraStatus();
   else fail('infra takes up, down or status');
 }
 
