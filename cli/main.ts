@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { type ProcessRole, startPlatform } from '../app/platform';
+import { type ReplicaPlan, startReplicas } from '../app/replicas';
 import { areas, buildAreas, compositionInput } from '../app/areas';
 import { infraDown, infraStatus, infraUp } from '../infra/index';
 import { mongoWireNeedsStart, startMongoWire } from '../infra/mongo-wire';
@@ -21,6 +22,8 @@ process.env.APOLLO_TELEMETRY_DISABLED = '1';
 const BUILT_IN = `usage: platform <command>
 
   start [all|router|bridge|subgraph NAME] [--with-infra]   run the platform (foreground; Ctrl-C stops)
+  start --replicas N [--bridges N] [--routers N] [--subgraph-replicas N] [--subgraphs a,b]
+                                                           N processes of each role behind round-robin fronts
   compose [--check]                                        regenerate schema/ (or fail when stale)
   infra up|down|status [--kafka-brokers N]                 local Kafka and MongoDB-wire server (N>1: a KRaft cluster on 19092…)
   status [--json]                                          running processes, engines, queues, outbox, consumer lag
@@ -127,8 +130,38 @@ async function compose(args: string[]): Promise<void> {
 }
 
 async function start(args: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { 'with-infra': { type: 'boolean' } } });
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      'with-infra': { type: 'boolean' },
+      replicas: { type: 'string' },
+      bridges: { type: 'string' },
+      routers: { type: 'string' },
+      'subgraph-replicas': { type: 'string' },
+      subgraphs: { type: 'string' },
+    },
+  });
   const [what = 'all', name] = positionals;
+  const counts = ['replicas', 'bridges', 'routers', 'subgraph-replicas'] as const;
+  if (counts.some((k) => values[k] !== undefined)) {
+    if (what !== 'all') fail('--replicas runs every role; it takes no role');
+    const count = (k: (typeof counts)[number]) => {
+      const v = values[k] ?? values.replicas ?? '1';
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 1 || n > 16) fail(`--${k} takes a count from 1 to 16`);
+      return n;
+    };
+    return startReplicated(
+      {
+        bridges: count('bridges'),
+        routers: count('routers'),
+        subgraphs: count('subgraph-replicas'),
+        only: values.subgraphs?.split(',').filter(Boolean),
+      },
+      Boolean(values['with-infra']),
+    );
+  }
   let role: ProcessRole;
   if (what === 'all' || what === 'router' || what === 'bridge') role = { kind: what };
   else if (what === 'subgraph' && name) role = { kind: 'subgraph', name };
@@ -171,6 +204,30 @@ async function start(args: string[]): Promise<void> {
     if (infraStarted && (infraStarted.mongoStarted || infraStarted.kafkaStarted)) {
       await infraDown({ mongo: infraStarted.mongoStarted, kafka: infraStarted.kafkaStarted });
     }
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+}
+
+/** `platform start --replicas N`: N processes of every role behind local round-robin fronts (app/replicas.ts). */
+async function startReplicated(plan: ReplicaPlan, withInfra: boolean): Promise<void> {
+  if (withInfra) await infraUp();
+  const cfg = config();
+  const set = await startReplicas({ plan, config: cfg });
+  const lines = [
+    `REST bridge   ${set.bridgeUrl}  (round-robin over ${plan.bridges} bridge(s))`,
+    `GraphQL       ${set.routerUrl}  (round-robin over ${plan.routers} router(s); no graphql-ws through the front)`,
+    ...Object.entries(set.subgraphUrls).map(([n, u]) => `subgraph      ${u}  (${n}, ${plan.subgraphs} replica(s))`),
+    ...set.replicas.map((r) => `replica       ${r.url}  ${r.label} (pid ${r.pid() ?? '-'})`),
+  ];
+  process.stderr.write(`platform: running replicas (Ctrl-C stops)\n  ${lines.join('\n  ')}\n`);
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    process.stderr.write(`platform: ${signal}, stopping the replicas…\n`);
+    await set.stop();
     process.exit(0);
   };
   process.on('SIGINT', () => void shutdown('SIGINT'));
