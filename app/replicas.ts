@@ -40,6 +40,8 @@ export interface ReplicaOptions {
   bridgePort?: number;
   routerPort?: number;
   subgraphBasePort?: number;
+  /** The {cdn_url} front's port (default CDN_PORT). */
+  cdnPort?: number;
   /** Start a replica again this long after it exits (undefined: never). Default 300 ms. */
   respawnMs?: number | null;
   /** Where each replica's output goes: <logDir>/<role>-<i>.log. */
@@ -51,6 +53,8 @@ export interface Replica {
   index: number;
   label: string;
   url: string;
+  /** A subgraph replica's own {cdn_url} listener (served by the assets area). */
+  cdnUrl?: string;
   /** The running process's pid (undefined while it is restarting). */
   pid(): number | undefined;
   /** Times this replica was started (1 at first). */
@@ -115,11 +119,15 @@ export async function startReplicas(opts: ReplicaOptions): Promise<ReplicaSet> {
   const subgraphFronts: Record<string, { rr: RoundRobin; url: string }> = {};
   for (const a of areas()) subgraphFronts[a.name] = await front(base === 0 ? 0 : subgraphPort(a.name, base));
 
+  // {cdn_url}: the assets replicas' CDN listeners behind one front, so a signed URL one replica
+  // handed out is served by any of them.
+  const cdnFront = await front(opts.cdnPort ?? cfg.CDN_PORT);
   const shared: NodeJS.ProcessEnv = {
     ...(opts.env ?? process.env),
     HOST: host,
     ROUTER_URL: `${routerFront.url}/graphql`,
     BASE_URL: cfg.BASE_URL ?? bridgeFront.url,
+    CDN_URL: cfg.CDN_URL ?? cdnFront.url,
     ...Object.fromEntries(
       Object.entries(subgraphFronts).map(([n, f]) => [`SUBGRAPH_URL_${n.toUpperCase()}`, `${f.url}/graphql`]),
     ),
@@ -154,6 +162,7 @@ export async function startReplicas(opts: ReplicaOptions): Promise<ReplicaSet> {
       index,
       label,
       url,
+      cdnUrl: env.CDN_PORT ? `http://${host}:${env.CDN_PORT}` : undefined,
       starts: 0,
       pid: () => (child && child.exitCode === null && child.signalCode === null ? child.pid : undefined),
       ready: (timeoutMs = READY_TIMEOUT_MS) => waitForPort(port, host, timeoutMs, () => stopping),
@@ -192,6 +201,8 @@ export async function startReplicas(opts: ReplicaOptions): Promise<ReplicaSet> {
     const targets = (f: (r: Replica) => boolean) => replicas.filter(f).map((r) => r.url);
     bridgeFront.rr.setTargets(targets((r) => r.role.kind === 'bridge'));
     routerFront.rr.setTargets(targets((r) => r.role.kind === 'router'));
+    // Only the assets area serves {cdn_url}; the other subgraphs' CDN ports stay unused.
+    cdnFront.rr.setTargets(replicas.filter((r) => r.role.kind === 'subgraph' && r.role.name === 'assets').map((r) => r.cdnUrl!));
     for (const n of names) subgraphFronts[n].rr.setTargets(targets((r) => r.role.kind === 'subgraph' && r.role.name === n));
     await Promise.all(replicas.map((r) => r.ready()));
   } catch (e) {

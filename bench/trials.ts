@@ -160,6 +160,7 @@ async function creates(): Promise<void> {
       bridgePort: 0,
       routerPort: 0,
       subgraphBasePort: 0,
+      cdnPort: 0,
     });
     line(`   6 replicas up in ${ms(Date.now() - t0)} (2 bridges, 2 routers, 2 assets subgraphs)`);
     const { key, accountId } = await apiKey(env, 'trials');
@@ -420,6 +421,7 @@ async function operation(): Promise<void> {
       bridgePort: 0,
       routerPort: 0,
       subgraphBasePort: 0,
+      cdnPort: 0,
       // The killed replica stays down: the job must finish on the other one.
       respawnMs: null,
     });
