@@ -162,6 +162,7 @@ async function creates(): Promise<void> {
       subgraphBasePort: 0,
       cdnPort: 0,
     });
+    running.add(set);
     line(`   6 replicas up in ${ms(Date.now() - t0)} (2 bridges, 2 routers, 2 assets subgraphs)`);
     const { key, accountId } = await apiKey(env, 'trials');
     const url = `${set.bridgeUrl}/api/v1/assets/upload-sessions`;
@@ -172,6 +173,8 @@ async function creates(): Promise<void> {
     const settle: number[] = [];
     const back: number[] = [];
     const byRole: Record<string, number> = {};
+    const returning = new Set<Replica>();
+    const comebacks: Promise<void>[] = [];
     for (let t = 0; t < TRIALS; t++) {
       const keys = Array.from({ length: KEYS }, () => `trial-${t}-${randomUUID()}`);
       let killAt = 0;
@@ -190,7 +193,17 @@ async function creates(): Promise<void> {
           await sleep(50 + Math.random() * 100);
         }
       };
-      const victim = set.replicas[Math.floor(Math.random() * set.replicas.length)];
+      // A random replica among those whose role still has another one running (a killed replica
+      // comes back in the background; with none to spare, wait for one).
+      const group = (r: Replica) => (r.role.kind === 'subgraph' ? `subgraph:${r.role.name}` : r.role.kind);
+      let candidates: Replica[] = [];
+      for (;;) {
+        const alive = set.replicas.filter((r) => r.pid() !== undefined && !returning.has(r));
+        candidates = alive.filter((r) => alive.some((o) => o !== r && group(o) === group(r)));
+        if (candidates.length > 0) break;
+        await sleep(200);
+      }
+      const victim = candidates[Math.floor(Math.random() * candidates.length)];
       const running = keys.flatMap((k) => [client(k), client(k)]);
       await sleep(Math.random() * 60);
       killed(victim);
@@ -212,10 +225,18 @@ async function creates(): Promise<void> {
         if (n === 0) lost++;
         if (n > 1) doubled += n - 1;
       }
-      // The killed replica is started again by its supervisor; the next trial waits for it.
-      await victim.ready(120_000);
-      back.push(Date.now() - killAt);
+      // The killed replica is started again by its supervisor, in the background.
+      returning.add(victim);
+      comebacks.push(
+        (async () => {
+          while (victim.pid() === undefined) await sleep(50);
+          await victim.ready(300_000);
+          back.push(Date.now() - killAt);
+          returning.delete(victim);
+        })(),
+      );
     }
+    await Promise.all(comebacks);
     line(
       `   kills: ${Object.entries(byRole)
         .map(([r, n]) => `${r} ${n}`)
@@ -231,6 +252,7 @@ async function creates(): Promise<void> {
     );
     verdicts.push({ part: 'creates', lost, doubled: doubled + mismatched });
   } finally {
+    if (set) running.delete(set);
     await set?.stop();
     await conn.dropDatabase().catch(() => undefined);
     await conn.close();
@@ -425,6 +447,7 @@ async function operation(): Promise<void> {
       // The killed replica stays down: the job must finish on the other one.
       respawnMs: null,
     });
+    running.add(set);
     const { key } = await apiKey(env, 'trials-op');
     const items = Array.from({ length: BULK_ITEMS }, () => ({
       asset_id: randomUUID(),
@@ -496,10 +519,19 @@ async function operation(): Promise<void> {
       doubled: Math.max(0, applied - job.total, job.succeeded + job.failed - job.total),
     });
   } finally {
+    if (set) running.delete(set);
     await set?.stop();
     await conn.dropDatabase().catch(() => undefined);
     await conn.close();
   }
+}
+
+/** Replica sets running now: stopped (children and all) when the run is interrupted. */
+const running = new Set<ReplicaSet>();
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    void Promise.all([...running].map((r) => r.stop())).finally(() => process.exit(130));
+  });
 }
 
 async function main(): Promise<void> {
