@@ -1,8 +1,11 @@
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { type ProcessRole, startPlatform } from '../app/platform';
+import { type ReplicaPlan, startReplicas } from '../app/replicas';
 import { areas, buildAreas, compositionInput } from '../app/areas';
 import { infraDown, infraStatus, infraUp } from '../infra/index';
+import { mongoWireNeedsStart, startMongoWire } from '../infra/mongo-wire';
+import { DEFAULT_CLUSTER_BASE_PORT, kafkaClusterDown, kafkaClusterUp } from '../infra/kafka-cluster';
 import { writeComposedSchema } from '../router/compose';
 import { writeDeploymentFiles } from '../app/deployment';
 import { type AreaContext, type CliCommand, CliUsageError } from '../core/area';
@@ -21,8 +24,10 @@ process.env.APOLLO_TELEMETRY_DISABLED = '1';
 const BUILT_IN = `usage: platform <command>
 
   start [all|router|bridge|subgraph NAME] [--with-infra]   run the platform (foreground; Ctrl-C stops)
+  start --replicas N [--bridges N] [--routers N] [--subgraph-replicas N] [--subgraphs a,b]
+                                                           N processes of each role behind round-robin fronts
   compose [--check]                                        regenerate schema/, docker-compose.yml, prometheus.yml (or fail when stale)
-  infra up|down|status                                     local Kafka and MongoDB-wire server
+  infra up|down|status [--kafka-brokers N]                 local Kafka and MongoDB-wire server (N>1: a KRaft cluster on 19092…)
   status [--json]                                          running processes, engines, queues, outbox, consumer lag
   new-area NAME                                            scaffold subgraphs/NAME and its registry line
   new-route AREA METHOD PATH                               scaffold a route row and its GraphQL document
@@ -96,10 +101,29 @@ export async function main(argv: string[]): Promise<void> {
 }
 
 async function infra(args: string[]): Promise<void> {
-  const [sub] = args;
-  if (sub === 'up') await infraUp();
-  else if (sub === 'down') await infraDown();
-  else if (sub === 'status') await infraStatus();
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { 'kafka-brokers': { type: 'string' }, 'kafka-base-port': { type: 'string' } },
+  });
+  const [sub] = positionals;
+  // `--kafka-brokers N` (N > 1): a separate N-node KRaft cluster on its own ports and data folder
+  // (infra/kafka-cluster.ts); without it, the single broker exactly as before.
+  const nodes = values['kafka-brokers'] === undefined ? 1 : Number(values['kafka-brokers']);
+  if (!Number.isInteger(nodes) || nodes < 1 || nodes > 9) fail('--kafka-brokers takes a node count from 1 to 9');
+  const basePort = values['kafka-base-port'] === undefined ? DEFAULT_CLUSTER_BASE_PORT : Number(values['kafka-base-port']);
+  if (!Number.isInteger(basePort) || basePort < 1 || basePort > 65000) fail('--kafka-base-port takes a port number');
+  const cluster = nodes > 1 ? { nodes, basePort } : undefined;
+  if (sub === 'up') {
+    if (!cluster) return void (await infraUp());
+    // The MongoDB-wire server as usual; the single broker is neither started nor touched.
+    if (!config().externalMongo && (await mongoWireNeedsStart())) await startMongoWire();
+    const brokers = await kafkaClusterUp(cluster);
+    process.stdout.write(`KAFKA_BROKERS=${brokers.join(',')}\n`);
+  } else if (sub === 'down') {
+    if (cluster) await kafkaClusterDown(cluster);
+    else await infraDown();
+  } else if (sub === 'status') await infraStatus();
   else fail('infra takes up, down or status');
 }
 
@@ -116,8 +140,38 @@ async function compose(args: string[]): Promise<void> {
 }
 
 async function start(args: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { 'with-infra': { type: 'boolean' } } });
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      'with-infra': { type: 'boolean' },
+      replicas: { type: 'string' },
+      bridges: { type: 'string' },
+      routers: { type: 'string' },
+      'subgraph-replicas': { type: 'string' },
+      subgraphs: { type: 'string' },
+    },
+  });
   const [what = 'all', name] = positionals;
+  const counts = ['replicas', 'bridges', 'routers', 'subgraph-replicas'] as const;
+  if (counts.some((k) => values[k] !== undefined)) {
+    if (what !== 'all') fail('--replicas runs every role; it takes no role');
+    const count = (k: (typeof counts)[number]) => {
+      const v = values[k] ?? values.replicas ?? '1';
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 1 || n > 16) fail(`--${k} takes a count from 1 to 16`);
+      return n;
+    };
+    return startReplicated(
+      {
+        bridges: count('bridges'),
+        routers: count('routers'),
+        subgraphs: count('subgraph-replicas'),
+        only: values.subgraphs?.split(',').filter(Boolean),
+      },
+      Boolean(values['with-infra']),
+    );
+  }
   let role: ProcessRole;
   if (what === 'all' || what === 'router' || what === 'bridge') role = { kind: what };
   else if (what === 'subgraph' && name) role = { kind: 'subgraph', name };
@@ -160,6 +214,30 @@ async function start(args: string[]): Promise<void> {
     if (infraStarted && (infraStarted.mongoStarted || infraStarted.kafkaStarted)) {
       await infraDown({ mongo: infraStarted.mongoStarted, kafka: infraStarted.kafkaStarted });
     }
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+}
+
+/** `platform start --replicas N`: N processes of every role behind local round-robin fronts (app/replicas.ts). */
+async function startReplicated(plan: ReplicaPlan, withInfra: boolean): Promise<void> {
+  if (withInfra) await infraUp();
+  const cfg = config();
+  const set = await startReplicas({ plan, config: cfg });
+  const lines = [
+    `REST bridge   ${set.bridgeUrl}  (round-robin over ${plan.bridges} bridge(s))`,
+    `GraphQL       ${set.routerUrl}  (round-robin over ${plan.routers} router(s); no graphql-ws through the front)`,
+    ...Object.entries(set.subgraphUrls).map(([n, u]) => `subgraph      ${u}  (${n}, ${plan.subgraphs} replica(s))`),
+    ...set.replicas.map((r) => `replica       ${r.url}  ${r.label} (pid ${r.pid() ?? '-'})`),
+  ];
+  process.stderr.write(`platform: running replicas (Ctrl-C stops)\n  ${lines.join('\n  ')}\n`);
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    process.stderr.write(`platform: ${signal}, stopping the replicas…\n`);
+    await set.stop();
     process.exit(0);
   };
   process.on('SIGINT', () => void shutdown('SIGINT'));

@@ -11,6 +11,13 @@ import type { Logger } from './logger';
 import { ForgedPrincipalError } from './principal';
 import { type BuiltSubgraph, contextFromHeaders, type RequestContext } from './subgraph-kit';
 
+/**
+ * Body limit of a GraphQL request between processes (bridge → router, router → subgraph): a REST
+ * row's body arrives as variables, and the largest rows take 4 MiB (a 10,000-item bulk job);
+ * Fastify's 1 MiB default refused them whenever the roles ran apart.
+ */
+export const GRAPHQL_BODY_LIMIT = 8 * 1024 * 1024;
+
 export interface RunningServer {
   url: string;
   close(): Promise<void>;
@@ -21,7 +28,7 @@ export async function serveSubgraph(
   subgraph: BuiltSubgraph,
   opts: { host: string; port: number; log: Logger },
 ): Promise<RunningServer> {
-  const app = Fastify({ logger: false });
+  const app = Fastify({ logger: false, bodyLimit: GRAPHQL_BODY_LIMIT });
   installAccessLog(app, opts.log, `subgraph:${subgraph.name}`);
   const apollo = new ApolloServer<RequestContext>({
     schema: subgraph.schema,

@@ -38,10 +38,10 @@ const READY_TIMEOUT_MS = 120_000;
 
 const kafkaDir = (...p: string[]) => dataDir('kafka', ...p);
 const libDir = () => kafkaDir('lib');
-const classpath = () => `${libDir()}${path.sep}*`;
+export const classpath = () => `${libDir()}${path.sep}*`;
 
 /** Puts the broker's runtime jars under <DATA_DIR>/kafka/lib (first run only, or when the pom changed). */
-async function ensureInstalled(): Promise<void> {
+export async function ensureInstalled(): Promise<void> {
   const pom = infraSource('kafka', 'pom.xml');
   const stamp = `kafka ${KAFKA_VERSION} ${sha256(fs.readFileSync(pom))}`;
   if (isInstalled(libDir(), stamp)) return;

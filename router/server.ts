@@ -2,6 +2,7 @@ import { ApolloGateway, type GraphQLDataSource } from '@apollo/gateway';
 import { ApolloServer } from '@apollo/server';
 import fastifyApollo from '@as-integrations/fastify';
 import Fastify, { type FastifyInstance } from 'fastify';
+import { GRAPHQL_BODY_LIMIT } from '../core/subgraph-server';
 import { GraphQLError } from 'graphql';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
@@ -113,7 +114,7 @@ export class Router {
   async listen(host: string, port: number): Promise<string> {
     // The client address (`req.ip`): the socket's, or a trusted proxy's X-Forwarded-For.
     const trustProxy = this.opts.trustProxy ? this.opts.trustProxy.split(',').map((s) => s.trim()) : false;
-    const app = Fastify({ logger: false, trustProxy });
+    const app = Fastify({ logger: false, trustProxy, bodyLimit: GRAPHQL_BODY_LIMIT });
     this.app = app;
     installAccessLog(app, this.opts.log, 'router');
     installRouterRateLimit(app, this.limits);

@@ -15,6 +15,12 @@ export interface KafkaEventBusOptions {
   clientId?: string;
   /** Partitions of topics this bus creates: 3 (order is per key, so any count keeps it). */
   numPartitions?: number;
+  /**
+   * An idempotent producer (acks=all, sequence numbers per partition: a batch the client retries
+   * after a leader change is written once). Default: on for a cluster (more than one broker, or
+   * KAFKA_IDEMPOTENT=true), off for the single local broker, whose path stays as it was.
+   */
+  idempotent?: boolean;
 }
 
 /** Handler attempts per message before dead-lettering. */
@@ -59,6 +65,7 @@ class KafkaEventBus implements EventBus {
   private readonly kafka: Kafka;
   private readonly log = childLogger('kafka');
   private readonly numPartitions: number;
+  private readonly idempotent: boolean;
   private producer: Promise<Producer> | undefined;
   private admin: Promise<Admin> | undefined;
   private readonly knownTopics = new Set<string>();
@@ -84,9 +91,11 @@ class KafkaEventBus implements EventBus {
 
   constructor(opts: KafkaEventBusOptions) {
     this.numPartitions = opts.numPartitions ?? 3;
+    const brokers = opts.brokers ?? config().kafkaBrokers;
+    this.idempotent = opts.idempotent ?? (brokers.length > 1 || process.env.KAFKA_IDEMPOTENT === 'true');
     this.kafka = new Kafka({
       clientId: opts.clientId ?? 'platform',
-      brokers: opts.brokers ?? config().kafkaBrokers,
+      brokers,
       connectionTimeout: 3000,
       logLevel: logLevel.WARN,
       logCreator: kafkaLogCreator(this.log),
@@ -100,7 +109,7 @@ class KafkaEventBus implements EventBus {
       const p = this.kafka.producer({
         createPartitioner: Partitioners.DefaultPartitioner,
         allowAutoTopicCreation: true,
-        idempotent: false,
+        idempotent: this.idempotent,
         // One request in flight keeps per-partition order across kafkajs's own retries.
         maxInFlightRequests: 1,
       });
