@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { operationDocument } from '../../app/areas';
 import { PRINCIPAL_HEADER, signPrincipal } from '../../core/principal';
-import { httpExecutor } from '../../rest-bridge/executor';
+import { httpExecutor } from '../../contract/graphql-executor';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 
 /**
