@@ -41,9 +41,30 @@ export interface SiteMetadata {
   lastExit: WorkloadStatus['lastExit'];
 }
 
+/**
+ * What a site's metadata shows of its process (docs/spec-decisions.md, "A site's process"): read from
+ * the supervisor. `starting`: spawned and not answering yet (a start or resume waiting for its
+ * health check); `running`; `restarting`: it exited without being asked and waits its backoff;
+ * `stopping`; `stopped`; `crashed`: it kept crashing and the supervisor gave up on it.
+ */
+export type SiteProcessStatus = 'starting' | 'running' | 'restarting' | 'stopping' | 'stopped' | 'crashed';
+
+export interface SiteProcess {
+  status: SiteProcessStatus;
+  /** Restarts after a crash since this platform process began hosting the site (requested restarts are not counted). */
+  restarts: number;
+  lastExit: WorkloadStatus['lastExit'];
+  /** The V8 heap ceiling the process runs with (the release's memory floor), in MiB; null when none was set. */
+  memoryFloorMb: number | null;
+  /** When the current (or last) process was spawned. */
+  startedAt: string | null;
+}
+
 export class SiteHost {
   readonly runner: GhostRunner;
   private readonly sites = new Map<string, HostedSite & { runtimeDir: string }>();
+  /** Sites spawned and waiting for their first answer (`start`, `resume`). */
+  private readonly starting = new Set<string>();
 
   constructor(private readonly o: SiteHostOptions) {
     this.runner = new GhostRunner(o.supervisor);
@@ -80,7 +101,7 @@ export class SiteHost {
       memoryMb: site.memoryMb,
       config: site.config,
     });
-    const health = await this.runner.waitHealthy(site.siteId, site.url, this.o.healthTimeoutMs ?? 180_000);
+    const health = await this.untilHealthy(site.siteId, site.url);
     this.route(entry, st.port);
     return { port: st.port, version: health.version, bootMs: health.ms };
   }
@@ -123,7 +144,7 @@ export class SiteHost {
   async resume(siteId: string): Promise<void> {
     const site = this.get(siteId);
     const st = this.o.supervisor.start(siteId);
-    await this.runner.waitHealthy(siteId, site.url, this.o.healthTimeoutMs ?? 180_000);
+    await this.untilHealthy(siteId, site.url);
     this.route(site, st.port);
   }
 
@@ -197,6 +218,42 @@ export class SiteHost {
     const st = this.o.supervisor.status(siteId);
     if (!st) return { state: 'absent', port: null, restarts: 0, rssBytes: null, lastExit: null };
     return { state: st.state, port: st.port, restarts: st.restarts, rssBytes: st.rssBytes, lastExit: st.lastExit };
+  }
+
+  /**
+   * The site's process as its metadata shows it, from the supervisor; null for a site this process
+   * does not host (another platform process, a connected node, the simulated executor).
+   */
+  process(siteId: string): SiteProcess | null {
+    const site = this.sites.get(siteId);
+    const st = this.o.supervisor.status(siteId);
+    if (!site || !st) return null;
+    const status: SiteProcessStatus =
+      st.state === 'running'
+        ? this.starting.has(siteId)
+          ? 'starting'
+          : 'running'
+        : st.state === 'backoff'
+          ? 'restarting'
+          : st.state === 'failed'
+            ? 'crashed'
+            : st.state;
+    return {
+      status,
+      restarts: st.restarts,
+      lastExit: st.lastExit,
+      memoryFloorMb: site.memoryMb ?? null,
+      startedAt: st.startedAt,
+    };
+  }
+
+  private async untilHealthy(siteId: string, url: string): Promise<{ version: string; ms: number }> {
+    this.starting.add(siteId);
+    try {
+      return await this.runner.waitHealthy(siteId, url, this.o.healthTimeoutMs ?? 180_000);
+    } finally {
+      this.starting.delete(siteId);
+    }
   }
 
   private route(site: HostedSite, port: number): void {

@@ -87,6 +87,11 @@ export default defineArea({
       features,
       infra,
       nodeMemoryMb: nodeMemoryMb(ctx.settings),
+      // The supervisor of this process's data plane runs hosted sites only with the real executor.
+      siteProcess: (siteId) =>
+        ctx.settings.PUBLISHER_EXECUTOR === 'real' && ctx.ports.has('dataPlane')
+          ? ctx.ports.get('dataPlane').sites.process(siteId)
+          : null,
       // Where this process runs the data plane, a site's address follows SITES_BASE_URL and the edge's port.
       siteUrl: (slug) =>
         ctx.ports.has('dataPlane') ? ctx.ports.get('dataPlane').siteUrl(slug) : `https://${slug}.${ctx.settings.SITES_DOMAIN}`,

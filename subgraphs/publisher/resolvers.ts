@@ -49,7 +49,16 @@ export class PublisherResolver {
   @Query(() => SiteMetadataType)
   async siteMetadata(@Arg('projectId', () => ID) projectId: string, @Ctx() ctx: RequestContext): Promise<SiteMetadataType> {
     const m = await this.publisher.metadata(ctx.principal, projectId);
-    return { ...m, activeOperation: maybeOperation(m.activeOperation) };
+    const p = m.process;
+    return {
+      ...m,
+      activeOperation: maybeOperation(m.activeOperation),
+      process: p && {
+        ...p,
+        lastExit: p.lastExit && { ...p.lastExit, at: new Date(p.lastExit.at) },
+        startedAt: p.startedAt ? new Date(p.startedAt) : null,
+      },
+    };
   }
 
   @Authorized(PUBLISHER_SCOPES.read)

@@ -7,6 +7,7 @@ import type { OperationEngine } from '../../core/operations/engine';
 import type { OperationDoc } from '../../core/operations/model';
 import type { ProjectDirectory, VerifiedSenders } from '../../core/ports';
 import type { Principal } from '../../core/principal';
+import type { SiteProcess } from '../../dataplane/sites';
 import type { SiteActionRequest } from '../../core/site-actions';
 import type { ActivityScopeTarget } from '../../core/activity-scopes';
 import { type DomainClaimOptions, DomainClaims, type DomainView } from './domain-claims';
@@ -55,6 +56,8 @@ export interface SiteMetadata {
   mail: { enabled: boolean; transactionalConfigured: boolean; senderVerified: boolean; newsletterProviderConfigured: boolean };
   /** A connected-node site's node and its status (docs/contracts.md); null for a hosted site. */
   node: { id: string; status: string } | null;
+  /** The site's process as the data plane's supervisor sees it; null unless this process hosts it (real executor). */
+  process: SiteProcess | null;
 }
 
 export interface SiteHistory {
@@ -84,6 +87,11 @@ export interface PublisherDeps {
   siteUrl?: (slug: string) => string;
   /** The memory this node gives hosted sites, in MiB (hosted-slots.ts); unset: unbounded. */
   nodeMemoryMb?: number | null;
+  /**
+   * A hosted site's process from the data plane's supervisor (`SiteHost.process`) where this process
+   * runs the real executor; unset or null otherwise.
+   */
+  siteProcess?: (siteId: string) => SiteProcess | null;
 }
 
 /**
@@ -232,6 +240,7 @@ export class PublisherService {
       activeOperation: isRunning(activeOperation) ? activeOperation : null,
       domain: this.domains.view(site),
       node,
+      process: site.deploymentMode === 'hosted' ? (this.deps.siteProcess?.(site._id) ?? null) : null,
       mail: {
         enabled: mail.enabled,
         transactionalConfigured: mail.transactional.configured,

@@ -130,6 +130,28 @@ export class SiteNodeType {
   @Field(() => String, { description: '`reachable`, `unreachable` (silent for 30 s) or `draining`.' }) status!: string;
 }
 
+@ObjectType('SiteProcessExit', { description: 'How the site’s process last ended.' })
+export class SiteProcessExitType {
+  @Field(() => Int, { nullable: true, description: 'Exit code; null when a signal ended it.' }) code!: number | null;
+  @Field(() => String, { nullable: true, description: 'The signal that ended it, e.g. `SIGKILL`.' }) signal!: string | null;
+  @Field(() => Date) at!: Date;
+}
+
+@ObjectType('SiteProcess', { description: 'A hosted site’s process, as the platform’s supervisor sees it.' })
+export class SiteProcessType {
+  @Field(() => String, {
+    description:
+      '`starting` (not answering yet), `running`, `restarting` (exited unasked, waiting to be started again), `stopping`, `stopped` or `crashed` (kept crashing; given up).',
+  })
+  status!: string;
+  @Field(() => Int, { description: 'Automatic restarts after a crash since the platform began running the site.' })
+  restarts!: number;
+  @Field(() => SiteProcessExitType, { nullable: true }) lastExit!: SiteProcessExitType | null;
+  @Field(() => Int, { nullable: true, description: 'The memory ceiling the process runs with, in MiB.' })
+  memoryFloorMb!: number | null;
+  @Field(() => Date, { nullable: true }) startedAt!: Date | null;
+}
+
 @ObjectType('SiteMetadata')
 export class SiteMetadataType {
   @Field(() => SiteInstallationType) installation!: SiteInstallationType;
@@ -140,6 +162,11 @@ export class SiteMetadataType {
   @Field(() => SiteMailFlagsType) mail!: SiteMailFlagsType;
   @Field(() => SiteNodeType, { nullable: true, description: 'A connected-node site’s node; null for a hosted site.' })
   node!: SiteNodeType | null;
+  @Field(() => SiteProcessType, {
+    nullable: true,
+    description: 'A hosted site’s process where this platform runs it; null for the simulated executor and connected nodes.',
+  })
+  process!: SiteProcessType | null;
 }
 
 @InputType('CreateSiteInput')

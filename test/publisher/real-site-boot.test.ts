@@ -18,7 +18,8 @@ import { PREFIX, projectPath } from './helpers';
  * the data plane's reconcile pass brings the site back and routes it with no client request. On the
  * way: mail the site sends reaches the platform's SMTP relay (0157), the newsletter-provider key
  * reaches only the site's process, a verified custom domain is served by the edge and dropped when
- * replaced (0156), and a deleted site releases its files, database and port (0158). Uses dist/.
+ * replaced (0156), a crashed Ghost is restarted and its metadata shows it (`process`), and a deleted
+ * site releases its files, database and port (0158). Uses dist/.
  */
 const scope = childPlatformScope();
 let conn: Connection;
@@ -216,6 +217,40 @@ it(
     );
   },
   6 * 60_000,
+);
+
+it(
+  "a site's process is in its metadata: kill -9 of Ghost shows a restart and the SIGKILL exit, and the site answers again",
+  async () => {
+    const before = (await api('GET', projectPath(projectId, '/metadata'))).body.data.process;
+    // A platform that started again runs the site in a process of its own supervisor (the pass above).
+    expect(before).toEqual({
+      status: 'running',
+      restarts: 0,
+      last_exit: null,
+      memory_floor_mb: expect.any(Number),
+      started_at: expect.any(String),
+    });
+    expect(before.memory_floor_mb).toBeGreaterThan(0);
+    // The supervisor's child: the one process with the site's content path in its environment.
+    const [pid] = sitePids();
+    process.kill(pid, 'SIGKILL');
+    const after = await until(
+      async () => {
+        const p = (await api('GET', projectPath(projectId, '/metadata'))).body.data.process;
+        return p?.restarts >= 1 && p.status === 'running' ? p : null;
+      },
+      60_000,
+      'the restart in the metadata',
+    );
+    expect(after.last_exit).toEqual({ code: null, signal: 'SIGKILL', at: expect.any(String) });
+    expect(Date.parse(after.last_exit.at)).toBeGreaterThanOrEqual(Date.parse(before.started_at));
+    expect(Date.parse(after.started_at)).toBeGreaterThanOrEqual(Date.parse(after.last_exit.at));
+    await until(async () => (await viaEdge(host, 'GET', '/')).status === 200, 3 * 60_000, 'site answers after the crash');
+    expect(sitePids()).toHaveLength(1);
+    expect(sitePids()).not.toContain(pid);
+  },
+  5 * 60_000,
 );
 
 it('a verified custom domain is served by the edge, and dropped when the site takes another', async () => {

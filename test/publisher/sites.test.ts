@@ -62,6 +62,8 @@ describe('runtime options, create, metadata and operations', () => {
       mail: { enabled: true, transactional_configured: false, sender_verified: false, newsletter_provider_configured: false },
       // A hosted site runs on the platform's own pool, not on a connected node.
       node: null,
+      // The simulated executor runs no process.
+      process: null,
     });
   });
 
