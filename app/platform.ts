@@ -35,6 +35,7 @@ import { projectRoot } from '../core/paths';
 import { DataPlane } from '../dataplane/plane';
 import type { Edge } from '../dataplane/edge';
 import type { Supervisor } from '../dataplane/supervisor';
+import type { ReconcileRegistry } from '../dataplane/reconcile';
 import { BackgroundJoin } from './background-join';
 import {
   type AreaServices,
@@ -179,9 +180,15 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
   // Commerce releases run on the same data plane (docs/decisions/0130-commerce-runtime.md), attached
   // before any executor can start one; its release host closes before the plane stops.
   const commerceServices = (services as Record<string, unknown>).commerce as
-    { useDataPlane(p: { edge: Edge; supervisor: Supervisor }): { close(): Promise<void> } } | undefined;
+    | { useDataPlane(p: { edge: Edge; supervisor: Supervisor; reconciler: ReconcileRegistry }): { close(): Promise<void> } }
+    | undefined;
   if (dataPlane && commerceServices && workerAreas.some((a) => a.name === 'commerce')) {
-    const releases = commerceServices.useDataPlane({ edge: dataPlane.edge, supervisor: dataPlane.supervisor });
+    const releases = commerceServices.useDataPlane({
+      edge: dataPlane.edge,
+      supervisor: dataPlane.supervisor,
+      // Commerce's releases are a pass of the data plane's one reconcile loop (docs/decisions/0160-commerce-release-lifecycle.md).
+      reconciler: dataPlane.reconciler,
+    });
     stops.push(() => releases.close());
   }
   for (const area of workerAreas) {

@@ -118,19 +118,30 @@ export class ReleaseHost {
   /**
    * Starts (or starts again) a release's process, routes its own address, and probes `GET /` through
    * the edge until a 2xx or the gate's time is up; on failure the process is stopped and its address
-   * answers 503.
+   * answers 503. Given a function, it is the preparation (unpacking the bundle into the release's
+   * directory): from its first moment the release counts as starting, so `pruneDirs` keeps its
+   * directory and a reconcile pass leaves it alone.
    */
-  async start(run: ReleaseRun): Promise<GateResult> {
-    this.starting.add(run.releaseId);
+  async start(run: ReleaseRun | (() => Promise<ReleaseRun>), releaseId?: string): Promise<GateResult> {
+    const id = typeof run === 'function' ? releaseId : run.releaseId;
+    if (!id) throw new Error('start: the release id of a preparation is required');
+    this.starting.set(id, (this.starting.get(id) ?? 0) + 1);
     try {
-      return await this.startNow(run);
+      return await this.startNow(typeof run === 'function' ? await run() : run);
     } finally {
-      this.starting.delete(run.releaseId);
+      const n = (this.starting.get(id) ?? 1) - 1;
+      if (n > 0) this.starting.set(id, n);
+      else this.starting.delete(id);
     }
   }
 
-  /** Releases between unpacking and their gate's answer (their directory is not pruned). */
-  readonly starting = new Set<string>();
+  /** Releases being prepared (unpacked) or in their gate, with how many starts are under way (their directory is not pruned). */
+  private readonly starting = new Map<string, number>();
+
+  /** True while a start of the release (its preparation included) is under way. */
+  isStarting(releaseId: string): boolean {
+    return this.starting.has(releaseId);
+  }
 
   private async startNow(run: ReleaseRun): Promise<GateResult> {
     const { supervisor, edge } = this.o;
@@ -175,6 +186,12 @@ export class ReleaseHost {
     return this.o.supervisor.status(releaseId)?.state === 'running';
   }
 
+  /** True while the supervisor has the release's process in hand: running, or waiting out its backoff after a crash. */
+  supervised(releaseId: string): boolean {
+    const state = this.o.supervisor.status(releaseId)?.state;
+    return state === 'running' || state === 'backoff' || state === 'stopping';
+  }
+
   /**
    * Stops a release's process; its addresses answer 503 from now on, and its working directory is
    * removed (a later start unpacks the artifact from the blob store again).
@@ -195,7 +212,7 @@ export class ReleaseHost {
     for (const name of await readdir(this.o.releasesRoot).catch(() => [] as string[])) {
       const state = this.o.supervisor.status(name)?.state;
       if (!/^[A-Za-z0-9-]+$/.test(name) || keep.has(name)) continue;
-      if (state === 'running' || state === 'backoff' || this.starting.has(name)) continue;
+      if (state === 'running' || state === 'backoff' || state === 'stopping' || this.starting.has(name)) continue;
       await rm(path.join(this.o.releasesRoot, name), { recursive: true, force: true });
       removed.push(name);
     }
@@ -310,14 +327,28 @@ export interface WantedRelease {
   healthy: boolean;
   /** Unpacks the bundle into the release's directory and answers how to run it. */
   prepare(): Promise<ReleaseRun>;
+  /**
+   * Reads the records again right before the release is started: false when it is no longer wanted
+   * (or no longer serves the production address it was read with), e.g. a promotion replaced it since
+   * the pass read the records. Unset: still wanted.
+   */
+  stillWanted?(): Promise<boolean>;
 }
 
 /**
- * The releases' part of the data plane's reconcile at boot (docs/decisions/0130-commerce-runtime.md):
- * every wanted release that is not running here is started through its health gate and, when it
- * serves production, its project's production address is routed to it again; then the working
- * directories of releases that do not run are removed. Releases start one at a time (the machine
- * that boots is busy). Answers which started and which did not (with the reason).
+ * The releases' reconcile pass (docs/decisions/0160-commerce-release-lifecycle.md), registered with
+ * the data plane's one reconcile loop (dataplane/reconcile.ts): every wanted release that does not
+ * run here is started through its health gate and, when it serves production and the project's
+ * production address is not routed here yet, the address is routed to it; then the working
+ * directories of releases that do not run are removed. Releases start one at a time (a booting
+ * machine is busy). Answers which started and which did not (with the reason).
+ *
+ * The pass runs periodically, so the records it was given may be older than the host's routes: a
+ * promotion routes the production address here first and records the live release after. So the
+ * pass never moves a production address this host already routes to another release (that
+ * route is at least as new as the records), it leaves alone a release that is starting (being
+ * unpacked or in its gate) or that the supervisor is restarting, and it reads the records again
+ * (`stillWanted`) right before starting one.
  */
 export async function reconcileReleases(
   host: ReleaseHost,
@@ -327,25 +358,31 @@ export async function reconcileReleases(
 ): Promise<{ started: string[]; failed: Array<{ releaseId: string; reason: string }> }> {
   const started: string[] = [];
   const failed: Array<{ releaseId: string; reason: string }> = [];
+  /** Routes a project's production address to the release only where nothing (or this release) serves it here. */
+  const route = (projectId: string, releaseId: string) => {
+    const current = host.productionOf(projectId);
+    if (current === null || current === releaseId) host.promote(projectId, releaseId);
+  };
   for (const w of wanted) {
-    if (host.running(w.releaseId)) {
-      if (w.productionOf && host.productionOf(w.productionOf) !== w.releaseId) host.promote(w.productionOf, w.releaseId);
+    if (host.isStarting(w.releaseId)) continue;
+    if (host.supervised(w.releaseId)) {
+      if (w.productionOf && host.running(w.releaseId)) route(w.productionOf, w.releaseId);
       continue;
     }
     try {
-      host.starting.add(w.releaseId);
-      const gate = await host.start(await w.prepare());
+      if (w.stillWanted && !(await w.stillWanted())) continue;
+      // Checked again: a promotion may have started it while the records were read.
+      if (host.isStarting(w.releaseId) || host.supervised(w.releaseId)) continue;
+      const gate = await host.start(() => w.prepare(), w.releaseId);
       if (!gate.healthy) {
         failed.push({ releaseId: w.releaseId, reason: gate.last });
         continue;
       }
       if (w.healthy) host.markHealthy(w.releaseId);
-      if (w.productionOf) host.promote(w.productionOf, w.releaseId);
+      if (w.productionOf) route(w.productionOf, w.releaseId);
       started.push(w.releaseId);
     } catch (e) {
       failed.push({ releaseId: w.releaseId, reason: (e as Error).message });
-    } finally {
-      host.starting.delete(w.releaseId);
     }
   }
   await host.pruneDirs(keep);

@@ -306,9 +306,10 @@ export class Releases {
   }
 
   /**
-   * The commerce part of the data plane's reconcile at boot (dataplane/releases.ts
-   * `reconcileReleases`): the releases that should run are started again through their health gate
-   * from their stored artifacts, production addresses routed to their live release; a release that
+   * Commerce's pass of the data plane's reconcile loop (registered by `CommerceService.useDataPlane`;
+   * dataplane/releases.ts `reconcileReleases`): at boot, every 30 s and on a kick, the releases that
+   * should run and do not are started again through their health gate from their stored artifacts,
+   * production addresses this host does not route yet routed to their live release; a release that
    * does not answer is recorded `failed` (`COMMERCE_FAILED_HEALTH_GATE`). No new deploy is made.
    */
   async reconcile(): Promise<{ started: string[]; failed: string[] }> {
@@ -323,6 +324,9 @@ export class Releases {
         productionOf: r.live ? r.projectId : null,
         healthy: r.status === 'healthy',
         prepare: () => this.prepare(host, connection, r),
+        // The pass runs every 30 s: a promotion or a newer preview may have replaced it since `wanted()` read it.
+        stillWanted: async () =>
+          (await this.wanted()).some((x) => x._id === r._id && (x.live ? x.projectId : null) === (r.live ? r.projectId : null)),
       });
     }
     // A release in its gate may be starting in another process on the same data folder: its directory stays.
@@ -339,7 +343,7 @@ export class Releases {
           $set: {
             status: 'failed',
             errorCode: 'COMMERCE_FAILED_HEALTH_GATE',
-            errorMessage: `the release did not answer when the platform started (${f.reason})`,
+            errorMessage: `the release did not answer when the data plane started it again (${f.reason})`,
             updatedAt: new Date(),
           },
         },
@@ -372,7 +376,8 @@ export class Releases {
 
   /** Unpacks the artifact and starts the release through its health gate. */
   private async startOnHost(host: ReleaseHost, connection: ConnectionDoc, r: ReleaseDoc) {
-    return host.start(await this.prepare(host, connection, r));
+    // Starting from the first moment of the unpacking: a reconcile pass neither prunes nor starts it meanwhile.
+    return host.start(() => this.prepare(host, connection, r), r._id);
   }
 
   /** Unpacks the release's artifact from the blob store into its working directory; answers how to run it. */

@@ -11,6 +11,7 @@ import { newId } from '../../core/ids';
 import { projectRoot } from '../../core/paths';
 import type { Principal } from '../../core/principal';
 import type { Edge } from '../../dataplane/edge';
+import type { ReconcileRegistry } from '../../dataplane/reconcile';
 import { type AccessEntry, ReleaseHost } from '../../dataplane/releases';
 import type { Supervisor } from '../../dataplane/supervisor';
 import { edgePortFromEnv } from '../../dataplane/edge';
@@ -121,7 +122,7 @@ export class CommerceService {
    * production-address requests become analytics samples (batched, one insert per flush), and a
    * healthy release past the degraded rule is recorded `degraded`.
    */
-  useDataPlane(plane: { edge: Edge; supervisor: Supervisor }): ReleaseHost {
+  useDataPlane(plane: { edge: Edge; supervisor: Supervisor; reconciler?: ReconcileRegistry }): ReleaseHost {
     const Traffic = this.models.Traffic;
     const Release = this.models.Release;
     this.host = new ReleaseHost({
@@ -158,11 +159,20 @@ export class CommerceService {
       },
     });
     // The releases that should run come back in the background (production addresses routed again):
-    // the platform does not wait for releases to boot.
+    // the platform does not wait for releases to boot. Artifacts of the earlier layout move into the
+    // store before the first pass; the retention sweep runs after it. With the data plane's reconcile
+    // loop (docs/decisions/0155-site-reconcile.md) the pass runs again every 30 s and on kicks.
+    let swept = false;
+    const pass = async () => {
+      await this.releases.reconcile();
+      if (swept) return;
+      swept = true;
+      await this.artifacts.sweep();
+    };
     void this.artifacts
       .importLegacy(this.dataDir('artifacts'))
-      .then(() => this.releases.reconcile())
-      .then(() => this.artifacts.sweep())
+      .catch(() => undefined)
+      .then(() => (plane.reconciler ? void plane.reconciler.register('commerce', pass) : pass()))
       .catch(() => undefined);
     return this.host;
   }
