@@ -162,6 +162,8 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
       host: cfg.HOST,
       sitesRoot: path.resolve(projectRoot(), cfg.DATA_DIR, 'sites'),
       sitesBaseUrl: cfg.SITES_BASE_URL,
+      // A failed pass runs again at the next interval; the log says why it failed.
+      onReconcileError: (area, err) => log.warn({ area, err: err.message }, 'reconcile pass failed'),
     });
     edgeUrl = await dataPlane.start();
     const dp = dataPlane;
