@@ -118,14 +118,14 @@ const op = (
   operationId: string,
   tag: string,
   summary: string,
-  security: 'bearer' | 'none',
+  security: 'bearer' | 'node' | 'none',
   rest: { parameters?: Json[]; requestBody?: Json; responses: Json; description?: string },
 ): Json => ({
   operationId,
   summary,
   ...(rest.description ? { description: rest.description } : {}),
   tags: [tag],
-  security: security === 'bearer' ? [{ bearer: [] }] : [],
+  security: security === 'bearer' ? [{ bearer: [] }] : security === 'node' ? [{ nodeToken: [] }] : [],
   parameters: rest.parameters ?? [],
   ...(rest.requestBody ? { requestBody: rest.requestBody } : {}),
   responses: rest.responses,
@@ -476,4 +476,76 @@ export const BYTE_ROUTES: readonly ByteRoute[] = [
       },
     ),
   },
+  // The node agent's protocol (subgraphs/publisher/node-agent-api.ts; docs/decisions/0170-node-agent.md):
+  // authenticated by the node's token in `X-Node-Token`, scoped to that node's own work.
+  ...nodeAgentRoutes(),
 ];
+
+/** The five calls of a node agent (`nodes agent`): heartbeat, claim, progress, result, desired sites. */
+function nodeAgentRoutes(): ByteRoute[] {
+  const session = { type: 'string', minLength: 8, maxLength: 100, description: 'The agent process that holds its claims.' };
+  const answer = (description: string): Json => ({
+    '200': { description, content: json(STANDARD_SUCCESS) },
+    ...errors([400, 401, 409, 413, 415, 429]),
+  });
+  const body = (properties: Json, required: string[]): Json => ({
+    required: true,
+    content: json({ type: 'object', additionalProperties: false, required, properties }),
+  });
+  const taskId = path('taskId');
+  const route = (method: 'GET' | 'POST', p: string, id: string, summary: string, rest: Json): ByteRoute => ({
+    method,
+    path: `/v1/node-agent${p}`,
+    envelope: 'standard',
+    operation: op(`publisher.nodeAgent.${id}`, 'publisher', summary, 'node', rest as never),
+  });
+  return [
+    route('POST', '/heartbeat', 'heartbeat', 'A node agent is alive (every 5 s); answers the node and its status', {
+      requestBody: body({ edge_port: { type: ['integer', 'null'], minimum: 1, maximum: 65535 } }, []),
+      responses: answer('the node, its status and the heartbeat period'),
+    }),
+    route('POST', '/tasks/claim', 'claim', "Claims this node's oldest open task (null when none)", {
+      requestBody: body({ session }, ['session']),
+      responses: answer('`task` or null'),
+    }),
+    route('POST', '/tasks/{taskId}/progress', 'progress', "Records a claimed task's progress (the step's detail)", {
+      parameters: [taskId],
+      requestBody: body({ session, detail: { type: 'string', maxLength: 1000 } }, ['session', 'detail']),
+      responses: answer('recorded'),
+    }),
+    route('POST', '/tasks/{taskId}/result', 'result', "A claimed task's outcome; a task this agent no longer holds is 409", {
+      parameters: [taskId],
+      requestBody: body(
+        {
+          session,
+          outcome: {
+            oneOf: [
+              {
+                type: 'object',
+                additionalProperties: false,
+                required: ['ok'],
+                properties: { ok: { const: true }, result: { type: ['object', 'null'] } },
+              },
+              {
+                type: 'object',
+                additionalProperties: false,
+                required: ['ok', 'code', 'message'],
+                properties: {
+                  ok: { const: false },
+                  code: { type: 'string', minLength: 1, maxLength: 100 },
+                  message: { type: 'string', maxLength: 2000 },
+                  retriable: { type: 'boolean' },
+                },
+              },
+            ],
+          },
+        },
+        ['session', 'outcome'],
+      ),
+      responses: answer('recorded'),
+    }),
+    route('GET', '/sites', 'sites', 'The sites placed on this node and the state each should be in', {
+      responses: answer('`sites`'),
+    }),
+  ];
+}

@@ -251,7 +251,14 @@ export function buildOpenApi(routes: readonly AreaRoute[], byteRoutes: readonly 
     openapi: '3.1.0',
     info: { title: 'Platform API', version: '1' },
     servers: [{ url: '/' }],
-    components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } }, schemas },
+    components: {
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'bearer' },
+        // A connected node's agent (docs/decisions/0170-node-agent.md): its node token, not an API key.
+        nodeToken: { type: 'apiKey', in: 'header', name: 'X-Node-Token' },
+      },
+      schemas,
+    },
     paths,
   };
 }

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Model } from 'mongoose';
 import { z } from 'zod';
 import { PlatformError, badRequest, isPlatformError, unauthenticated } from '../../core/errors';
@@ -137,17 +137,31 @@ const taskJson = (t: NodeTaskDoc) => ({
  */
 export function nodeAgentRoutes(app: FastifyInstance, api: NodeAgentService): void {
   void app.register(async (scope) => {
+    const agents = new WeakMap<object, ConnectedNodeDoc>();
+    const refuse = (reply: FastifyReply, e: PlatformError) =>
+      reply.code(e.status).send({ success: false, error: { code: e.code, message: e.message, details: e.details } });
+    // The token is checked before the body is read: a caller without a valid token learns nothing
+    // about the body it sent (401 before 400, as every other route of the bridge).
+    scope.addHook('onRequest', async (req, reply) => {
+      const header = req.headers[NODE_TOKEN_HEADER];
+      try {
+        agents.set(req, await api.authenticate(typeof header === 'string' ? header : undefined));
+      } catch (e) {
+        if (!isPlatformError(e)) throw e;
+        return refuse(reply, e);
+      }
+    });
     const handle =
       (fn: (node: ConnectedNodeDoc, body: unknown, params: Record<string, string>) => Promise<unknown>) =>
-      async (req: { headers: Record<string, unknown>; body: unknown; params: unknown }, reply: any) => {
+      async (req: FastifyRequest, reply: FastifyReply) => {
         try {
-          const header = req.headers[NODE_TOKEN_HEADER];
-          const node = await api.authenticate(typeof header === 'string' ? header : undefined);
+          const node = agents.get(req);
+          if (!node) throw unauthenticated('the node token is not valid');
           const data = await fn(node, req.body, (req.params ?? {}) as Record<string, string>);
           return reply.code(200).send({ success: true, data });
         } catch (e) {
           if (!isPlatformError(e)) throw e;
-          return reply.code(e.status).send({ success: false, error: { code: e.code, message: e.message, details: e.details } });
+          return refuse(reply, e);
         }
       };
     scope.post(
