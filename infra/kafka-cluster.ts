@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { KAFKA_VERSION, classpath, ensureInstalled, kafkaAdminAnswers } from './kafka';
+import { KAFKA_VERSION, classpath, clusterIdIn, ensureInstalled, kafkaAdminAnswers } from './kafka';
 import { type EngineProcess, logFile, runningPid, startDetached, stopEngine, waitUntilReady } from './processes';
 import {
   InfraError,
@@ -143,12 +143,7 @@ async function ensureFormatted(java: string, opts: Required<ClusterOptions>, i: 
   let id = fs.existsSync(idFile) ? fs.readFileSync(idFile, 'utf8').trim() : '';
   if (!id) {
     const out = await tool(['random-uuid']);
-    id =
-      out
-        .split('\n')
-        .map((l) => l.trim())
-        .filter((l) => /^[A-Za-z0-9_-]{22}$/.test(l))
-        .pop() ?? '';
+    id = clusterIdIn(out);
     if (!id) throw new InfraError('infra: kafka.tools.StorageTool random-uuid printed no cluster id');
     fs.mkdirSync(clusterDir(base), { recursive: true });
     fs.writeFileSync(idFile, `${id}\n`);

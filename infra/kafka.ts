@@ -137,12 +137,7 @@ async function ensureFormatted(java: string, serverFile: string): Promise<void> 
     );
   if (!id) {
     const out = await tool(['random-uuid']);
-    id =
-      out
-        .split('\n')
-        .map((l) => l.trim())
-        .filter((l) => /^[A-Za-z0-9_-]{22}$/.test(l))
-        .pop() ?? '';
+    id = clusterIdIn(out);
     if (!id)
       throw new InfraError(
         `infra: kafka.tools.StorageTool random-uuid printed no cluster id; see ${shown(logsDir('kafka-format.log'))}`,
@@ -233,4 +228,15 @@ export async function startKafka(): Promise<void> {
 
 export function kafkaDataDir(): string {
   return kafkaDir('data');
+}
+
+/** The cluster id `kafka.tools.StorageTool random-uuid` printed (its last 22-character base64url line), or ''. */
+export function clusterIdIn(out: string): string {
+  return (
+    out
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => /^[A-Za-z0-9_-]{22}$/.test(l))
+      .pop() ?? ''
+  );
 }

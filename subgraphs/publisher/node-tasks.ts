@@ -2,9 +2,9 @@ import mongoose, { type Connection, type Model } from 'mongoose';
 import { PlatformError, retriable } from '../../core/errors';
 import { model } from '../../core/mongo';
 import { sleep } from '../../core/sleep';
-import type { PublisherModels, RecoveryPointDoc, SiteDoc } from './model';
+import type { PublisherModels, SiteDoc } from './model';
 import { type ConnectedNodes, NODE_SILENT_MS, nodeAgentAlive } from './nodes';
-import { findRuntime, runtimeSpec } from './runtime-catalog';
+import { findRuntime, runtimeSpec, stepRelease } from './runtime-catalog';
 import type { Infrastructure, StepExtras, StepOutput } from './simulated-infrastructure';
 
 /**
@@ -136,7 +136,7 @@ export class NodeRoutedInfrastructure implements Infrastructure {
     }
     if (DATA_STEPS.has(step)) return;
     if (step === 'configure_site' && (await this.d.configured?.(site._id))) return;
-    const version = await this.versionFor(operationType, step, site, op.input);
+    const version = await stepRelease(this.d.models, operationType, step, site, op.input);
     // One task per step of the operation: a resumed attempt (a lost lease) waits on the same task,
     // a retry after a failed one puts it back to pending, a finished one answers its outcome.
     const id = `${op._id}:${step}`;
@@ -230,18 +230,6 @@ export class NodeRoutedInfrastructure implements Infrastructure {
       }
       await sleep(POLL_MS, signal);
     }
-  }
-
-  /** The release a step runs: an upgrade's target, a rollback's origin, a restore's point, else the site's own. */
-  private async versionFor(operationType: string, step: string, site: SiteDoc, input: unknown): Promise<string> {
-    const i = (input ?? {}) as { targetVersion?: string; fromVersion?: string; recoveryPointId?: string };
-    if (operationType === 'upgrade')
-      return step === 'rollback' ? (i.fromVersion ?? site.runtimeVersion) : (i.targetVersion ?? site.runtimeVersion);
-    if (operationType === 'restore' && i.recoveryPointId) {
-      const point: RecoveryPointDoc | null = await this.d.models.RecoveryPoint.findById(i.recoveryPointId).lean();
-      if (point) return point.runtimeVersion;
-    }
-    return site.runtimeVersion;
   }
 }
 

@@ -6,8 +6,8 @@ import type { DataPlanePort } from '../../dataplane/plane';
 import type { SiteBackups } from '../../dataplane/site-backup';
 import type { HostedSite } from '../../dataplane/sites';
 import { providerKeyAad } from './mail-settings';
-import type { PublisherModels, RecoveryPointDoc, SiteDoc } from './model';
-import { findRuntime, runtimeSpec } from './runtime-catalog';
+import type { PublisherModels, SiteDoc } from './model';
+import { findRuntime, runtimeSpec, stepRelease } from './runtime-catalog';
 import { type RealFault, RecoveryData } from './recovery-data';
 import type { Infrastructure, StepExtras, StepOutput } from './simulated-infrastructure';
 
@@ -116,7 +116,7 @@ export class RealInfrastructure implements Infrastructure {
     const site = await this.d.models.Site.findById(siteId).lean();
     if (!site) throw new PlatformError('site_not_found', 404, `site ${siteId} not found`);
     const host = this.d.dataPlane().sites;
-    const version = await this.versionFor(operationType, step, site, op.input);
+    const version = await stepRelease(this.d.models, operationType, step, site, op.input);
     await this.data.faultAt(operationType, step, version, siteId);
     if (RecoveryData.handles(step))
       return this.data.perform(operationType, step, site, version, op.input, (v) => this.hosted(site, v));
@@ -225,18 +225,6 @@ export class RealInfrastructure implements Infrastructure {
       ownerPasswordCiphertext: encryptSecret(access.ownerPassword, aad(site._id, 'owner_password')),
       createdAt: new Date(),
     });
-  }
-
-  /** The release a step runs: an upgrade's target, a rollback's origin, a restore's point, else the site's own. */
-  private async versionFor(operationType: string, step: string, site: SiteDoc, input: unknown): Promise<string> {
-    const i = (input ?? {}) as { targetVersion?: string; fromVersion?: string; recoveryPointId?: string };
-    if (operationType === 'upgrade')
-      return step === 'rollback' ? (i.fromVersion ?? site.runtimeVersion) : (i.targetVersion ?? site.runtimeVersion);
-    if (operationType === 'restore' && i.recoveryPointId) {
-      const point: RecoveryPointDoc | null = await this.d.models.RecoveryPoint.findById(i.recoveryPointId).lean();
-      if (point) return point.runtimeVersion;
-    }
-    return site.runtimeVersion;
   }
 
   private runtime(version: string) {

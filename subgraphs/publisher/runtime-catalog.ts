@@ -1,3 +1,4 @@
+import type { PublisherModels, RecoveryPointDoc, SiteDoc } from './model';
 /**
  * The tested publishing runtimes. A create request must name one of these exact versions (or get
  * the default); an upgrade must follow an edge: the target lists the current version among its
@@ -95,3 +96,24 @@ export function upgradeTargets(from: string): string[] {
 
 /** The catalog's versions: the REST rows' enum for `runtime_version` and `target_version`. */
 export const RUNTIME_VERSIONS = RUNTIME_CATALOG.map((r) => r.version) as [string, ...string[]];
+
+/**
+ * The release a step of a site's operation runs: an upgrade's target (its origin for `rollback`), a
+ * restore's recovery point, else the site's own. One rule for the hosted executor and node tasks.
+ */
+export async function stepRelease(
+  models: Pick<PublisherModels, 'RecoveryPoint'>,
+  operationType: string,
+  step: string,
+  site: SiteDoc,
+  input: unknown,
+): Promise<string> {
+  const i = (input ?? {}) as { targetVersion?: string; fromVersion?: string; recoveryPointId?: string };
+  if (operationType === 'upgrade')
+    return step === 'rollback' ? (i.fromVersion ?? site.runtimeVersion) : (i.targetVersion ?? site.runtimeVersion);
+  if (operationType === 'restore' && i.recoveryPointId) {
+    const point: RecoveryPointDoc | null = await models.RecoveryPoint.findById(i.recoveryPointId).lean();
+    if (point) return point.runtimeVersion;
+  }
+  return site.runtimeVersion;
+}
