@@ -1,11 +1,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
-import http from 'node:http';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 import { PREFIX, projectPath } from './helpers';
+import { freePort, siteViaEdge } from '../support/edge';
 
 /**
  * A connected-node site run for real: the agent as its own process with the real executor (Ghost
@@ -43,29 +42,6 @@ function agent(token: string, edgePort: number): { proc: ChildProcess; stderr: (
   let err = '';
   proc.stderr!.on('data', (c: Buffer) => (err += c.toString()));
   return { proc, stderr: () => err };
-}
-
-async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as net.AddressInfo).port;
-  await new Promise((r) => srv.close(r));
-  return port;
-}
-
-function viaEdge(port: number, siteUrl: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      { host: '127.0.0.1', port, path: '/', headers: { host: new URL(siteUrl).host }, agent: false },
-      (res) => {
-        let body = '';
-        res.on('data', (c: Buffer) => (body += c.toString()));
-        res.on('end', () => resolve({ status: res.statusCode!, body }));
-      },
-    );
-    req.on('error', reject);
-    req.end();
-  });
 }
 
 async function until<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs: number): Promise<T> {
@@ -109,7 +85,7 @@ it(
       10 * 60_000,
     );
     expect([op.status, op.error_code, op.error_message]).toEqual(['completed', null, null]);
-    const home = await viaEdge(edgePort, siteUrl);
+    const home = await siteViaEdge(edgePort, siteUrl);
     expect(home.status).toBe(200);
     expect(home.body).toContain('<meta name="generator" content="Ghost');
     // The site's files are on the node, its admin access sealed on the platform.
@@ -121,7 +97,7 @@ it(
     a.proc.kill('SIGKILL');
     await new Promise((r) => a.proc.on('exit', r));
     a = agent(node.token, edgePort);
-    await until('Ghost to answer again', async () => (await viaEdge(edgePort, siteUrl)).status === 200, 5 * 60_000);
+    await until('Ghost to answer again', async () => (await siteViaEdge(edgePort, siteUrl)).status === 200, 5 * 60_000);
     expect(a.stderr()).toMatch(/stopped workload \d+ left by an earlier agent/);
     expect(a.stderr()).toMatch(/reconcile: site ghost-on-node-\S+ started/);
   },

@@ -1,12 +1,11 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import http from 'node:http';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { startTestPlatform, uniqueName, type TestPlatform } from '../support/platform';
 import { PREFIX, projectPath } from './helpers';
+import { freePort, siteViaEdge } from '../support/edge';
 
 /**
  * Connected nodes for real (docs/decisions/0170-node-agent.md): the agent runs as its own process
@@ -65,30 +64,6 @@ function startAgent(token: string, edgePort: number, dir: string): Agent {
   proc.stdout!.resume();
   const exit = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
   return { proc, stderr: () => err, exit };
-}
-
-async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as net.AddressInfo).port;
-  await new Promise((r) => srv.close(r));
-  return port;
-}
-
-/** A request to an edge as a site's host (`*.sites.localhost` does not resolve in Node). */
-function viaEdge(port: number, siteUrl: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      { host: '127.0.0.1', port, path: '/', headers: { host: new URL(siteUrl).host }, agent: false },
-      (res) => {
-        let body = '';
-        res.on('data', (c: Buffer) => (body += c.toString()));
-        res.on('end', () => resolve({ status: res.statusCode!, body }));
-      },
-    );
-    req.on('error', reject);
-    req.end();
-  });
 }
 
 const t0 = Date.now();
@@ -188,7 +163,7 @@ describe('the node agent', () => {
     expect(meta.installation).toMatchObject({ target_node_id: node.id, placement_mode: 'selector', status: 'running' });
     expect(meta.node).toEqual({ id: node.id, status: 'reachable' });
     const siteUrl = created.body.data.site_url;
-    const served = await viaEdge(edgePort, siteUrl);
+    const served = await siteViaEdge(edgePort, siteUrl);
     expect(served.status).toBe(200);
     expect(served.body).toContain('simulated site node-site-');
 
@@ -197,10 +172,10 @@ describe('the node agent', () => {
     const stop = await t.rest('POST', projectPath(projectId, '/actions'), { key, body: { action: 'stop' } });
     expect(stop.status).toBe(202);
     expect((await finished(key, projectId, stop.body.data.operation.id)).status).toBe('completed');
-    expect((await viaEdge(edgePort, siteUrl)).status).toBe(503);
+    expect((await siteViaEdge(edgePort, siteUrl)).status).toBe(503);
     const start = await t.rest('POST', projectPath(projectId, '/actions'), { key, body: { action: 'start' } });
     expect((await finished(key, projectId, start.body.data.operation.id)).status).toBe('completed');
-    expect((await viaEdge(edgePort, siteUrl)).status).toBe(200);
+    expect((await siteViaEdge(edgePort, siteUrl)).status).toBe(200);
 
     mark('stop/start done');
     // The other account's agent saw none of this account's work.
@@ -237,12 +212,12 @@ describe('the node agent', () => {
     mark('waiting_for_node seen; restarting the agent');
     // ... and when the agent comes back it reconciles: the first site runs again without any request.
     agent = startAgent(node.token, edgePort, dir);
-    await until('the site to answer again', async () => (await viaEdge(edgePort, siteUrl)).status === 200, 20_000);
+    await until('the site to answer again', async () => (await siteViaEdge(edgePort, siteUrl)).status === 200, 20_000);
     expect(agent.stderr()).toMatch(/reconcile: site node-site-\S+ started/);
     expect((await nodeStatus(key, projectId))?.status).toBe('reachable');
     const resumed = await finished(key, waitingId, waiting.body.data.operation.id);
     expect([resumed.status, resumed.error_code]).toEqual(['completed', null]);
-    expect((await viaEdge(edgePort, waiting.body.data.site_url)).status).toBe(200);
+    expect((await siteViaEdge(edgePort, waiting.body.data.site_url)).status).toBe(200);
 
     mark('reconciled; waiting op done');
     // A drained node keeps its sites and takes no new ones.
@@ -258,7 +233,7 @@ describe('the node agent', () => {
       body: { name: 'Nowhere', deployment_mode: 'connected_node', target_node_id: node.id },
     });
     expect([manual.status, manual.body.error?.code]).toEqual([409, 'node_draining']);
-    expect((await viaEdge(edgePort, siteUrl)).status).toBe(200);
+    expect((await siteViaEdge(edgePort, siteUrl)).status).toBe(200);
     agent.proc.kill('SIGTERM');
     expect(await agent.exit).toBe(0);
   }, 400_000);
