@@ -12,10 +12,20 @@ export const MONGO_SERVER_SELECTION_MS = 1_500;
 /** Connections per process and server; the MongoDB-wire servers here serialise per collection anyway. */
 const MAX_POOL_SIZE = 20;
 
+/**
+ * How long opening a connection keeps trying before it gives up: a process that starts beside a
+ * busy or still-starting server waits for it (20 s) instead of failing after one 1.5 s selection.
+ */
+export const MONGO_STARTUP_WAIT_MS = 20_000;
+
+const SELECTION_FAILED = /^Mongo(ose)?ServerSelectionError$/;
+
 export interface MongoOptions {
   maxPoolSize?: number;
-  /** How long to wait for the server at start, in milliseconds. */
+  /** How long an operation waits for a reachable server, in milliseconds. */
   serverSelectionTimeoutMS?: number;
+  /** How long opening the connection keeps retrying while no server answers, in milliseconds. */
+  startupWaitMs?: number;
 }
 
 /**
@@ -23,7 +33,24 @@ export interface MongoOptions {
  * point at its own database. Models are registered on it with `conn.model(...)`.
  */
 export async function connectMongo(uri: string = config().mongodbUri, opts: MongoOptions = {}): Promise<mongoose.Connection> {
-  const conn = mongoose.createConnection(uri, {
+  const deadline = Date.now() + (opts.startupWaitMs ?? MONGO_STARTUP_WAIT_MS);
+  for (;;) {
+    const conn = openConnection(uri, opts);
+    try {
+      await conn.asPromise();
+      observeMongo(conn);
+      childLogger('mongo').debug({ db: conn.name }, 'connected');
+      return conn;
+    } catch (err) {
+      await conn.close().catch(() => undefined);
+      if (!SELECTION_FAILED.test((err as Error).name) || Date.now() >= deadline) throw err;
+      childLogger('mongo').warn({ db: conn.name, err: (err as Error).message }, 'no server answered yet; retrying');
+    }
+  }
+}
+
+function openConnection(uri: string, opts: MongoOptions): mongoose.Connection {
+  return mongoose.createConnection(uri, {
     autoIndex: true,
     autoCreate: true,
     maxPoolSize: opts.maxPoolSize ?? MAX_POOL_SIZE,
@@ -34,10 +61,6 @@ export async function connectMongo(uri: string = config().mongodbUri, opts: Mong
     // Command events feed the MongoDB duration histogram and spans (./telemetry/mongo.ts).
     monitorCommands: true,
   });
-  await conn.asPromise();
-  observeMongo(conn);
-  childLogger('mongo').debug({ db: conn.name }, 'connected');
-  return conn;
 }
 
 /**

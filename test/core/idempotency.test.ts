@@ -39,12 +39,24 @@ describe('idempotency store (real MongoDB-wire server)', () => {
 
   it('lets exactly one of many concurrent first requests run; the others see it in progress', async () => {
     let runs = 0;
+    // The first run holds the key until every other request has been answered, however slow the
+    // machine, so none of them can arrive after it finished and see a replay instead.
+    let othersAnswered = 0;
+    let allAnswered: () => void = () => undefined;
+    const answered = new Promise<void>((r) => (allAnswered = r));
     const slow = async () => {
       runs++;
-      await new Promise((r) => setTimeout(r, 200));
+      await Promise.race([answered, new Promise((r) => setTimeout(r, 20_000))]);
       return 'done';
     };
-    const results = await Promise.allSettled(Array.from({ length: 10 }, () => store.run('s', 'k3', { x: 1 }, slow)));
+    const results = await Promise.allSettled(
+      Array.from({ length: 10 }, () =>
+        store.run('s', 'k3', { x: 1 }, slow).catch((err) => {
+          if (++othersAnswered === 9) allAnswered();
+          throw err;
+        }),
+      ),
+    );
     expect(runs).toBe(1);
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
     for (const r of results.filter((r) => r.status === 'rejected')) {

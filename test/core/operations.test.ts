@@ -321,7 +321,7 @@ describe('durable operations (real MongoDB-wire server and Kafka)', () => {
   it('runs each of 20 operations exactly once with 10 engines racing', async () => {
     const runs = new Map<string, number>();
     const racers = Array.from({ length: 10 }, (_, i) => {
-      const e = engine({ workerId: `racer-${i}-${run}`, leaseMs: 10_000, pollMs: 50, concurrency: 2 });
+      const e = engine({ workerId: `racer-${i}-${run}`, leaseMs: 30_000, pollMs: 50, concurrency: 2 });
       e.register('start', async (ctx) => {
         runs.set(ctx.op._id, (runs.get(ctx.op._id) ?? 0) + 1);
         await ctx.step('boot', () => sleep(20, ctx.signal));
