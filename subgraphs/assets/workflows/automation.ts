@@ -1,20 +1,23 @@
 import { z } from 'zod';
 import { PlatformError, badRequest } from '../../../core/errors';
 import { newId } from '../../../core/ids';
-import type { OperationContext } from '../../../core/operations/engine';
+import type { OperationContext, OperationEngine } from '../../../core/operations/engine';
 import { type Principal, requireScope, requireWriter } from '../../../core/principal';
 import type { AssetsService } from '../service';
 import { type GovernedTool, toolNamed } from '../mcp/tools';
 import { DEFAULT_APPROVAL_TTL_S } from './catalog';
-import { approvalHash } from './ids';
+import { actionOperationId, approvalHash } from './ids';
 import type { ApprovalDoc, AuditDoc, WorkflowModels } from './model';
 
 /** `/automation` shows this many recent audits. */
 export const RECENT_AUDITS = 50;
+/** The operation type an approved tool call runs as (registered in the module's `executors`). */
+export const OP_AUTOMATION_ACTION = 'assets.automation_action';
 
 export interface GovernedToolDeps {
   models: WorkflowModels;
   assets: AssetsService;
+  engine: OperationEngine;
   reader(p: Principal | null | undefined): Principal;
   /** Records a pending approval with its agent action (the approvals' one way in). */
   insertApproval(doc: ApprovalDoc, summary: string): Promise<void>;
@@ -108,6 +111,36 @@ export class GovernedToolCalls {
     );
     await audit('approval_required', null, id);
     return { outcome: 'approval_required', approval };
+  }
+
+  /**
+   * An approved tool call is performed as an operation with an id fixed by the approval (a repeated
+   * decision enqueues nothing new); the approval then names it. A rejected one does nothing.
+   */
+  async continueAfter(a: ApprovalDoc): Promise<ApprovalDoc> {
+    const now = new Date();
+    if (a.status !== 'approved') return a;
+    const opId = actionOperationId(a._id);
+    await this.d.engine.enqueue({
+      id: opId,
+      accountId: a.accountId,
+      projectId: a.projectId ?? a.accountId,
+      resourceType: 'asset_automation_action',
+      resourceId: a._id,
+      operationType: OP_AUTOMATION_ACTION,
+      input: { approvalId: a._id },
+      initiator: { type: 'approval', id: a._id, decided_by: a.decidedBy },
+    });
+    if (a.operationId === opId) return a;
+    return (
+      (await this.d.models.Approval.findOneAndUpdate(
+        { _id: a._id },
+        { $set: { operationId: opId, updatedAt: now } },
+        { new: true },
+      )
+        .lean<ApprovalDoc>()
+        .exec()) ?? a
+    );
   }
 
   async recentAudits(p: Principal | null): Promise<AuditDoc[]> {

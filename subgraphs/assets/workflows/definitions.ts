@@ -10,7 +10,7 @@ import { type Definition, definitionSchema, findings, normalised } from './catal
 import type { WorkflowDoc, WorkflowModels, WorkflowVersionDoc } from './model';
 import { MAX_PAGE, type Page, pageOf } from './paging';
 
-const workflowNotFound = () => notFound('assets.workflow_not_found', 'workflow not found');
+export const workflowNotFound = () => notFound('assets.workflow_not_found', 'workflow not found');
 
 export interface DefinitionDeps {
   models: WorkflowModels;

@@ -10,7 +10,10 @@ import { assetsWorkflowHookPlane } from '../workflow-hooks/plane';
 import { APPROVALS_TOPIC, approvalActivitySource } from './activity';
 import { workflowModels } from './model';
 import { AssetWorkflowsResolver } from './resolvers';
-import { APPROVAL_SWEEP_MS, OP_AUTOMATION_ACTION, OP_WORKFLOW_RUN, WorkflowService } from './service';
+import { APPROVAL_SWEEP_MS } from './approvals';
+import { OP_AUTOMATION_ACTION } from './automation';
+import { OP_WORKFLOW_RUN } from './runs';
+import { WorkflowService } from './service';
 
 export interface WorkflowsModuleServices {
   workflows: WorkflowService;
