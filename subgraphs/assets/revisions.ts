@@ -6,7 +6,7 @@ import { PlatformError } from '../../core/errors';
  */
 export const etagOf = (revision: number): string => `"${revision}"`;
 
-/** A route's `headers`: the answer's revision as `ETag`, when it carries one (CONTRACTS.md). */
+/** A route's `headers`: the answer's revision as `ETag`, when it carries one (docs/contracts.md). */
 export const revisionHeader = (payload: unknown): Record<string, string> => {
   const rev = (payload as { revision?: number } | null)?.revision;
   return typeof rev === 'number' ? { ETag: etagOf(rev) } : {};

@@ -147,7 +147,7 @@ const signedUrlBody = z.union([
     .strict(),
   z.object({ expires_in: expiresIn, transformation: str.min(1).max(64) }).strict(),
 ]);
-/** Spec "not shown" shapes: CONTRACTS.md (legacy flat form, typed v2 form with an eager policy). */
+/** Spec "not shown" shapes: docs/contracts.md (legacy flat form, typed v2 form with an eager policy). */
 const edge = z.number().int().min(1).max(MAX_EDGE).nullable().optional();
 const fit = z.enum(FITS).optional();
 const gravity = z.enum(GRAVITIES).optional();

@@ -57,7 +57,7 @@ const toDerivative = (d: DerivativeDoc): DerivativeType => ({
   createdAt: d.createdAt,
 });
 
-/** Thin resolvers over `Transforms` (issue 16, image part). */
+/** Thin resolvers over `Transforms` (decisions 0023, 0024). */
 @Resolver()
 export class AssetTransformsResolver {
   constructor(private readonly svc: AssetsService) {}

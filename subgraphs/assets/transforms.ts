@@ -10,7 +10,7 @@ import type { AssetAccess } from './asset-access';
 import { TransformLimiter } from './transform-limiter';
 
 /**
- * Image transformations (issue 16, items 1–2): named definitions, derivatives computed with sharp
+ * Image transformations (decisions 0023, 0024): named definitions, derivatives computed with sharp
  * (libvips) and cached by a hash of the source version's bytes and the canonical spec, stored in
  * the Assets blob store like any other bytes.
  */

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { startTestPlatform, uniqueName, type TestPlatform } from '../support/platform';
 
 /**
- * Object-store buckets and their operations (issue 10 items 1 and 6) through the real bridge,
+ * Object-store buckets and their operations (decision 0029) through the real bridge,
  * router, Assets subgraph, kernel operation engine and CDN listener.
  */
 let t: TestPlatform;

@@ -2,7 +2,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startTestPlatform, uniqueName, type TestPlatform } from '../support/platform';
 
-/** The governed automation tools over MCP (issue 17 item 7), with the official SDK's own client. */
+/** The governed automation tools over MCP (decisions 0027, 0110), with the official SDK's own client. */
 describe('assets MCP endpoint and automation', () => {
   let t: TestPlatform;
   beforeAll(async () => {

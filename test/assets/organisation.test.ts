@@ -7,7 +7,7 @@ import { Webhook } from 'standardwebhooks';
 import { EICAR } from '../../subgraphs/assets/scanner';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 
-/** Issue 17 items 1–3 through the real bridge: collections, saved searches, bulk jobs, webhooks. */
+/** Collections, saved searches, bulk jobs and webhooks through the real bridge (decision 0025). */
 describe('assets organisation through the bridge', () => {
   let t: TestPlatform;
   let blobDir: string;

@@ -2,7 +2,7 @@ import { Webhook } from 'standardwebhooks';
 import { startTestPlatform, uniqueName, type TestPlatform } from '../support/platform';
 import { PNG } from './harness';
 
-/** Workflows with approvals and workflow hooks (issue 17 items 6 and 8), through the real bridge. */
+/** Workflows with approvals and workflow hooks (decision 0027), through the real bridge. */
 describe('assets workflows', () => {
   let t: TestPlatform;
   beforeAll(async () => {

@@ -2,7 +2,7 @@ import { type Connection, type Model, Schema } from 'mongoose';
 import { model } from '../../../core/mongo';
 
 /**
- * Documents of the object-store bucket operations (issue 10 items 1 and 6). Every read or write the
+ * Documents of the object-store bucket operations (decision 0029). Every read or write the
  * hot paths make names a document by its `_id` (decision 0001: only an exact unique index avoids a
  * scan on the MongoDB-wire server).
  */

@@ -16,7 +16,7 @@ import { bucketOpsRoutes } from './routes';
 import { websitePlane } from './website-plane';
 
 /**
- * Object-store bucket operations (issue 10 items 1 and 6): `/objstore-buckets`, storage, relocation,
+ * Object-store bucket operations (decision 0029): `/objstore-buckets`, storage, relocation,
  * and the bucket's analytics, access logs, inventory exports, bounded query and website mode.
  */
 export interface BucketOpsServices {

@@ -20,7 +20,7 @@ import {
   toWebsite,
 } from './types';
 
-/** Thin resolvers of the object-store bucket operations (issue 10 items 1 and 6). */
+/** Thin resolvers of the object-store bucket operations (decision 0029). */
 @Resolver()
 export class BucketOpsResolver {
   private readonly ops: BucketOpsServices['bucketOps'];

@@ -5,7 +5,7 @@ import { revisionHeader } from '../revisions';
 import { SCOPES, SORT_FIELDS } from '../service';
 import { COLLECTION_MAX_ASSETS, ORG_LIST_LIMIT_MAX, SEARCH_FILTER_FIELDS } from './service';
 
-/** Spec 4.3 `/collections` and `/saved-searches` (item routes `/{id}`, CONTRACTS.md). */
+/** Spec 4.3 `/collections` and `/saved-searches` (item routes `/{id}`, docs/contracts.md, names inside the areas). */
 const P = '/api/v1/assets';
 const tag = 'Assets';
 const str = z.string();

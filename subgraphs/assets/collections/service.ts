@@ -11,7 +11,7 @@ import type { CollectionDoc, OrganisationModels, SavedSearchDoc } from './model'
 
 /** Asset ids one collection holds at most. */
 export const COLLECTION_MAX_ASSETS = 1000;
-/** Collections and saved searches per list page: default 25, at most 100 (CONTRACTS.md list shape). */
+/** Collections and saved searches per list page: default 25, at most 100 (the list shape of docs/contracts.md). */
 export const ORG_LIST_LIMIT_DEFAULT = 25;
 export const ORG_LIST_LIMIT_MAX = 100;
 

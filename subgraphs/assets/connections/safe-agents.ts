@@ -6,7 +6,7 @@ import { isForbiddenAddress } from '../../../core/outbound-http';
 
 /**
  * HTTP agents for reaching a connection's source (an S3 endpoint, an HTTP origin) under the kernel's
- * outbound rules (CONTRACTS.md): the address checked is the address connected to, because the
+ * outbound rules (docs/contracts.md): the address checked is the address connected to, because the
  * check sits in the agent's `lookup`. An allowed host (OUTBOUND_ALLOW_HOSTS) may be private; IP
  * literals never reach `lookup` and are checked by the URL shape rules beforehand.
  */

@@ -10,7 +10,7 @@ import type { WorkflowService } from '../workflows/service';
 /**
  * `POST {base_url}/api/v1/assets/workflow-hooks/{token}` (spec 4.3, 5.8): the public receiver that
  * starts a run of a `hook` workflow. No bearer key: the path token finds the workflow, and a
- * Standard Webhooks signature (CONTRACTS.md) over the exact raw body proves the sender holds the
+ * Standard Webhooks signature (docs/contracts.md) over the exact raw body proves the sender holds the
  * workflow's secret. It is raw HTTP (the area's data plane) because the signature covers the bytes
  * as sent, before any JSON parsing.
  */

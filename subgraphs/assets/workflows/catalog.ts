@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 /**
  * The workflow step catalog (spec 4.3 `GET /workflows/catalog`): every step type a draft may use,
- * with the schema of its `config`. The draft body is CONTRACTS.md's `{trigger: {type}, steps: [{id,
+ * with the schema of its `config`. The draft body is docs/contracts.md's `{trigger: {type}, steps: [{id,
  * type, config}]}`; the step ids are the names a run reports its progress by.
  */
 

@@ -9,7 +9,7 @@ import { mayDecide, type Requester } from '../../../core/decision-rights';
 import type { ApprovalDoc, AuditDoc, RunDoc, WorkflowDoc, WorkflowVersionDoc } from './model';
 import type { WorkflowService } from './service';
 
-/** Thin resolvers over WorkflowService (issue 17 items 6–7); REST names come from the documents' aliases. */
+/** Thin resolvers over WorkflowService (decision 0027); REST names come from the documents' aliases. */
 
 @ObjectType('AssetWorkflow', { description: 'A workflow: an editable draft and its published versions.' })
 export class WorkflowType {

@@ -7,7 +7,7 @@ import { definitionSchema } from './catalog';
 import { APPROVAL_STATUSES } from './model';
 
 /**
- * Spec 4.3 workflow and automation rows (issue 17 items 6–7). The MCP transport and the public
+ * Spec 4.3 workflow and automation rows (decision 0027). The MCP transport and the public
  * workflow hook are raw HTTP (the area's data plane), not rows here.
  */
 const P = '/api/v1/assets';
