@@ -26,7 +26,7 @@ import { Observations } from './observations';
 import { type CommercePlatform, HttpCommercePlatform } from './platform-client';
 import { Releases } from './releases';
 import { DEPLOYMENT_HEALTH, type DeploymentHealth } from './stand-in';
-import { StandInControl } from './standin-control';
+import { StandInControl } from './stand-in-control';
 
 /** The inbound webhook receiver's path on the bridge's listener. */
 export const WEBHOOK_RECEIVER_PATH = '/api/v1/commerce/webhooks';

@@ -8,7 +8,7 @@ import path from 'node:path';
 import type { Connection } from 'mongoose';
 import { productionHost, releaseHost } from '../../dataplane/releases';
 import { type RunningStandIn, startCommerceStandIn } from '../../subgraphs/commerce/stand-in';
-import { StandInControl } from '../../subgraphs/commerce/standin-control';
+import { StandInControl } from '../../subgraphs/commerce/stand-in-control';
 import { IdentityService } from '../../subgraphs/identity/service';
 import { assertBuilt, childPlatformScope } from '../support/child-platform';
 

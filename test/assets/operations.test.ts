@@ -4,12 +4,12 @@ import path from 'node:path';
 import { parse, validate } from 'graphql';
 import { areaScopes } from '../../core/scopes';
 import { buildSubgraph } from '../../core/subgraph-kit';
-import area from './index';
-import { assetsRoutes } from './routes';
+import area from '../../subgraphs/assets/index';
+import { assetsRoutes } from '../../subgraphs/assets/routes';
 
 /** Every route's document is valid against the assets subgraph schema, and every document has a route. */
 describe('assets operations', () => {
-  const dir = path.join(__dirname, 'operations');
+  const dir = path.join(__dirname, '../../subgraphs/assets/operations');
   const fragments = readFileSync(path.join(dir, '_fragments.graphql'), 'utf8');
 
   it('validates each document against the subgraph schema', async () => {
