@@ -1,0 +1,149 @@
+import { z } from 'zod';
+import { type AnyRoute, route } from '../../core/rest-route';
+import { VISIBILITIES } from './model';
+import { revisionHeader } from './revisions';
+import { P, cacheControlText, ifMatch, str, tag } from './route-fields';
+import { SCOPES } from './service';
+
+const bucketBody = z
+  .object({
+    name: str
+      .min(1)
+      .max(63)
+      .regex(/^[a-z0-9][a-z0-9._-]*$/i, 'letters, digits, . _ -'),
+    default_visibility: z.enum(VISIBILITIES).optional(),
+    cache_control: cacheControlText.optional(),
+    versioning: z.boolean().optional(),
+    retention_days: z.number().int().min(0).nullable().optional(),
+    max_bytes: z.number().int().positive().nullable().optional(),
+    allowed_mime_types: z.array(str.min(1).max(127)).max(100).nullable().optional(),
+    allowed_origins: z.array(str.min(1).max(255)).max(100).optional(),
+    home_region: str.min(1).max(63).optional(),
+    replication_policy: z
+      .object({ regions: z.array(str.min(1).max(63)).max(10) })
+      .strict()
+      .optional(),
+    lifecycle_policy: z.record(z.unknown()).nullable().optional(),
+    domain: str.min(1).max(253).nullable().optional(),
+  })
+  .strict();
+type BucketBody = z.infer<typeof bucketBody>;
+const bucketInput = (b: Partial<BucketBody>) => ({
+  name: b.name,
+  defaultVisibility: b.default_visibility,
+  cacheControl: b.cache_control,
+  versioning: b.versioning,
+  retentionDays: b.retention_days,
+  maxBytes: b.max_bytes,
+  allowedMimeTypes: b.allowed_mime_types,
+  allowedOrigins: b.allowed_origins,
+  homeRegion: b.home_region,
+  replicationPolicy: b.replication_policy,
+  lifecyclePolicy: b.lifecycle_policy,
+  domain: b.domain,
+});
+
+const policyBody = z
+  .object({
+    allowed_mime_types: z.array(str.min(1).max(127)).max(200).nullable().optional(),
+    max_image_bytes: z.number().int().positive().optional(),
+    max_video_bytes: z.number().int().positive().optional(),
+    max_other_bytes: z.number().int().positive().optional(),
+    require_scan: z.boolean().optional(),
+  })
+  .strict();
+
+/** Spec 4.3 buckets (guarded by their revision) and the account's upload policy. */
+export const bucketRoutes: AnyRoute[] = [
+  route({
+    method: 'GET',
+    path: `${P}/buckets`,
+    summary: 'List buckets',
+    tag,
+    operation: 'list-buckets',
+    scope: SCOPES.read,
+    variables: () => ({}),
+    select: (d) => d.assetBuckets,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'POST',
+    path: `${P}/buckets`,
+    summary: 'Create a bucket',
+    tag,
+    operation: 'create-bucket',
+    body: bucketBody,
+    scope: SCOPES.admin,
+    // 409: a bucket with this name exists.
+    errors: [409],
+    variables: ({ body }) => ({ input: bucketInput(body) }),
+    select: (d) => d.createAssetBucket,
+    headers: revisionHeader,
+    status: 201,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'PUT',
+    path: `${P}/buckets/{bucketID}`,
+    summary: 'Update a bucket; needs If-Match with its revision',
+    tag,
+    operation: 'update-bucket',
+    body: bucketBody.partial(),
+    scope: SCOPES.admin,
+    // 428 without If-Match, 412 when it names another revision (spec 7.3); 409 duplicate key, non-empty bucket or job in progress.
+    errors: [409, 412, 428],
+    variables: (r) => ({ id: r.params.bucketID, input: bucketInput(r.body), ifMatch: ifMatch(r) }),
+    select: (d) => d.updateAssetBucket,
+    headers: revisionHeader,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'DELETE',
+    path: `${P}/buckets/{bucketID}`,
+    summary: 'Delete an empty bucket; needs If-Match with its revision',
+    tag,
+    operation: 'delete-bucket',
+    scope: SCOPES.admin,
+    // 428 without If-Match, 412 when it names another revision (spec 7.3); 409 duplicate key, non-empty bucket or job in progress.
+    errors: [409, 412, 428],
+    variables: (r) => ({ id: r.params.bucketID, ifMatch: ifMatch(r) }),
+    select: (d) => d.deleteAssetBucket,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'GET',
+    path: `${P}/policy`,
+    summary: 'Content policy',
+    tag,
+    operation: 'get-policy',
+    scope: SCOPES.read,
+    variables: () => ({}),
+    select: (d) => d.assetContentPolicy,
+    status: 200,
+    envelope: 'standard',
+  }),
+  route({
+    method: 'PUT',
+    path: `${P}/policy`,
+    summary: 'Replace the content policy (fields left out return to their defaults)',
+    tag,
+    operation: 'put-policy',
+    body: policyBody,
+    scope: SCOPES.admin,
+    variables: ({ body: b }) => ({
+      input: {
+        allowedMimeTypes: b.allowed_mime_types,
+        maxImageBytes: b.max_image_bytes,
+        maxVideoBytes: b.max_video_bytes,
+        maxOtherBytes: b.max_other_bytes,
+        requireScan: b.require_scan,
+      },
+    }),
+    select: (d) => d.putAssetContentPolicy,
+    status: 200,
+    envelope: 'standard',
+  }),
+];
