@@ -20,7 +20,7 @@ import { startPlatform } from '../app/platform';
 import { loadConfig } from '../core/config';
 import { startPlainPublisher } from './baselines/plain-publisher';
 import { loadInWorker } from './load-stats';
-import { benchSite, startPatiently } from './run-all';
+import { benchSite, startPatiently } from './bench-kit';
 
 process.env.APOLLO_TELEMETRY_DISABLED = '1';
 const SIZES = (process.env.BENCH_SCALE_SIZES ?? '1000,10000').split(',').map(Number);
