@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 
-/** Webhook event types of the assets area (CONTRACTS.md; spec 6.2 leaves them open). */
+/** Webhook event types of the assets area (docs/contracts.md; spec 6.2 leaves them open). */
 export const ASSET_WEBHOOK_EVENT_TYPES = [
   'asset.created',
   'asset.updated',

@@ -14,7 +14,7 @@ export const webhookSettingsSchema = z.object({
   /** Claim of one attempt; a worker that dies mid-send loses it after this long (ms). */
   ASSETS_WEBHOOK_LEASE_MS: z.coerce.number().int().positive().default(30_000),
   ASSETS_WEBHOOK_POLL_MS: z.coerce.number().int().positive().default(500),
-  /** CONTRACTS.md: hosts (tests: `127.0.0.1`) reachable despite the outbound rules. */
+  /** docs/contracts.md: hosts (tests: `127.0.0.1`) reachable despite the outbound rules. */
   OUTBOUND_ALLOW_HOSTS: z.string().optional().transform(parseAllowHosts),
 });
 export type WebhookSettings = z.infer<typeof webhookSettingsSchema>;

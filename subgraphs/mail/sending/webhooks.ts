@@ -1,18 +1,18 @@
 import { randomBytes } from 'node:crypto';
-import { webhookHeaders } from '../../core/delivery/engine';
-import { type DeliveryAttempt, newDelivery } from '../../core/delivery/record';
-import { DeliveryWorker, type RecordedAttempt } from '../../core/delivery/worker';
+import { webhookHeaders } from '../../../core/delivery/engine';
+import { type DeliveryAttempt, newDelivery } from '../../../core/delivery/record';
+import { DeliveryWorker, type RecordedAttempt } from '../../../core/delivery/worker';
 import { Webhook } from 'standardwebhooks';
-import { decodeCursor, encodeCursor } from '../../core/cursors';
-import { badRequest, notFound } from '../../core/errors';
-import { outboxPush } from '../../core/events/outbox';
-import { newId } from '../../core/ids';
-import type { Logger } from '../../core/logger';
-import { type Principal, requirePrincipal, requireWriter } from '../../core/principal';
-import { decryptSecret, encryptSecret } from '../../core/secrets';
-import { mailEvent, MAIL_EVENT_TYPES, type MailEvent, type MailEventType } from './events';
+import { decodeCursor, encodeCursor } from '../../../core/cursors';
+import { badRequest, notFound } from '../../../core/errors';
+import { outboxPush } from '../../../core/events/outbox';
+import { newId } from '../../../core/ids';
+import type { Logger } from '../../../core/logger';
+import { type Principal, requirePrincipal, requireWriter } from '../../../core/principal';
+import { decryptSecret, encryptSecret } from '../../../core/secrets';
+import { mailEvent, MAIL_EVENT_TYPES, type MailEvent, type MailEventType } from '../events';
 import { checkWebhookUrl, safePost } from './outbound';
-import type { DeliveryDoc, EventDoc, SendingModels, WebhookDoc } from './sending-model';
+import type { DeliveryDoc, EventDoc, SendingModels, WebhookDoc } from './model';
 
 /**
  * Webhook endpoints, the event store and signed deliveries (spec 6.4, Standard Webhooks). The event

@@ -1,7 +1,7 @@
 import mongoose, { type Connection, type Model } from 'mongoose';
-import { type OutboxEntry, outboxPlugin } from '../../core/events/outbox';
-import { type DeliveryRecord, deliverySchema as kernelDeliverySchema } from '../../core/delivery/record';
-import { model } from '../../core/mongo';
+import { type OutboxEntry, outboxPlugin } from '../../../core/events/outbox';
+import { type DeliveryRecord, deliverySchema as kernelDeliverySchema } from '../../../core/delivery/record';
+import { model } from '../../../core/mongo';
 
 /** The sending side's collections. Every id is the `_id`, so reads and claims are exact-key matches. */
 export type MessageStatus = 'queued' | 'sending' | 'deferred' | 'delivered' | 'bounced' | 'failed' | 'suppressed' | 'recorded';
