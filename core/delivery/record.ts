@@ -1,6 +1,21 @@
 import { Schema, type SchemaDefinition } from 'mongoose';
 import type { DeliveryStatus } from './engine';
 
+/** A webhook endpoint: where an area's deliveries go and the secret they are signed with. */
+export interface EndpointRecord {
+  _id: string;
+  accountId: string;
+  url: string;
+  /** The event types it is sent. */
+  eventTypes: string[];
+  description: string | null;
+  enabled: boolean;
+  /** `whsec_…`, sealed with AES-256-GCM (`core/secrets.ts`); never selected into a view. */
+  secretSealed: string;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
 /** One try of one delivery, as the delivery history shows it. */
 export interface DeliveryAttempt {
   statusCode: number | null;

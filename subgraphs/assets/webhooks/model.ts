@@ -1,19 +1,8 @@
 import { type Connection, type Model, Schema } from 'mongoose';
-import { type DeliveryRecord, deliverySchema as kernelDeliverySchema } from '../../../core/delivery/record';
+import { type DeliveryRecord, type EndpointRecord, deliverySchema as kernelDeliverySchema } from '../../../core/delivery/record';
 import { model } from '../../../core/mongo';
 
-export interface WebhookDoc {
-  _id: string;
-  accountId: string;
-  url: string;
-  eventTypes: string[];
-  description: string | null;
-  enabled: boolean;
-  /** AES-256-GCM sealed signing secret (`whsec_…`); never selected into a view. */
-  secretSealed: string;
-  createdAt: Date;
-  updatedAt: Date;
-}
+export type WebhookDoc = EndpointRecord;
 
 /** One event for one webhook (the kernel's record, `core/delivery/record.ts`), with Assets' ordering. */
 export interface DeliveryDoc extends DeliveryRecord {

@@ -1,6 +1,6 @@
 import mongoose, { type Connection, type Model } from 'mongoose';
 import { type OutboxEntry, outboxPlugin } from '../../../core/events/outbox';
-import { type DeliveryRecord, deliverySchema as kernelDeliverySchema } from '../../../core/delivery/record';
+import { type DeliveryRecord, type EndpointRecord, deliverySchema as kernelDeliverySchema } from '../../../core/delivery/record';
 import { model } from '../../../core/mongo';
 
 /** The sending side's collections. Every id is the `_id`, so reads and claims are exact-key matches. */
@@ -69,21 +69,11 @@ export interface EventDoc {
   data: Record<string, unknown>;
 }
 
-export interface WebhookDoc {
-  _id: string;
-  accountId: string;
-  url: string;
-  eventTypes: string[];
-  description: string | null;
-  enabled: boolean;
-  /** `whsec_…`, sealed with AES-256-GCM; never selected by a GraphQL type. */
-  secretSealed: string;
+export interface WebhookDoc extends EndpointRecord {
   /** The secret before the last rotation, sealed; deliveries carry its signature too until `previousSecretUntil`. */
   previousSecretSealed?: string | null;
   previousSecretUntil?: Date | null;
   outbox: OutboxEntry[];
-  createdAt: Date;
-  updatedAt: Date;
 }
 
 /** One event for one endpoint (the kernel's record, `core/delivery/record.ts`); `_id` is `${eventId}:${webhookId}`. */
