@@ -13,7 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { startPlatform } from '../app/platform';
 import { loadConfig } from '../core/config';
 import { startSmtpSink } from '../subgraphs/mail/smtp-sink';
-import type { MailServices } from '../subgraphs/mail/services';
+import type { MailServices } from '../subgraphs/mail/service';
 
 process.env.APOLLO_TELEMETRY_DISABLED = '1';
 const N = Number(process.env.BENCH_MESSAGES ?? 300);

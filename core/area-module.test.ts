@@ -64,4 +64,10 @@ describe('composeModules', () => {
     await area.http!.cdn!({} as FastifyInstance, area.services({} as AreaContext<never>));
     expect(calls).toEqual(['counter hook', 'front routes', 'counter routes']);
   });
+
+  it('gives the area only the listeners its modules serve (no CDN listener without CDN routes)', () => {
+    expect(Object.keys(area.http ?? {})).toEqual(['cdn']);
+    const plain = composeModules<{ front: Front }>([defineModule({ name: 'plain', resolvers: [FrontResolver] })], 'front');
+    expect(plain.http).toEqual({});
+  });
 });

@@ -96,15 +96,20 @@ export function composeModules<S extends object>(
     routes: all((m) => m.routes),
     standIns: all((m) => m.standIns),
     activitySources: all((m) => m.activitySources),
+    // Only the listeners some module serves: an area with no CDN routes gets no CDN listener.
     http: {
-      bridge: async (app, s) => {
-        for (const m of modules) m.http?.hooks?.bridge?.(app, s);
-        for (const m of modules) await m.http?.bridge?.(app, s);
-      },
-      cdn: async (app, s) => {
-        for (const m of modules) m.http?.hooks?.cdn?.(app, s);
-        for (const m of modules) await m.http?.cdn?.(app, s);
-      },
+      ...(modules.some((m) => m.http?.hooks?.bridge || m.http?.bridge) && {
+        bridge: async (app: FastifyInstance, s: S) => {
+          for (const m of modules) m.http?.hooks?.bridge?.(app, s);
+          for (const m of modules) await m.http?.bridge?.(app, s);
+        },
+      }),
+      ...(modules.some((m) => m.http?.hooks?.cdn || m.http?.cdn) && {
+        cdn: async (app: FastifyInstance, s: S) => {
+          for (const m of modules) m.http?.hooks?.cdn?.(app, s);
+          for (const m of modules) await m.http?.cdn?.(app, s);
+        },
+      }),
     },
   };
 }

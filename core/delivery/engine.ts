@@ -1,8 +1,8 @@
 /**
  * The delivery rules every signed webhook of the platform follows (Assets, mail): one place for the
  * headers of Standard Webhooks, the outcome of an attempt and the retry schedule, so a fix lands once.
- * The stores (record, lease-based claim) stay with each area's delivery model for now
- * (docs/decisions/0180-assets-modules.md).
+ * The record is `./record.ts`, the lease-based claim and the worker `./worker.ts`
+ * (docs/decisions/0230-one-delivery-engine.md).
  */
 
 /** The Standard Webhooks headers: `webhook-id` is the event id, the same on every retry (receivers deduplicate). */
@@ -14,6 +14,10 @@ export function webhookHeaders(eventId: string, at: Date, signature: string, use
     'user-agent': userAgent,
   };
 }
+
+/** The platform's retry schedule: the first retry after 30 s, doubling, no wait longer than 1 h. */
+export const RETRY_BASE_MS = 30_000;
+export const RETRY_MAX_MS = 3_600_000;
 
 export interface RetrySchedule {
   /** First retry after this many ms, doubling each attempt. */

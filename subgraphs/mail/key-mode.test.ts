@@ -1,9 +1,9 @@
 import { isPlatformError } from '../../core/errors';
 import type { Principal } from '../../core/principal';
 import { requireLiveKey } from './checklist';
-import { isTestKey } from './sender';
+import { isTestKey } from './sending/sender';
 
-/** The key mode is read from `principal.mode` once identity carries it (CONTRACTS: `keys create --mode test`). */
+/** The key mode is read from `principal.mode` once identity carries it (docs/contracts.md: `keys create --mode test`). */
 const p = (mode?: string) =>
   ({ accountId: 'a', accountSlug: 'a', plan: 'pro', keyId: 'k', role: 'owner', scopes: [], mode }) as Principal;
 

@@ -1,4 +1,5 @@
 import { badRequest } from '../../core/errors';
+import type { AuditService } from './audit';
 
 /**
  * Migration guides and the plan built from them (spec 4.8 rules 2 and 8). Provider names are the
@@ -172,4 +173,20 @@ export function planFor(provider: Provider, domain: string, spfProposal: string 
     contactMigration:
       'Credentials, accounts, mailboxes, message history and templates do not transfer. Export suppression and unsubscribe lists from the old provider and recreate templates, variables and streams on the platform before switching.',
   };
+}
+
+/** The migration guides and plans: the audit (same limits and cache) plus a provider's guide and steps. */
+export class MigrationPlanner {
+  constructor(private readonly audit: AuditService) {}
+
+  guides(): Guide[] {
+    return PROVIDERS.map((p) => GUIDES[p]);
+  }
+
+  /** The audit plus the provider's guide and steps; `invalid_provider` first. */
+  async plan(input: { domain: unknown; provider: unknown; selectors?: unknown; clientIp: string }) {
+    const provider = parseProvider(input.provider);
+    const report = await this.audit.audit(input);
+    return { ...report, ...planFor(provider, report.domain, report.spf.proposed) };
+  }
 }

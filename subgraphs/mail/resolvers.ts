@@ -1,7 +1,7 @@
 import { Arg, Authorized, Ctx, Int, Mutation, Query, Resolver } from 'type-graphql';
 import { badRequest } from '../../core/errors';
 import type { RequestContext } from '../../core/subgraph-kit';
-import type { MailServices } from './services';
+import type { MailServices } from './service';
 import { MailAuditType, MailChecklistType, MailMigrationGuideType, MailMigrationPlanType } from './types';
 
 /** `download=1` asks for an attachment; `0` or absent does not; anything else is `invalid_audit`. */
@@ -13,7 +13,10 @@ function wantsDownload(value: string | null): boolean {
 
 @Resolver()
 export class MailPublicResolver {
-  constructor(private readonly mail: MailServices) {}
+  constructor(
+    _audit: unknown,
+    private readonly mail: Pick<MailServices, 'audit' | 'checklist' | 'migration'>,
+  ) {}
 
   @Query(() => MailAuditType, { description: 'Public domain audit (no authentication).' })
   async mailAudit(
@@ -43,7 +46,7 @@ export class MailPublicResolver {
   ): Promise<MailMigrationPlanType> {
     const clientIp = ctx.clientIp ?? 'unknown';
     const asFile = wantsDownload(download);
-    const plan = await this.mail.migrationPlan({
+    const plan = await this.mail.migration.plan({
       domain,
       provider,
       selectors: selectors ?? undefined,
@@ -54,7 +57,7 @@ export class MailPublicResolver {
 
   @Query(() => [MailMigrationGuideType], { description: 'Every provider guide (no authentication).' })
   mailMigrationGuides(): MailMigrationGuideType[] {
-    return this.mail.guides();
+    return this.mail.migration.guides();
   }
 
   @Authorized('mail:read')

@@ -1,7 +1,7 @@
 import { SMTPServer } from 'smtp-server';
 
 /**
- * The SMTP sink stand-in (CONTRACTS.md): a real SMTP server on loopback that accepts mail, answers
+ * The SMTP sink stand-in (docs/contracts.md): a real SMTP server on loopback that accepts mail, answers
  * 4xx to a recipient whose local part starts with `defer+` the first time it sees that address (so
  * a retry is delivered), and 5xx to `bounce+…` recipients. It keeps what it accepted in memory for
  * tests and the benchmark; nothing is relayed anywhere.

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
-import type { MailServices } from '../../subgraphs/mail/services';
+import type { MailServices } from '../../subgraphs/mail/service';
 import { startSmtpSink, type SmtpSink } from '../../subgraphs/mail/smtp-sink';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 

@@ -1,18 +1,18 @@
 import { randomBytes } from 'node:crypto';
-import { attemptOutcome, webhookHeaders } from '../../../core/delivery/engine';
+import { webhookHeaders } from '../../../core/delivery/engine';
+import { type DeliveryAttempt, newDelivery } from '../../../core/delivery/record';
+import { DeliveryWorker, type DueDelivery } from '../../../core/delivery/worker';
 import { Webhook } from 'standardwebhooks';
 import { decodeCursor, encodeCursor } from '../../../core/cursors';
-import { DueWorkLoop } from '../../../core/due-work-loop';
 import { PlatformError, badRequest, notFound } from '../../../core/errors';
 import { newId } from '../../../core/ids';
-import { isDuplicateKey } from '../../../core/mongo';
 import type { Logger } from '../../../core/logger';
 import { type UrlRefusals, checkUrlShape, postPinned, resolveTarget } from '../../../core/outbound-http';
 import type { Principal } from '../../../core/principal';
 import { decryptSecret, encryptSecret } from '../../../core/secrets';
 import { SCOPES, type AssetsService } from '../service';
 import { ASSET_WEBHOOK_EVENT_TYPES, type AssetWebhookEmitter, type AssetWebhookEvent, stableId } from './events';
-import type { DeliveryAttempt, DeliveryDoc, WebhookDoc, WebhookModels } from './model';
+import type { DeliveryDoc, WebhookDoc, WebhookModels } from './model';
 import { RESPONSE_EXCERPT_BYTES, type WebhookSettings } from './settings';
 
 /** Webhooks per account. */
@@ -37,11 +37,13 @@ const view = ({ secretSealed: _s, ...w }: WebhookDoc): WebhookView => w;
  * durable delivery record per subscribed webhook (its id derived from the event's, so a replayed
  * event makes none twice) before anything is sent; a worker claims due deliveries with a lease,
  * sends through the kernel's outbound rules (`core/outbound-http.ts`), keeps every attempt, and
- * retries with doubling backoff until the attempts run out. A process killed mid-send leaves a
- * claim that lapses; the next worker sends again with the same `webhook-id`.
+ * retries with doubling backoff until the attempts run out: the kernel's delivery worker
+ * (`core/delivery/worker.ts`); what is Assets' own is the event types, the body, the per-asset
+ * order and where it stores. A process killed mid-send leaves a claim that lapses; the next worker
+ * sends again with the same `webhook-id`.
  */
 export class AssetWebhooks implements AssetWebhookEmitter {
-  private readonly loop: DueWorkLoop;
+  private readonly worker: DeliveryWorker<DeliveryDoc, WebhookDoc>;
   private readonly hookCache = new Map<string, { hooks: Pick<WebhookDoc, '_id' | 'eventTypes'>[]; until: number }>();
 
   constructor(
@@ -50,12 +52,22 @@ export class AssetWebhooks implements AssetWebhookEmitter {
     readonly settings: WebhookSettings,
     private readonly log: Logger,
   ) {
-    this.loop = new DueWorkLoop({
+    this.worker = new DeliveryWorker<DeliveryDoc, WebhookDoc>({
       name: 'assets-webhook-deliveries',
       log,
+      model: m.Delivery,
+      schedule: {
+        retryBaseMs: settings.ASSETS_WEBHOOK_RETRY_BASE_MS,
+        retryMaxMs: settings.ASSETS_WEBHOOK_RETRY_MAX_MS,
+        maxAttempts: settings.ASSETS_WEBHOOK_MAX_ATTEMPTS,
+      },
+      leaseMs: settings.ASSETS_WEBHOOK_LEASE_MS,
       pollMs: settings.ASSETS_WEBHOOK_POLL_MS,
-      drain: () => this.drainDue(),
-      nextDueInMs: () => this.nextDueInMs(),
+      endpoint: (d) => this.m.Webhook.findById(d.webhookId).lean<WebhookDoc>().exec(),
+      send: (hook, d) => this.send(hook, d),
+      dueFields: ['orderKey', 'seq'],
+      hold: (due, now) => this.inOrder(due, now),
+      ended: (d) => this.releaseNext(d),
     });
   }
 
@@ -153,16 +165,8 @@ export class AssetWebhooks implements AssetWebhookEmitter {
   /** Queues another attempt now, whatever the delivery's state (same event id, same body). */
   async retry(p: Principal | null, deliveryId: string): Promise<DeliveryDoc> {
     const { accountId } = this.assets.writer(p, SCOPES.admin);
-    const now = new Date();
-    const d = await this.m.Delivery.findOneAndUpdate(
-      { _id: deliveryId, accountId },
-      { $set: { status: 'pending', nextAttemptAt: now, leaseUntil: null, updatedAt: now } },
-      { new: true, projection: { body: 0 } },
-    )
-      .lean<DeliveryDoc>()
-      .exec();
+    const d = await this.worker.requeue({ _id: deliveryId, accountId }, { body: 0 });
     if (!d) throw deliveryNotFound();
-    this.nudge();
     return d;
   }
 
@@ -193,28 +197,9 @@ export class AssetWebhooks implements AssetWebhookEmitter {
     const seq = event.occurredAt.getTime() * 16 + Math.max(0, Math.min(15, event.order ?? 0));
     let created = 0;
     for (const h of hooks) {
-      const now = new Date();
-      try {
-        await this.m.Delivery.create({
-          orderKey: assetId ? `${h._id}:${assetId}` : null,
-          seq,
-          _id: stableId(`delivery:${event.id}:${h._id}`),
-          accountId: event.accountId,
-          webhookId: h._id,
-          eventId: event.id,
-          eventType: event.type,
-          body,
-          status: 'pending',
-          attempts: [],
-          nextAttemptAt: now,
-          leaseUntil: null,
-          createdAt: now,
-          updatedAt: now,
-        });
-        created++;
-      } catch (e) {
-        if (!isDuplicateKey(e)) throw e;
-      }
+      const fields = { _id: stableId(`delivery:${event.id}:${h._id}`), accountId: event.accountId, webhookId: h._id };
+      const delivery = newDelivery({ ...fields, eventId: event.id, eventType: event.type, body });
+      if (await this.worker.createOnce({ ...delivery, orderKey: assetId ? `${h._id}:${assetId}` : null, seq })) created++;
     }
     if (created) this.nudge();
   }
@@ -222,34 +207,23 @@ export class AssetWebhooks implements AssetWebhookEmitter {
   // ---- the delivery worker --------------------------------------------------------------------
 
   start(): void {
-    this.loop.start();
+    this.worker.start();
   }
 
   stop(): Promise<void> {
-    return this.loop.stop();
+    return this.worker.stop();
   }
 
   nudge(): void {
-    this.loop.nudge();
+    this.worker.nudge();
   }
 
   /**
-   * Attempts up to 20 due deliveries (due, or claimed by a worker whose lease lapsed). A delivery
-   * about an asset waits while an earlier one of the same asset and webhook is pending (queued,
-   * in flight or backing off): it is put off, and the earlier one's end lets it go at once.
+   * Of the due deliveries, those to attempt now: a delivery about an asset waits while an earlier
+   * one of the same asset and webhook is pending (queued, in flight or backing off): it is put off,
+   * and the earlier one's end lets it go at once.
    */
-  private async drainDue(): Promise<boolean> {
-    const now = new Date();
-    const due = await this.m.Delivery.find(
-      {
-        status: 'pending',
-        $or: [{ nextAttemptAt: { $lte: now }, leaseUntil: null }, { leaseUntil: { $lte: now } }],
-      },
-      { _id: 1, leaseUntil: 1, orderKey: 1, seq: 1 },
-    )
-      .limit(20)
-      .lean<Pick<DeliveryDoc, '_id' | 'leaseUntil' | 'orderKey' | 'seq'>[]>()
-      .exec();
+  private async inOrder(due: DueDelivery<DeliveryDoc>[], now: Date): Promise<DueDelivery<DeliveryDoc>[]> {
     const ready: typeof due = [];
     for (const d of due) {
       if (!d.orderKey || d.seq === null || d.seq === undefined) {
@@ -277,8 +251,7 @@ export class AssetWebhooks implements AssetWebhookEmitter {
         { $set: { nextAttemptAt: new Date(until), leaseUntil: null } },
       );
     }
-    await Promise.all(ready.map((d) => this.attempt(d._id, d.leaseUntil ?? null)));
-    return ready.length > 0;
+    return ready;
   }
 
   /** A delivery ended (sent or given up): the next one of its asset and webhook, put off while waiting, is due now. */
@@ -298,58 +271,6 @@ export class AssetWebhooks implements AssetWebhookEmitter {
         { $set: { nextAttemptAt: new Date() } },
       );
     this.nudge();
-  }
-
-  private async nextDueInMs(): Promise<number | null> {
-    const next = await this.m.Delivery.findOne({ status: 'pending' }, { nextAttemptAt: 1, leaseUntil: 1 })
-      .sort({ nextAttemptAt: 1 })
-      .lean<Pick<DeliveryDoc, 'nextAttemptAt' | 'leaseUntil'>>()
-      .exec();
-    const at = next?.leaseUntil ?? next?.nextAttemptAt;
-    return at ? new Date(at).getTime() - Date.now() : null;
-  }
-
-  /** One attempt of one delivery: claim, sign, send (outbound rules), record, schedule the next. */
-  async attempt(id: string, leaseUntil: Date | null): Promise<void> {
-    const now = new Date();
-    const lease = new Date(now.getTime() + this.settings.ASSETS_WEBHOOK_LEASE_MS);
-    const d = await this.m.Delivery.findOneAndUpdate(
-      { _id: id, status: 'pending', leaseUntil },
-      { $set: { leaseUntil: lease } },
-      { new: true },
-    )
-      .lean<DeliveryDoc>()
-      .exec();
-    if (!d) return;
-    const hook = await this.m.Webhook.findById(d.webhookId).lean<WebhookDoc>().exec();
-    const attempt: DeliveryAttempt = hook
-      ? await this.send(hook, d)
-      : { statusCode: null, durationMs: 0, at: new Date(), responseExcerpt: null, error: 'the webhook was deleted' };
-    const done = new Date();
-    const { status, nextAttemptAt } = attemptOutcome(
-      attempt.statusCode,
-      d.attempts.length + 1,
-      {
-        retryBaseMs: this.settings.ASSETS_WEBHOOK_RETRY_BASE_MS,
-        retryMaxMs: this.settings.ASSETS_WEBHOOK_RETRY_MAX_MS,
-        maxAttempts: this.settings.ASSETS_WEBHOOK_MAX_ATTEMPTS,
-      },
-      !hook,
-      done,
-    );
-    const recorded = await this.m.Delivery.updateOne(
-      { _id: id, status: 'pending', leaseUntil: lease },
-      {
-        $push: { attempts: attempt },
-        $set: {
-          status,
-          nextAttemptAt,
-          leaseUntil: null,
-          updatedAt: done,
-        },
-      },
-    );
-    if (recorded.modifiedCount === 1 && status !== 'pending') await this.releaseNext(d);
   }
 
   private async send(hook: WebhookDoc, d: DeliveryDoc): Promise<DeliveryAttempt> {

@@ -1,6 +1,7 @@
 import mongoose, { type Connection, type Model } from 'mongoose';
-import { type OutboxEntry, outboxPlugin } from '../../core/events/outbox';
-import { model } from '../../core/mongo';
+import { type OutboxEntry, outboxPlugin } from '../../../core/events/outbox';
+import { type DeliveryRecord, type EndpointRecord, deliverySchema as kernelDeliverySchema } from '../../../core/delivery/record';
+import { model } from '../../../core/mongo';
 
 /** The sending side's collections. Every id is the `_id`, so reads and claims are exact-key matches. */
 export type MessageStatus = 'queued' | 'sending' | 'deferred' | 'delivered' | 'bounced' | 'failed' | 'suppressed' | 'recorded';
@@ -68,48 +69,16 @@ export interface EventDoc {
   data: Record<string, unknown>;
 }
 
-export interface WebhookDoc {
-  _id: string;
-  accountId: string;
-  url: string;
-  eventTypes: string[];
-  description: string | null;
-  enabled: boolean;
-  /** `whsec_…`, sealed with AES-256-GCM; never selected by a GraphQL type. */
-  secretSealed: string;
+export interface WebhookDoc extends EndpointRecord {
   /** The secret before the last rotation, sealed; deliveries carry its signature too until `previousSecretUntil`. */
   previousSecretSealed?: string | null;
   previousSecretUntil?: Date | null;
   outbox: OutboxEntry[];
-  createdAt: Date;
-  updatedAt: Date;
 }
 
-export interface DeliveryAttempt {
-  statusCode: number | null;
-  durationMs: number;
-  at: Date;
-  responseExcerpt: string | null;
-  error: string | null;
-}
-
-export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
-
-export interface DeliveryDoc {
-  _id: string; // `${eventId}:${webhookId}`: one delivery per event and endpoint
-  accountId: string;
-  webhookId: string;
-  eventId: string;
-  eventType: string;
-  /** The exact body signed and sent (the same on every retry). */
-  body: string;
-  status: DeliveryStatus;
-  attempts: DeliveryAttempt[];
-  nextAttemptAt: Date | null;
-  leaseUntil: Date | null;
+/** One event for one endpoint (the kernel's record, `core/delivery/record.ts`); `_id` is `${eventId}:${webhookId}`. */
+export interface DeliveryDoc extends DeliveryRecord {
   outbox: OutboxEntry[];
-  createdAt: Date;
-  updatedAt: Date;
 }
 
 const mixed = mongoose.Schema.Types.Mixed;
@@ -195,37 +164,7 @@ const webhookSchema = new mongoose.Schema<WebhookDoc>(
 webhookSchema.index({ accountId: 1 });
 webhookSchema.plugin(outboxPlugin);
 
-const deliverySchema = new mongoose.Schema<DeliveryDoc>(
-  {
-    _id: String,
-    accountId: String,
-    webhookId: String,
-    eventId: String,
-    eventType: String,
-    body: String,
-    status: String,
-    attempts: {
-      type: [
-        {
-          _id: false,
-          statusCode: { type: Number, default: null },
-          durationMs: Number,
-          at: Date,
-          responseExcerpt: { type: String, default: null },
-          error: { type: String, default: null },
-        },
-      ],
-      default: [],
-    },
-    nextAttemptAt: { type: Date, default: null },
-    leaseUntil: { type: Date, default: null },
-    createdAt: Date,
-    updatedAt: Date,
-  },
-  { collection: 'mail_webhook_deliveries', versionKey: false, minimize: false },
-);
-deliverySchema.index({ webhookId: 1, createdAt: -1 });
-deliverySchema.index({ status: 1, nextAttemptAt: 1 });
+const deliverySchema = kernelDeliverySchema<DeliveryDoc>('mail_webhook_deliveries');
 deliverySchema.plugin(outboxPlugin);
 
 export interface SendingModels {

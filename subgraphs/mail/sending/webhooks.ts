@@ -1,23 +1,26 @@
 import { randomBytes } from 'node:crypto';
-import { attemptOutcome, webhookHeaders } from '../../core/delivery/engine';
+import { webhookHeaders } from '../../../core/delivery/engine';
+import { type DeliveryAttempt, newDelivery } from '../../../core/delivery/record';
+import { DeliveryWorker, type RecordedAttempt } from '../../../core/delivery/worker';
 import { Webhook } from 'standardwebhooks';
-import { DueWorkLoop } from '../../core/due-work-loop';
-import { decodeCursor, encodeCursor } from '../../core/cursors';
-import { badRequest, notFound } from '../../core/errors';
-import { outboxPush } from '../../core/events/outbox';
-import { newId } from '../../core/ids';
-import type { Logger } from '../../core/logger';
-import { type Principal, requirePrincipal, requireWriter } from '../../core/principal';
-import { decryptSecret, encryptSecret } from '../../core/secrets';
-import { mailEvent, MAIL_EVENT_TYPES, type MailEvent, type MailEventType } from './events';
+import { decodeCursor, encodeCursor } from '../../../core/cursors';
+import { badRequest, notFound } from '../../../core/errors';
+import { outboxPush } from '../../../core/events/outbox';
+import { newId } from '../../../core/ids';
+import type { Logger } from '../../../core/logger';
+import { type Principal, requirePrincipal, requireWriter } from '../../../core/principal';
+import { decryptSecret, encryptSecret } from '../../../core/secrets';
+import { mailEvent, MAIL_EVENT_TYPES, type MailEvent, type MailEventType } from '../events';
 import { checkWebhookUrl, safePost } from './outbound';
-import type { DeliveryDoc, EventDoc, SendingModels, WebhookDoc } from './sending-model';
+import type { DeliveryDoc, EventDoc, SendingModels, WebhookDoc } from './model';
 
 /**
  * Webhook endpoints, the event store and signed deliveries (spec 6.4, Standard Webhooks). The event
  * consumer records each event once (its id is the key) and creates one delivery per subscribed
  * endpoint (`${eventId}:${webhookId}`, so a redelivered event makes no second delivery). Deliveries
- * are claimed with a lease and retried with backoff; every attempt is kept.
+ * are claimed with a lease and retried with backoff, every attempt kept, by the kernel's delivery
+ * worker (`core/delivery/worker.ts`); mail's own are the event types, the body, the signature
+ * with a rotation's grace, and the delivery's events in its outbox.
  */
 export const LIST_LIMIT_DEFAULT = 25;
 export const LIST_LIMIT_MAX = 100;
@@ -135,7 +138,7 @@ const secretAad = (webhookId: string) => `mail_webhooks:${webhookId}:secret`;
 const previousSecretAad = (webhookId: string) => `mail_webhooks:${webhookId}:previous-secret`;
 
 export class WebhookService {
-  private readonly loop: DueWorkLoop;
+  private readonly worker: DeliveryWorker<DeliveryDoc, WebhookDoc>;
 
   constructor(
     private readonly models: SendingModels,
@@ -145,12 +148,16 @@ export class WebhookService {
     /** Called after a write that queued events, so the outbox relay publishes at once. */
     private readonly onEvents: () => void = () => undefined,
   ) {
-    this.loop = new DueWorkLoop({
+    this.worker = new DeliveryWorker<DeliveryDoc, WebhookDoc>({
       name: 'mail-webhook-deliveries',
       log,
+      model: models.Delivery,
+      schedule: opts,
+      leaseMs: opts.leaseMs,
       pollMs: opts.pollMs,
-      drain: () => this.attemptDue(),
-      nextDueInMs: () => this.msUntilNextDue(),
+      endpoint: (d) => this.models.Webhook.findById(d.webhookId).lean<WebhookDoc>().exec(),
+      send: (hook, d) => this.send(hook, d),
+      alsoPush: (d, r) => this.attemptEvent(d, r),
     });
   }
 
@@ -307,27 +314,8 @@ export class WebhookService {
     const body = JSON.stringify({ type: event.type, timestamp: event.createdAt, data: { ...fields, id } });
     let created = 0;
     for (const h of hooks.filter((w) => w.eventTypes.includes(event.type))) {
-      const now = new Date();
-      try {
-        await this.models.Delivery.create({
-          _id: `${id}:${h._id}`,
-          accountId: event.accountId,
-          webhookId: h._id,
-          eventId: id,
-          eventType: event.type,
-          body,
-          status: 'pending',
-          attempts: [],
-          nextAttemptAt: now,
-          leaseUntil: null,
-          outbox: [],
-          createdAt: now,
-          updatedAt: now,
-        });
-        created++;
-      } catch (e) {
-        if ((e as { code?: number }).code !== 11000) throw e;
-      }
+      const fields = { _id: `${id}:${h._id}`, accountId: event.accountId, webhookId: h._id, eventId: id };
+      if (await this.worker.createOnce({ ...newDelivery({ ...fields, eventType: event.type, body }), outbox: [] })) created++;
     }
     if (created) this.nudge();
   }
@@ -409,86 +397,41 @@ export class WebhookService {
   /** Queues another attempt now, whatever the delivery's state (the same `webhook-id` and body). */
   async retry(principal: Principal | null, deliveryId: string): Promise<DeliveryView> {
     const p = requireWriter(principal);
-    const d = await this.models.Delivery.findOneAndUpdate(
-      { _id: deliveryId, accountId: p.accountId },
-      { $set: { status: 'pending', nextAttemptAt: new Date(), leaseUntil: null, updatedAt: new Date() } },
-      { new: true, projection: { body: 0, outbox: 0 } },
-    ).lean();
+    const d = await this.worker.requeue({ _id: deliveryId, accountId: p.accountId }, { body: 0, outbox: 0 });
     if (!d) throw notFound('delivery_not_found', 'no such webhook delivery');
-    this.nudge();
-    return deliveryView(d as DeliveryDoc);
+    return deliveryView(d);
   }
 
   // --- the delivery worker --------------------------------------------------------------------
 
   start(): void {
-    this.loop.start();
+    this.worker.start();
   }
 
   async stop(): Promise<void> {
-    await this.loop.stop();
+    await this.worker.stop();
   }
 
   nudge(): void {
-    this.loop.nudge();
+    this.worker.nudge();
   }
 
-  /** Claims and attempts the deliveries that are due; false when none was. */
-  private async attemptDue(): Promise<boolean> {
-    const now = new Date();
-    const due = await this.models.Delivery.find(
-      {
-        $or: [
-          { status: 'pending', nextAttemptAt: { $lte: now }, leaseUntil: null },
-          { status: 'pending', leaseUntil: { $lte: now } },
-        ],
-      },
-      { _id: 1, leaseUntil: 1 },
-    )
-      .limit(20)
-      .lean();
-    if (!due.length) return false;
-    await Promise.all(due.map((d) => this.attempt(d._id, d.leaseUntil)));
-    return true;
+  /** Signs (with the previous secret too during a rotation's grace) and posts one attempt. */
+  private async send(hook: WebhookDoc, d: DeliveryDoc): Promise<DeliveryAttempt> {
+    const at = new Date();
+    // `webhook-id` is the event id: the same on every retry, so receivers can deduplicate.
+    const signature = signatureHeader(hook, d.eventId, at, d.body);
+    const headers = webhookHeaders(d.eventId, at, signature, 'platform-mail-webhooks/1');
+    const result = await safePost(hook.url, d.body, headers, this.opts.allowHosts);
+    return { ...result, at: new Date() };
   }
 
-  private async msUntilNextDue(): Promise<number | null> {
-    const next = await this.models.Delivery.findOne({ status: 'pending' }, { nextAttemptAt: 1 })
-      .sort({ nextAttemptAt: 1 })
-      .lean();
-    return next?.nextAttemptAt ? new Date(next.nextAttemptAt).getTime() - Date.now() : null;
-  }
-
-  private async attempt(id: string, leaseUntil: Date | null): Promise<void> {
-    const now = new Date();
-    const lease = new Date(now.getTime() + this.opts.leaseMs);
-    const d = await this.models.Delivery.findOneAndUpdate(
-      { _id: id, status: 'pending', leaseUntil },
-      { $set: { leaseUntil: lease } },
-      { new: true },
-    ).lean();
-    if (!d) return;
-    const hook = await this.models.Webhook.findById(d.webhookId).lean();
-    let result;
-    if (!hook) result = { statusCode: null, durationMs: 0, responseExcerpt: null, error: 'the webhook was deleted' };
-    else {
-      const at = new Date();
-      // `webhook-id` is the event id: the same on every retry, so receivers can deduplicate.
-      const signature = signatureHeader(hook, d.eventId, at, d.body);
-      result = await safePost(
-        hook.url,
-        d.body,
-        webhookHeaders(d.eventId, at, signature, 'platform-mail-webhooks/1'),
-        this.opts.allowHosts,
-      );
-    }
-    const attempts = d.attempts.length + 1;
-    const done = new Date();
-    const { ok, status, nextAttemptAt } = attemptOutcome(result.statusCode, attempts, this.opts, !hook, done);
+  /** The delivery's own event, written with the record of its attempt (the relay publishes it). */
+  private attemptEvent(d: DeliveryDoc, r: RecordedAttempt): Record<string, unknown> {
     const evt = mailEvent(
       this.topic,
       {
-        type: ok ? 'mail.webhook.delivery.succeeded' : 'mail.webhook.delivery.failed',
+        type: r.ok ? 'mail.webhook.delivery.succeeded' : 'mail.webhook.delivery.failed',
         accountId: d.accountId,
         resourceType: 'webhook_delivery',
         resourceId: d._id,
@@ -497,33 +440,13 @@ export class WebhookService {
           webhookId: d.webhookId,
           eventId: d.eventId,
           eventType: d.eventType,
-          attempt: attempts,
-          statusCode: result.statusCode,
-          final: status !== 'pending',
+          attempt: r.count,
+          statusCode: r.attempt.statusCode,
+          final: r.status !== 'pending',
         },
       },
-      done,
+      r.done,
     );
-    await this.models.Delivery.updateOne(
-      { _id: id, leaseUntil: lease },
-      {
-        $set: {
-          status,
-          leaseUntil: null,
-          nextAttemptAt,
-          updatedAt: done,
-        },
-        $push: {
-          attempts: {
-            statusCode: result.statusCode,
-            durationMs: result.durationMs,
-            at: done,
-            responseExcerpt: result.responseExcerpt,
-            error: result.error,
-          },
-          ...outboxPush([evt], done),
-        },
-      },
-    );
+    return outboxPush([evt], r.done);
   }
 }

@@ -1,6 +1,6 @@
 import { Arg, Authorized, Ctx, ID, Int, Mutation, Query, Resolver } from 'type-graphql';
-import type { RequestContext } from '../../core/subgraph-kit';
-import type { MailServices } from './services';
+import type { RequestContext } from '../../../core/subgraph-kit';
+import type { MailServices } from '../service';
 import {
   MailEventPageType,
   MailSendResultType,
@@ -11,13 +11,16 @@ import {
   MailWebhookListType,
   MailWebhookSecretType,
   MailWebhookType,
-} from './sending-types';
+} from './types';
 
 const opt = { nullable: true } as const;
 
 @Resolver()
 export class MailSendingResolver {
-  constructor(private readonly mail: MailServices) {}
+  constructor(
+    _audit: unknown,
+    private readonly mail: Pick<MailServices, 'sender' | 'webhooks'>,
+  ) {}
 
   @Authorized('mail:write')
   @Mutation(() => MailSendResultType, { description: 'Queues a message (a test key records it without sending).' })

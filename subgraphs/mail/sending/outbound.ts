@@ -1,7 +1,7 @@
-import { type UrlRefusals, checkUrlShape, parseAllowHosts, postPinned, resolveTarget } from '../../core/outbound-http';
+import { type UrlRefusals, checkUrlShape, parseAllowHosts, postPinned, resolveTarget } from '../../../core/outbound-http';
 
 /**
- * Mail webhook requests under the kernel's outbound rules (`core/outbound-http.ts`, CONTRACTS.md):
+ * Mail webhook requests under the kernel's outbound rules (`core/outbound-http.ts`, docs/contracts.md):
  * HTTPS only, no credentials, no private or reserved address (checked again at each send after
  * resolving the name, the connection pinned to the checked address), no redirects. Refusals are
  * 400 `invalid_webhook_url`.

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { queryInt } from '../../core/query-int';
-import { type AnyRoute, route } from '../../core/rest-route';
+import { queryInt } from '../../../core/query-int';
+import { type AnyRoute, route } from '../../../core/rest-route';
 import { LIST_LIMIT_MAX } from './webhooks';
 
 /** Spec 4.8 sending, events and webhook routes under `/v1/mail` (camelCase JSON). */

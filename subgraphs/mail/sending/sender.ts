@@ -1,15 +1,15 @@
 import nodemailer, { type Transporter } from 'nodemailer';
 import type { Attachment } from 'nodemailer/lib/mailer';
-import '../../core/asset-files';
-import { badRequest, forbidden, notFound } from '../../core/errors';
-import { DueWorkLoop } from '../../core/due-work-loop';
-import { outboxPush, type OutboxEvent } from '../../core/events/outbox';
-import { newId } from '../../core/ids';
-import type { Logger } from '../../core/logger';
-import type { Ports } from '../../core/ports';
-import { type Principal, requireScope, requireWriter, requirePrincipal } from '../../core/principal';
-import { mailEvent, type MailEventType } from './events';
-import type { MessageAttachment, MessageDoc, RecipientStatus, SendingModels, TimelineItem } from './sending-model';
+import '../../../core/asset-files';
+import { badRequest, forbidden, notFound } from '../../../core/errors';
+import { DueWorkLoop } from '../../../core/due-work-loop';
+import { outboxPush, type OutboxEvent } from '../../../core/events/outbox';
+import { newId } from '../../../core/ids';
+import type { Logger } from '../../../core/logger';
+import type { Ports } from '../../../core/ports';
+import { type Principal, requireScope, requireWriter, requirePrincipal } from '../../../core/principal';
+import { mailEvent, type MailEventType } from '../events';
+import type { MessageAttachment, MessageDoc, RecipientStatus, SendingModels, TimelineItem } from './model';
 
 /** The scope an attachment needs besides `mail:write`: reading the account's assets. */
 export const ATTACHMENT_SCOPE = 'assets:read';
