@@ -110,8 +110,8 @@ function siteOptions(db: MysqlSiteDatabase, extra: mysql.ConnectionOptions = {})
     bigNumberStrings: true,
     timezone: 'Z',
     charset: 'utf8mb4_general_ci',
-    // JSON columns stay text: written back as the same string.
-    typeCast: (field, next) => (field.type === 'JSON' ? field.string('utf8') : next()),
+    // JSON columns stay text (MySQL's JSON type, MariaDB's JSON-checked LONGTEXT): written back as the same string.
+    jsonStrings: true,
     ...extra,
   };
 }

@@ -97,6 +97,11 @@ export class RealInfrastructure implements Infrastructure {
     return this.d.backups;
   }
 
+  /** Each site's MySQL database, when `PUBLISHER_MYSQL_URL` is in use (tests and the operator). */
+  get databases(): SiteDatabases | undefined {
+    return this.d.databases;
+  }
+
   /** Test and drill hook: a step of a release fails (a broken release); docs/decisions/0150. */
   injectFault(fault: RealFault): void {
     this.data.injectFault(fault);
