@@ -49,7 +49,13 @@ export const siteUserName = (siteId: string) => `site_${createHash('sha256').upd
 const q = (id: string) => mysql.escapeId(id);
 
 async function admin<T>(a: MysqlAdmin, fn: (c: mysqlp.Connection) => Promise<T>): Promise<T> {
-  const c = await mysqlp.createConnection({ host: a.host, port: a.port, user: a.user, password: a.password, connectTimeout: 10_000 });
+  const c = await mysqlp.createConnection({
+    host: a.host,
+    port: a.port,
+    user: a.user,
+    password: a.password,
+    connectTimeout: 10_000,
+  });
   try {
     return await fn(c);
   } finally {
@@ -119,7 +125,10 @@ function siteOptions(db: MysqlSiteDatabase, extra: mysql.ConnectionOptions = {})
 /** A SQL session on a site's database (a staging copy's rekeying). */
 export async function withSiteDatabase<T>(
   db: MysqlSiteDatabase,
-  fn: (s: { run(sql: string, ...p: unknown[]): Promise<void>; get<R>(sql: string, ...p: unknown[]): Promise<R | undefined> }) => Promise<T>,
+  fn: (s: {
+    run(sql: string, ...p: unknown[]): Promise<void>;
+    get<R>(sql: string, ...p: unknown[]): Promise<R | undefined>;
+  }) => Promise<T>,
 ): Promise<T> {
   const c = await mysqlp.createConnection(siteOptions(db));
   try {
@@ -168,7 +177,9 @@ export async function dumpSiteDatabase(db: MysqlSiteDatabase, out: Writable): Pr
       let batch: unknown[][] = [];
       const flush = async () => {
         if (batch.length === 0) return;
-        const values = batch.map((r) => `(${r.map((v) => mysql.escape(v as Parameters<typeof mysql.escape>[0])).join(',')})`).join(',\n');
+        const values = batch
+          .map((r) => `(${r.map((v) => mysql.escape(v as Parameters<typeof mysql.escape>[0])).join(',')})`)
+          .join(',\n');
         batch = [];
         await write(`INSERT INTO ${q(t)} VALUES\n${values};\n`);
       };

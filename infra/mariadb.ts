@@ -51,8 +51,14 @@ export const MARIADB_DEBS: { url: string; sha256: string }[] = [
     url: `${SECURITY}/mariadb-common_10.11.19-0%2bdeb12u1_all.deb`,
     sha256: '8312a5cee61770295c48999d24ef7bb53214599eeb28db6c8c43943176be6e5b',
   },
-  { url: `${MAIN}/libu/liburing/liburing2_2.3-3_amd64.deb`, sha256: 'c23077e3640e6cb4b819c134b3f41d5cf21b3edac099654b1b4142c3069a39a3' },
-  { url: `${MAIN}/liba/libaio/libaio1_0.3.113-4_amd64.deb`, sha256: 'd1476e4beab3d85f8a7d31de94c27472711ed3ef399ce70708e24b259426125b' },
+  {
+    url: `${MAIN}/libu/liburing/liburing2_2.3-3_amd64.deb`,
+    sha256: 'c23077e3640e6cb4b819c134b3f41d5cf21b3edac099654b1b4142c3069a39a3',
+  },
+  {
+    url: `${MAIN}/liba/libaio/libaio1_0.3.113-4_amd64.deb`,
+    sha256: 'd1476e4beab3d85f8a7d31de94c27472711ed3ef399ce70708e24b259426125b',
+  },
 ];
 
 const baseDir = (...p: string[]) => dataDir('mariadb', 'base', ...p);
@@ -63,7 +69,8 @@ const libPath = () => baseDir('usr', 'lib', 'x86_64-linux-gnu');
 /** The port the stand-in listens on (`MARIADB_PORT`, 3307 by default: 3306 is left to a real MySQL). */
 export function mariadbPort(): number {
   const p = Number(process.env.MARIADB_PORT ?? DEFAULT_MARIADB_PORT);
-  if (!Number.isInteger(p) || p <= 0 || p > 65535) throw new InfraError(`infra: MARIADB_PORT must be a port, not "${process.env.MARIADB_PORT}"`);
+  if (!Number.isInteger(p) || p <= 0 || p > 65535)
+    throw new InfraError(`infra: MARIADB_PORT must be a port, not "${process.env.MARIADB_PORT}"`);
   return p;
 }
 
@@ -92,9 +99,7 @@ export async function ensureMariadbInstalled(): Promise<{ installed: boolean; ms
   const tmp = `${baseDir()}.tmp-${process.pid}`;
   fs.rmSync(tmp, { recursive: true, force: true });
   fs.mkdirSync(path.join(tmp, 'debs'), { recursive: true });
-  await Promise.all(
-    MARIADB_DEBS.map((d, i) => download(d.url, d.sha256, path.join(tmp, 'debs', `${i}.deb`))),
-  );
+  await Promise.all(MARIADB_DEBS.map((d, i) => download(d.url, d.sha256, path.join(tmp, 'debs', `${i}.deb`))));
   for (let i = 0; i < MARIADB_DEBS.length; i++)
     await run('dpkg-deb', ['-x', path.join(tmp, 'debs', `${i}.deb`), tmp], 'extracting MariaDB', logsDir('mariadb-install.log'));
   fs.rmSync(path.join(tmp, 'debs'), { recursive: true, force: true });
@@ -128,7 +133,13 @@ async function ensureDataDir(): Promise<void> {
     // Older layouts keep the script under scripts/; retry there before giving up.
     const alt = baseDir('usr', 'share', 'mariadb', 'scripts', 'mariadb-install-db');
     if (!fs.existsSync(alt)) throw e;
-    await run(alt, ['--no-defaults', `--basedir=${baseDir('usr')}`, `--datadir=${tmp}`], 'initialising MariaDB', logsDir('mariadb-install.log'), env());
+    await run(
+      alt,
+      ['--no-defaults', `--basedir=${baseDir('usr')}`, `--datadir=${tmp}`],
+      'initialising MariaDB',
+      logsDir('mariadb-install.log'),
+      env(),
+    );
   });
   fs.rmSync(dataDirOf(), { recursive: true, force: true });
   fs.renameSync(tmp, dataDirOf());

@@ -79,7 +79,11 @@ export class SiteDatabases {
     try {
       await allocateSiteDatabase(admin, siteId, password);
     } catch (e) {
-      throw new PlatformError('database_allocation_failed', 503, `creating the site's MySQL database failed: ${(e as Error).message}`);
+      throw new PlatformError(
+        'database_allocation_failed',
+        503,
+        `creating the site's MySQL database failed: ${(e as Error).message}`,
+      );
     }
   }
 

@@ -61,7 +61,7 @@ describe("a site's MySQL database: created, dumped, loaded and dropped by the pl
       ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
       CREATE TABLE tags (id INT AUTO_INCREMENT PRIMARY KEY, post_id VARCHAR(24) NOT NULL,
         FOREIGN KEY (post_id) REFERENCES posts(id)) ENGINE=InnoDB`);
-      const tricky = "it's a \"quote\";\nline two\\ and ;\n-- not a comment\n\u{1F600} ünïcode";
+      const tricky = 'it\'s a "quote";\nline two\\ and ;\n-- not a comment\n\u{1F600} ünïcode';
       const rows = Array.from({ length: 450 }, (_, i) => [
         `p${String(i).padStart(5, '0')}`,
         i === 0 ? tricky : `Post ${i}`,
@@ -100,7 +100,9 @@ describe("a site's MySQL database: created, dumped, loaded and dropped by the pl
       await loadSiteDatabase(db, Readable.from([Buffer.from(sql)]));
       figures.loadMs = Date.now() - t1;
       const after = await snapshot();
-      const [titles] = await c.query<mysqlp.RowDataPacket[]>("SELECT COUNT(*) AS n FROM posts WHERE title = 'changed during the dump'");
+      const [titles] = await c.query<mysqlp.RowDataPacket[]>(
+        "SELECT COUNT(*) AS n FROM posts WHERE title = 'changed during the dump'",
+      );
       const [tables] = await c.query<mysqlp.RowDataPacket[]>('SHOW TABLES');
       // Either all rows were dumped before the update committed, or all after: never a mix.
       expect([0, 450]).toContain(titles[0].n);
@@ -258,7 +260,9 @@ describe('a Ghost site on MySQL (MariaDB 10.11), end to end through the REST API
     figures.recoveryPointMs = Date.now() - t0;
     expect(op).toMatchObject({ status: 'completed' });
     const pointId = res.body.data.recovery_point.id;
-    const point = (await t.rest('GET', projectPath(projectId, '/recovery-points'), { key })).body.data.find((p: any) => p.id === pointId);
+    const point = (await t.rest('GET', projectPath(projectId, '/recovery-points'), { key })).body.data.find(
+      (p: any) => p.id === pointId,
+    );
     expect(point.database).toMatchObject({ status: 'captured', sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
     figures.dumpBytes = point.database.size_bytes;
     let head = '';
