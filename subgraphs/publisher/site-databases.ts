@@ -1,5 +1,5 @@
 import mongoose, { type Connection, type Model } from 'mongoose';
-import { PlatformError } from '../../core/errors';
+import { PlatformError, retriable } from '../../core/errors';
 import { model } from '../../core/mongo';
 import { decryptSecret, encryptSecret } from '../../core/secrets';
 import {
@@ -79,11 +79,7 @@ export class SiteDatabases {
     try {
       await allocateSiteDatabase(admin, siteId, password);
     } catch (e) {
-      throw new PlatformError(
-        'database_allocation_failed',
-        503,
-        `creating the site's MySQL database failed: ${(e as Error).message}`,
-      );
+      throw retriable('database_allocation_failed', `creating the site's MySQL database failed: ${(e as Error).message}`);
     }
   }
 
@@ -108,13 +104,13 @@ export class SiteDatabases {
     if (!url)
       throw new PlatformError(
         'database_drop_failed',
-        503,
+        500,
         `site ${siteId} has a MySQL database but PUBLISHER_MYSQL_URL is not set; it cannot be dropped`,
       );
     try {
       await dropSiteDatabase(parseMysqlUrl(url), siteId);
     } catch (e) {
-      throw new PlatformError('database_drop_failed', 503, `dropping the site's MySQL database failed: ${(e as Error).message}`);
+      throw retriable('database_drop_failed', `dropping the site's MySQL database failed: ${(e as Error).message}`);
     }
     await this.docs.deleteOne({ _id: siteId });
   }
