@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
 import mysql from 'mysql2';
@@ -157,12 +158,10 @@ const ROWS_PER_INSERT = 200;
 export async function dumpSiteDatabase(db: MysqlSiteDatabase, out: Writable): Promise<void> {
   const conn = mysql.createConnection(siteOptions(db));
   const c = conn.promise();
-  const write = (s: string) =>
-    new Promise<void>((res, rej) => {
-      if (out.write(s)) return res();
-      out.once('drain', res);
-      out.once('error', rej);
-    });
+  // Waits for the consumer when it is full (`once` also rejects on its error, and cleans up).
+  const write = async (s: string) => {
+    if (!out.write(s)) await once(out, 'drain');
+  };
   try {
     await c.query("SET SESSION time_zone = '+00:00'");
     await c.query('SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ');
