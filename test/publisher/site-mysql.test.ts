@@ -213,118 +213,138 @@ describe('a Ghost site on MySQL (MariaDB 10.11), end to end through the REST API
     await t?.stop();
   }, 120_000);
 
-  it('provisions the site on its own database and user; the process is told them; the password is sealed and never served', async () => {
-    expect((await viaEdge(t.platform.edgeUrl!, host, 'GET', '/')).status).toBe(200);
-    expect(await siteDatabaseExists(admin(), projectId)).toEqual({ database: true, user: true });
-    const doc = await storedDb(projectId);
-    expect(doc).toMatchObject({ client: 'mysql', database: siteDatabaseName(projectId), user: siteUserName(projectId) });
-    const db = (await t.platform.services.publisher.real.databases!.get(projectId))!;
-    expect(db.password.length).toBeGreaterThanOrEqual(24);
-    expect(JSON.stringify(doc)).not.toContain(db.password);
+  it(
+    'provisions the site on its own database and user; the process is told them; the password is sealed and never served',
+    async () => {
+      expect((await viaEdge(t.platform.edgeUrl!, host, 'GET', '/')).status).toBe(200);
+      expect(await siteDatabaseExists(admin(), projectId)).toEqual({ database: true, user: true });
+      const doc = await storedDb(projectId);
+      expect(doc).toMatchObject({ client: 'mysql', database: siteDatabaseName(projectId), user: siteUserName(projectId) });
+      const db = (await t.platform.services.publisher.real.databases!.get(projectId))!;
+      expect(db.password.length).toBeGreaterThanOrEqual(24);
+      expect(JSON.stringify(doc)).not.toContain(db.password);
 
-    const pid = t.platform.dataPlane!.supervisor.status(projectId)!.pid!;
-    const env = Object.fromEntries(
-      readFileSync(`/proc/${pid}/environ`, 'utf8')
-        .split('\0')
-        .filter(Boolean)
-        .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
-    );
-    expect(env).toMatchObject({
-      database__client: 'mysql',
-      database__connection__database: siteDatabaseName(projectId),
-      database__connection__user: siteUserName(projectId),
-      database__connection__password: db.password,
-    });
-    expect(env.database__connection__filename).toBeUndefined();
-    expect(existsSync(databaseFile(t.platform.dataPlane!.sites.siteDir(projectId)))).toBe(false);
-    // Ghost's tables are in the site's MySQL database.
-    const c = await mysqlp.createConnection({ ...db });
-    const [[row]] = await c.query<mysqlp.RowDataPacket[]>('SELECT COUNT(*) AS n FROM migrations');
-    await c.end();
-    expect(row.n).toBeGreaterThan(100);
+      const pid = t.platform.dataPlane!.supervisor.status(projectId)!.pid!;
+      const env = Object.fromEntries(
+        readFileSync(`/proc/${pid}/environ`, 'utf8')
+          .split('\0')
+          .filter(Boolean)
+          .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+      );
+      expect(env).toMatchObject({
+        database__client: 'mysql',
+        database__connection__database: siteDatabaseName(projectId),
+        database__connection__user: siteUserName(projectId),
+        database__connection__password: db.password,
+      });
+      expect(env.database__connection__filename).toBeUndefined();
+      expect(existsSync(databaseFile(t.platform.dataPlane!.sites.siteDir(projectId)))).toBe(false);
+      // Ghost's tables are in the site's MySQL database.
+      const c = await mysqlp.createConnection({ ...db });
+      const [[row]] = await c.query<mysqlp.RowDataPacket[]>('SELECT COUNT(*) AS n FROM migrations');
+      await c.end();
+      expect(row.n).toBeGreaterThan(100);
 
-    const responses = [
-      (await t.rest('GET', projectPath(projectId, '/metadata'), { key })).body,
-      (await t.rest('GET', projectPath(projectId, '/history'), { key })).body,
-      (await t.rest('GET', projectPath(projectId, '/operations'), { key })).body,
-    ];
-    for (const body of responses) expect(JSON.stringify(body)).not.toContain(db.password);
-    expect(t.platform.dataPlane!.supervisor.logs(projectId).join('\n')).not.toContain(db.password);
-  });
+      const responses = [
+        (await t.rest('GET', projectPath(projectId, '/metadata'), { key })).body,
+        (await t.rest('GET', projectPath(projectId, '/history'), { key })).body,
+        (await t.rest('GET', projectPath(projectId, '/operations'), { key })).body,
+      ];
+      for (const body of responses) expect(JSON.stringify(body)).not.toContain(db.password);
+      expect(t.platform.dataPlane!.supervisor.logs(projectId).join('\n')).not.toContain(db.password);
+    },
+    5 * 60_000,
+  );
 
-  it('a recovery point holds a dump of the MySQL database; restore brings a deleted post back', async () => {
-    post = await adminApi(await adminKey()).posts.add({ title: 'Stored in MySQL', status: 'published' });
-    expect(await postPage()).toBe(200);
-    const t0 = Date.now();
-    const { res, op } = await accepted(projectId, 'POST', '/recovery-points', { reason: 'mysql' });
-    figures.recoveryPointMs = Date.now() - t0;
-    expect(op).toMatchObject({ status: 'completed' });
-    const pointId = res.body.data.recovery_point.id;
-    const point = (await t.rest('GET', projectPath(projectId, '/recovery-points'), { key })).body.data.find(
-      (p: any) => p.id === pointId,
-    );
-    expect(point.database).toMatchObject({ status: 'captured', sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
-    figures.dumpBytes = point.database.size_bytes;
-    let head = '';
-    for await (const chunk of t.platform.services.publisher.real.backups.store.read('recovery-points', point.database.sha256)) {
-      head += (chunk as Buffer).toString('utf8');
-      if (head.length > 2000) break;
-    }
-    expect(head.startsWith('SET NAMES utf8mb4;')).toBe(true);
-    expect(head).toContain('CREATE TABLE');
+  it(
+    'a recovery point holds a dump of the MySQL database; restore brings a deleted post back',
+    async () => {
+      post = await adminApi(await adminKey()).posts.add({ title: 'Stored in MySQL', status: 'published' });
+      expect(await postPage()).toBe(200);
+      const t0 = Date.now();
+      const { res, op } = await accepted(projectId, 'POST', '/recovery-points', { reason: 'mysql' });
+      figures.recoveryPointMs = Date.now() - t0;
+      expect(op).toMatchObject({ status: 'completed' });
+      const pointId = res.body.data.recovery_point.id;
+      const point = (await t.rest('GET', projectPath(projectId, '/recovery-points'), { key })).body.data.find(
+        (p: any) => p.id === pointId,
+      );
+      expect(point.database).toMatchObject({ status: 'captured', sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
+      figures.dumpBytes = point.database.size_bytes;
+      let head = '';
+      for await (const chunk of t.platform.services.publisher.real.backups.store.read('recovery-points', point.database.sha256)) {
+        head += (chunk as Buffer).toString('utf8');
+        if (head.length > 2000) break;
+      }
+      expect(head.startsWith('SET NAMES utf8mb4;')).toBe(true);
+      expect(head).toContain('CREATE TABLE');
 
-    await adminApi(await adminKey()).posts.delete({ id: post.id });
-    expect(await postPage()).toBe(404);
-    const t1 = Date.now();
-    const restored = await accepted(projectId, 'POST', `/recovery-points/${pointId}/restore`);
-    figures.restoreMs = Date.now() - t1;
-    expect(restored.op).toMatchObject({ status: 'completed' });
-    expect(await postPage()).toBe(200);
-  });
+      await adminApi(await adminKey()).posts.delete({ id: post.id });
+      expect(await postPage()).toBe(404);
+      const t1 = Date.now();
+      const restored = await accepted(projectId, 'POST', `/recovery-points/${pointId}/restore`);
+      figures.restoreMs = Date.now() - t1;
+      expect(restored.op).toMatchObject({ status: 'completed' });
+      expect(await postPage()).toBe(200);
+    },
+    5 * 60_000,
+  );
 
-  it('a staging copy gets its own MySQL database with the post; deleting it drops only its database and user', async () => {
-    const res = await t.rest('POST', projectPath(projectId, '/staging'), { key, body: { name: 'MySQL staging' } });
-    expect(res.status).toBe(202);
-    const copy = res.body.data;
-    expect(await waitFor(projectId, copy.operation.id)).toMatchObject({ status: 'completed' });
-    const copyHost = new URL(copy.site_url).host;
-    expect(await postPage(copyHost)).toBe(200);
-    expect(await siteDatabaseExists(admin(), copy.project.id)).toEqual({ database: true, user: true });
-    // Its own key opens it; the copy's database is a separate one.
-    const own = await adminKey(copy.project.id);
-    const draft = await adminApi(own).posts.add({ title: 'Only on staging', status: 'published' });
-    expect((await viaEdge(t.platform.edgeUrl!, host, 'GET', `/${draft.slug}/`)).status).toBe(404);
+  it(
+    'a staging copy gets its own MySQL database with the post; deleting it drops only its database and user',
+    async () => {
+      const res = await t.rest('POST', projectPath(projectId, '/staging'), { key, body: { name: 'MySQL staging' } });
+      expect(res.status).toBe(202);
+      const copy = res.body.data;
+      expect(await waitFor(projectId, copy.operation.id)).toMatchObject({ status: 'completed' });
+      const copyHost = new URL(copy.site_url).host;
+      expect(await postPage(copyHost)).toBe(200);
+      expect(await siteDatabaseExists(admin(), copy.project.id)).toEqual({ database: true, user: true });
+      // Its own key opens it; the copy's database is a separate one.
+      const own = await adminKey(copy.project.id);
+      const draft = await adminApi(own).posts.add({ title: 'Only on staging', status: 'published' });
+      expect((await viaEdge(t.platform.edgeUrl!, host, 'GET', `/${draft.slug}/`)).status).toBe(404);
 
-    const del = await accepted(copy.project.id, 'POST', '/actions', { action: 'delete' });
-    expect(del.op).toMatchObject({ status: 'completed' });
-    expect(await siteDatabaseExists(admin(), copy.project.id)).toEqual({ database: false, user: false });
-    expect(await storedDb(copy.project.id)).toBeNull();
-    expect(await siteDatabaseExists(admin(), projectId)).toEqual({ database: true, user: true });
-    expect(await postPage()).toBe(200);
-  });
+      const del = await accepted(copy.project.id, 'POST', '/actions', { action: 'delete' });
+      expect(del.op).toMatchObject({ status: 'completed' });
+      expect(await siteDatabaseExists(admin(), copy.project.id)).toEqual({ database: false, user: false });
+      expect(await storedDb(copy.project.id)).toBeNull();
+      expect(await siteDatabaseExists(admin(), projectId)).toEqual({ database: true, user: true });
+      expect(await postPage()).toBe(200);
+    },
+    5 * 60_000,
+  );
 
-  it('an upgrade that damages the data and fails its health check rolls back from the dump: post intact', async () => {
-    const source = await adminKey();
-    t.platform.services.publisher.real.injectFault({
-      operationType: 'upgrade',
-      step: 'health_check',
-      version: '5.130.6',
-      code: 'health_check_failed',
-      before: async () => {
-        await adminApi(source).posts.delete({ id: post.id });
-      },
-    });
-    const { op } = await accepted(projectId, 'POST', '/upgrades', { target_version: '5.130.6' });
-    expect(op).toMatchObject({ status: 'failed', error_code: 'upgrade_failed' });
-    expect(op.steps.map((s: any) => [s.id, s.status])).toEqual(expect.arrayContaining([['rollback', 'completed']]));
-    expect(await postPage()).toBe(200);
-  });
+  it(
+    'an upgrade that damages the data and fails its health check rolls back from the dump: post intact',
+    async () => {
+      const source = await adminKey();
+      t.platform.services.publisher.real.injectFault({
+        operationType: 'upgrade',
+        step: 'health_check',
+        version: '5.130.6',
+        code: 'health_check_failed',
+        before: async () => {
+          await adminApi(source).posts.delete({ id: post.id });
+        },
+      });
+      const { op } = await accepted(projectId, 'POST', '/upgrades', { target_version: '5.130.6' });
+      expect(op).toMatchObject({ status: 'failed', error_code: 'upgrade_failed' });
+      expect(op.steps.map((s: any) => [s.id, s.status])).toEqual(expect.arrayContaining([['rollback', 'completed']]));
+      expect(await postPage()).toBe(200);
+    },
+    5 * 60_000,
+  );
 
-  it('delete drops the site database and user', async () => {
-    const { op } = await accepted(projectId, 'POST', '/actions', { action: 'delete' });
-    expect(op).toMatchObject({ status: 'completed' });
-    expect(await siteDatabaseExists(admin(), projectId)).toEqual({ database: false, user: false });
-    expect(await storedDb(projectId)).toBeNull();
-    expect(existsSync(path.join(t.platform.dataPlane!.sites.siteDir(projectId)))).toBe(false);
-  });
+  it(
+    'delete drops the site database and user',
+    async () => {
+      const { op } = await accepted(projectId, 'POST', '/actions', { action: 'delete' });
+      expect(op).toMatchObject({ status: 'completed' });
+      expect(await siteDatabaseExists(admin(), projectId)).toEqual({ database: false, user: false });
+      expect(await storedDb(projectId)).toBeNull();
+      expect(existsSync(path.join(t.platform.dataPlane!.sites.siteDir(projectId)))).toBe(false);
+    },
+    5 * 60_000,
+  );
 });
