@@ -5,7 +5,8 @@
  * back from the store with their hashes checked, start, first healthy answer), with the sizes.
  *
  * Run: `npm run -s build && node dist/bench/dataplane-recovery.js` (BENCH_POSTS, default 1000;
- * BENCH_CONCURRENCY, 8). Needs ghost@5.130.5 in the runtime cache (a cold cache installs it first).
+ * BENCH_CONCURRENCY, 8). With PUBLISHER_MYSQL_URL set the site runs on a MySQL database of its own and
+ * the database part is a logical dump (docs/decisions/0220-mysql-adapter.md). Needs ghost@5.130.5 in the runtime cache (a cold cache installs it first).
  * Not part of `npm run bench`.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -16,6 +17,7 @@ import { Edge } from '../dataplane/edge';
 import { siteRequest } from '../dataplane/ghost';
 import { RuntimeCache } from '../dataplane/runtime-cache';
 import { SiteBackups, siteBytes } from '../dataplane/site-backup';
+import { allocateSiteDatabase, dropSiteDatabase, newDatabasePassword, parseMysqlUrl } from '../dataplane/site-database';
 import { SiteHost } from '../dataplane/sites';
 import { Supervisor } from '../dataplane/supervisor';
 
@@ -63,14 +65,19 @@ async function main(): Promise<void> {
   const sitesRoot = path.join(root, 'sites');
   const sites = new SiteHost({ cache, supervisor: sup, edge, sitesRoot });
   const backups = new SiteBackups(new FsBlobStore(path.join(root, 'blobs')));
+  const mysqlAdmin = process.env.PUBLISHER_MYSQL_URL ? parseMysqlUrl(process.env.PUBLISHER_MYSQL_URL) : undefined;
+  const siteId = `bench_${process.pid}`;
   try {
     const runtime = await sites.pullRuntime(GHOST);
     await edge.listen();
     const host = `bench.sites.localhost:${edge.port}`;
     const url = `http://${host}/`;
-    const site = { siteId: 'bench', runtime: GHOST, url, hosts: [host], memoryMb: 512 };
+    const database = mysqlAdmin ? await allocateSiteDatabase(mysqlAdmin, siteId, newDatabasePassword()) : undefined;
+    const site = { siteId, runtime: GHOST, url, hosts: [host], memoryMb: 512, database };
+    let t = Date.now();
     let { port } = await sites.start(site);
-    const access = await sites.setUp('bench', { name: 'Bench', email: 'bench@example.test', blogTitle: 'Bench' });
+    console.log(`${database ? 'MySQL' : 'SQLite'} site: first start (migrations) to healthy ${Date.now() - t} ms`);
+    const access = await sites.setUp(siteId, { name: 'Bench', email: 'bench@example.test', blogTitle: 'Bench' });
     const api = new GhostAdminAPI({
       url: url.replace(/\/$/, ''),
       key: access.adminApiKey,
@@ -86,7 +93,7 @@ async function main(): Promise<void> {
         return r.body ? JSON.parse(r.body) : {};
       },
     });
-    let t = Date.now();
+    t = Date.now();
     let next = 0;
     await Promise.all(
       Array.from({ length: concurrency }, async () => {
@@ -99,13 +106,13 @@ async function main(): Promise<void> {
     console.log(`created ${posts} posts in ${Date.now() - t} ms`);
     const count = async () => (await api.posts.browse({ limit: 1, fields: 'id' })).meta.pagination.total as number;
     const before = await count();
-    const siteDir = sites.siteDir('bench');
+    const siteDir = sites.siteDir(siteId);
     const bytes = await siteBytes(siteDir);
     console.log(`site on disk: database ${mib(bytes.database)}, content ${mib(bytes.content)} (${before} posts)`);
 
     // Capture while the site runs.
     t = Date.now();
-    const db = await backups.captureDatabase(runtime.dir, siteDir);
+    const db = database ? await backups.captureMysql(database) : await backups.captureDatabase(runtime.dir, siteDir);
     const dbMs = Date.now() - t;
     t = Date.now();
     const content = await backups.captureContent(siteDir);
@@ -127,10 +134,11 @@ async function main(): Promise<void> {
     for (const p of all) await api.posts.delete({ id: p.id });
     const damaged = await count();
     t = Date.now();
-    await sites.stop('bench');
+    await sites.stop(siteId);
     const stopMs = Date.now() - t;
     t = Date.now();
-    await backups.restoreDatabase(db, siteDir);
+    if (database) await backups.restoreMysql(db, database, siteDir);
+    else await backups.restoreDatabase(db, siteDir);
     await backups.restoreContent(content, siteDir);
     const dataMs = Date.now() - t;
     t = Date.now();
@@ -143,6 +151,7 @@ async function main(): Promise<void> {
     if (after !== before) throw new Error(`restore lost posts: ${after} of ${before}`);
   } finally {
     await sup.removeAll();
+    if (mysqlAdmin) await dropSiteDatabase(mysqlAdmin, siteId);
     await edge.close();
     rmSync(root, { recursive: true, force: true });
   }

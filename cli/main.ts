@@ -4,6 +4,7 @@ import { type ProcessRole, startPlatform } from '../app/platform';
 import { type ReplicaPlan, startReplicas } from '../app/replicas';
 import { areas, buildAreas, compositionInput } from '../app/areas';
 import { infraDown, infraStatus, infraUp } from '../infra/index';
+import { mariadbDown, mariadbUp } from '../infra/mariadb';
 import { mongoWireNeedsStart, startMongoWire } from '../infra/mongo-wire';
 import { DEFAULT_CLUSTER_BASE_PORT, kafkaClusterDown, kafkaClusterUp } from '../infra/kafka-cluster';
 import { writeComposedSchema } from '../router/compose';
@@ -104,9 +105,16 @@ async function infra(args: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
-    options: { 'kafka-brokers': { type: 'string' }, 'kafka-base-port': { type: 'string' } },
+    options: { 'kafka-brokers': { type: 'string' }, 'kafka-base-port': { type: 'string' }, mysql: { type: 'boolean' } },
   });
   const [sub] = positionals;
+  // `--mysql`: the MariaDB stand-in for `PUBLISHER_MYSQL_URL` (infra/mariadb.ts; docs/decisions/0220).
+  if (values.mysql && sub === 'up') {
+    await infraUp();
+    process.stdout.write(`PUBLISHER_MYSQL_URL=${(await mariadbUp()).url}\n`);
+    return;
+  }
+  if (values.mysql && sub === 'down') return void (await mariadbDown());
   // `--kafka-brokers N` (N > 1): a separate N-node KRaft cluster on its own ports and data folder
   // (infra/kafka-cluster.ts); without it, the single broker exactly as before.
   const nodes = values['kafka-brokers'] === undefined ? 1 : Number(values['kafka-brokers']);

@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readdir, readlink, rm, symlink } from 'node:fs/promises';
 import http from 'node:http';
 import path from 'node:path';
+import type { MysqlSiteDatabase } from './site-database';
 import type { Supervisor, WorkloadStatus } from './supervisor';
 
 /**
@@ -26,6 +27,8 @@ export interface GhostSiteSpec {
   memoryMb?: number;
   /** Further Ghost configuration as environment (`mail__transport`, …). */
   config?: Record<string, string>;
+  /** The site's MySQL database (docs/decisions/0220-mysql-adapter.md); the SQLite file when absent. */
+  database?: MysqlSiteDatabase;
 }
 
 export interface GhostOwner {
@@ -95,9 +98,21 @@ export function ghostEnv(spec: GhostSiteSpec, port: number): Record<string, stri
     url: spec.url,
     server__host: '127.0.0.1',
     server__port: String(port),
-    database__client: 'sqlite3',
-    database__connection__filename: databaseFile(spec.siteDir),
-    database__useNullAsDefault: 'true',
+    ...(spec.database
+      ? {
+          database__client: 'mysql',
+          database__connection__host: spec.database.host,
+          database__connection__port: String(spec.database.port),
+          database__connection__user: spec.database.user,
+          database__connection__password: spec.database.password,
+          database__connection__database: spec.database.database,
+          database__connection__charset: 'utf8mb4',
+        }
+      : {
+          database__client: 'sqlite3',
+          database__connection__filename: databaseFile(spec.siteDir),
+          database__useNullAsDefault: 'true',
+        }),
     paths__contentPath: contentDir(spec.siteDir),
     // Logs go to the supervisor (stdout), not to files inside the content directory.
     logging__transports: '["stdout"]',

@@ -8,6 +8,7 @@ import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { BlobStore } from '../core/blobs/blob-store';
 import { contentDir, databaseFile } from './ghost';
+import { dumpSiteDatabase, loadSiteDatabase, type MysqlSiteDatabase } from './site-database';
 
 /**
  * The bytes of a site's recovery points (docs/decisions/0150-recovery-point-bytes.md): a consistent
@@ -182,6 +183,53 @@ export class SiteBackups {
   }
 
   /**
+   * A logical dump of a site's MySQL database (docs/decisions/0220-mysql-adapter.md), taken in one
+   * consistent snapshot while the site runs, streamed into the store.
+   */
+  async captureMysql(db: MysqlSiteDatabase): Promise<SealedPart> {
+    const out = new Transform({ transform: (c, _e, done) => done(null, c) });
+    try {
+      const [part] = await Promise.all([
+        this.put(out),
+        dumpSiteDatabase(db, out).then(
+          () => out.end(),
+          (e: Error) => {
+            out.destroy(e);
+            throw e;
+          },
+        ),
+      ]);
+      return part;
+    } catch (e) {
+      if (e instanceof BackupError) throw e;
+      throw new BackupError('capture_failed', `database dump failed: ${(e as Error).message}`);
+    }
+  }
+
+  /**
+   * Replaces the (stopped) site's MySQL tables with the point's dump: fetched and checked whole
+   * before anything is dropped, then loaded.
+   */
+  async restoreMysql(part: SealedPart, db: MysqlSiteDatabase, siteDir: string): Promise<void> {
+    await mkdir(siteDir, { recursive: true });
+    const tmp = path.join(siteDir, `.restore-${randomBytes(6).toString('hex')}.sql`);
+    try {
+      const v = new Verifier(part);
+      await pipeline(this.read(part), v, createWriteStream(tmp, { flags: 'wx' }));
+      v.check();
+      const head = await readHead(tmp);
+      if (head.startsWith('SQLite format 3'))
+        throw new BackupError('restore_failed', 'the recovery point holds a SQLite database; this site uses MySQL');
+      await loadSiteDatabase(db, createReadStream(tmp));
+    } catch (e) {
+      if (e instanceof BackupError) throw e;
+      throw new BackupError('restore_failed', `database restore failed: ${(e as Error).message}`);
+    } finally {
+      await rm(tmp, { force: true });
+    }
+  }
+
+  /**
    * A tar archive of the content directory (images, files, media, settings, themes the site
    * uploaded, and links to the release's bundled themes), without the database and the logs.
    */
@@ -293,6 +341,11 @@ export class SiteBackups {
     }
     return { sha256: staged.sha256, sizeBytes: staged.size };
   }
+}
+
+async function readHead(file: string): Promise<string> {
+  for await (const c of createReadStream(file, { start: 0, end: 15 })) return (c as Buffer).toString('latin1');
+  return '';
 }
 
 /** Sizes of what a site keeps on disk (database and content), for figures. */

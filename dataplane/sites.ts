@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { Edge } from './edge';
 import { contentDir, GhostRunner, type GhostAdminAccess, type GhostOwner } from './ghost';
 import type { InstalledRuntime, ProgressFn, RuntimeCache, RuntimeSpec } from './runtime-cache';
+import type { MysqlSiteDatabase } from './site-database';
 import type { Supervisor, WorkloadStatus } from './supervisor';
 
 /**
@@ -31,6 +32,8 @@ export interface HostedSite {
   hosts: string[];
   memoryMb?: number;
   config?: Record<string, string>;
+  /** The site's MySQL database (docs/decisions/0220-mysql-adapter.md); its SQLite file when absent. */
+  database?: MysqlSiteDatabase;
 }
 
 export interface SiteMetadata {
@@ -100,6 +103,7 @@ export class SiteHost {
       url: site.url,
       memoryMb: site.memoryMb,
       config: site.config,
+      database: site.database,
     });
     const health = await this.untilHealthy(site.siteId, site.url);
     this.route(entry, st.port);

@@ -19,6 +19,7 @@ import { publisherModels } from './model';
 import { RealInfrastructure, siteCredentialsModel } from './real-infrastructure';
 import { siteReconcileWorker } from './site-reconcile';
 import { isRunning } from './site-locks';
+import { SiteDatabases, siteDatabaseModel } from './site-databases';
 import { type Infrastructure, SimulatedInfrastructure } from './simulated-infrastructure';
 import { ProjectRef } from './types';
 
@@ -53,6 +54,7 @@ export default defineArea({
       credentials: siteCredentialsModel(ctx.conn),
       dataPlane: () => ctx.ports.get('dataPlane'),
       backups: new SiteBackups(backupStore(ctx.settings, ctx.config.DATA_DIR)),
+      databases: new SiteDatabases(siteDatabaseModel(ctx.conn), () => ctx.settings.PUBLISHER_MYSQL_URL),
       mailRelayUrl: () => ctx.config.env.MAIL_SMTP_URL,
       operationRunning: async (id) => isRunning(await ctx.engine.get(id)),
       onReconcileFailure: (siteId, err) => ctx.log.warn({ siteId, err: err.message }, 'reconcile could not start a site'),

@@ -9,6 +9,7 @@ import { providerKeyAad } from './mail-settings';
 import type { PublisherModels, SiteDoc } from './model';
 import { findRuntime, runtimeSpec, stepRelease } from './runtime-catalog';
 import { type RealFault, RecoveryData } from './recovery-data';
+import type { SiteDatabases } from './site-databases';
 import type { Infrastructure, StepExtras, StepOutput } from './simulated-infrastructure';
 
 /**
@@ -58,10 +59,11 @@ export function siteCredentialsModel(conn: Connection): Model<SiteCredentialsDoc
 export const aad = (siteId: string, field: string) => `publisher.site_credentials:${siteId}:${field}`;
 
 /**
- * Steps with nothing to do on this data plane: the SQLite file and the content directory come into
+ * Steps with nothing to do on this data plane: the content directory (and a SQLite file) come into
  * being at the first start (or from a point), and a release migrates its database when it starts.
+ * `allocate_database` creates a MySQL database and user when `PUBLISHER_MYSQL_URL` is set (0220).
  */
-const NO_OP_STEPS = new Set(['allocate_database', 'create_volume', 'migrate_database']);
+const NO_OP_STEPS = new Set(['create_volume', 'migrate_database']);
 
 /** How long `pull_image` may take: a cold install of Ghost builds native modules (20 min measured on a loaded machine). */
 const PULL_TIMEOUT_MS = 45 * 60_000;
@@ -73,6 +75,8 @@ export interface RealInfrastructureDeps {
   dataPlane: () => DataPlanePort;
   /** Where recovery points keep their bytes (the kernel's blob store). */
   backups: SiteBackups;
+  /** Each site's MySQL database, when `PUBLISHER_MYSQL_URL` gave it one (docs/decisions/0220-mysql-adapter.md). */
+  databases?: SiteDatabases;
   /** The platform's SMTP relay (`MAIL_SMTP_URL`, the SMTP sink stand-in by default), read at call time. */
   mailRelayUrl?: () => string | undefined;
   /** True while the operation holding a site's lifecycle lock has not finished (the lock is never cleared). */
@@ -91,6 +95,11 @@ export class RealInfrastructure implements Infrastructure {
   /** Where recovery points keep their bytes. */
   get backups(): SiteBackups {
     return this.d.backups;
+  }
+
+  /** Each site's MySQL database, when `PUBLISHER_MYSQL_URL` is in use (tests and the operator). */
+  get databases(): SiteDatabases | undefined {
+    return this.d.databases;
   }
 
   /** Test and drill hook: a step of a release fails (a broken release); docs/decisions/0150. */
@@ -121,6 +130,9 @@ export class RealInfrastructure implements Infrastructure {
     if (RecoveryData.handles(step))
       return this.data.perform(operationType, step, site, version, op.input, (v) => this.hosted(site, v));
     switch (step) {
+      case 'allocate_database':
+        await this.d.databases?.allocate(siteId);
+        return;
       case 'pull_image': {
         const runtime = this.runtime(version);
         try {
@@ -155,6 +167,7 @@ export class RealInfrastructure implements Infrastructure {
         return;
       case 'delete_site':
         await host.remove(siteId);
+        await this.d.databases?.drop(siteId);
         await this.d.credentials.deleteOne({ _id: siteId });
         return;
       default:
@@ -245,6 +258,7 @@ export class RealInfrastructure implements Infrastructure {
       hosts,
       memoryMb: runtime.memoryFloorMb,
       config: await this.mailConfig(site),
+      database: (await this.d.databases?.get(site._id)) ?? undefined,
     };
   }
 

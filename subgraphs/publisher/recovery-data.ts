@@ -5,9 +5,11 @@ import { decryptSecret, encryptSecret } from '../../core/secrets';
 import { databaseFile } from '../../dataplane/ghost';
 import type { DataPlanePort } from '../../dataplane/plane';
 import { BackupError, type SealedPart, type SiteBackups, withDatabase } from '../../dataplane/site-backup';
+import { withSiteDatabase } from '../../dataplane/site-database';
 import type { HostedSite } from '../../dataplane/sites';
 import type { CaptureDoc, PublisherModels, RecoveryPointDoc, SiteDoc } from './model';
 import type { SiteCredentialsDoc } from './real-infrastructure';
+import type { SiteDatabases } from './site-databases';
 import { findRuntime, runtimeSpec } from './runtime-catalog';
 import type { StepOutput } from './simulated-infrastructure';
 
@@ -38,6 +40,8 @@ export interface RecoveryDataDeps {
   credentials: Model<SiteCredentialsDoc>;
   dataPlane: () => DataPlanePort;
   backups: SiteBackups;
+  /** Sites on MySQL: their points hold a logical dump instead of SQLite's online backup (0220). */
+  databases?: SiteDatabases;
   aad: (siteId: string, field: string) => string;
 }
 
@@ -91,6 +95,8 @@ export class RecoveryData {
       switch (step) {
         // A capture reads the release the site runs now (an upgrade captures before it changes it).
         case 'capture_database': {
+          const mysql = await this.d.databases?.get(site._id);
+          if (mysql) return sealed(await b.captureMysql(mysql));
           const dir = await this.runtimeDir(site.runtimeVersion);
           return sealed(await b.captureDatabase(dir, siteDir));
         }
@@ -109,7 +115,7 @@ export class RecoveryData {
         case 'restore_database': {
           const point = await this.point(input);
           this.markRestoring(site._id);
-          await b.restoreDatabase(part(point, 'database'), siteDir);
+          await this.restoreDatabase(site._id, part(point, 'database'), siteDir);
           if (operationType === 'staging') await this.rekeyCopy(site, point);
           return;
         }
@@ -138,7 +144,7 @@ export class RecoveryData {
           const point = await this.point(input);
           if (host.isHosted(site._id)) await host.stop(site._id);
           this.markRestoring(site._id);
-          await b.restoreDatabase(part(point, 'database'), siteDir);
+          await this.restoreDatabase(site._id, part(point, 'database'), siteDir);
           await b.restoreContent(part(point, 'content'), siteDir);
           await host.start(await hosted(version));
           return;
@@ -149,6 +155,13 @@ export class RecoveryData {
       if (e instanceof PlatformError) throw e;
       throw new PlatformError(`${step}_failed`, 500, (e as Error).message);
     }
+  }
+
+  /** The point's database into the site's own: its MySQL database, or its SQLite file. */
+  private async restoreDatabase(siteId: string, p: SealedPart, siteDir: string): Promise<void> {
+    const mysql = await this.d.databases?.get(siteId);
+    if (mysql) await this.d.backups.restoreMysql(p, mysql, siteDir);
+    else await this.d.backups.restoreDatabase(p, siteDir);
   }
 
   private markRestoring(siteId: string): void {
@@ -183,8 +196,12 @@ export class RecoveryData {
     if (!source) throw new PlatformError('site_setup_failed', 500, 'the source site has no platform integration to copy');
     const adminId = randomBytes(12).toString('hex');
     const adminSecret = randomBytes(32).toString('hex');
-    const dir = await this.runtimeDir(copy.runtimeVersion);
-    await withDatabase(dir, databaseFile(this.d.dataPlane().sites.siteDir(copy._id)), async (db) => {
+    const mysql = await this.d.databases?.get(copy._id);
+    const session = mysql
+      ? <T>(fn: Parameters<typeof withSiteDatabase<T>>[1]) => withSiteDatabase(mysql, fn)
+      : async <T>(fn: Parameters<typeof withSiteDatabase<T>>[1]) =>
+          withDatabase(await this.runtimeDir(copy.runtimeVersion), databaseFile(this.d.dataPlane().sites.siteDir(copy._id)), fn);
+    await session(async (db) => {
       const found = await db.get<{ id: string }>(
         "SELECT id FROM api_keys WHERE integration_id = ? AND type = 'admin'",
         source.integrationId,

@@ -27,6 +27,11 @@ export const publisherSettings = z.object({
   PUBLISHER_EXECUTOR: z.enum(['real', 'simulated']).default('real'),
   /** Where recovery points keep their bytes: `fs` (default, `PUBLISHER_BACKUP_DIR`) or `s3` (docs/decisions/0150). */
   PUBLISHER_BACKUP_STORE: z.enum(['fs', 's3']).default('fs'),
+  /**
+   * A MySQL admin URL (`mysql://root:pw@127.0.0.1:3307/`): new sites get a database `site_<id>` and a
+   * user of their own there instead of the embedded SQLite file (docs/decisions/0220-mysql-adapter.md).
+   */
+  PUBLISHER_MYSQL_URL: z.string().url().optional(),
   /** The filesystem store's root (default `<DATA_DIR>/site-backups`). */
   PUBLISHER_BACKUP_DIR: z.string().optional(),
   PUBLISHER_BACKUP_S3_ENDPOINT: z.string().optional(),
