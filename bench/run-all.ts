@@ -675,7 +675,16 @@ async function main(): Promise<void> {
     ASSETS_BLOB_DIR: blobs,
   });
   const platform = await startPatiently(() =>
-    startPlatform({ config, bridgePort: 0, routerPort: 0, cdnPort: 0, subgraphBasePort: 0, topicPrefix: `bench${id}` }),
+    startPlatform({
+      config,
+      bridgePort: 0,
+      routerPort: 0,
+      cdnPort: 0,
+      subgraphBasePort: 0,
+      // A free port unless EDGE_PORT names one: another platform on the machine may hold the default.
+      edgePort: process.env.EDGE_PORT ? undefined : 0,
+      topicPrefix: `bench${id}`,
+    }),
   );
   countCommands(platform.conn);
   let engineLines: string[] = [];
