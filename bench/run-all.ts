@@ -82,8 +82,9 @@ const NOTES = [
   '  queue. The events row is the median of alternating rounds on fresh topics.',
   '- Upload: the bench process is mostly idle during it (profile: hashing, multipart parsing and writev are a few',
   '  per cent of samples); what separates it from the raw write is the MongoDB round trips before the first byte',
-  '  (quota hold) and after the last (the asset record) — 7 commands, pinned by test/perf/command-count.test.ts —',
-  '  and the extra stream stages, each handoff costing most on a loaded machine (decision 0211).',
+  '  (quota hold: 2) and after the last (the record and its ready state: 2; the bucket is read while the file',
+  '  streams and the settle runs beside the record) — pinned by test/perf/command-count.test.ts — and the extra',
+  '  stream stages, each handoff costing most on a loaded machine (decisions 0211, 0240).',
   '- POST sites: 5 MongoDB commands per create in the request on both sides (test/perf/command-count.test.ts pins',
   "  the platform's). The platform also publishes the create's event and projects it into the activity feed (about",
   '  1.4 commands more, in the background). Its inserts use insertOne (core/mongo.ts: defaults, casting and',
@@ -156,7 +157,16 @@ async function main(): Promise<void> {
     ASSETS_BLOB_DIR: blobs,
   });
   const platform = await startPatiently(() =>
-    startPlatform({ config, bridgePort: 0, routerPort: 0, cdnPort: 0, subgraphBasePort: 0, topicPrefix: `bench${id}` }),
+    startPlatform({
+      config,
+      bridgePort: 0,
+      routerPort: 0,
+      cdnPort: 0,
+      subgraphBasePort: 0,
+      // A free port unless EDGE_PORT names one: another platform on the machine may hold the default.
+      edgePort: process.env.EDGE_PORT ? undefined : 0,
+      topicPrefix: `bench${id}`,
+    }),
   );
   countCommands(platform.conn);
   let engineLines: string[] = [];

@@ -89,9 +89,14 @@ export class Buckets {
     return doc;
   }
 
+  /** The account's default bucket if it was made (null before its first use). */
+  findDefault(accountId: string): Promise<BucketDoc | null> {
+    return this.m.Bucket.findOne({ accountId, name: DEFAULT_BUCKET_NAME }).lean<BucketDoc>().exec();
+  }
+
   /** The account's default bucket, made on first use (an upsert on the unique name, so two racers get one). */
   async ensureDefault(accountId: string): Promise<BucketDoc> {
-    const found = await this.m.Bucket.findOne({ accountId, name: DEFAULT_BUCKET_NAME }).lean<BucketDoc>().exec();
+    const found = await this.findDefault(accountId);
     if (found) return found;
     try {
       return await this.create(accountId, { name: DEFAULT_BUCKET_NAME, defaultVisibility: 'private' });

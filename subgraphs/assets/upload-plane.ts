@@ -8,7 +8,7 @@ import type { StagedBlob } from '../../core/blobs/blob-store';
 import { noteAccessKey } from './bucket-ops/access-hooks';
 import { etagOf } from './revisions';
 import type { AssetsService } from './service';
-import { parseUploadFields } from './uploads';
+import { parseUploadFields, type ReadAhead } from './uploads';
 import { assetView } from './views';
 
 /** Routes of the upload byte path, under the assets prefix (spec 4.3). */
@@ -51,14 +51,31 @@ export interface ReadForm {
   held: number;
   fileName: string | undefined;
   fields: Record<string, string>;
+  /** What the request read before the last byte, for the record's step (`readForm`'s `ahead`). */
+  read: ReadAhead;
+  /**
+   * With `ahead`: the hold settling to the file's size while the record is written (resolves to
+   * the bytes then held). `releaseForm` waits for it; `keepForm` hands the hold to the asset.
+   */
+  settling?: Promise<number>;
 }
 
 /**
  * Reads a multipart form part by part: the file streams into a staged blob as it arrives (never
  * buffered whole), text fields are collected, whichever order they come in.
+ *
+ * `ahead` (decision 0240): the bucket is looked up while the file streams, the policy the hold read
+ * is kept for the content check, and the hold settles beside the record's commands instead of
+ * before them, so fewer MongoDB round trips wait after the last byte. The caller then passes
+ * `form.read` to `create`/`replace` and ends with `keepForm` (stored) or `releaseForm` (refused).
  */
-export async function readForm(req: FastifyRequest, assets: AssetsService, principal: Principal): Promise<ReadForm> {
-  const form: ReadForm = { staged: null, held: 0, fileName: undefined, fields: {} };
+export async function readForm(
+  req: FastifyRequest,
+  assets: AssetsService,
+  principal: Principal,
+  opts: { ahead?: { bucket: boolean } } = {},
+): Promise<ReadForm> {
+  const form: ReadForm = { staged: null, held: 0, fileName: undefined, fields: {}, read: {} };
   // Without a boundary the parser cannot start (it would throw a 500): a malformed request, 400.
   if (!/;\s*boundary=/i.test(req.headers['content-type'] ?? '')) {
     throw badRequest('validation_failed', 'multipart/form-data needs a boundary parameter');
@@ -66,14 +83,24 @@ export async function readForm(req: FastifyRequest, assets: AssetsService, princ
   // Quota is reserved before the first byte is read (402 at once when it does not fit): the
   // declared length bounds the file, else what is left of the quota (decision 0140).
   const length = /^\d+$/.test(req.headers['content-length'] ?? '') ? Number(req.headers['content-length']) : undefined;
-  form.held = await assets.uploads.hold(principal, length);
+  const hold = await assets.uploads.holdWithPolicy(principal, length);
+  form.held = hold.held;
+  if (opts.ahead) form.read.policy = hold.policy;
   try {
     for await (const part of req.parts({ limits: FIELD_LIMITS })) {
       if (part.type === 'file') {
         if (part.fieldname !== 'file') throw badRequest('validation_failed', `unexpected file field ${part.fieldname}`);
         form.fileName = part.filename;
+        if (opts.ahead?.bucket) form.read.bucket = assets.uploads.lookAheadBucket(principal.accountId, form.fields.bucket);
         form.staged = await assets.uploads.stage(principal.accountId, part.file, { plan: principal.plan, held: form.held });
-        form.held = await assets.uploads.settle(principal.accountId, form.held, form.staged.size);
+        if (opts.ahead) {
+          const size = form.staged.size;
+          form.settling = assets.uploads.settle(principal.accountId, form.held, size);
+          // Not awaited here: a rejection is seen by `keepForm` or `releaseForm`.
+          form.settling.catch(() => undefined);
+        } else {
+          form.held = await assets.uploads.settle(principal.accountId, form.held, form.staged.size);
+        }
         if (part.file.truncated) throw badRequest('validation_failed', 'file was truncated');
       } else {
         if (typeof part.value !== 'string') throw badRequest('validation_failed', `field ${part.fieldname} must be text`);
@@ -93,10 +120,39 @@ export async function readForm(req: FastifyRequest, assets: AssetsService, princ
 
 /** A refused form: its staged bytes and its quota hold go back (idempotent). */
 export async function releaseForm(assets: AssetsService, principal: Principal, form: ReadForm): Promise<void> {
-  const held = form.held;
+  let held = form.held;
+  const settling = form.settling;
   form.held = 0;
+  form.settling = undefined;
+  // What is held is the file's size once the settle landed, else still the whole hold.
+  if (settling) held = await settling.catch(() => held);
   if (form.staged) await assets.blobs.discard(form.staged).catch(() => undefined);
   await assets.uploads.release(principal.accountId, held);
+}
+
+/**
+ * A stored form: its hold is the asset's bytes now. Waits for the settle that ran beside the
+ * record; if it failed, it is tried once more, and then only logged (the account keeps the
+ * multipart framing's few hundred bytes counted: the asset is stored and must not be given back).
+ */
+export async function keepForm(
+  assets: AssetsService,
+  principal: Principal,
+  form: ReadForm,
+  log: FastifyRequest['log'],
+): Promise<void> {
+  const held = form.held;
+  const settling = form.settling;
+  form.held = 0;
+  form.settling = undefined;
+  if (!settling || !form.staged) return;
+  const size = form.staged.size;
+  await settling.catch(() =>
+    assets.uploads.settle(principal.accountId, held, size).catch((e: unknown) => {
+      log.error({ err: e, bytes: held - size }, 'an upload hold was not settled to its file size');
+      return size;
+    }),
+  );
 }
 
 /**
@@ -111,7 +167,12 @@ export async function assetsUploadPlane(app: FastifyInstance, assets: AssetsServ
   await app.register(multipart, { limits: { fileSize: Number.MAX_SAFE_INTEGER } });
 
   const handle =
-    (run: (p: Principal, form: ReadForm, req: FastifyRequest) => Promise<import('./model').AssetDoc>, status: number) =>
+    (
+      run: (p: Principal, form: ReadForm, req: FastifyRequest) => Promise<import('./model').AssetDoc>,
+      status: number,
+      /** Whether the form's bucket is looked up while the file streams (a replace keeps its asset's). */
+      bucket: boolean,
+    ) =>
     async (req: FastifyRequest, reply: FastifyReply) => {
       let form: ReadForm | null = null;
       let principal: Principal | null = null;
@@ -119,10 +180,10 @@ export async function assetsUploadPlane(app: FastifyInstance, assets: AssetsServ
         principal = assets.writer(await authenticate(req));
         noteAccessKey(req, principal.keyId);
         if (!req.isMultipart()) throw badRequest('validation_failed', 'expected a multipart/form-data body');
-        form = await readForm(req, assets, principal);
+        form = await readForm(req, assets, principal, { ahead: { bucket } });
         const asset = await run(principal, form, req);
         // The hold is the asset's bytes now.
-        form.held = 0;
+        await keepForm(assets, principal, form, req.log);
         assets.forget(asset._id);
         assets.nudge();
         reply.header('ETag', etagOf(asset.revision));
@@ -138,27 +199,39 @@ export async function assetsUploadPlane(app: FastifyInstance, assets: AssetsServ
 
   app.post(
     `${ASSETS_PREFIX}/upload`,
-    handle(async (p, form) => {
-      const asset = await assets.uploads.create(p, form.staged as StagedBlob, form.fileName, parseUploadFields(form.fields), {
-        reserved: true,
-      });
-      return asset;
-    }, 201),
+    handle(
+      async (p, form) => {
+        const asset = await assets.uploads.create(p, form.staged as StagedBlob, form.fileName, parseUploadFields(form.fields), {
+          reserved: true,
+          read: form.read,
+        });
+        return asset;
+      },
+      201,
+      true,
+    ),
   );
 
   // Browser uploads (`/assets/widget`, with CORS) are in widget/widget-plane.ts.
 
   app.put<{ Params: { id: string } }>(
     `${ASSETS_PREFIX}/:id/replace`,
-    handle(async (p, form, req) => {
-      const ifMatch = req.headers['if-match'];
-      const { id } = req.params as { id: string };
-      const fields = parseUploadFields(form.fields);
-      for (const k of ['bucket', 'key', 'folder', 'visibility', 'cache_control', 'metadata', 'tags'] as const) {
-        if (fields[k] !== undefined) throw badRequest('validation_failed', `${k} cannot be changed by replace (use PATCH)`);
-      }
-      return assets.uploads.replace(p, id, ifMatch, form.staged as StagedBlob, form.fileName, fields, { reserved: true });
-    }, 200),
+    handle(
+      async (p, form, req) => {
+        const ifMatch = req.headers['if-match'];
+        const { id } = req.params as { id: string };
+        const fields = parseUploadFields(form.fields);
+        for (const k of ['bucket', 'key', 'folder', 'visibility', 'cache_control', 'metadata', 'tags'] as const) {
+          if (fields[k] !== undefined) throw badRequest('validation_failed', `${k} cannot be changed by replace (use PATCH)`);
+        }
+        return assets.uploads.replace(p, id, ifMatch, form.staged as StagedBlob, form.fileName, fields, {
+          reserved: true,
+          read: form.read,
+        });
+      },
+      200,
+      false,
+    ),
   );
 }
 

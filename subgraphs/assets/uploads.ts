@@ -8,7 +8,7 @@ import { BlobTooLargeError, type BlobStore, type StagedBlob } from '../../core/b
 import type { Buckets } from './buckets';
 import { assetTypeOf, checkContent, type ContentPolicy, largestAllowed, policyOf, sniffMime } from './content-policy';
 import { objectEventEntry } from './events';
-import { type AssetDoc, type AssetModels, VISIBILITIES } from './model';
+import { type AssetDoc, type AssetModels, type BucketDoc, VISIBILITIES } from './model';
 import { requiredRevision, revisionStale } from './revisions';
 import type { Scanner } from './scanner';
 import type { AssetsSettings } from './settings';
@@ -74,6 +74,16 @@ function parseTags(raw: string | undefined): string[] {
 const normFolder = (f: string | undefined) => (f ?? '').replace(/^\/+|\/+$/g, '');
 const safeName = (n: string | undefined) => (n && n.trim() ? n.trim().slice(0, 255) : 'file');
 
+/**
+ * What an upload's request read before its last byte, for `create`/`replace` to use instead of
+ * reading again (decision 0240): the content policy its quota hold read, and the bucket the form
+ * named when its file began (`field` undefined: the default bucket; `doc` null: not found then).
+ */
+export interface ReadAhead {
+  policy?: ContentPolicy;
+  bucket?: { field: string | undefined; doc: Promise<BucketDoc | null> };
+}
+
 /** The checks every new version goes through, in the order a user sees their failures. */
 interface Accepted {
   mime: string;
@@ -107,6 +117,15 @@ export class Uploads {
    */
   async largestFile(accountId: string, plan: Plan): Promise<number> {
     return Math.min(largestAllowed(await this.policy(accountId)), this.quotaOf(plan));
+  }
+
+  /**
+   * Looks up, without making anything, the bucket a form names (or the account's default one) while
+   * its file streams; null when absent or unreadable (then `create` looks again, as without it).
+   */
+  lookAheadBucket(accountId: string, field: string | undefined): NonNullable<ReadAhead['bucket']> {
+    const doc = (field ? this.buckets.get(accountId, field) : this.buckets.findDefault(accountId)).catch(() => null);
+    return { field, doc };
   }
 
   /** What is left of the account's quota now. */
@@ -198,10 +217,19 @@ export class Uploads {
    * them to the file's size (`settle`) or gives them back (`release`).
    */
   async hold(p: Principal, upTo: number | undefined): Promise<number> {
-    const largest = await this.largestFile(p.accountId, p.plan);
+    return (await this.holdWithPolicy(p, upTo)).held;
+  }
+
+  /**
+   * `hold`, also answering the content policy it read: the request's later content check uses it
+   * instead of reading the account again after the last byte (decision 0240).
+   */
+  async holdWithPolicy(p: Principal, upTo: number | undefined): Promise<{ held: number; policy: ContentPolicy }> {
+    const policy = await this.policy(p.accountId);
+    const largest = Math.min(largestAllowed(policy), this.quotaOf(p.plan));
     if (upTo !== undefined) {
       await this.reserve(p, Math.min(upTo, largest));
-      return Math.min(upTo, largest);
+      return { held: Math.min(upTo, largest), policy };
     }
     for (let attempt = 0; ; attempt++) {
       const want = Math.min(largest, await this.remaining(p.accountId, p.plan));
@@ -213,7 +241,7 @@ export class Uploads {
       }
       try {
         await this.reserve(p, want);
-        return want;
+        return { held: want, policy };
       } catch (e) {
         // Another upload moved the counter between the read and the `$inc`: read again.
         if (!(e instanceof PlatformError && e.status === 402)) throw e;
@@ -236,9 +264,10 @@ export class Uploads {
     staged: StagedBlob,
     bucket: Parameters<typeof checkContent>[1],
     fields: UploadFields,
+    policy?: ContentPolicy,
   ): Promise<Accepted> {
     const mime = await sniffMime(staged.head);
-    checkContent(await this.policy(accountId), bucket, mime, staged.size);
+    checkContent(policy ?? (await this.policy(accountId)), bucket, mime, staged.size);
     if (fields.checksum_sha256 && fields.checksum_sha256.toLowerCase() !== staged.sha256) {
       throw new PlatformError('assets.checksum_mismatch', 422, 'the bytes do not match checksum_sha256', {
         expected: fields.checksum_sha256.toLowerCase(),
@@ -264,27 +293,33 @@ export class Uploads {
   /**
    * `reserved`: the caller already holds `staged.size` bytes of quota for this file (an upload
    * session reserves at creation) and keeps owning them if this fails; otherwise the quota is
-   * taken here and given back on failure.
+   * taken here and given back on failure. `read`: what the caller already read for this request
+   * (the policy its hold read; the bucket `fields.bucket` names, or the default one, looked up while
+   * the bytes streamed), so those reads are not repeated after the last byte (decision 0240); a
+   * bucket looked up as absent is looked up (or the default made) here as without it.
    */
   async create(
     p: Principal,
     staged: StagedBlob,
     fileName: string | undefined,
     fields: UploadFields,
-    opts: { reserved?: boolean } = {},
+    opts: { reserved?: boolean; read?: ReadAhead } = {},
   ): Promise<AssetDoc> {
-    const bucket = fields.bucket
-      ? await this.buckets.get(p.accountId, fields.bucket).catch(() => {
-          throw notFound('assets.bucket_not_found', 'bucket not found');
-        })
-      : await this.buckets.ensureDefault(p.accountId);
+    const ahead = opts.read?.bucket && opts.read.bucket.field === fields.bucket ? await opts.read.bucket.doc : null;
+    const bucket =
+      ahead ??
+      (fields.bucket
+        ? await this.buckets.get(p.accountId, fields.bucket).catch(() => {
+            throw notFound('assets.bucket_not_found', 'bucket not found');
+          })
+        : await this.buckets.ensureDefault(p.accountId));
     const originalName = safeName(fileName);
     const folder = checkFolder(normFolder(fields.folder));
     const key = checkKey(fields.key ?? (folder ? `${folder}/${originalName}` : originalName));
     if (fields.cache_control !== undefined) checkCacheControl(fields.cache_control);
     const metadata = parseMetadata(fields.metadata);
     const tags = parseTags(fields.tags);
-    const { mime, infected } = await this.accept(p.accountId, staged, bucket, fields);
+    const { mime, infected } = await this.accept(p.accountId, staged, bucket, fields, opts.read?.policy);
     if (!opts.reserved) await this.reserve(p, staged.size);
     const giveBack = () => (opts.reserved ? Promise.resolve() : this.release(p.accountId, staged.size));
     const now = new Date();
@@ -370,14 +405,14 @@ export class Uploads {
     staged: StagedBlob,
     fileName: string | undefined,
     fields: UploadFields,
-    opts: { reserved?: boolean } = {},
+    opts: { reserved?: boolean; read?: ReadAhead } = {},
   ): Promise<AssetDoc> {
     const current = await this.m.Asset.findOne({ _id: assetId, accountId: p.accountId }).lean<AssetDoc>().exec();
     if (!current || current.status === 'deleting') throw notFound('assets.not_found', 'asset not found');
     const expected = ifMatch ? requiredRevision(ifMatch) : current.revision;
     if (expected !== current.revision) throw revisionStale(current.revision);
     const bucket = await this.buckets.get(p.accountId, current.bucketId);
-    const { mime, infected } = await this.accept(p.accountId, staged, bucket, fields);
+    const { mime, infected } = await this.accept(p.accountId, staged, bucket, fields, opts.read?.policy);
     const branch = fields.branch && fields.branch !== 'main' ? fields.branch : null;
     if (branch && !current.branches.some((b) => b.name === branch)) throw notFound('assets.branch_not_found', 'branch not found');
     if (!opts.reserved) await this.reserve(p, staged.size);

@@ -3,6 +3,7 @@
  * MongoDB-wire server costs more than the gateway, so the count is pinned here and a change that
  * adds one fails. Counted with the driver's command monitoring on the platform's own connection.
  */
+import { request } from 'node:http';
 import type { mongo } from 'mongoose';
 import { loadConfig } from '../../core/config';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
@@ -108,33 +109,78 @@ describe('MongoDB commands per REST write', () => {
 });
 
 describe('MongoDB commands per upload', () => {
-  it('POST /assets/upload on a warm account: one quota $inc to hold, no second policy read while staging', async () => {
+  const upload = async (key: string, name: string) => {
+    const form = new FormData();
+    form.set('file', new Blob([Buffer.from(`hello ${name}\n`)]), `${name}.txt`);
+    const res = await fetch(`${reader.bridgeUrl}/api/v1/assets/upload`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}` },
+      body: form,
+    });
+    expect(res.status).toBe(201);
+  };
+  // The principal's lookup (cached 5 s; a slow machine can outlast that) is not the upload's.
+  const notKey = (c: string) => c !== 'find api_keys' && c !== 'find accounts';
+
+  it('POST /assets/upload on a warm account: one quota $inc to hold, no second policy read, the bucket read while streaming', async () => {
     const { key } = await t.createKey({ plan: 'pro' });
-    const upload = async (name: string) => {
-      const form = new FormData();
-      form.set('file', new Blob([Buffer.from(`hello ${name}\n`)]), `${name}.txt`);
-      const res = await fetch(`${reader.bridgeUrl}/api/v1/assets/upload`, {
+    await upload(key, 'warm');
+    const cmds = (await commandsOf(() => upload(key, 'counted'))).filter(notKey);
+    // Hold: the policy, one conditional $inc (the counter exists: no upsert first). Staging: the
+    // default bucket (looked up while the file streams). Settle (the unused part of the hold back)
+    // beside the record; the record and its ready state with the event. The policy the hold read
+    // serves the content check (decision 0240).
+    expect(cmds.slice(0, 2)).toEqual(['find asset_accounts', 'update asset_accounts']);
+    expect(cmds.at(-1)).toBe('update assets');
+    expect([...cmds].sort()).toEqual(
+      [
+        'find asset_accounts',
+        'find asset_buckets',
+        'insert assets',
+        'update asset_accounts',
+        'update asset_accounts',
+        'update assets',
+      ].sort(),
+    );
+  });
+
+  it('after the last byte of a file only the record, its ready state and the settle beside them wait (decision 0240)', async () => {
+    const { key } = await t.createKey({ plan: 'pro' });
+    await upload(key, 'warm');
+    const boundary = 'c0untb0undary';
+    const head = Buffer.from(
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="slow.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+    );
+    const file = Buffer.alloc(256 * 1024, 7);
+    const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+    let atLastByte = 0;
+    const cmds = await commandsOf(async () => {
+      const req = request(new URL('/api/v1/assets/upload', reader.bridgeUrl), {
         method: 'POST',
-        headers: { authorization: `Bearer ${key}` },
-        body: form,
+        headers: {
+          authorization: `Bearer ${key}`,
+          'content-type': `multipart/form-data; boundary=${boundary}`,
+          'content-length': String(head.length + file.length + tail.length),
+        },
       });
-      expect(res.status).toBe(201);
-    };
-    await upload('warm');
-    // The principal's lookup (cached 5 s; a slow machine can outlast that) is not the upload's.
-    const cmds = (await commandsOf(() => upload('counted'))).filter((c) => c !== 'find api_keys' && c !== 'find accounts');
-    // Hold: the policy, one conditional $inc (the counter exists: no upsert
-    // first). Staging: nothing (the hold already bounds the file by the policy). Settle: the unused
-    // part of the hold back. Create: the default bucket, the policy for the content check, the record
-    // and its ready state with the event.
-    expect(cmds).toEqual([
-      'find asset_accounts',
-      'update asset_accounts',
-      'update asset_accounts',
-      'find asset_buckets',
-      'find asset_accounts',
-      'insert assets',
-      'update assets',
-    ]);
+      const answer = new Promise<number>((resolve, reject) => {
+        req.on('response', (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        });
+        req.on('error', reject);
+      });
+      req.write(head);
+      req.write(file.subarray(0, 1024));
+      // The hold is taken and the file has begun; everything the upload needs before its last byte is done.
+      const until = Date.now() + 10_000;
+      while (!seen!.some((e) => e.commandName === 'update') && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+      await new Promise((r) => setTimeout(r, 500));
+      atLastByte = seen!.length;
+      req.end(Buffer.concat([file.subarray(1024), tail]));
+      expect(await answer).toBe(201);
+    });
+    const after = cmds.slice(atLastByte).filter(notKey);
+    expect(after.sort()).toEqual(['insert assets', 'update asset_accounts', 'update assets']);
   });
 });
