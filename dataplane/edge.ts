@@ -39,6 +39,13 @@ const edgeRequests = new Counter({
   help: 'Requests the edge answered, by outcome.',
   labelNames: ['outcome'] as const,
 });
+/** The counter's children, looked up once instead of by label on every request. */
+const counted = {
+  proxied: edgeRequests.labels('proxied'),
+  upstream_error: edgeRequests.labels('upstream_error'),
+  unknown_host: edgeRequests.labels('unknown_host'),
+  unavailable: edgeRequests.labels('unavailable'),
+};
 
 /** `EDGE_PORT`, else 8082. */
 export function edgePortFromEnv(env: NodeJS.ProcessEnv = process.env): number {
@@ -115,7 +122,7 @@ export class Edge {
       proxyTimeout: this.upstreamTimeoutMs,
     });
     this.proxy.on('error', (_err, _req, res) => {
-      edgeRequests.inc({ outcome: 'upstream_error' });
+      counted.upstream_error.inc();
       if (res instanceof http.ServerResponse) plain(res, 502, 'The site is not answering.');
       else (res as Socket).destroy();
     });
@@ -203,17 +210,17 @@ export class Edge {
         res.end(m.body);
         return;
       }
-      edgeRequests.inc({ outcome: 'unknown_host' });
+      counted.unknown_host.inc();
       plain(res, 404, 'No site is served at this address.');
       return;
     }
     if (route.state !== 'running') {
-      edgeRequests.inc({ outcome: 'unavailable' });
+      counted.unavailable.inc();
       const why = route.state === 'restoring' ? 'This site is being restored.' : 'This site is stopped.';
       plain(res, 503, why, { 'retry-after': '30' });
       return;
     }
-    edgeRequests.inc({ outcome: 'proxied' });
+    counted.proxied.inc();
     this.forward(req, res, route.target);
   }
 
@@ -248,7 +255,7 @@ export class Edge {
     });
     up.setTimeout(this.upstreamTimeoutMs, () => up.destroy(new Error('upstream timeout')));
     const failed = (): void => {
-      edgeRequests.inc({ outcome: 'upstream_error' });
+      counted.upstream_error.inc();
       plain(res, 502, 'The site is not answering.');
     };
     up.on('error', () => {
