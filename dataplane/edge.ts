@@ -9,8 +9,8 @@ import { metricsText } from '../core/telemetry/metrics';
  * The edge (docs/decisions/0120-data-plane.md; CONTRACTS.md, "The data plane"): its own listener that
  * serves hosted workloads by `Host`. The route table is an immutable map swapped whole, so a request
  * sees either the old table or the new one, never half an update. Plain HTTP requests are forwarded
- * by the edge itself on node:http (`forward`, decision 0246: half the CPU per request of
- * http-proxy-3's passes); websocket upgrades stay http-proxy-3's. Either way the edge streams both
+ * by the edge itself on node:http (`forward`, decision 0246: a fifth to a third less CPU per
+ * request than http-proxy-3's passes); websocket upgrades stay http-proxy-3's. Either way the edge streams both
  * ways and writes `X-Forwarded-*` itself. An unknown host answers 404, a route whose workload is
  * stopped or being restored answers 503, a workload that does not answer gives 502.
  */
