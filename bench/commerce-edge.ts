@@ -16,9 +16,13 @@
  * of `npm run bench`.
  */
 import { spawn } from 'node:child_process';
+import http from 'node:http';
+import net from 'node:net';
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { createProxyServer } from 'http-proxy-3';
+import { Pool } from 'undici';
 import { Edge } from '../dataplane/edge';
 import { ReleaseHost, releaseHost } from '../dataplane/releases';
 import { Supervisor } from '../dataplane/supervisor';
@@ -76,6 +80,86 @@ const selfCpu = () => {
   return u.user + u.system;
 };
 
+/**
+ * The other forwarders the edge was compared with (decision 0245), each on a port of its own in
+ * this process, so their CPU per request is measured the same way as the edge's:
+ * - `http-proxy-3`: what the edge did before (its passes with `xfwd`, one kept-alive agent);
+ * - `undici`: an undici `Pool` to workerd (no pipelining), the answer streamed into the response;
+ * - `undici-pipelined`: the same over 2 connections with up to 4 requests in flight on each;
+ * - `tcp-pipe`: each client connection piped to workerd as bytes (no HTTP in the forwarder, so no
+ *   X-Forwarded-*, no per-request status or analytics): the floor of any forwarder in Node.
+ */
+async function startVariants(upstream: { host: string; port: number }): Promise<{
+  list: Array<{ name: string; port: number }>;
+  close(): Promise<void>;
+}> {
+  const servers: Array<http.Server | net.Server> = [];
+  const closers: Array<() => Promise<unknown>> = [];
+  const listen = async (name: string, server: http.Server | net.Server) => {
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return { name, port: (server.address() as net.AddressInfo).port };
+  };
+  const dropForwarded = (req: http.IncomingMessage) => {
+    for (const n of Object.keys(req.headers)) if (n.startsWith('x-forwarded-') || n === 'forwarded') delete req.headers[n];
+  };
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 512 });
+  closers.push(async () => agent.destroy());
+  const proxy = createProxyServer({ xfwd: true, agent, proxyTimeout: 60_000 });
+  proxy.on('error', (_e, _req, res) => (res as http.ServerResponse).destroy());
+  const httpProxy = http.createServer((req, res) => {
+    dropForwarded(req);
+    proxy.web(req, res, { target: upstream });
+  });
+  const viaUndici = (pool: Pool) =>
+    http.createServer((req, res) => {
+      dropForwarded(req);
+      const headers: Record<string, string | string[]> = {};
+      for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && k !== 'connection') headers[k] = v;
+      headers['x-forwarded-for'] = req.socket.remoteAddress ?? '';
+      headers['x-forwarded-proto'] = 'http';
+      headers['x-forwarded-host'] = req.headers.host ?? '';
+      pool
+        .stream({ path: req.url ?? '/', method: req.method as 'GET', headers, body: req.method === 'GET' ? null : req }, (d) => {
+          const out: Record<string, string | string[]> = {};
+          for (const [k, v] of Object.entries(d.headers))
+            if (v !== undefined && k !== 'connection' && k !== 'transfer-encoding') out[k] = v;
+          res.writeHead(d.statusCode, out);
+          return res;
+        })
+        .catch(() => res.destroy());
+    });
+  const origin = `http://${upstream.host}:${upstream.port}`;
+  const pool = new Pool(origin, { pipelining: 1 });
+  const pipelined = new Pool(origin, { pipelining: 4, connections: 2 });
+  closers.push(
+    () => pool.close(),
+    () => pipelined.close(),
+  );
+  const tcp = net.createServer((c) => {
+    const u = net.connect(upstream.port, upstream.host);
+    c.pipe(u).pipe(c);
+    c.on('error', () => u.destroy());
+    u.on('error', () => c.destroy());
+  });
+  const list = [
+    await listen('http-proxy-3', httpProxy),
+    await listen('undici', viaUndici(pool)),
+    await listen('undici-pipelined', viaUndici(pipelined)),
+    await listen('tcp-pipe', tcp),
+  ];
+  return {
+    list,
+    async close() {
+      for (const s of servers) {
+        if (s instanceof http.Server) s.closeAllConnections();
+        s.close();
+      }
+      for (const c of closers) await c().catch(() => undefined);
+    },
+  };
+}
+
 async function main(): Promise<void> {
   const seconds = Number(process.env.BENCH_SECONDS ?? 4);
   const rounds = Number(process.env.BENCH_ROUNDS ?? 6);
@@ -109,31 +193,68 @@ async function main(): Promise<void> {
     const workerd = childrenOf(st.pid!);
     const workerdCpu = () => workerd.reduce((s, p) => s + cpuOf(p), 0) + cpuOf(st.pid!);
     const headers = { host: `${releaseHost(id)}:${edge.port}` };
-    const direct = { url: `http://127.0.0.1:${st.port}/`, headers };
-    const via = { url: `http://127.0.0.1:${edge.port}/`, headers };
-    const rows: Array<{ d: Figures; v: Figures; edgeUs: number; workerdUs: number }> = [];
-    for (let r = 0; r < rounds; r++) {
-      const d = await loadInProcess(direct, concurrency, seconds, warmup);
-      const e0 = selfCpu();
-      const w0 = workerdCpu();
-      const v = await loadInProcess(via, concurrency, seconds, warmup);
-      const edgeUs = (selfCpu() - e0) / (v.requests + warmup);
-      const workerdUs = (workerdCpu() - w0) / (v.requests + warmup);
-      rows.push({ d, v, edgeUs, workerdUs });
+    const upstream = { host: '127.0.0.1', port: st.port };
+    // The options the edge was measured against, each a listener of this process beside the edge.
+    const others = await startVariants(upstream);
+    // The same edge without the analytics recording (no observer on its requests): what that recording costs.
+    const unobserved = new Edge({ port: 0 });
+    unobserved.setRoutes(edge.table());
+    await unobserved.listen();
+    others.list.unshift({ name: 'edge-unobserved', port: unobserved.port });
+    const closeOthers = others.close;
+    others.close = async () => {
+      await unobserved.close();
+      await closeOthers();
+    };
+    const wanted = (process.env.BENCH_VARIANTS ?? 'edge,edge-unobserved,http-proxy-3,undici,undici-pipelined,tcp-pipe').split(
+      ',',
+    );
+    const all = [{ name: 'edge', port: edge.port }, ...others.list];
+    // In the order asked for (each round measures them one after the other).
+    const variants = wanted.flatMap((n) => all.filter((v) => v.name === n));
+    const rows: Array<{ d: Figures; v: Record<string, { f: Figures; edgeUs: number; workerdUs: number }> }> = [];
+    try {
+      for (let r = 0; r < rounds; r++) {
+        const d = await loadInProcess({ url: `http://127.0.0.1:${st.port}/`, headers }, concurrency, seconds, warmup);
+        const row: (typeof rows)[number] = { d, v: {} };
+        // The order turns each round: the first one measured after workerd's port was seen to pay more.
+        for (const variant of [...variants.slice(r % variants.length), ...variants.slice(0, r % variants.length)]) {
+          const e0 = selfCpu();
+          const w0 = workerdCpu();
+          const f = await loadInProcess({ url: `http://127.0.0.1:${variant.port}/`, headers }, concurrency, seconds, warmup);
+          row.v[variant.name] = {
+            f,
+            edgeUs: (selfCpu() - e0) / (f.requests + warmup),
+            workerdUs: (workerdCpu() - w0) / (f.requests + warmup),
+          };
+        }
+        rows.push(row);
+        console.log(
+          `round ${r + 1}: workerd's port ${d.rps.toFixed(0)} req/s; ${variants
+            .map((v) => {
+              const x = row.v[v.name];
+              return `${v.name} ${x.f.rps.toFixed(0)} req/s (ratio ${(x.f.rps / d.rps).toFixed(2)}, ${x.edgeUs.toFixed(0)} µs)`;
+            })
+            .join('; ')}`,
+        );
+      }
+    } finally {
+      await others.close();
+    }
+    const dRps = median(rows.map((x) => x.d.rps));
+    console.log(
+      `\nmedians of ${rounds} rounds (concurrency ${concurrency}, ${seconds} s, warm-up ${warmup}); workerd's port ${dRps.toFixed(0)} req/s, its CPU per request ${median(rows.map((x) => x.v.edge?.workerdUs ?? 0)).toFixed(0)} µs through the edge`,
+    );
+    console.log('| forwarder | req/s | ratio | forwarder µs/req | workerd µs/req | load generator µs/req | CPU-bound ceiling |');
+    console.log('|---|---|---|---|---|---|---|');
+    for (const v of variants) {
+      const e = median(rows.map((x) => x.v[v.name].edgeUs));
+      const w = median(rows.map((x) => x.v[v.name].workerdUs));
+      const c = median(rows.map((x) => x.v[v.name].f.clientUs));
       console.log(
-        `round ${r + 1}: workerd's port ${d.rps.toFixed(0)} req/s (p99 ${d.p99.toFixed(1)} ms), edge ${v.rps.toFixed(0)} req/s (p99 ${v.p99.toFixed(1)} ms), ratio ${(v.rps / d.rps).toFixed(2)}; CPU per request: edge ${edgeUs.toFixed(0)} µs, workerd ${workerdUs.toFixed(0)} µs, load generator ${v.clientUs.toFixed(0)} µs`,
+        `| ${v.name} | ${median(rows.map((x) => x.v[v.name].f.rps)).toFixed(0)} | ${median(rows.map((x) => x.v[v.name].f.rps / x.d.rps)).toFixed(2)} | ${e.toFixed(0)} | ${w.toFixed(0)} | ${c.toFixed(0)} | ${((c + w) / (c + w + e)).toFixed(2)} |`,
       );
     }
-    console.log(
-      `median of ${rounds} rounds (concurrency ${concurrency}, ${seconds} s, warm-up ${warmup}): workerd's port ${median(rows.map((x) => x.d.rps)).toFixed(0)} req/s, edge ${median(rows.map((x) => x.v.rps)).toFixed(0)} req/s, ratio ${median(rows.map((x) => x.v.rps / x.d.rps)).toFixed(2)}; CPU per request: edge ${median(rows.map((x) => x.edgeUs)).toFixed(0)} µs, workerd ${median(rows.map((x) => x.workerdUs)).toFixed(0)} µs, load generator ${median(rows.map((x) => x.v.clientUs)).toFixed(0)} µs`,
-    );
-    // What bounds the ratio when the machine's cores are all busy: the edge's CPU is added to each request's cost.
-    const e = median(rows.map((x) => x.edgeUs));
-    const w = median(rows.map((x) => x.workerdUs));
-    const c = median(rows.map((x) => x.v.clientUs));
-    console.log(
-      `CPU-bound ceiling of the ratio (load generator + workerd) / (load generator + workerd + edge): ${((c + w) / (c + w + e)).toFixed(2)}`,
-    );
   } finally {
     await host.close();
     await supervisor.removeAll();

@@ -8,10 +8,11 @@ import { metricsText } from '../core/telemetry/metrics';
 /**
  * The edge (docs/decisions/0120-data-plane.md; CONTRACTS.md, "The data plane"): its own listener that
  * serves hosted workloads by `Host`. The route table is an immutable map swapped whole, so a request
- * sees either the old table or the new one, never half an update. Proxying (streaming both ways,
- * websocket upgrades, `X-Forwarded-*`) is http-proxy-3's; the edge decides only where a request goes:
- * an unknown host answers 404, a route whose workload is stopped or being restored answers 503, a
- * workload that does not answer gives 502.
+ * sees either the old table or the new one, never half an update. Plain HTTP requests are forwarded
+ * by the edge itself on node:http (`forward`, decision 0246: a fifth to a third less CPU per
+ * request than http-proxy-3's passes); websocket upgrades stay http-proxy-3's. Either way the edge streams both
+ * ways and writes `X-Forwarded-*` itself. An unknown host answers 404, a route whose workload is
+ * stopped or being restored answers 503, a workload that does not answer gives 502.
  */
 
 export type RouteState = 'running' | 'stopped' | 'restoring';
@@ -38,6 +39,13 @@ const edgeRequests = new Counter({
   help: 'Requests the edge answered, by outcome.',
   labelNames: ['outcome'] as const,
 });
+/** The counter's children, looked up once instead of by label on every request. */
+const counted = {
+  proxied: edgeRequests.labels('proxied'),
+  upstream_error: edgeRequests.labels('upstream_error'),
+  unknown_host: edgeRequests.labels('unknown_host'),
+  unavailable: edgeRequests.labels('unavailable'),
+};
 
 /** `EDGE_PORT`, else 8082. */
 export function edgePortFromEnv(env: NodeJS.ProcessEnv = process.env): number {
@@ -67,6 +75,25 @@ function refuseUpgrade(socket: Duplex, status: number, reason: string): void {
   socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
 }
 
+/** Hop-by-hop headers (RFC 9110, 7.6.1): they describe one connection and are not forwarded. */
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'proxy-authenticate',
+  'proxy-authorization',
+]);
+
+/** The port the client asked for (from `Host`), else the default of the scheme; as http-proxy-3 reports it. */
+function requestedPort(hostHeader: string | undefined): string {
+  const m = hostHeader ? /:(\d+)$/.exec(hostHeader) : null;
+  return m ? m[1] : '80';
+}
+
 /** Client-supplied forwarding headers are dropped: the edge is the first hop and writes its own. */
 function dropForwarded(req: http.IncomingMessage): void {
   for (const name of Object.keys(req.headers))
@@ -79,6 +106,7 @@ export class Edge {
   private readonly proxy;
   private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 512 });
   private readonly requestedPort: number;
+  private readonly upstreamTimeoutMs: number;
   private readonly listenHost: string;
   /** Upgraded (websocket) client connections: the listener no longer tracks them, so close cuts them here. */
   private readonly upgraded = new Set<Duplex>();
@@ -86,14 +114,15 @@ export class Edge {
   constructor(opts: EdgeOptions = {}) {
     this.requestedPort = opts.port ?? edgePortFromEnv();
     this.listenHost = opts.host ?? '127.0.0.1';
+    this.upstreamTimeoutMs = opts.upstreamTimeoutMs ?? 60_000;
     this.proxy = createProxyServer({
       xfwd: true,
       ws: true,
       agent: this.agent,
-      proxyTimeout: opts.upstreamTimeoutMs ?? 60_000,
+      proxyTimeout: this.upstreamTimeoutMs,
     });
     this.proxy.on('error', (_err, _req, res) => {
-      edgeRequests.inc({ outcome: 'upstream_error' });
+      counted.upstream_error.inc();
       if (res instanceof http.ServerResponse) plain(res, 502, 'The site is not answering.');
       else (res as Socket).destroy();
     });
@@ -181,19 +210,76 @@ export class Edge {
         res.end(m.body);
         return;
       }
-      edgeRequests.inc({ outcome: 'unknown_host' });
+      counted.unknown_host.inc();
       plain(res, 404, 'No site is served at this address.');
       return;
     }
     if (route.state !== 'running') {
-      edgeRequests.inc({ outcome: 'unavailable' });
+      counted.unavailable.inc();
       const why = route.state === 'restoring' ? 'This site is being restored.' : 'This site is stopped.';
       plain(res, 503, why, { 'retry-after': '30' });
       return;
     }
-    edgeRequests.inc({ outcome: 'proxied' });
-    dropForwarded(req);
-    this.proxy.web(req, res, { target: { host: route.target.host, port: route.target.port } });
+    counted.proxied.inc();
+    this.forward(req, res, route.target);
+  }
+
+  /**
+   * One request to the workload over a kept-alive connection: the client's headers with the
+   * forwarding ones the edge writes (and no hop-by-hop ones), the body streamed both ways. The
+   * workload's headers go out in one `writeHead` with the status, so the head leaves with the first
+   * body chunk (a small answer is one write to the client).
+   */
+  private forward(req: http.IncomingMessage, res: http.ServerResponse, target: EdgeRoute['target']): void {
+    const raw = req.rawHeaders;
+    const headers: http.OutgoingHttpHeaders = {};
+    for (let i = 0; i < raw.length; i += 2) {
+      const name = raw[i].toLowerCase();
+      if (HOP_BY_HOP.has(name) || name === 'forwarded' || name.startsWith('x-forwarded-')) continue;
+      const prev = headers[name];
+      headers[name] = prev === undefined ? raw[i + 1] : `${String(prev)}, ${raw[i + 1]}`;
+    }
+    const te = req.headers['transfer-encoding'];
+    if (te !== undefined) headers['transfer-encoding'] = te;
+    headers['x-forwarded-for'] = req.socket.remoteAddress ?? '';
+    headers['x-forwarded-port'] = requestedPort(req.headers.host);
+    headers['x-forwarded-proto'] = 'http';
+    headers['x-forwarded-host'] = req.headers.host ?? '';
+    const up = http.request({
+      host: target.host,
+      port: target.port,
+      method: req.method,
+      path: req.url,
+      headers,
+      agent: this.agent,
+    });
+    up.setTimeout(this.upstreamTimeoutMs, () => up.destroy(new Error('upstream timeout')));
+    const failed = (): void => {
+      counted.upstream_error.inc();
+      plain(res, 502, 'The site is not answering.');
+    };
+    up.on('error', () => {
+      if (!res.writableFinished) failed();
+    });
+    res.on('close', () => {
+      if (!res.writableFinished) up.destroy();
+    });
+    up.on('response', (upRes) => {
+      const out: string[] = [];
+      const rh = upRes.rawHeaders;
+      for (let i = 0; i < rh.length; i += 2) if (!HOP_BY_HOP.has(rh[i].toLowerCase())) out.push(rh[i], rh[i + 1]);
+      res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage, out);
+      upRes.on('error', () => res.destroy());
+      upRes.pipe(res);
+    });
+    // A request without a body (most of them) ends at once; one with a body streams.
+    if (te === undefined && (req.headers['content-length'] === undefined || req.headers['content-length'] === '0')) {
+      up.end();
+      req.resume();
+    } else {
+      req.on('error', () => up.destroy());
+      req.pipe(up);
+    }
   }
 
   private onUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): void {

@@ -286,7 +286,8 @@ export class ReleaseHost {
       if (releaseId) {
         const w = this.windows.get(releaseId) ?? [];
         w.push({ at: Date.now(), error: status >= 500 });
-        if (w.length > 10_000) w.splice(0, w.length - 10_000);
+        // Trimmed in batches: one entry off a full window per request would copy it every time.
+        if (w.length > 12_000) w.splice(0, w.length - 10_000);
         this.windows.set(releaseId, w);
       }
     });

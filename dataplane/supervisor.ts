@@ -3,13 +3,15 @@ import { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
+import { parentWatchFile } from './supervisor-preload';
 
 /**
  * The process supervisor of the data plane (docs/decisions/0120-data-plane.md): one child process per
  * workload, each with its own port (allocated on `add`, released on `remove`), environment and
  * working directory. A process that exits without being asked to is restarted after an exponential
  * backoff; one that keeps crashing is given up on (`failed`). State, restart count and last exit are
- * readable for a site's metadata.
+ * readable for a site's metadata. A child never outlives this process, even one killed with SIGKILL
+ * (`supervisor-preload.ts`, decision 0245).
  */
 
 export type WorkloadState = 'stopped' | 'running' | 'backoff' | 'stopping' | 'failed';
@@ -270,12 +272,15 @@ export class Supervisor extends EventEmitter {
   private spawn(w: Workload): void {
     const { spec } = w;
     const env = typeof spec.env === 'function' ? spec.env(w.port) : (spec.env ?? {});
-    const execArgv = spec.memoryMb ? [`--max-old-space-size=${spec.memoryMb}`] : [];
+    // Every child loads the parent watch first (supervisor-preload.ts): it stops when this process dies.
+    const execArgv = ['--require', parentWatchFile()];
+    if (spec.memoryMb) execArgv.push(`--max-old-space-size=${spec.memoryMb}`);
     const script = path.resolve(spec.cwd, spec.script);
     const child = spawn(this.o.nodePath, [...execArgv, script, ...(spec.args ?? [])], {
       cwd: spec.cwd,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env, PORT: String(w.port) },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      // stdin is a pipe this process never writes to: the child reads its end when this process dies.
+      stdio: ['pipe', 'pipe', 'pipe'],
     });
     w.child = child;
     w.startedAt = Date.now();

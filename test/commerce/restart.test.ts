@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -154,4 +154,109 @@ it('kill -9 and restart: the production address and the live preview answer agai
       [previewId, 'healthy'],
     ].sort(),
   );
+  await running.kill();
+});
+
+/** Every process below `pid` (children, their children…), from /proc. */
+function descendants(pid: number): number[] {
+  const parentOf = new Map<number, number>();
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      parentOf.set(Number(d), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      // gone
+    }
+  }
+  const out: number[] = [];
+  const walk = (p: number) => {
+    for (const [child, parent] of parentOf) {
+      if (parent !== p) continue;
+      out.push(child);
+      walk(child);
+    }
+  };
+  walk(pid);
+  return out;
+}
+
+it('kill -9 leaves no supervised process behind: an app bundle release and the storefronts stop with the platform', async () => {
+  // The data plane's supervisor gives every child a parent watch (dataplane/supervisor-preload.ts).
+  const running = await startChild();
+  const identity = new IdentityService(conn);
+  const { key, accountId } = await identity.createApiKey({ accountSlug: `orphans-${scope.id}`, plan: 'pro' });
+  const project = await identity.createProject(accountId, `app-${scope.id}`);
+  const store = await new StandInControl(() => standIn.url).createStore(`orphans-${scope.id}.example`);
+  const B = `/api/v1/projects/${project._id}/commerce`;
+  const rest = async (method: string, p: string, body?: unknown, raw?: Buffer) => {
+    const res = await fetch(`${running.bridgeUrl}${p}`, {
+      method,
+      headers: { authorization: `Bearer ${key}`, 'content-type': raw ? 'application/x-tar' : 'application/json' },
+      body: raw ?? (body === undefined ? undefined : JSON.stringify(body)),
+    });
+    return { status: res.status, body: (await res.json()) as any };
+  };
+  const connect = await rest('POST', `${B}/connect`, {
+    kind: 'app',
+    store_domain: store.store_domain,
+    development_branch: 'main',
+  });
+  expect(connect.status).toBe(202);
+  await until(
+    'the app connection',
+    async () => (await rest('GET', `${B}/operations/${connect.body.data.id}`)).body.data?.status === 'succeeded',
+    90_000,
+  );
+  expect(
+    (
+      await rest('PUT', `${B}/environments/development`, {
+        app_url: 'https://app.example.com',
+        client_id: 'client-id-1',
+        client_secret: 'client-secret-value-5521',
+        scopes: 'read_products',
+      })
+    ).status,
+  ).toBeLessThan(300);
+  const tar = execFileSync('tar', ['-cf', '-', '-C', path.join(__dirname, '..', 'fixtures', 'commerce', 'app'), '.']);
+  const up = await rest('PUT', `${B}/artifacts`, undefined, tar);
+  // 200 when an earlier run stored the same bytes (the fixture's archive is reproducible).
+  expect([200, 201]).toContain(up.status);
+  const created = await rest('POST', `${B}/releases`, { environment: 'development', artifact: up.body.data.artifact });
+  expect(created.status).toBe(202);
+  const releaseId = created.body.data.id as string;
+  await until(
+    'the app release to be healthy',
+    async () =>
+      (await rest('GET', `${B}/releases`)).body.data.items.find((r: { id: string }) => r.id === releaseId)?.status === 'healthy',
+    90_000,
+  );
+  await until('the app on its address', async () => (await viaEdge(releaseHost(releaseId))) === 200, 10_000);
+
+  const below = descendants(running.proc.pid!);
+  const cmdline = (p: number) => {
+    try {
+      return readFileSync(`/proc/${p}/cmdline`, 'utf8');
+    } catch {
+      return '';
+    }
+  };
+  // The app's node (its script is in the release's directory, named by the release id).
+  expect(below.filter((p) => cmdline(p).includes(releaseId)).length).toBeGreaterThan(0);
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  await running.kill();
+  const left = await until(
+    'every process the platform ran to stop',
+    async () => (below.some(alive) ? null : 'none'),
+    5_000,
+  ).catch(() => below.filter(alive));
+  for (const pid of Array.isArray(left) ? left : []) process.kill(pid, 'SIGKILL');
+  expect(left).toBe('none');
 });

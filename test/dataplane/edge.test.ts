@@ -7,6 +7,11 @@ import { freePort } from '../../dataplane/supervisor';
 /** A tiny upstream: echoes what it saw, streams on /stream. */
 function upstream(name: string): Promise<{ server: http.Server; port: number; wss: WebSocketServer }> {
   const server = http.createServer((req, res) => {
+    if (req.url === '/echo') {
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      req.pipe(res);
+      return;
+    }
     if (req.url === '/stream') {
       res.writeHead(200, { 'content-type': 'text/plain' });
       res.write('first\n');
@@ -92,6 +97,36 @@ describe('data plane edge', () => {
     expect(seen.headers['x-forwarded-host']).toBe(`a.sites.localhost:${edge.port}`);
     expect(JSON.parse(rb.body).name).toBe('b');
     expect(JSON.parse(rc.body).name).toBe('a');
+  });
+
+  it("keeps its connection to the site alive whatever the client's Connection header says, and streams request bodies", async () => {
+    let opened = 0;
+    const count = () => (opened += 1);
+    a.server.on('connection', count);
+    try {
+      // `agent: false`: each client request says `Connection: close` and gets a connection of its own.
+      const seen = [];
+      for (let i = 0; i < 3; i++) seen.push(JSON.parse((await get(edge.port, 'a.sites.localhost', `/n${i}`)).body));
+      expect(seen.map((s) => s.headers.connection)).toEqual(['keep-alive', 'keep-alive', 'keep-alive']);
+      expect(opened).toBeLessThanOrEqual(1); // one, or none when the previous test left one open
+    } finally {
+      a.server.off('connection', count);
+    }
+    const body = Buffer.alloc(300_000, 'x');
+    const echoed = await new Promise<{ status: number; length: number }>((resolve, reject) => {
+      const req = http.request(
+        { host: '127.0.0.1', port: edge.port, method: 'POST', path: '/echo', headers: { host: 'a.sites.localhost' } },
+        (res) => {
+          let length = 0;
+          res.on('data', (c: Buffer) => (length += c.length));
+          res.on('end', () => resolve({ status: res.statusCode!, length }));
+        },
+      );
+      req.on('error', reject);
+      req.write(body.subarray(0, 1000));
+      setTimeout(() => req.end(body.subarray(1000)), 50);
+    });
+    expect(echoed).toEqual({ status: 200, length: body.length });
   });
 
   it('answers 404 with a short plain-text body for an unknown host', async () => {

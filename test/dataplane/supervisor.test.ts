@@ -1,4 +1,5 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { Supervisor, type WorkloadStatus } from '../../dataplane/supervisor';
 
@@ -56,7 +57,7 @@ describe('data plane supervisor', () => {
     expect(rb.name).toBe(`beta-${b.port}`);
     expect(ra.cwd).toBe(FIXTURES);
     expect(ra.execArgv).toContain('--max-old-space-size=96');
-    expect(rb.execArgv).toEqual([]);
+    expect(rb.execArgv.filter((a: string) => a.startsWith('--max-old-space-size'))).toEqual([]);
     const st = sup.status('a')!;
     expect(st).toMatchObject({ state: 'running', pid: ra.pid, restarts: 0 });
     expect(st.rssBytes).toBeGreaterThan(1024 * 1024);
@@ -169,5 +170,62 @@ describe('data plane supervisor', () => {
       }
     };
     await until(alive, (a) => !a, 5_000);
+  });
+
+  it('leaves no workload running when the platform process is killed with SIGKILL (site, app bundle, workerd)', async () => {
+    // Runs the compiled supervisor (`npm run build` first); a SIGKILL runs no exit handler in the platform.
+    const platform = spawn(process.execPath, [path.join(FIXTURES, 'killed-platform.js')], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const line = await new Promise<string>((resolve, reject) => {
+      let out = '';
+      platform.stdout.setEncoding('utf8').on('data', (c: string) => {
+        out += c;
+        if (out.includes('\n')) resolve(out.split('\n')[0]);
+      });
+      platform.once('exit', (code) => reject(new Error(`the platform stand-in exited (${code}) before its workloads ran`)));
+    });
+    const started = JSON.parse(line) as { site: number; app: number; storefront: number; releaseDir: string };
+    // workerd is the launcher's child.
+    const childrenOf = (pid: number) =>
+      readdirSync('/proc')
+        .filter((d) => /^\d+$/.test(d))
+        .filter((d) => {
+          try {
+            const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+            return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid;
+          } catch {
+            return false;
+          }
+        })
+        .map(Number);
+    const workerd = childrenOf(started.storefront);
+    expect(workerd).toHaveLength(1);
+    const pids = { site: started.site, app: started.app, launcher: started.storefront, workerd: workerd[0] };
+    const alive = (pid: number) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    for (const pid of Object.values(pids)) expect(alive(pid)).toBe(true);
+    const t = Date.now();
+    platform.kill('SIGKILL');
+    try {
+      await until(
+        () => Object.entries(pids).filter(([, pid]) => alive(pid)),
+        (left) => left.length === 0,
+        5_000,
+      );
+    } catch {
+      const left = Object.entries(pids).filter(([, pid]) => alive(pid));
+      for (const [, pid] of left) process.kill(pid, 'SIGKILL');
+      throw new Error(`still running 5 s after the platform was killed: ${left.map(([n, p]) => `${n} (${p})`).join(', ')}`);
+    } finally {
+      rmSync(started.releaseDir, { recursive: true, force: true });
+    }
+    expect(Date.now() - t).toBeLessThan(5_000);
   });
 });
