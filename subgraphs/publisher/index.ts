@@ -75,7 +75,8 @@ export default defineArea({
       ...(ctx.settings.PUBLISHER_EXECUTOR === 'real'
         ? {
             hostedNode: {
-              before: (type: string, step: string, site: SiteDoc, version: string) => real.beforeMachineStep(type, step, site, version),
+              before: (type: string, step: string, site: SiteDoc, version: string) =>
+                real.beforeMachineStep(type, step, site, version),
               operationRunning: async (id: string) => isRunning(await ctx.engine.get(id)),
             },
           }

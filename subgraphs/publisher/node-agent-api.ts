@@ -242,7 +242,10 @@ export async function nodeAgentCall(
   p: string,
   body: unknown,
   signal?: AbortSignal,
-): Promise<{ status: number; body: { success: boolean; data?: unknown; error?: { code: string; message: string; details?: unknown } } }> {
+): Promise<{
+  status: number;
+  body: { success: boolean; data?: unknown; error?: { code: string; message: string; details?: unknown } };
+}> {
   try {
     const data = await route(api, node, method, p, body, signal);
     if (data === undefined) throw new PlatformError('not_found', 404, `no agent call ${method} ${p}`);

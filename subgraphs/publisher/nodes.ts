@@ -165,7 +165,13 @@ export class ConnectedNodes {
           .findOneAndUpdate(
             { _id: HOSTED_NODE_ID },
             {
-              $setOnInsert: { accountId: HOSTED_NODE_ACCOUNT, name: 'hosted pool', tags: [], createdAt: new Date(), hosted: true },
+              $setOnInsert: {
+                accountId: HOSTED_NODE_ACCOUNT,
+                name: 'hosted pool',
+                tags: [],
+                createdAt: new Date(),
+                hosted: true,
+              },
               $set: { tokenHash: hashNodeToken(token) },
             },
             { upsert: true, new: true },

@@ -49,8 +49,23 @@ async function startAgent(name: string): Promise<Agent> {
   const token = hostedNodeToken(t.platform.config.SECRET_ENCRYPTION_KEY);
   const proc = spawn(
     process.execPath,
-    [BIN, 'nodes', 'agent', '--token', token, '--api-url', t.bridgeUrl, '--edge-port', String(edgePort), '--data-dir', path.join(dataDir, name)],
-    { env: { ...process.env, NODE_AGENT_EXECUTOR: 'simulated', NODE_AGENT_STEP_DELAY_MS: '30' }, stdio: ['ignore', 'pipe', 'pipe'] },
+    [
+      BIN,
+      'nodes',
+      'agent',
+      '--token',
+      token,
+      '--api-url',
+      t.bridgeUrl,
+      '--edge-port',
+      String(edgePort),
+      '--data-dir',
+      path.join(dataDir, name),
+    ],
+    {
+      env: { ...process.env, NODE_AGENT_EXECUTOR: 'simulated', NODE_AGENT_STEP_DELAY_MS: '30' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
   );
   agents.push(proc);
   let err = '';
