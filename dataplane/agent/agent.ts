@@ -45,6 +45,8 @@ export interface NodeAgentOptions {
   transport?: AgentTransport;
   /** The configuration a site's process starts with (the hosted pool's mail settings). */
   siteConfig?: (siteId: string) => Promise<Record<string, string> | undefined>;
+  /** How many tasks (of different sites) run at once (default 1: one after another). */
+  concurrency?: number;
   /** How long one claim waits for work (a long poll; default 20 s, 0: answer at once). */
   claimWaitMs?: number;
   /** The agent's edge port (`--edge-port`, default 8083); 0 picks a free one. */
@@ -85,6 +87,7 @@ export class NodeAgent {
   private stopped = false;
   private readonly stopping = new AbortController();
   private readonly ownPlane: boolean;
+  private readonly inflight = new Set<Promise<void>>();
   private fatal: ((e: Error) => void) | null = null;
   private readonly finished: Promise<void>;
   private chain: Promise<unknown> = Promise.resolve();
@@ -163,6 +166,7 @@ export class NodeAgent {
     this.stopped = true;
     this.stopping.abort();
     await this.chain.catch(() => undefined);
+    await Promise.allSettled([...this.inflight]);
     if (this.holding) await this.call('POST', '/lease/release', { session: this.session }).catch(() => undefined);
     await this.executor.close();
     if (this.ownPlane) await this.plane.stop();
@@ -219,6 +223,7 @@ export class NodeAgent {
 
   private async work(): Promise<void> {
     const waitMs = this.o.claimWaitMs ?? 20_000;
+    const concurrency = Math.max(1, this.o.concurrency ?? 1);
     while (!this.stopped) {
       if (this.holding === false) {
         // A standby asks for no work: it takes the node over at a heartbeat.
@@ -241,7 +246,15 @@ export class NodeAgent {
         if (failed || waitMs === 0) await sleep(this.o.claimPollMs ?? 1_000, this.stopping.signal).catch(() => undefined);
         continue;
       }
-      await this.serial(() => this.runTask(task));
+      if (concurrency === 1) {
+        await this.serial(() => this.runTask(task));
+        continue;
+      }
+      // Tasks of different sites at once (the engine runs one operation per site, one step at a
+      // time, so two tasks here never touch the same site).
+      const run = this.runTask(task).finally(() => this.inflight.delete(run));
+      this.inflight.add(run);
+      while (this.inflight.size >= concurrency && !this.stopped) await Promise.race(this.inflight);
     }
   }
 

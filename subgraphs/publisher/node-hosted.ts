@@ -40,6 +40,8 @@ export function hostedNodeWorker(s: PublisherServices, ctx: AreaContext<Publishe
         edgePort: 0,
         plane,
         executor: 'real',
+        // The hosted pool runs many sites: one site's slow start does not hold the others' steps.
+        concurrency: 8,
         siteConfig: (siteId) => s.real.siteConfig(siteId),
         transport: async (method, p, body, signal) => {
           let node;
