@@ -3,7 +3,7 @@ import type { Model } from 'mongoose';
 import { z } from 'zod';
 import { PlatformError, badRequest, isPlatformError, unauthenticated } from '../../core/errors';
 import type { PublisherModels } from './model';
-import { type NodeSiteSpec, type NodeTaskDoc, nodeSiteSpec, waitForNodeTask } from './node-tasks';
+import { type NodeSiteSpec, type NodeTaskDoc, nodeSiteSpec, nodeTaskSettled, waitForNodeTask } from './node-tasks';
 import {
   type ConnectedNodeDoc,
   type ConnectedNodes,
@@ -136,6 +136,7 @@ export class NodeAgentService {
       { $set: { ...set, finishedAt: new Date() } },
     );
     if (res.matchedCount !== 1) throw new PlatformError('task_not_held', 409, 'this agent does not hold that task');
+    nodeTaskSettled(taskId);
   }
 
   /** The sites placed on this node that should run (or stay stopped) now, for the agent's reconcile. */

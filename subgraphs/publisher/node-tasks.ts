@@ -2,7 +2,6 @@ import mongoose, { type Connection, type Model } from 'mongoose';
 import { EventEmitter } from 'node:events';
 import { PlatformError, retriable } from '../../core/errors';
 import { model } from '../../core/mongo';
-import { sleep } from '../../core/sleep';
 import type { PublisherModels, SiteDoc } from './model';
 import { type ConnectedNodes, HOSTED_NODE_ID, NODE_SILENT_MS, nodeAgentAlive } from './nodes';
 import { findRuntime, runtimeSpec, stepRelease } from './runtime-catalog';
@@ -102,6 +101,11 @@ export function waitForNodeTask(nodeId: string, ms: number, signal?: AbortSignal
     opened.once(nodeId, done);
     signal?.addEventListener('abort', done, { once: true });
   });
+}
+
+/** A task's outcome recorded in this process: the step waiting on it reads it at once. */
+export function nodeTaskSettled(taskId: string): void {
+  opened.emit(`settled:${taskId}`);
 }
 
 /**
@@ -283,7 +287,8 @@ export class NodeRoutedInfrastructure implements Infrastructure {
           );
         }
       }
-      await sleep(POLL_MS, signal);
+      // Woken at once by an outcome recorded in this process (the hosted agent's), else read again.
+      await waitForNodeTask(`settled:${id}`, POLL_MS, signal);
     }
   }
 }
