@@ -21,19 +21,41 @@ import {
  * runs, without a client request.
  */
 
+/**
+ * How an agent reaches the platform: HTTP to the bridge (a customer's machine), or, for the
+ * platform's own hosted agent, a direct call of the same protocol in the same process
+ * (subgraphs/publisher/node-hosted.ts). Answers the HTTP status and the JSON envelope.
+ */
+export type AgentTransport = (
+  method: 'GET' | 'POST',
+  path: string,
+  body: unknown,
+  signal: AbortSignal,
+) => Promise<{ status: number; body: unknown }>;
+
 export interface NodeAgentOptions {
   /** The platform's REST bridge (`--api-url`, default http://127.0.0.1:8080). */
   apiUrl: string;
   token: string;
   /** Where the agent keeps its sites' files (`<dataDir>/sites/<site id>/`). */
   dataDir: string;
+  /** A data plane that is already running (the platform's own): the agent uses it and leaves it running. */
+  plane?: DataPlane;
+  /** Instead of HTTP to `apiUrl` (the hosted agent inside the platform). */
+  transport?: AgentTransport;
+  /** The configuration a site's process starts with (the hosted pool's mail settings). */
+  siteConfig?: (siteId: string) => Promise<Record<string, string> | undefined>;
+  /** How many tasks (of different sites) run at once (default 1: one after another). */
+  concurrency?: number;
+  /** How long one claim waits for work (a long poll; default 20 s, 0: answer at once). */
+  claimWaitMs?: number;
   /** The agent's edge port (`--edge-port`, default 8083); 0 picks a free one. */
   edgePort: number;
   host?: string;
   executor: 'real' | 'simulated';
-  /** Heartbeat period (CONTRACTS.md: 5 s). */
+  /** Heartbeat period (CONTRACTS.md: 5 s; the platform's answer may ask for another, as the hosted node's 2 s). */
   heartbeatMs?: number;
-  /** How often an idle agent asks for work (default 1 s). */
+  /** The pause after a claim that found nothing or failed (default 1 s). */
   claimPollMs?: number;
   simulatedStepDelayMs?: number;
   cacheRoot?: string;
@@ -54,7 +76,18 @@ export class NodeAgent {
   readonly plane: DataPlane;
   readonly executor: NodeExecutor;
   nodeId: string | null = null;
+  /**
+   * On a leased node (the hosted pool, docs/decisions/0226-hosted-node-lease.md): whether this
+   * process holds it. Null on a customer's node, which has no lease.
+   */
+  holding: boolean | null = null;
+  /** When this process last took the lease over (ms since the epoch), for the takeover figure. */
+  tookOverAt: number | null = null;
+  private heartbeatMs: number;
   private stopped = false;
+  private readonly stopping = new AbortController();
+  private readonly ownPlane: boolean;
+  private readonly inflight = new Set<Promise<void>>();
   private fatal: ((e: Error) => void) | null = null;
   private readonly finished: Promise<void>;
   private chain: Promise<unknown> = Promise.resolve();
@@ -62,14 +95,20 @@ export class NodeAgent {
 
   constructor(private readonly o: NodeAgentOptions) {
     this.log = o.log ?? (() => undefined);
-    this.plane = new DataPlane({
-      edgePort: o.edgePort,
-      host: o.host ?? '127.0.0.1',
-      sitesRoot: path.join(o.dataDir, 'sites'),
-      ...(o.cacheRoot ? { cacheRoot: o.cacheRoot } : {}),
-    });
+    this.heartbeatMs = o.heartbeatMs ?? 5_000;
+    this.ownPlane = !o.plane;
+    this.plane =
+      o.plane ??
+      new DataPlane({
+        edgePort: o.edgePort,
+        host: o.host ?? '127.0.0.1',
+        sitesRoot: path.join(o.dataDir, 'sites'),
+        ...(o.cacheRoot ? { cacheRoot: o.cacheRoot } : {}),
+      });
     this.executor =
-      o.executor === 'real' ? new RealNodeExecutor(this.plane) : new SimulatedNodeExecutor(this.plane, o.simulatedStepDelayMs);
+      o.executor === 'real'
+        ? new RealNodeExecutor(this.plane, o.siteConfig)
+        : new SimulatedNodeExecutor(this.plane, o.simulatedStepDelayMs);
     this.finished = new Promise<void>((resolve, reject) => {
       this.fatal = (e) => (e instanceof AgentAuthError ? reject(e) : resolve());
     });
@@ -87,46 +126,89 @@ export class NodeAgent {
 
   /** Opens the edge, checks the token with a first heartbeat (AgentAuthError when refused), reconciles, then runs. */
   async start(): Promise<void> {
-    await this.reapOrphans();
-    await this.plane.start();
+    if (this.ownPlane) {
+      await this.reapOrphans();
+      await this.plane.start();
+    }
     const port = Number(new URL(this.plane.edgeUrl).port);
     for (;;) {
       try {
-        const hb = await this.call<{ node_id: string; name: string }>('POST', '/heartbeat', { edge_port: port });
+        const hb = await this.beat(port);
         this.nodeId = hb.node_id;
-        this.log(`node ${hb.name} (${hb.node_id}) connected; edge ${this.plane.edgeUrl}`);
+        this.log(
+          `node ${hb.name} (${hb.node_id}) connected; edge ${this.plane.edgeUrl}` +
+            (this.holding === false ? '; another agent holds it: standing by' : ''),
+        );
         break;
       } catch (e) {
         if (e instanceof AgentAuthError) {
-          await this.plane.stop();
+          if (this.ownPlane) await this.plane.stop();
           throw e;
         }
         this.log(`the platform does not answer (${(e as Error).message}); retrying`);
         await sleep(2_000);
       }
     }
-    await this.serial(() => this.reconcile());
+    // On the platform's own plane the data plane's reconcile loop runs the first pass (node-hosted.ts).
+    if (this.holding !== false && this.ownPlane) await this.serial(() => this.reconcile());
     void this.heartbeats(port);
     void this.work();
+  }
+
+  /** Brings the sites to the states the platform holds for them, where this agent runs them (the data plane's reconcile pass). */
+  async reconcileNow(): Promise<void> {
+    if (this.stopped || this.nodeId === null || this.holding === false) return;
+    await this.serial(() => this.reconcile());
   }
 
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
+    this.stopping.abort();
     await this.chain.catch(() => undefined);
+    await Promise.allSettled([...this.inflight]);
+    if (this.holding) await this.call('POST', '/lease/release', { session: this.session }).catch(() => undefined);
     await this.executor.close();
-    await this.plane.stop();
+    if (this.ownPlane) await this.plane.stop();
     this.fatal?.(new Error('stopped'));
+  }
+
+  /**
+   * One heartbeat. On a leased node its answer says whether this process holds the node: taking it
+   * over reconciles (the sites the holder ran start here), losing it stops the sites here.
+   */
+  private async beat(port: number) {
+    const hb = await this.call<{ node_id: string; name: string; lease?: 'held' | 'standby'; heartbeat_interval_ms?: number }>(
+      'POST',
+      '/heartbeat',
+      { edge_port: port, session: this.session },
+    );
+    if (this.o.heartbeatMs === undefined && hb.heartbeat_interval_ms) this.heartbeatMs = hb.heartbeat_interval_ms;
+    if (hb.lease) {
+      const held = hb.lease === 'held';
+      const was = this.holding;
+      this.holding = held;
+      if (held && was === false) {
+        this.tookOverAt = Date.now();
+        this.log('took the node over (its holder stopped renewing); reconciling');
+        void this.serial(() => this.reconcile());
+      } else if (held && was === null) this.tookOverAt = Date.now();
+      else if (!held && was) {
+        this.log('another agent holds the node now; stopping the sites here');
+        void this.serial(() => this.executor.stopAll());
+      }
+    }
+    return hb;
   }
 
   private async heartbeats(port: number): Promise<void> {
     let failing = false;
     while (!this.stopped) {
-      await sleep(this.o.heartbeatMs ?? 5_000);
+      await sleep(this.heartbeatMs, this.stopping.signal).catch(() => undefined);
       if (this.stopped) return;
       try {
-        await this.call('POST', '/heartbeat', { edge_port: port });
-        if (failing) {
+        await this.beat(port);
+        if (failing && this.holding !== false) {
           this.log('the platform answers again; reconciling');
           void this.serial(() => this.reconcile());
         }
@@ -140,18 +222,39 @@ export class NodeAgent {
   }
 
   private async work(): Promise<void> {
+    const waitMs = this.o.claimWaitMs ?? 20_000;
+    const concurrency = Math.max(1, this.o.concurrency ?? 1);
     while (!this.stopped) {
-      let task: AgentTask | null = null;
-      try {
-        task = (await this.call<{ task: AgentTask | null }>('POST', '/tasks/claim', { session: this.session })).task;
-      } catch (e) {
-        if (e instanceof AgentAuthError) return this.die(e);
-      }
-      if (!task) {
-        await sleep(this.o.claimPollMs ?? 1_000);
+      if (this.holding === false) {
+        // A standby asks for no work: it takes the node over at a heartbeat.
+        await sleep(this.heartbeatMs, this.stopping.signal).catch(() => undefined);
         continue;
       }
-      await this.serial(() => this.runTask(task));
+      let task: AgentTask | null = null;
+      let failed = false;
+      try {
+        task = (
+          await this.call<{ task: AgentTask | null }>('POST', '/tasks/claim', { session: this.session, wait_ms: waitMs }, waitMs)
+        ).task;
+      } catch (e) {
+        if (e instanceof AgentAuthError) return this.die(e);
+        failed = true;
+      }
+      if (this.stopped) return;
+      if (!task) {
+        // A long poll that ran its course asks again at once; an empty quick answer or a failure waits.
+        if (failed || waitMs === 0) await sleep(this.o.claimPollMs ?? 1_000, this.stopping.signal).catch(() => undefined);
+        continue;
+      }
+      if (concurrency === 1) {
+        await this.serial(() => this.runTask(task));
+        continue;
+      }
+      // Tasks of different sites at once (the engine runs one operation per site, one step at a
+      // time, so two tasks here never touch the same site).
+      const run = this.runTask(task).finally(() => this.inflight.delete(run));
+      this.inflight.add(run);
+      while (this.inflight.size >= concurrency && !this.stopped) await Promise.race(this.inflight);
     }
   }
 
@@ -230,6 +333,7 @@ export class NodeAgent {
 
   /** Records the workloads' pids after each change, for `reapOrphans` of the next start. */
   private async recordPids(): Promise<void> {
+    if (!this.ownPlane) return;
     const pids = this.plane.supervisor.list().flatMap((w) => (w.pid ? [w.pid] : []));
     await mkdir(this.o.dataDir, { recursive: true });
     await writeFile(this.pidFile, JSON.stringify(pids)).catch(() => undefined);
@@ -249,15 +353,26 @@ export class NodeAgent {
     void this.stop();
   }
 
-  private async call<T>(method: 'GET' | 'POST', p: string, body?: unknown): Promise<T> {
-    const res = await fetch(`${this.o.apiUrl.replace(/\/+$/, '')}/v1/node-agent${p}`, {
-      method,
-      // Not `Authorization`: the bridge reads that as an API key (subgraphs/publisher/node-agent-api.ts).
-      headers: { 'x-node-token': this.o.token, ...(body ? { 'content-type': 'application/json' } : {}) },
-      body: body ? JSON.stringify(body) : undefined,
-      signal: AbortSignal.timeout(10_000),
-    });
-    const env = (await res.json().catch(() => null)) as Envelope<T> | null;
+  /** One protocol call; `waitMs` lengthens the 10 s timeout for a long-polled claim. */
+  private async call<T>(method: 'GET' | 'POST', p: string, body?: unknown, waitMs = 0): Promise<T> {
+    // A stopping agent cuts its waits short, but still gives its lease up.
+    const timeout = AbortSignal.timeout(10_000 + waitMs);
+    const signal = p === '/lease/release' ? timeout : AbortSignal.any([timeout, this.stopping.signal]);
+    let res: { status: number; ok: boolean; env: Envelope<T> | null };
+    if (this.o.transport) {
+      const out = await this.o.transport(method, p, body ?? null, signal);
+      res = { status: out.status, ok: out.status < 400, env: out.body as Envelope<T> };
+    } else {
+      const r = await fetch(`${this.o.apiUrl.replace(/\/+$/, '')}/v1/node-agent${p}`, {
+        method,
+        // Not `Authorization`: the bridge reads that as an API key (subgraphs/publisher/node-agent-api.ts).
+        headers: { 'x-node-token': this.o.token, ...(body ? { 'content-type': 'application/json' } : {}) },
+        body: body ? JSON.stringify(body) : undefined,
+        signal,
+      });
+      res = { status: r.status, ok: r.ok, env: (await r.json().catch(() => null)) as Envelope<T> | null };
+    }
+    const env = res.env;
     if (res.status === 401) throw new AgentAuthError('the platform refused the node token (unknown, forged or revoked)');
     if (!res.ok || !env?.success) {
       const err = new Error(env?.error?.message ?? `HTTP ${res.status}`) as Error & { code?: string };

@@ -48,17 +48,26 @@ export interface NodeExecutor {
   ensure(site: AgentSite, state: 'running' | 'stopped'): Promise<'started' | 'unchanged' | 'stopped'>;
   /** Sites this process runs now. */
   running(): string[];
+  /** Stops every site here (an agent that lost the hosted node's lease to another). */
+  stopAll(): Promise<void>;
   close(): Promise<void>;
 }
 
-function hosted(site: AgentSite): HostedSite {
+function hosted(site: AgentSite, config?: Record<string, string>): HostedSite {
   return {
     siteId: site.siteId,
     runtime: { name: site.runtime.name, version: site.runtime.version, integrity: site.runtime.integrity },
     url: site.url,
     hosts: site.hosts,
     memoryMb: site.runtime.memoryFloorMb,
+    ...(config ? { config } : {}),
   };
+}
+
+function sameConfig(a: Record<string, string> | undefined, b: Record<string, string> | undefined): boolean {
+  const norm = (c: Record<string, string> | undefined) =>
+    JSON.stringify(Object.entries(c ?? {}).sort(([x], [y]) => (x < y ? -1 : 1)));
+  return norm(a) === norm(b);
 }
 
 async function guard<T>(code: string, fn: () => Promise<T>, retriable = false): Promise<T> {
@@ -73,7 +82,15 @@ async function guard<T>(code: string, fn: () => Promise<T>, retriable = false): 
 /** Ghost from the runtime cache, supervised, behind the agent's edge: the hosted pool's data plane. */
 export class RealNodeExecutor implements NodeExecutor {
   readonly kind = 'real' as const;
-  constructor(private readonly plane: DataPlane) {}
+  constructor(
+    private readonly plane: DataPlane,
+    /** A site's process configuration (the hosted pool's mail settings); none on a customer's node. */
+    private readonly siteConfig?: (siteId: string) => Promise<Record<string, string> | undefined>,
+  ) {}
+
+  private async wanted(site: AgentSite): Promise<HostedSite> {
+    return hosted(site, await this.siteConfig?.(site.siteId));
+  }
 
   async run(task: AgentTask, progress: (line: string) => void): Promise<Record<string, unknown> | null> {
     const host = this.plane.sites;
@@ -87,7 +104,10 @@ export class RealNodeExecutor implements NodeExecutor {
       case 'rollback':
         if (host.isHosted(site.siteId) && host.releaseOf(site.siteId) === site.runtime.version && task.step !== 'rollback')
           await guard('site_unhealthy', () => host.resume(site.siteId));
-        else await guard('site_unhealthy', () => host.start(hosted(site), onProgress).then(() => undefined));
+        else {
+          const wanted = await this.wanted(site);
+          await guard('site_unhealthy', () => host.start(wanted, onProgress).then(() => undefined));
+        }
         return null;
       case 'configure_site': {
         const ownerEmail = `owner@${new URL(site.url).hostname}`;
@@ -118,6 +138,11 @@ export class RealNodeExecutor implements NodeExecutor {
     }
   }
 
+  /**
+   * Reconcile of one site (docs/decisions/0155-site-reconcile.md, now the agent's for the hosted pool
+   * too): a site that should run and runs this release is re-routed at its current hosts (a verified
+   * custom domain) and restarted only when its configuration (mail) changed; otherwise it is started.
+   */
   async ensure(site: AgentSite, state: 'running' | 'stopped') {
     const host = this.plane.sites;
     const up = host.isHosted(site.siteId) && host.metadata(site.siteId).state === 'running';
@@ -126,13 +151,24 @@ export class RealNodeExecutor implements NodeExecutor {
       await host.stop(site.siteId);
       return 'stopped' as const;
     }
-    if (up) return 'unchanged' as const;
-    await host.start(hosted(site));
+    const wanted = await this.wanted(site);
+    if (up && host.releaseOf(site.siteId) === site.runtime.version) {
+      host.setHosts(site.siteId, wanted.hosts);
+      if (sameConfig(host.configOf(site.siteId), wanted.config)) return 'unchanged' as const;
+    }
+    await host.start(wanted);
     return 'started' as const;
   }
 
   running(): string[] {
-    return [...this.plane.edge.table().values()].flatMap((r) => (r.owner && r.state === 'running' ? [r.owner] : []));
+    const host = this.plane.sites;
+    return [...this.plane.edge.table().values()].flatMap((r) =>
+      r.owner && r.state === 'running' && host.isHosted(r.owner) ? [r.owner] : [],
+    );
+  }
+
+  async stopAll(): Promise<void> {
+    for (const id of this.running()) await this.plane.sites.stop(id).catch(() => undefined);
   }
 
   async close(): Promise<void> {}
@@ -197,6 +233,10 @@ export class SimulatedNodeExecutor implements NodeExecutor {
 
   running(): string[] {
     return [...this.servers.keys()];
+  }
+
+  async stopAll(): Promise<void> {
+    await this.close();
   }
 
   private async start(site: AgentSite): Promise<void> {

@@ -15,9 +15,9 @@ import { ProjectSiteResolver, PublisherResolver } from './resolvers';
 import { publisherRoutes } from './routes';
 import { PublisherService } from './service';
 import { publisherSettings } from './settings';
-import { publisherModels } from './model';
+import { publisherModels, type SiteDoc } from './model';
 import { RealInfrastructure, siteCredentialsModel } from './real-infrastructure';
-import { siteReconcileWorker } from './site-reconcile';
+import { hostedNodeWorker } from './node-hosted';
 import { isRunning } from './site-locks';
 import { SiteDatabases, siteDatabaseModel } from './site-databases';
 import { type Infrastructure, SimulatedInfrastructure } from './simulated-infrastructure';
@@ -73,6 +73,16 @@ export default defineArea({
       credentials: siteCredentialsModel(ctx.conn),
       hosted: ctx.settings.PUBLISHER_EXECUTOR === 'real' ? real : simulated,
       waitMs: ctx.settings.PUBLISHER_NODE_WAIT_MS,
+      // With the real executor, hosted sites' machine steps are tasks of the hosted node (node-hosted.ts).
+      ...(ctx.settings.PUBLISHER_EXECUTOR === 'real'
+        ? {
+            hostedNode: {
+              before: (type: string, step: string, site: SiteDoc, version: string) =>
+                real.beforeMachineStep(type, step, site, version),
+              operationRunning: async (id: string) => isRunning(await ctx.engine.get(id)),
+            },
+          }
+        : {}),
     });
     const sites = new PublisherService({
       conn: ctx.conn,
@@ -112,7 +122,7 @@ export default defineArea({
   },
   executors: (s) => s.sites.executors(),
   workers: (s, ctx) => [
-    siteReconcileWorker(s, ctx),
+    hostedNodeWorker(s, ctx),
     periodicWorker('publisher-domain-checks', ctx.settings.PUBLISHER_DOMAIN_CHECK_INTERVAL_MS, ctx.log, () =>
       s.sites.verifyPendingDomains(),
     ),

@@ -1,10 +1,18 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Model } from 'mongoose';
 import { z } from 'zod';
 import { PlatformError, badRequest, isPlatformError, unauthenticated } from '../../core/errors';
 import type { PublisherModels } from './model';
-import { type NodeSiteSpec, type NodeTaskDoc, nodeSiteSpec } from './node-tasks';
-import { type ConnectedNodeDoc, type ConnectedNodes, NODE_HEARTBEAT_MS, NODE_SILENT_MS, nodeStatus } from './nodes';
+import { type NodeSiteSpec, type NodeTaskDoc, nodeSiteSpec, nodeTaskSettled, waitForNodeTask } from './node-tasks';
+import {
+  type ConnectedNodeDoc,
+  type ConnectedNodes,
+  HOSTED_HEARTBEAT_MS,
+  HOSTED_LEASE_MS,
+  NODE_HEARTBEAT_MS,
+  NODE_SILENT_MS,
+  nodeStatus,
+} from './nodes';
 
 /**
  * What a node agent may do, and nothing more (docs/decisions/0170-node-agent.md): authenticated
@@ -17,6 +25,13 @@ import { type ConnectedNodeDoc, type ConnectedNodes, NODE_HEARTBEAT_MS, NODE_SIL
 export const NODE_AGENT_PATH = '/v1/node-agent';
 /** The header that carries the node token (lower case, as Node reports headers). */
 export const NODE_TOKEN_HEADER = 'x-node-token';
+/**
+ * The longest a claim waits for work (`wait_ms`): a long-polled claim is one request where a polling
+ * agent made twenty, so the bridge's per-address limit still counts every request an agent makes.
+ */
+export const MAX_CLAIM_WAIT_MS = 20_000;
+/** While a claim waits, the tasks are read again this often (a task opened by another process). */
+const CLAIM_RECHECK_MS = 1_000;
 
 export interface DesiredSite {
   site: NodeSiteSpec;
@@ -25,7 +40,15 @@ export interface DesiredSite {
 }
 
 export class NodeAgentService {
-  constructor(private readonly d: { nodes: ConnectedNodes; tasks: Model<NodeTaskDoc>; models: PublisherModels }) {}
+  constructor(
+    private readonly d: {
+      nodes: ConnectedNodes;
+      tasks: Model<NodeTaskDoc>;
+      models: PublisherModels;
+      /** The hosted node's sites and the state each should be in (node-wiring.ts). */
+      hostedSites?: () => Promise<DesiredSite[]>;
+    },
+  ) {}
 
   async authenticate(token: string | undefined): Promise<ConnectedNodeDoc> {
     const node = await this.d.nodes.authenticate(token);
@@ -33,7 +56,24 @@ export class NodeAgentService {
     return node;
   }
 
-  async heartbeat(node: ConnectedNodeDoc, edgePort: number | null) {
+  /**
+   * A heartbeat. On the hosted node it is also the lease (docs/decisions/0226-hosted-node-lease.md):
+   * `lease` answers `held` to the agent process (`session`) that holds the node and `standby` to
+   * the others, which neither claim nor run its sites until the holder's lease runs out.
+   */
+  async heartbeat(node: ConnectedNodeDoc, edgePort: number | null, session?: string) {
+    if (node.hosted) {
+      const held = session ? await this.d.nodes.leaseHeartbeat(node._id, session, edgePort) : false;
+      return {
+        node_id: node._id,
+        name: node.name,
+        status: held ? 'reachable' : nodeStatus((await this.d.nodes.get(node._id)) ?? node),
+        lease: held ? ('held' as const) : ('standby' as const),
+        lease_ms: HOSTED_LEASE_MS,
+        heartbeat_interval_ms: HOSTED_HEARTBEAT_MS,
+        silent_after_ms: NODE_SILENT_MS,
+      };
+    }
     const now = await this.d.nodes.heartbeat(node._id, edgePort);
     return {
       node_id: node._id,
@@ -44,21 +84,39 @@ export class NodeAgentService {
     };
   }
 
+  /** A stopping agent gives the hosted node up, so a standby takes over at its next heartbeat. */
+  async release(node: ConnectedNodeDoc, session: string): Promise<void> {
+    if (node.hosted) await this.d.nodes.releaseLease(node._id, session);
+  }
+
   /**
    * The oldest open task of this node: a pending one, or one claimed by an earlier process of the
-   * agent (a restarted agent takes over what its predecessor left). Answers null when none.
+   * agent (a restarted agent, or the hosted node's new holder, takes over what its predecessor
+   * left). With `waitMs`, waits up to that long for one (a long poll: woken at once by a task opened
+   * in this process, else it reads again every second). Answers null when none. On the hosted node
+   * only the lease holder gets work.
    */
-  async claim(node: ConnectedNodeDoc, session: string): Promise<NodeTaskDoc | null> {
-    return this.d.tasks
-      .findOneAndUpdate(
-        {
-          nodeId: node._id,
-          $or: [{ status: 'pending' }, { status: 'claimed', claimedBy: { $ne: session } }],
-        },
-        { $set: { status: 'claimed', claimedBy: session, claimedAt: new Date() } },
-        { sort: { createdAt: 1 }, new: true },
-      )
-      .lean();
+  async claim(node: ConnectedNodeDoc, session: string, waitMs = 0, signal?: AbortSignal): Promise<NodeTaskDoc | null> {
+    const deadline = Date.now() + Math.min(Math.max(0, waitMs), MAX_CLAIM_WAIT_MS);
+    for (;;) {
+      if (node.hosted) {
+        const now = await this.d.nodes.get(node._id);
+        if (!now || now.leaseHolder !== session || !now.leaseUntil || now.leaseUntil.getTime() < Date.now()) return null;
+      }
+      const task = await this.d.tasks
+        .findOneAndUpdate(
+          {
+            nodeId: node._id,
+            $or: [{ status: 'pending' }, { status: 'claimed', claimedBy: { $ne: session } }],
+          },
+          { $set: { status: 'claimed', claimedBy: session, claimedAt: new Date() }, $inc: { claims: 1 } },
+          { sort: { createdAt: 1 }, new: true },
+        )
+        .lean();
+      const left = deadline - Date.now();
+      if (task || left <= 0 || signal?.aborted) return task;
+      await waitForNodeTask(node._id, Math.min(left, CLAIM_RECHECK_MS), signal);
+    }
   }
 
   async progress(node: ConnectedNodeDoc, taskId: string, session: string, detail: string): Promise<void> {
@@ -78,10 +136,12 @@ export class NodeAgentService {
       { $set: { ...set, finishedAt: new Date() } },
     );
     if (res.matchedCount !== 1) throw new PlatformError('task_not_held', 409, 'this agent does not hold that task');
+    nodeTaskSettled(taskId);
   }
 
   /** The sites placed on this node that should run (or stay stopped) now, for the agent's reconcile. */
   async desired(node: ConnectedNodeDoc): Promise<DesiredSite[]> {
+    if (node.hosted) return (await this.d.hostedSites?.()) ?? [];
     const sites = await this.d.models.Site.find({
       targetNodeId: node._id,
       deploymentMode: 'connected_node',
@@ -111,8 +171,11 @@ const outcomeBody = z.union([
 type TaskOutcome = z.infer<typeof outcomeBody>;
 
 const session = z.string().min(8).max(100);
-const heartbeatBody = z.object({ edge_port: z.number().int().min(1).max(65535).nullable().optional() }).strict();
-const claimBody = z.object({ session }).strict();
+const heartbeatBody = z
+  .object({ edge_port: z.number().int().min(1).max(65535).nullable().optional(), session: session.optional() })
+  .strict();
+const claimBody = z.object({ session, wait_ms: z.number().int().min(0).max(MAX_CLAIM_WAIT_MS).optional() }).strict();
+const releaseBody = z.object({ session }).strict();
 const progressBody = z.object({ session, detail: z.string().max(1000) }).strict();
 const completeBody = z.object({ session, outcome: outcomeBody }).strict();
 
@@ -151,49 +214,82 @@ export function nodeAgentRoutes(app: FastifyInstance, api: NodeAgentService): vo
         return refuse(reply, e);
       }
     });
-    const handle =
-      (fn: (node: ConnectedNodeDoc, body: unknown, params: Record<string, string>) => Promise<unknown>) =>
-      async (req: FastifyRequest, reply: FastifyReply) => {
-        try {
-          const node = agents.get(req);
-          if (!node) throw unauthenticated('the node token is not valid');
-          const data = await fn(node, req.body, (req.params ?? {}) as Record<string, string>);
-          return reply.code(200).send({ success: true, data });
-        } catch (e) {
-          if (!isPlatformError(e)) throw e;
-          return refuse(reply, e);
-        }
-      };
-    scope.post(
-      `${NODE_AGENT_PATH}/heartbeat`,
-      handle((node, body) => api.heartbeat(node, parse(heartbeatBody, body).edge_port ?? null)),
-    );
-    scope.post(
-      `${NODE_AGENT_PATH}/tasks/claim`,
-      handle(async (node, body) => {
-        const task = await api.claim(node, parse(claimBody, body).session);
-        return { task: task ? taskJson(task) : null };
-      }),
-    );
-    scope.post(
-      `${NODE_AGENT_PATH}/tasks/:taskId/progress`,
-      handle(async (node, body, params) => {
-        const b = parse(progressBody, body);
-        await api.progress(node, params.taskId, b.session, b.detail);
-        return { recorded: true };
-      }),
-    );
-    scope.post(
-      `${NODE_AGENT_PATH}/tasks/:taskId/result`,
-      handle(async (node, body, params) => {
-        const b = parse(completeBody, body);
-        await api.complete(node, params.taskId, b.session, b.outcome);
-        return { recorded: true };
-      }),
-    );
-    scope.get(
-      `${NODE_AGENT_PATH}/sites`,
-      handle(async (node) => ({ sites: await api.desired(node) })),
-    );
+    scope.route({
+      method: ['GET', 'POST'],
+      url: `${NODE_AGENT_PATH}/*`,
+      handler: async (req, reply) => {
+        const node = agents.get(req);
+        if (!node) return refuse(reply, unauthenticated('the node token is not valid'));
+        // A long-polled claim ends when its caller goes away.
+        const gone = new AbortController();
+        reply.raw.once('close', () => gone.abort());
+        const p = new URL(req.url, 'http://agent').pathname.slice(NODE_AGENT_PATH.length);
+        const out = await nodeAgentCall(api, node, req.method, p, req.body, gone.signal);
+        return reply.code(out.status).send(out.body);
+      },
+    });
   });
+}
+
+/**
+ * One call of the agent protocol, after the token named `node`: the bridge's routes and the
+ * platform's own hosted agent (dataplane/agent/agent.ts, in-process transport) both go through it,
+ * so the hosted pool speaks exactly the protocol a customer's agent speaks.
+ */
+export async function nodeAgentCall(
+  api: NodeAgentService,
+  node: ConnectedNodeDoc,
+  method: string,
+  p: string,
+  body: unknown,
+  signal?: AbortSignal,
+): Promise<{
+  status: number;
+  body: { success: boolean; data?: unknown; error?: { code: string; message: string; details?: unknown } };
+}> {
+  try {
+    const data = await route(api, node, method, p, body, signal);
+    if (data === undefined) throw new PlatformError('not_found', 404, `no agent call ${method} ${p}`);
+    return { status: 200, body: { success: true, data } };
+  } catch (e) {
+    if (!isPlatformError(e)) throw e;
+    return { status: e.status, body: { success: false, error: { code: e.code, message: e.message, details: e.details } } };
+  }
+}
+
+async function route(
+  api: NodeAgentService,
+  node: ConnectedNodeDoc,
+  method: string,
+  p: string,
+  body: unknown,
+  signal?: AbortSignal,
+): Promise<unknown> {
+  if (method === 'POST' && p === '/heartbeat') {
+    const b = parse(heartbeatBody, body);
+    return api.heartbeat(node, b.edge_port ?? null, b.session);
+  }
+  if (method === 'POST' && p === '/tasks/claim') {
+    const b = parse(claimBody, body);
+    const task = await api.claim(node, b.session, b.wait_ms ?? 0, signal);
+    return { task: task ? taskJson(task) : null };
+  }
+  if (method === 'POST' && p === '/lease/release') {
+    await api.release(node, parse(releaseBody, body).session);
+    return { released: true };
+  }
+  const task = /^\/tasks\/([^/]+)\/(progress|result)$/.exec(p);
+  if (method === 'POST' && task) {
+    const taskId = decodeURIComponent(task[1]);
+    if (task[2] === 'progress') {
+      const b = parse(progressBody, body);
+      await api.progress(node, taskId, b.session, b.detail);
+    } else {
+      const b = parse(completeBody, body);
+      await api.complete(node, taskId, b.session, b.outcome);
+    }
+    return { recorded: true };
+  }
+  if (method === 'GET' && p === '/sites') return { sites: await api.desired(node) };
+  return undefined;
 }

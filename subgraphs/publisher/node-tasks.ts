@@ -1,9 +1,9 @@
 import mongoose, { type Connection, type Model } from 'mongoose';
+import { EventEmitter } from 'node:events';
 import { PlatformError, retriable } from '../../core/errors';
 import { model } from '../../core/mongo';
-import { sleep } from '../../core/sleep';
 import type { PublisherModels, SiteDoc } from './model';
-import { type ConnectedNodes, NODE_SILENT_MS, nodeAgentAlive } from './nodes';
+import { type ConnectedNodes, HOSTED_NODE_ID, NODE_SILENT_MS, nodeAgentAlive } from './nodes';
 import { findRuntime, runtimeSpec, stepRelease } from './runtime-catalog';
 import type { Infrastructure, StepExtras, StepOutput } from './simulated-infrastructure';
 
@@ -48,6 +48,8 @@ export interface NodeTaskDoc {
   error: { code: string; message: string; retriable: boolean } | null;
   createdAt: Date;
   finishedAt: Date | null;
+  /** How many times an agent process claimed it (more than 1: a takeover of an interrupted run). */
+  claims?: number;
 }
 
 const taskSchema = new mongoose.Schema<NodeTaskDoc>(
@@ -68,6 +70,7 @@ const taskSchema = new mongoose.Schema<NodeTaskDoc>(
     error: { type: mongoose.Schema.Types.Mixed, default: null },
     createdAt: { type: Date, required: true },
     finishedAt: { type: Date, default: null },
+    claims: { type: Number, default: 0 },
   },
   { collection: 'publisher_node_tasks', versionKey: false },
 );
@@ -76,6 +79,48 @@ taskSchema.index({ nodeId: 1, status: 1, createdAt: 1 });
 export function nodeTaskModel(conn: Connection): Model<NodeTaskDoc> {
   return model(conn, 'publisher', 'NodeTask', taskSchema);
 }
+
+/**
+ * Tasks opened in this process wake the claims waiting here at once (the hosted agent's long poll
+ * runs in the same process as the operation engine); a claim in another process reads again every
+ * second (node-agent-api.ts).
+ */
+const opened = new EventEmitter();
+opened.setMaxListeners(0);
+
+/** Resolves when a task of `nodeId` is opened in this process, after `ms`, or when `signal` aborts. */
+export function waitForNodeTask(nodeId: string, ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      opened.off(nodeId, done);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    opened.once(nodeId, done);
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
+/** A task's outcome recorded in this process: the step waiting on it reads it at once. */
+export function nodeTaskSettled(taskId: string): void {
+  opened.emit(`settled:${taskId}`);
+}
+
+/**
+ * The steps of a hosted site that act on the machine (the hosted pool's node task); the others
+ * (recovery data, no-op steps) stay with the platform's executor (docs/decisions/0225-hosted-pool-node.md).
+ */
+export const MACHINE_STEPS = new Set([
+  'pull_image',
+  'start_runtime',
+  'configure_site',
+  'health_check',
+  'drain_traffic',
+  'stop_runtime',
+  'delete_site',
+]);
 
 /** Steps that move data the real executor does not handle yet: no node work either (0120, "still to do"). */
 const DATA_STEPS = new Set([
@@ -106,6 +151,14 @@ export interface NodeRoutingDeps {
   onConfigured?: (site: SiteDoc, result: Record<string, unknown>) => Promise<void>;
   /** Whether the site's admin access is stored already (a configured site is not set up twice). */
   configured?: (siteId: string) => Promise<boolean>;
+  /** After `delete_site` on a node: what the platform keeps of the site (its sealed admin access) goes. */
+  onDeleted?: (siteId: string) => Promise<void>;
+  /**
+   * The hosted pool as a node (docs/decisions/0225-hosted-pool-node.md): a hosted site's machine
+   * steps become tasks of HOSTED_NODE_ID; `before` runs first on the platform (the real
+   * executor's injected faults). Unset: hosted sites run on `hosted` in this process.
+   */
+  hostedNode?: { before?: (operationType: string, step: string, site: SiteDoc, version: string) => Promise<void> };
 }
 
 /** Sends a connected-node site's steps to its node; every other site's to the hosted executor. */
@@ -131,12 +184,16 @@ export class NodeRoutedInfrastructure implements Infrastructure {
   ): Promise<void | StepOutput> {
     const siteId = extras.siteId ?? op?.resourceId ?? op?.projectId;
     const site = op && siteId ? await this.d.models.Site.findById(siteId).lean() : null;
-    if (!op || !site || site.deploymentMode !== 'connected_node' || !site.targetNodeId) {
+    const connected = site?.deploymentMode === 'connected_node' && site.targetNodeId;
+    const onHostedNode = Boolean(site && !connected && this.d.hostedNode && MACHINE_STEPS.has(step));
+    if (!op || !site || (!connected && !onHostedNode)) {
       return this.d.hosted.perform(operationType, step, signal, op, idempotencyToken, extras);
     }
+    const nodeId = onHostedNode ? HOSTED_NODE_ID : site.targetNodeId!;
     if (DATA_STEPS.has(step)) return;
     if (step === 'configure_site' && (await this.d.configured?.(site._id))) return;
     const version = await stepRelease(this.d.models, operationType, step, site, op.input);
+    if (onHostedNode) await this.d.hostedNode?.before?.(operationType, step, site, version);
     // One task per step of the operation: a resumed attempt (a lost lease) waits on the same task,
     // a retry after a failed one puts it back to pending, a finished one answers its outcome.
     const id = `${op._id}:${step}`;
@@ -145,7 +202,7 @@ export class NodeRoutedInfrastructure implements Infrastructure {
       { _id: id },
       {
         $setOnInsert: {
-          nodeId: site.targetNodeId,
+          nodeId,
           siteId: site._id,
           operationId: op._id,
           operationType,
@@ -179,8 +236,10 @@ export class NodeRoutedInfrastructure implements Infrastructure {
         },
       },
     );
-    const result = await this.await(id, site.targetNodeId, signal, extras);
+    opened.emit(nodeId);
+    const result = await this.await(id, nodeId, signal, extras);
     if (step === 'configure_site' && result) await this.d.onConfigured?.(site, result);
+    if (step === 'delete_site') await this.d.onDeleted?.(site._id);
   }
 
   /**
@@ -228,7 +287,8 @@ export class NodeRoutedInfrastructure implements Infrastructure {
           );
         }
       }
-      await sleep(POLL_MS, signal);
+      // Woken at once by an outcome recorded in this process (the hosted agent's), else read again.
+      await waitForNodeTask(`settled:${id}`, POLL_MS, signal);
     }
   }
 }

@@ -1,8 +1,8 @@
 import type { Connection, Model } from 'mongoose';
 import { encryptSecret } from '../../core/secrets';
 import type { PublisherModels, SiteDoc } from './model';
-import { NodeAgentService } from './node-agent-api';
-import { NodeRoutedInfrastructure, nodeTaskModel } from './node-tasks';
+import { type DesiredSite, NodeAgentService } from './node-agent-api';
+import { NodeRoutedInfrastructure, nodeSiteSpec, nodeTaskModel } from './node-tasks';
 import type { ConnectedNodes } from './nodes';
 import { type SiteCredentialsDoc, aad } from './real-infrastructure';
 import type { Infrastructure } from './simulated-infrastructure';
@@ -19,6 +19,12 @@ export function connectedNodeServices(o: {
   credentials: Model<SiteCredentialsDoc>;
   hosted: Infrastructure;
   waitMs: number;
+  /** Hosted sites' machine steps go to the hosted node (docs/decisions/0225-hosted-pool-node.md). */
+  hostedNode?: {
+    before?: (operationType: string, step: string, site: SiteDoc, version: string) => Promise<void>;
+    /** Whether an operation is under way on the site (its engine owns it; reconcile leaves it alone). */
+    operationRunning: (operationId: string) => Promise<boolean>;
+  };
 }): { infra: NodeRoutedInfrastructure; agentApi: NodeAgentService } {
   const tasks = nodeTaskModel(o.conn);
   const onConfigured = async (site: SiteDoc, r: Record<string, unknown>) => {
@@ -41,6 +47,28 @@ export function connectedNodeServices(o: {
     waitMs: o.waitMs,
     onConfigured,
     configured: async (siteId) => Boolean(await o.credentials.exists({ _id: siteId })),
+    onDeleted: async (siteId) => void (await o.credentials.deleteOne({ _id: siteId })),
+    ...(o.hostedNode ? { hostedNode: { before: o.hostedNode.before } } : {}),
   });
-  return { infra, agentApi: new NodeAgentService({ nodes: o.nodes, tasks, models: o.models }) };
+  const running = o.hostedNode?.operationRunning;
+  /**
+   * The hosted node's sites for its agent's reconcile: every hosted site whose record says running
+   * or stopped, set up on the machine (its admin access is stored) and with no operation under way
+   * (the engine resumes that one), as 0155's reconcile pass chose them.
+   */
+  const hostedSites = async (): Promise<DesiredSite[]> => {
+    const sites = await o.models.Site.find({ deploymentMode: 'hosted', status: { $in: ['running', 'stopped'] } }).lean();
+    const out: DesiredSite[] = [];
+    for (const s of sites) {
+      if (s.activeOperationId && running && (await running(s.activeOperationId))) continue;
+      if (!(await o.credentials.exists({ _id: s._id }))) continue;
+      try {
+        out.push({ site: nodeSiteSpec(s), state: s.status as 'running' | 'stopped' });
+      } catch {
+        // A release no longer in the catalog: left as it is.
+      }
+    }
+    return out;
+  };
+  return { infra, agentApi: new NodeAgentService({ nodes: o.nodes, tasks, models: o.models, hostedSites }) };
 }

@@ -1,5 +1,5 @@
 import mongoose, { type Connection, type Model } from 'mongoose';
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { createHash, createHmac, randomBytes, randomUUID } from 'node:crypto';
 import { model } from '../../core/mongo';
 import { badRequest, conflict } from '../../core/errors';
 
@@ -21,6 +21,11 @@ export interface ConnectedNodeDoc {
   edgePort?: number | null;
   /** Set by `nodes drain`: the node keeps its sites but takes no new ones. */
   drainedAt?: Date | null;
+  /** The platform's own node (the hosted pool, HOSTED_NODE_ID): one agent at a time holds it. */
+  hosted?: boolean;
+  /** The agent process (its session) that holds the hosted node, and until when (HOSTED_LEASE_MS). */
+  leaseHolder?: string | null;
+  leaseUntil?: Date | null;
 }
 
 const nodeSchema = new mongoose.Schema<ConnectedNodeDoc>(
@@ -34,6 +39,9 @@ const nodeSchema = new mongoose.Schema<ConnectedNodeDoc>(
     lastHeartbeatAt: { type: Date, default: null },
     edgePort: { type: Number, default: null },
     drainedAt: { type: Date, default: null },
+    hosted: { type: Boolean, default: false },
+    leaseHolder: { type: String, default: null },
+    leaseUntil: { type: Date, default: null },
   },
   { collection: 'publisher_connected_nodes', versionKey: false },
 );
@@ -47,6 +55,27 @@ export const NODE_SILENT_MS = 30_000;
 export const NODE_HEARTBEAT_MS = 5_000;
 /** The agent's edge port when it has not reported one (docs/contracts.md). */
 export const DEFAULT_AGENT_EDGE_PORT = 8083;
+
+/**
+ * The hosted pool as a node (docs/decisions/0225-hosted-pool-node.md): one record shared by every
+ * replica, owned by no customer account (so no `nodes list` shows it and no `target_node_id`
+ * reaches it). Its agent runs inside the platform; one agent process holds it at a time.
+ */
+export const HOSTED_NODE_ID = 'hosted';
+/** The owner of the hosted node: not an account id (account ids are UUIDs). */
+export const HOSTED_NODE_ACCOUNT = 'platform:hosted-pool';
+/** How long the hosted node's lease lasts without renewal: a standby agent takes over after it. */
+export const HOSTED_LEASE_MS = 10_000;
+/** The hosted node's heartbeat (and lease renewal) period, told to its agents in each heartbeat's answer. */
+export const HOSTED_HEARTBEAT_MS = 2_000;
+
+/**
+ * The hosted node's token: derived from the platform's secret key (HMAC-SHA-256), so every replica
+ * knows it without storing it; the record keeps only its hash, like every node's.
+ */
+export function hostedNodeToken(secretKey: string): string {
+  return `pnode_${createHmac('sha256', secretKey).update('publisher.hosted-node-token.v1').digest('base64url')}`;
+}
 
 export type NodeStatus = 'reachable' | 'unreachable' | 'draining';
 
@@ -123,6 +152,65 @@ export class ConnectedNodes {
     const set: Partial<ConnectedNodeDoc> = { lastHeartbeatAt: new Date() };
     if (edgePort !== null) set.edgePort = edgePort;
     return this.model.findOneAndUpdate({ _id: nodeId }, { $set: set }, { new: true }).lean();
+  }
+
+  /**
+   * The hosted node's record, created by the first replica that starts; its token hash follows the
+   * secret key in force (a rotated key gives a new token).
+   */
+  async ensureHosted(token: string): Promise<ConnectedNodeDoc> {
+    for (let i = 0; ; i++) {
+      try {
+        const doc = await this.model
+          .findOneAndUpdate(
+            { _id: HOSTED_NODE_ID },
+            {
+              $setOnInsert: {
+                accountId: HOSTED_NODE_ACCOUNT,
+                name: 'hosted pool',
+                tags: [],
+                createdAt: new Date(),
+                hosted: true,
+              },
+              $set: { tokenHash: hashNodeToken(token) },
+            },
+            { upsert: true, new: true },
+          )
+          .lean();
+        return doc!;
+      } catch (e) {
+        // Two replicas inserting at once: the loser finds the record on its next try.
+        if ((e as { code?: number }).code !== 11000 || i > 2) throw e;
+      }
+    }
+  }
+
+  /**
+   * A heartbeat of the hosted node by one agent process: it takes or renews the lease when it holds
+   * it or nobody does (free, or expired HOSTED_LEASE_MS after the holder's last renewal); a standby
+   * agent's heartbeat changes nothing. Answers whether `session` holds the node now.
+   */
+  async leaseHeartbeat(nodeId: string, session: string, edgePort: number | null): Promise<boolean> {
+    const now = new Date();
+    const set: Partial<ConnectedNodeDoc> = {
+      lastHeartbeatAt: now,
+      leaseHolder: session,
+      leaseUntil: new Date(now.getTime() + HOSTED_LEASE_MS),
+    };
+    if (edgePort !== null) set.edgePort = edgePort;
+    const held = await this.model
+      .findOneAndUpdate(
+        { _id: nodeId, $or: [{ leaseHolder: session }, { leaseHolder: null }, { leaseUntil: { $lt: now } }] },
+        { $set: set },
+        { new: true },
+      )
+      .lean();
+    return held !== null;
+  }
+
+  /** Gives the hosted node's lease up (a stopping agent): a standby takes over at its next heartbeat. */
+  async releaseLease(nodeId: string, session: string): Promise<void> {
+    await this.model.updateOne({ _id: nodeId, leaseHolder: session }, { $set: { leaseHolder: null, leaseUntil: null } });
   }
 
   /** The node when it exists and belongs to the account; null otherwise (the two are not told apart). */

@@ -210,6 +210,17 @@ export class RealInfrastructure implements Infrastructure {
     }
   }
 
+  /** The platform's side of a machine step the hosted node runs (node-tasks.ts): a fault injected for it. */
+  async beforeMachineStep(operationType: string, step: string, site: SiteDoc, version: string): Promise<void> {
+    await this.data.faultAt(operationType, step, version, site._id);
+  }
+
+  /** The configuration (mail) a hosted site's process starts with, for the hosted node's agent. */
+  async siteConfig(siteId: string): Promise<Record<string, string> | undefined> {
+    const site = await this.d.models.Site.findById(siteId).lean();
+    return site ? this.mailConfig(site) : undefined;
+  }
+
   /** The operator's access to a site's admin (`platform sites admin-key`); never served by the API. */
   async adminAccess(siteId: string): Promise<{ adminApiUrl: string; adminApiKey: string; ownerEmail: string } | null> {
     const creds = await this.d.credentials.findById(siteId).lean();

@@ -56,6 +56,12 @@ export const publisherSettings = z.object({
    * platform and its engines with the real executor; unbounded with the simulated one.
    */
   PUBLISHER_NODE_MEMORY_MB: z.coerce.number().int().min(1).optional(),
+  /**
+   * With the real executor, hosted sites run through the hosted node (docs/decisions/0225-hosted-pool-node.md):
+   * `in-process` (default) starts its agent in each process that runs the data plane; `external`
+   * leaves it to a `platform nodes agent` run with the hosted node's token.
+   */
+  PUBLISHER_HOSTED_AGENT: z.enum(['in-process', 'external']).default('in-process'),
   /** Step delay of the simulated infrastructure executor, in milliseconds. */
   SIMULATED_STEP_DELAY_MS: z.coerce.number().int().min(0).default(600),
 });

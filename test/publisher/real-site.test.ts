@@ -101,6 +101,11 @@ describe('a publishing site run for real, through the REST API and the edge', ()
     const home = await viaEdge(t.platform.edgeUrl!, host, 'GET', '/');
     expect(home.status).toBe(200);
     expect(home.body).toContain('<meta name="generator" content="Ghost 5.130">');
+    // The machine steps ran as tasks of the hosted node, through the node agent's code (docs/decisions/0225-hosted-pool-node.md).
+    const tasks = await t.platform.conn.collection('publisher_node_tasks').find({ operationId: provisionOp.id }).toArray();
+    expect(tasks.map((x) => [x.step, x.nodeId, x.status, x.claims]).sort()).toEqual(
+      ['configure_site', 'health_check', 'pull_image', 'start_runtime'].map((step) => [step, 'hosted', 'succeeded', 1]),
+    );
 
     const meta = await t.rest('GET', projectPath(projectId, '/metadata'), { key });
     expect(meta.body.data.installation).toMatchObject({

@@ -1,0 +1,71 @@
+import path from 'node:path';
+import type { AreaContext, BackgroundWorker } from '../../core/area';
+import { isPlatformError } from '../../core/errors';
+import { NodeAgent } from '../../dataplane/agent/agent';
+import type { DataPlane } from '../../dataplane/plane';
+import type { PublisherServices } from './index';
+import { nodeAgentCall } from './node-agent-api';
+import { hostedNodeToken } from './nodes';
+import type { PublisherSettings } from './settings';
+
+/**
+ * The hosted pool as a node (docs/decisions/0225-hosted-pool-node.md). Where this process runs the
+ * publishing area's workers and the data plane with the real executor, it starts the platform's
+ * own agent: the node agent's code (dataplane/agent/agent.ts) with the real node executor on this
+ * process's data plane, speaking the agent protocol to this process's publishing area directly
+ * (no HTTP, so no rate limit and no port), for the hosted node's token. Hosted sites' machine
+ * steps are node tasks of that node; its reconcile is the data plane's `publisher` pass (boot,
+ * every 30 s, and a kick when a site's hosts or mail change). Every replica starts one; one holds
+ * the node's lease and the others stand by (docs/decisions/0226-hosted-node-lease.md).
+ *
+ * `PUBLISHER_HOSTED_AGENT=external`: no agent here; hosted sites still go through the hosted node,
+ * whose agent is run elsewhere (`platform nodes agent --token <hosted node token>`).
+ */
+export function hostedNodeWorker(s: PublisherServices, ctx: AreaContext<PublisherSettings>): BackgroundWorker {
+  let agent: NodeAgent | null = null;
+  let unregister: (() => void) | undefined;
+  return {
+    name: 'publisher-hosted-node',
+    async start() {
+      if (s.infra.kind !== 'real' || !ctx.ports.has('dataPlane')) return;
+      const token = hostedNodeToken(ctx.config.SECRET_ENCRYPTION_KEY);
+      await s.nodes.ensureHosted(token);
+      if (ctx.settings.PUBLISHER_HOSTED_AGENT === 'external') return;
+      const plane = ctx.ports.get('dataPlane') as DataPlane;
+      const api = s.nodeAgent;
+      const a = new NodeAgent({
+        apiUrl: 'in-process',
+        token,
+        dataDir: path.resolve(ctx.config.DATA_DIR, 'hosted-node'),
+        edgePort: 0,
+        plane,
+        executor: 'real',
+        // The hosted pool runs many sites: one site's slow start does not hold the others' steps.
+        concurrency: 8,
+        siteConfig: (siteId) => s.real.siteConfig(siteId),
+        transport: async (method, p, body, signal) => {
+          let node;
+          try {
+            node = await api.authenticate(token);
+          } catch (e) {
+            if (!isPlatformError(e)) throw e;
+            return { status: e.status, body: { success: false, error: { code: e.code, message: e.message } } };
+          }
+          const out = await nodeAgentCall(api, node, method, p, body, signal);
+          // What crosses the protocol is JSON, as over HTTP.
+          return { status: out.status, body: JSON.parse(JSON.stringify(out.body)) as unknown };
+        },
+        log: (line) => ctx.log.info({ agent: 'hosted' }, line),
+      });
+      await a.start();
+      agent = a;
+      unregister = plane.reconciler.register('publisher', () => a.reconcileNow());
+    },
+    async stop() {
+      unregister?.();
+      unregister = undefined;
+      await agent?.stop();
+      agent = null;
+    },
+  };
+}
