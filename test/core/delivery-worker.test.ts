@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type mongoose from 'mongoose';
-import { childLogger } from '../logger';
-import { connectMongo, ensureIndexes, model } from '../mongo';
-import { type DeliveryAttempt, type DeliveryRecord, deliverySchema, newDelivery } from './record';
-import { DeliveryWorker, type DeliveryWorkerOptions } from './worker';
+import { childLogger } from '../../core/logger';
+import { connectMongo, ensureIndexes, model } from '../../core/mongo';
+import { type DeliveryAttempt, type DeliveryRecord, deliverySchema, newDelivery } from '../../core/delivery/record';
+import { DeliveryWorker, type DeliveryWorkerOptions } from '../../core/delivery/worker';
 
 /** Runs against the real MongoDB-wire server (`platform infra up`): two workers, two connections, one collection. */
 
