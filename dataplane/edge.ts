@@ -6,7 +6,7 @@ import { Counter } from 'prom-client';
 import { metricsText } from '../core/telemetry/metrics';
 
 /**
- * The edge (docs/decisions/0120-data-plane.md; CONTRACTS.md, "The data plane"): its own listener that
+ * The edge (docs/decisions/0120-data-plane.md; docs/contracts.md, "The data plane"): its own listener that
  * serves hosted workloads by `Host`. The route table is an immutable map swapped whole, so a request
  * sees either the old table or the new one, never half an update. Plain HTTP requests are forwarded
  * by the edge itself on node:http (`forward`, decision 0246: a fifth to a third less CPU per

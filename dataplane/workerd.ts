@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { Supervisor, WorkloadStatus } from './supervisor';
 
 /**
- * Commerce bundles as supervised processes (docs/decisions/0130-commerce-runtime.md; CONTRACTS.md,
+ * Commerce bundles as supervised processes (docs/decisions/0130-commerce-runtime.md; docs/contracts.md,
  * "The data plane"): a storefront bundle (a Worker-style module, `index.js` or
  * `dist/server/index.js`, default export `fetch(request, env, ctx)`) runs in `workerd` from npm with
  * a capnp config generated per release; an app bundle (`server.mjs`, a Node server on `PORT`) runs
@@ -17,7 +17,7 @@ import type { Supervisor, WorkloadStatus } from './supervisor';
 
 export type BundleKind = 'storefront' | 'app';
 
-/** The storefront framework's `env` names (CONTRACTS.md). */
+/** The storefront framework's `env` names (docs/contracts.md, "The data plane"). */
 export const STOREFRONT_ENV_NAMES = [
   'PUBLIC_STORE_DOMAIN',
   'PUBLIC_STOREFRONT_API_TOKEN',
@@ -27,7 +27,7 @@ export const STOREFRONT_ENV_NAMES = [
   'PUBLIC_CUSTOMER_ACCOUNT_API_URL',
   'SESSION_SECRET',
 ] as const;
-/** An app's env names (CONTRACTS.md); `PORT` is the supervisor's. */
+/** An app's env names (docs/contracts.md, "The data plane"); `PORT` is the supervisor's. */
 export const APP_ENV_NAMES = ['SHOPIFY_API_KEY', 'SHOPIFY_API_SECRET', 'SCOPES', 'SHOPIFY_APP_URL'] as const;
 
 /** Workers' compatibility date the generated configs pin (workerd accepts dates up to its own). */

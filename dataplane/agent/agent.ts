@@ -53,7 +53,7 @@ export interface NodeAgentOptions {
   edgePort: number;
   host?: string;
   executor: 'real' | 'simulated';
-  /** Heartbeat period (CONTRACTS.md: 5 s; the platform's answer may ask for another, as the hosted node's 2 s). */
+  /** Heartbeat period (docs/contracts.md, "The data plane": 5 s; the platform's answer may ask for another, as the hosted node's 2 s). */
   heartbeatMs?: number;
   /** The pause after a claim that found nothing or failed (default 1 s). */
   claimPollMs?: number;

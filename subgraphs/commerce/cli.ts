@@ -2,7 +2,7 @@ import { CliUsageError, type CliCommand } from '../../core/area';
 import type { CommerceService } from './service';
 import { DEPLOYMENT_HEALTH } from './stand-in';
 
-/** CONTRACTS.md: the commerce CLI commands (thin: they call the same services as the API). */
+/** docs/contracts.md, "The CLI": the commerce CLI commands (thin: they call the same services as the API). */
 const str = (values: Record<string, unknown>, name: string, usage: string): string => {
   const v = values[name];
   if (typeof v !== 'string' || v.trim() === '') throw new CliUsageError(`--${name} is required (${usage}).`);

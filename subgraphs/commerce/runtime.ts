@@ -20,7 +20,7 @@ export function pinEnvironment(doc: EnvironmentDoc | null): EnvironmentPin | nul
   return doc ? { environmentId: doc._id, revision: doc.revision, fields: { ...doc.fields }, secrets: { ...doc.secrets } } : null;
 }
 
-/** The storefront framework's and the app template's names (CONTRACTS.md) for a pinned environment. */
+/** The storefront framework's and the app template's names (docs/contracts.md, "The data plane") for a pinned environment. */
 export function processEnv(kind: ConnectionKind, storeDomain: string, pin: EnvironmentPin | null): Record<string, string> {
   const field = (n: string) => pin?.fields[n] ?? null;
   const secret = (n: string) => (pin?.secrets[n] ? decryptSecret(pin.secrets[n], secretAad(pin.environmentId, n)) : null);

@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
 /**
- * Standard Webhooks signatures (CONTRACTS.md: "Signatures follow Standard Webhooks"): the sender
+ * Standard Webhooks signatures (docs/contracts.md, "Outbound HTTP": "Signatures follow Standard Webhooks"): the sender
  * puts `webhook-id`, `webhook-timestamp` (Unix seconds) and `webhook-signature` (`v1,<base64
  * HMAC-SHA256 of "id.timestamp.rawBody">`, space-separated when several) on the request. The
  * receiver verifies over the exact raw bytes before parsing anything. Used by the stand-in (signs)

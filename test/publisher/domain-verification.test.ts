@@ -4,7 +4,7 @@ import { startTestPlatform, type TestPlatform } from '../support/platform';
 import { errorBody, projectPath, runningSite } from './helpers';
 
 /**
- * Custom-domain ownership (issue 8, point 8): a TXT token read through a real DNS server on
+ * Custom-domain ownership (docs/spec-decisions.md, "Publishing sites": `POST /domain`): a TXT token read through a real DNS server on
  * loopback, a claim that lapses when never verified, and a 409 that names nobody.
  */
 // Long enough that a busy machine still answers the 409 before the claim lapses.

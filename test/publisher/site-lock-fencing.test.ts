@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 import { projectPath, runningSite, settled, waitForOperation } from './helpers';
 
-/** Issue 8 points 10 and 11, through the bridge: the site lock needs no clock, and writes are fenced. */
+/** Decision 0014 (fencing, deadlines, locks), through the bridge: the site lock needs no clock, and writes are fenced. */
 let t: TestPlatform;
 
 beforeAll(async () => {
