@@ -7,7 +7,7 @@ import WebSocket from 'ws';
 import { agentsAct } from '../../subgraphs/activity/cli';
 import type { ActivityService } from '../../subgraphs/activity/service';
 import { connectApp, tenant as commerceTenant } from '../commerce/support';
-import { waitForOperation } from '../publisher/helpers';
+import { waitForOperation } from '../publisher/support';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 
 // The machine is shared: projections and feeds get minutes, not seconds, under heavy load.

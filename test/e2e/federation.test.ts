@@ -2,7 +2,7 @@ import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { PRINCIPAL_HEADER, signPrincipal } from '../../core/principal';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
-import { waitForOperation } from '../publisher/helpers';
+import { waitForOperation } from '../publisher/support';
 
 let t: TestPlatform;
 

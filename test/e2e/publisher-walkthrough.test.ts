@@ -1,5 +1,5 @@
 import { startTestPlatform, type TestPlatform } from '../support/platform';
-import { PROVISION_STEPS, waitForOperation } from '../publisher/helpers';
+import { PROVISION_STEPS, waitForOperation } from '../publisher/support';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 let t: TestPlatform;

@@ -1,5 +1,5 @@
 import { startTestPlatform, type TestPlatform } from '../support/platform';
-import { PROVISION_STEPS, waitForOperation } from '../publisher/helpers';
+import { PROVISION_STEPS, waitForOperation } from '../publisher/support';
 
 /**
  * A platform process dies mid-provisioning (its engine stops heartbeating and claiming without

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 import { scrape } from '../support/prometheus';
-import { waitForOperation } from '../publisher/helpers';
+import { waitForOperation } from '../publisher/support';
 
 let t: TestPlatform;
 

@@ -7,7 +7,7 @@ import { request } from 'node:http';
 import type { mongo } from 'mongoose';
 import { loadConfig } from '../../core/config';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
-import { projectPath, runningSite } from '../publisher/helpers';
+import { projectPath, runningSite } from '../publisher/support';
 
 let t: TestPlatform;
 /** A second platform on the same database with no workers: no background polling between requests. */

@@ -13,7 +13,7 @@ process.env.LOG_FILE = LOG_FILE;
 process.env.LOG_LEVEL = 'trace';
 
 const { startTestPlatform } = require('../support/platform') as typeof import('../support/platform');
-const { projectPath, runningSite, errorBody } = require('./helpers') as typeof import('./helpers');
+const { projectPath, runningSite, errorBody } = require('./support') as typeof import('./support');
 
 let t: import('../support/platform').TestPlatform;
 

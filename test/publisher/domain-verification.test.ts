@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { type DnsStandIn, startDnsStandIn } from '../../core/dns/stand-in-server';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
-import { errorBody, projectPath, runningSite } from './helpers';
+import { errorBody, projectPath, runningSite } from './support';
 
 /**
  * Custom-domain ownership (docs/spec-decisions.md, "Publishing sites": `POST /domain`): a TXT token read through a real DNS server on

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { HOSTED_NODE_ID, hostedNodeToken } from '../../subgraphs/publisher/nodes';
 import { freePort, siteViaEdge } from '../support/edge';
 import { startTestPlatform, uniqueName, type TestPlatform } from '../support/platform';
-import { PREFIX, projectPath } from './helpers';
+import { PREFIX, projectPath } from './support';
 
 /**
  * The hosted pool as a node (docs/decisions/0225-hosted-pool-node.md, 0226-hosted-node-lease.md):

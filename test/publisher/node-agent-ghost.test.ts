@@ -3,7 +3,7 @@ import { mkdtemp, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
-import { PREFIX, projectPath } from './helpers';
+import { PREFIX, projectPath } from './support';
 import { freePort, siteViaEdge } from '../support/edge';
 
 /**

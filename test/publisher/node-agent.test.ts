@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { startTestPlatform, uniqueName, type TestPlatform } from '../support/platform';
-import { PREFIX, projectPath } from './helpers';
+import { PREFIX, projectPath } from './support';
 import { freePort, siteViaEdge } from '../support/edge';
 
 /**

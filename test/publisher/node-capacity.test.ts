@@ -1,5 +1,5 @@
 import { startTestPlatform, type TestPlatform } from '../support/platform';
-import { errorBody, PREFIX, projectPath, runningSite, waitForOperation } from './helpers';
+import { errorBody, PREFIX, projectPath, runningSite, waitForOperation } from './support';
 
 /**
  * Hosted sites are bounded by the node's memory (docs/decisions/0158-site-resources.md): each holds

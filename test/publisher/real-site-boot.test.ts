@@ -10,7 +10,7 @@ import { freePort } from '../../dataplane/supervisor';
 import { startSmtpSink, type SmtpSink } from '../../subgraphs/mail/smtp-sink';
 import { IdentityService } from '../../subgraphs/identity/service';
 import { assertBuilt, childPlatformScope, type ChildPlatform } from '../support/child-platform';
-import { PREFIX, projectPath } from './helpers';
+import { PREFIX, projectPath } from './support';
 
 /**
  * Real sites across a platform restart (docs/decisions/0155-site-reconcile.md): the built platform

@@ -3,7 +3,7 @@ import { readlinkSync } from 'node:fs';
 import http from 'node:http';
 import { findArea } from '../../app/areas';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
-import { PREFIX, projectPath } from './helpers';
+import { PREFIX, projectPath } from './support';
 
 const GhostAdminAPI = require('@tryghost/admin-api');
 

@@ -1,5 +1,5 @@
 import { startTestPlatform, type TestPlatform } from '../support/platform';
-import { ISO, UUID, errorBody, failNext, projectPath, runningSite, waitForOperation } from './helpers';
+import { ISO, UUID, errorBody, failNext, projectPath, runningSite, waitForOperation } from './support';
 
 let t: TestPlatform;
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
-import { projectPath, runningSite, settled, waitForOperation } from './helpers';
+import { projectPath, runningSite, settled, waitForOperation } from './support';
 
 /** Decision 0014 (fencing, deadlines, locks), through the bridge: the site lock needs no clock, and writes are fenced. */
 let t: TestPlatform;

@@ -17,7 +17,7 @@ import {
 import { databaseFile } from '../../dataplane/ghost';
 import { mariadbUp } from '../../infra/mariadb';
 import { startTestPlatform, type TestPlatform, uniqueName } from '../support/platform';
-import { PREFIX, projectPath } from './helpers';
+import { PREFIX, projectPath } from './support';
 
 const GhostAdminAPI = require('@tryghost/admin-api');
 

@@ -2,7 +2,7 @@ import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { ConnectedNodes } from '../../subgraphs/publisher/nodes';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
-import { ISO, PREFIX, UUID, errorBody, projectPath, runningSite, settled, waitForOperation } from './helpers';
+import { ISO, PREFIX, UUID, errorBody, projectPath, runningSite, settled, waitForOperation } from './support';
 
 let t: TestPlatform;
 

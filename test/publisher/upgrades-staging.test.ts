@@ -1,5 +1,5 @@
 import { startTestPlatform, type TestPlatform } from '../support/platform';
-import { PREFIX, UUID, errorBody, failNext, projectPath, runningSite, settled, waitForOperation } from './helpers';
+import { PREFIX, UUID, errorBody, failNext, projectPath, runningSite, settled, waitForOperation } from './support';
 
 let t: TestPlatform;
 

@@ -5,10 +5,10 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import S3rver from 's3rver';
-import type { BlobStore } from './blob-store';
-import { BlobTooLargeError } from './blob-store';
-import { FsBlobStore } from './fs-blob-store';
-import { S3BlobStore, s3Client } from './s3-blob-store';
+import type { BlobStore } from '../../core/blobs/blob-store';
+import { BlobTooLargeError } from '../../core/blobs/blob-store';
+import { FsBlobStore } from '../../core/blobs/fs-blob-store';
+import { S3BlobStore, s3Client } from '../../core/blobs/s3-blob-store';
 
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 const drain = async (r: Readable) => {

@@ -4,15 +4,15 @@ import type { Connection } from 'mongoose';
 import { connectMongo, ensureIndexes } from '../../core/mongo';
 import { Ports } from '../../core/ports';
 import type { Principal } from '../../core/principal';
-import { Checkouts } from './checkouts';
-import { Funding } from './funding';
-import { Ledger } from './ledger';
-import { billingModels } from './model';
-import { DEV_WEBHOOK_SECRET, TestPaymentProvider } from './payment-provider';
-import { BillingService } from './service';
-import { startPaymentProviderStandIn } from './stand-in/payment-provider';
-import { buildBillingSubgraph } from './index';
-import { WEBHOOK_PATH, paymentWebhooks } from './webhooks';
+import { Checkouts } from '../../subgraphs/billing/checkouts';
+import { Funding } from '../../subgraphs/billing/funding';
+import { Ledger } from '../../subgraphs/billing/ledger';
+import { billingModels } from '../../subgraphs/billing/model';
+import { DEV_WEBHOOK_SECRET, TestPaymentProvider } from '../../subgraphs/billing/payment-provider';
+import { BillingService } from '../../subgraphs/billing/service';
+import { startPaymentProviderStandIn } from '../../subgraphs/billing/stand-in/payment-provider';
+import { buildBillingSubgraph } from '../../subgraphs/billing';
+import { WEBHOOK_PATH, paymentWebhooks } from '../../subgraphs/billing/webhooks';
 
 /** The checkout flow against the real MongoDB-wire server, the stand-in and a real webhook listener. */
 const base = process.env.MONGODB_URI ?? 'mongodb://127.0.0.1:27017/platform';

@@ -1,9 +1,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Connection } from 'mongoose';
 import { connectMongo, ensureIndexes } from '../../core/mongo';
-import { Ledger } from './ledger';
-import { billingModels, type BillingModels } from './model';
-import { MONTHLY_ALLOCATION } from './periods';
+import { Ledger } from '../../subgraphs/billing/ledger';
+import { billingModels, type BillingModels } from '../../subgraphs/billing/model';
+import { MONTHLY_ALLOCATION } from '../../subgraphs/billing/periods';
 
 /** Store tests of the ledger against the real MongoDB-wire server (its own database). */
 const base = process.env.MONGODB_URI ?? 'mongodb://127.0.0.1:27017/platform';
