@@ -56,8 +56,6 @@ export default defineArea({
       backups: new SiteBackups(backupStore(ctx.settings, ctx.config.DATA_DIR)),
       databases: new SiteDatabases(siteDatabaseModel(ctx.conn), () => ctx.settings.PUBLISHER_MYSQL_URL),
       mailRelayUrl: () => ctx.config.env.MAIL_SMTP_URL,
-      operationRunning: async (id) => isRunning(await ctx.engine.get(id)),
-      onReconcileFailure: (siteId, err) => ctx.log.warn({ siteId, err: err.message }, 'reconcile could not start a site'),
     });
     // A change of the names a site is served at reaches the edge at once where this process runs the data plane.
     const kickReconcile = () => {

@@ -79,10 +79,6 @@ export interface RealInfrastructureDeps {
   databases?: SiteDatabases;
   /** The platform's SMTP relay (`MAIL_SMTP_URL`, the SMTP sink stand-in by default), read at call time. */
   mailRelayUrl?: () => string | undefined;
-  /** True while the operation holding a site's lifecycle lock has not finished (the lock is never cleared). */
-  operationRunning?: (operationId: string) => Promise<boolean>;
-  /** Where the reconcile pass reports a site it could not start. */
-  onReconcileFailure?: (siteId: string, err: Error) => void;
 }
 
 export class RealInfrastructure implements Infrastructure {
@@ -172,41 +168,6 @@ export class RealInfrastructure implements Infrastructure {
         return;
       default:
         throw new PlatformError('unknown_step', 500, `the real infrastructure has no step ${step}`);
-    }
-  }
-
-  /**
-   * The publishing area's reconcile pass (dataplane/reconcile.ts), run at boot, periodically and when
-   * a site's hosts or mail settings change: every hosted site whose record says `running` (with no
-   * operation in flight, and set up by this executor) is started and routed here; one already running
-   * is re-routed at its current hosts (a verified or replaced custom domain), and restarted when its
-   * configuration (mail) changed. Safe to run any number of times.
-   */
-  async reconcile(): Promise<void> {
-    const host = this.d.dataPlane().sites;
-    const sites = await this.d.models.Site.find({ status: 'running', deploymentMode: 'hosted' }).lean();
-    const busy = async (opId: string | null) => Boolean(opId && (await this.d.operationRunning?.(opId)));
-    for (const site of sites) {
-      try {
-        // An operation in flight owns the site (the engine resumes it after a restart).
-        if (await busy(site.activeOperationId)) continue;
-        // Only sites this executor set up: a record the simulated executor walked has no owner yet.
-        if (!(await this.d.credentials.exists({ _id: site._id }))) continue;
-        const wanted = await this.hosted(site, site.runtimeVersion);
-        if (host.isHosted(site._id) && host.releaseOf(site._id) === wanted.runtime.version) {
-          host.setHosts(site._id, wanted.hosts);
-          if (sameConfig(host.configOf(site._id), wanted.config) || host.metadata(site._id).state !== 'running') continue;
-        }
-        // Checked again just before starting: an operation that began meanwhile owns the site.
-        const still = await this.d.models.Site.exists({
-          _id: site._id,
-          status: 'running',
-          activeOperationId: site.activeOperationId,
-        });
-        if (still) await host.start(wanted);
-      } catch (e) {
-        this.d.onReconcileFailure?.(site._id, e as Error);
-      }
     }
   }
 
@@ -321,10 +282,4 @@ export class RealInfrastructure implements Infrastructure {
 /** Mailgun's API base of a region (`eu` has its own; every other region uses the default one). */
 export function mailgunBaseUrl(region: string): string {
   return region === 'eu' ? 'https://api.eu.mailgun.net/v3' : 'https://api.mailgun.net/v3';
-}
-
-function sameConfig(a: Record<string, string> | undefined, b: Record<string, string> | undefined): boolean {
-  const norm = (c: Record<string, string> | undefined) =>
-    JSON.stringify(Object.entries(c ?? {}).sort(([x], [y]) => (x < y ? -1 : 1)));
-  return norm(a) === norm(b);
 }
