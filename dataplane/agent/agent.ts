@@ -10,6 +10,7 @@ import {
   RealNodeExecutor,
   SimulatedNodeExecutor,
   StepFailure,
+  type SiteExtras,
 } from './executors';
 
 /**
@@ -43,8 +44,8 @@ export interface NodeAgentOptions {
   plane?: DataPlane;
   /** Instead of HTTP to `apiUrl` (the hosted agent inside the platform). */
   transport?: AgentTransport;
-  /** The configuration a site's process starts with (the hosted pool's mail settings). */
-  siteConfig?: (siteId: string) => Promise<Record<string, string> | undefined>;
+  /** What a site's process starts with beyond its spec (the hosted pool's mail settings and MySQL database). */
+  siteExtras?: SiteExtras;
   /** How many tasks (of different sites) run at once (default 1: one after another). */
   concurrency?: number;
   /** How long one claim waits for work (a long poll; default 20 s, 0: answer at once). */
@@ -107,7 +108,7 @@ export class NodeAgent {
       });
     this.executor =
       o.executor === 'real'
-        ? new RealNodeExecutor(this.plane, o.siteConfig)
+        ? new RealNodeExecutor(this.plane, o.siteExtras)
         : new SimulatedNodeExecutor(this.plane, o.simulatedStepDelayMs);
     this.finished = new Promise<void>((resolve, reject) => {
       this.fatal = (e) => (e instanceof AgentAuthError ? reject(e) : resolve());

@@ -2,6 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sleep } from '../../core/sleep';
 import type { DataPlane } from '../plane';
+import type { MysqlSiteDatabase } from '../site-database';
 import type { HostedSite } from '../sites';
 
 /**
@@ -53,14 +54,24 @@ export interface NodeExecutor {
   close(): Promise<void>;
 }
 
-function hosted(site: AgentSite, config?: Record<string, string>): HostedSite {
+/**
+ * What a site's process starts with beyond the task's site spec, read where the platform keeps it:
+ * the hosted pool's mail configuration and the site's MySQL database (docs/decisions/0220). Only the
+ * hosted node's in-process agent has it; a customer's node runs its sites on SQLite, unconfigured.
+ */
+export type SiteExtras = (
+  siteId: string,
+) => Promise<{ config?: Record<string, string>; database?: MysqlSiteDatabase } | undefined>;
+
+function hosted(site: AgentSite, extras?: { config?: Record<string, string>; database?: MysqlSiteDatabase }): HostedSite {
   return {
     siteId: site.siteId,
     runtime: { name: site.runtime.name, version: site.runtime.version, integrity: site.runtime.integrity },
     url: site.url,
     hosts: site.hosts,
     memoryMb: site.runtime.memoryFloorMb,
-    ...(config ? { config } : {}),
+    ...(extras?.config ? { config: extras.config } : {}),
+    ...(extras?.database ? { database: extras.database } : {}),
   };
 }
 
@@ -84,12 +95,12 @@ export class RealNodeExecutor implements NodeExecutor {
   readonly kind = 'real' as const;
   constructor(
     private readonly plane: DataPlane,
-    /** A site's process configuration (the hosted pool's mail settings); none on a customer's node. */
-    private readonly siteConfig?: (siteId: string) => Promise<Record<string, string> | undefined>,
+    /** What a site's process starts with (the hosted pool's mail and database); none on a customer's node. */
+    private readonly siteExtras?: SiteExtras,
   ) {}
 
   private async wanted(site: AgentSite): Promise<HostedSite> {
-    return hosted(site, await this.siteConfig?.(site.siteId));
+    return hosted(site, await this.siteExtras?.(site.siteId));
   }
 
   async run(task: AgentTask, progress: (line: string) => void): Promise<Record<string, unknown> | null> {

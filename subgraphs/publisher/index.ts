@@ -77,6 +77,7 @@ export default defineArea({
             hostedNode: {
               before: (type: string, step: string, site: SiteDoc, version: string) =>
                 real.beforeMachineStep(type, step, site, version),
+              after: (step: string, siteId: string) => real.afterMachineStep(step, siteId),
               operationRunning: async (id: string) => isRunning(await ctx.engine.get(id)),
             },
           }

@@ -42,7 +42,7 @@ export function hostedNodeWorker(s: PublisherServices, ctx: AreaContext<Publishe
         executor: 'real',
         // The hosted pool runs many sites: one site's slow start does not hold the others' steps.
         concurrency: 8,
-        siteConfig: (siteId) => s.real.siteConfig(siteId),
+        siteExtras: (siteId) => s.real.siteExtras(siteId),
         transport: async (method, p, body, signal) => {
           let node;
           try {

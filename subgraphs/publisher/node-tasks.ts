@@ -158,7 +158,11 @@ export interface NodeRoutingDeps {
    * steps become tasks of HOSTED_NODE_ID; `before` runs first on the platform (the real
    * executor's injected faults). Unset: hosted sites run on `hosted` in this process.
    */
-  hostedNode?: { before?: (operationType: string, step: string, site: SiteDoc, version: string) => Promise<void> };
+  hostedNode?: {
+    before?: (operationType: string, step: string, site: SiteDoc, version: string) => Promise<void>;
+    /** Runs on the platform once the hosted node finished the step (a deleted site's MySQL database goes). */
+    after?: (step: string, siteId: string) => Promise<void>;
+  };
 }
 
 /** Sends a connected-node site's steps to its node; every other site's to the hosted executor. */
@@ -239,6 +243,7 @@ export class NodeRoutedInfrastructure implements Infrastructure {
     opened.emit(nodeId);
     const result = await this.await(id, nodeId, signal, extras);
     if (step === 'configure_site' && result) await this.d.onConfigured?.(site, result);
+    if (onHostedNode) await this.d.hostedNode?.after?.(step, site._id);
     if (step === 'delete_site') await this.d.onDeleted?.(site._id);
   }
 

@@ -22,6 +22,8 @@ export function connectedNodeServices(o: {
   /** Hosted sites' machine steps go to the hosted node (docs/decisions/0225-hosted-pool-node.md). */
   hostedNode?: {
     before?: (operationType: string, step: string, site: SiteDoc, version: string) => Promise<void>;
+    /** The platform's side once the hosted node finished a step (a deleted site's database goes). */
+    after?: (step: string, siteId: string) => Promise<void>;
     /** Whether an operation is under way on the site (its engine owns it; reconcile leaves it alone). */
     operationRunning: (operationId: string) => Promise<boolean>;
   };
@@ -48,7 +50,7 @@ export function connectedNodeServices(o: {
     onConfigured,
     configured: async (siteId) => Boolean(await o.credentials.exists({ _id: siteId })),
     onDeleted: async (siteId) => void (await o.credentials.deleteOne({ _id: siteId })),
-    ...(o.hostedNode ? { hostedNode: { before: o.hostedNode.before } } : {}),
+    ...(o.hostedNode ? { hostedNode: { before: o.hostedNode.before, after: o.hostedNode.after } } : {}),
   });
   const running = o.hostedNode?.operationRunning;
   /**

@@ -4,6 +4,7 @@ import { model } from '../../core/mongo';
 import { decryptSecret, encryptSecret } from '../../core/secrets';
 import type { DataPlanePort } from '../../dataplane/plane';
 import type { SiteBackups } from '../../dataplane/site-backup';
+import type { MysqlSiteDatabase } from '../../dataplane/site-database';
 import type { HostedSite } from '../../dataplane/sites';
 import { providerKeyAad } from './mail-settings';
 import type { PublisherModels, SiteDoc } from './model';
@@ -176,10 +177,17 @@ export class RealInfrastructure implements Infrastructure {
     await this.data.faultAt(operationType, step, version, site._id);
   }
 
-  /** The configuration (mail) a hosted site's process starts with, for the hosted node's agent. */
-  async siteConfig(siteId: string): Promise<Record<string, string> | undefined> {
+  /** What a hosted site's process starts with (its mail configuration and MySQL database), for the hosted node's agent. */
+  async siteExtras(siteId: string): Promise<{ config: Record<string, string>; database?: MysqlSiteDatabase } | undefined> {
     const site = await this.d.models.Site.findById(siteId).lean();
-    return site ? this.mailConfig(site) : undefined;
+    if (!site) return undefined;
+    const database = await this.d.databases?.get(siteId);
+    return { config: await this.mailConfig(site), ...(database ? { database } : {}) };
+  }
+
+  /** The platform's side after a machine step the hosted node ran: a deleted site's MySQL database and user go. */
+  async afterMachineStep(step: string, siteId: string): Promise<void> {
+    if (step === 'delete_site') await this.d.databases?.drop(siteId);
   }
 
   /** The operator's access to a site's admin (`platform sites admin-key`); never served by the API. */
