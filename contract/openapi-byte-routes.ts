@@ -481,7 +481,7 @@ export const BYTE_ROUTES: readonly ByteRoute[] = [
   ...nodeAgentRoutes(),
 ];
 
-/** The five calls of a node agent (`nodes agent`): heartbeat, claim, progress, result, desired sites. */
+/** The six calls of a node agent (`nodes agent`): heartbeat, claim, lease release, progress, result, desired sites. */
 function nodeAgentRoutes(): ByteRoute[] {
   const session = { type: 'string', minLength: 8, maxLength: 100, description: 'The agent process that holds its claims.' };
   const answer = (description: string): Json => ({
@@ -501,13 +501,32 @@ function nodeAgentRoutes(): ByteRoute[] {
   });
   return [
     route('POST', '/heartbeat', 'heartbeat', 'A node agent is alive (every 5 s); answers the node and its status', {
-      requestBody: body({ edge_port: { type: ['integer', 'null'], minimum: 1, maximum: 65535 } }, []),
-      responses: answer('the node, its status and the heartbeat period'),
+      requestBody: body({ edge_port: { type: ['integer', 'null'], minimum: 1, maximum: 65535 }, session }, []),
+      responses: answer(
+        'the node, its status, the heartbeat period and, for the hosted node, whether this session holds its lease',
+      ),
     }),
     route('POST', '/tasks/claim', 'claim', "Claims this node's oldest open task (null when none)", {
-      requestBody: body({ session }, ['session']),
+      requestBody: body(
+        {
+          session,
+          // MAX_CLAIM_WAIT_MS of subgraphs/publisher/node-agent-api.ts.
+          wait_ms: { type: 'integer', minimum: 0, maximum: 20_000, description: 'How long to wait for a task (a long poll).' },
+        },
+        ['session'],
+      ),
       responses: answer('`task` or null'),
     }),
+    route(
+      'POST',
+      '/lease/release',
+      'releaseLease',
+      "A stopping agent gives up the hosted node's lease (a no-op for other nodes)",
+      {
+        requestBody: body({ session }, ['session']),
+        responses: answer('released'),
+      },
+    ),
     route('POST', '/tasks/{taskId}/progress', 'progress', "Records a claimed task's progress (the step's detail)", {
       parameters: [taskId],
       requestBody: body({ session, detail: { type: 'string', maxLength: 1000 } }, ['session', 'detail']),

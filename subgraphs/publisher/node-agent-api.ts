@@ -198,6 +198,16 @@ const taskJson = (t: NodeTaskDoc) => ({
  * `Authorization`: the bridge reads that header as an API key for every request, and a node token
  * there would count as a failed key authentication of the agent's address (core/rate-limit.ts).
  */
+/** The calls of the agent protocol, as routes under NODE_AGENT_PATH. */
+const AGENT_CALLS: ReadonlyArray<readonly ['GET' | 'POST', string]> = [
+  ['POST', '/heartbeat'],
+  ['POST', '/tasks/claim'],
+  ['POST', '/lease/release'],
+  ['POST', '/tasks/:taskId/progress'],
+  ['POST', '/tasks/:taskId/result'],
+  ['GET', '/sites'],
+];
+
 export function nodeAgentRoutes(app: FastifyInstance, api: NodeAgentService): void {
   void app.register(async (scope) => {
     const agents = new WeakMap<object, ConnectedNodeDoc>();
@@ -214,20 +224,24 @@ export function nodeAgentRoutes(app: FastifyInstance, api: NodeAgentService): vo
         return refuse(reply, e);
       }
     });
-    scope.route({
-      method: ['GET', 'POST'],
-      url: `${NODE_AGENT_PATH}/*`,
-      handler: async (req, reply) => {
-        const node = agents.get(req);
-        if (!node) return refuse(reply, unauthenticated('the node token is not valid'));
-        // A long-polled claim ends when its caller goes away.
-        const gone = new AbortController();
-        reply.raw.once('close', () => gone.abort());
-        const p = new URL(req.url, 'http://agent').pathname.slice(NODE_AGENT_PATH.length);
-        const out = await nodeAgentCall(api, node, req.method, p, req.body, gone.signal);
-        return reply.code(out.status).send(out.body);
-      },
-    });
+    // Each call is its own route (the OpenAPI document lists them: contract/openapi-byte-routes.ts);
+    // all go through the one dispatcher the in-process hosted agent uses too.
+    for (const [method, url] of AGENT_CALLS) {
+      scope.route({
+        method,
+        url: `${NODE_AGENT_PATH}${url}`,
+        handler: async (req, reply) => {
+          const node = agents.get(req);
+          if (!node) return refuse(reply, unauthenticated('the node token is not valid'));
+          // A long-polled claim ends when its caller goes away.
+          const gone = new AbortController();
+          reply.raw.once('close', () => gone.abort());
+          const p = new URL(req.url, 'http://agent').pathname.slice(NODE_AGENT_PATH.length);
+          const out = await nodeAgentCall(api, node, req.method, p, req.body, gone.signal);
+          return reply.code(out.status).send(out.body);
+        },
+      });
+    }
   });
 }
 

@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -11,6 +11,7 @@ import { type RunningStandIn, startCommerceStandIn } from '../../subgraphs/comme
 import { StandInControl } from '../../subgraphs/commerce/stand-in-control';
 import { IdentityService } from '../../subgraphs/identity/service';
 import { assertBuilt, childPlatformScope } from '../support/child-platform';
+import { alive, descendants } from '../support/processes';
 
 /**
  * `kill -9` of the platform (the built `platform start all`) while a production storefront runs:
@@ -157,30 +158,6 @@ it('kill -9 and restart: the production address and the live preview answer agai
   await running.kill();
 });
 
-/** Every process below `pid` (children, their children…), from /proc. */
-function descendants(pid: number): number[] {
-  const parentOf = new Map<number, number>();
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      parentOf.set(Number(d), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
-    } catch {
-      // gone
-    }
-  }
-  const out: number[] = [];
-  const walk = (p: number) => {
-    for (const [child, parent] of parentOf) {
-      if (parent !== p) continue;
-      out.push(child);
-      walk(child);
-    }
-  };
-  walk(pid);
-  return out;
-}
-
 it('kill -9 leaves no supervised process behind: an app bundle release and the storefronts stop with the platform', async () => {
   // The data plane's supervisor gives every child a parent watch (dataplane/supervisor-preload.ts).
   const running = await startChild();
@@ -243,14 +220,6 @@ it('kill -9 leaves no supervised process behind: an app bundle release and the s
   };
   // The app's node (its script is in the release's directory, named by the release id).
   expect(below.filter((p) => cmdline(p).includes(releaseId)).length).toBeGreaterThan(0);
-  const alive = (pid: number) => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
   await running.kill();
   const left = await until(
     'every process the platform ran to stop',

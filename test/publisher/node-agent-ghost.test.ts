@@ -5,6 +5,7 @@ import path from 'node:path';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 import { PREFIX, projectPath } from './support';
 import { freePort, siteViaEdge } from '../support/edge';
+import { alive, descendants } from '../support/processes';
 
 /**
  * A connected-node site run for real: the agent as its own process with the real executor (Ghost
@@ -94,11 +95,15 @@ it(
       adminApiKey: expect.stringMatching(/^[0-9a-f]{24}:[0-9a-f]{64}$/),
     });
 
+    // The agent's Ghost dies with it (the supervisor's parent watch, decision 0245); a restarted
+    // agent would also reap one left behind.
+    const ghosts = descendants(a.proc.pid!);
+    expect(ghosts.length).toBeGreaterThan(0);
     a.proc.kill('SIGKILL');
     await new Promise((r) => a.proc.on('exit', r));
+    await until("the killed agent's Ghost to stop", async () => ghosts.every((pid) => !alive(pid)), 15_000);
     a = agent(node.token, edgePort);
     await until('Ghost to answer again', async () => (await siteViaEdge(edgePort, siteUrl)).status === 200, 5 * 60_000);
-    expect(a.stderr()).toMatch(/stopped workload \d+ left by an earlier agent/);
     expect(a.stderr()).toMatch(/reconcile: site ghost-on-node-\S+ started/);
   },
   20 * 60_000,
