@@ -1,4 +1,5 @@
-import { checkUrlShape, isForbiddenAddress, resolveTarget } from './outbound-http';
+import http from 'node:http';
+import { checkUrlShape, isForbiddenAddress, OutboundTimeout, requestLocal, resolveTarget } from './outbound-http';
 
 const none = new Set<string>();
 const refused = (fn: () => unknown) => expect(fn).toThrow(expect.objectContaining({ code: 'unsafe_push_url', status: 400 }));
@@ -73,5 +74,44 @@ describe('outbound safety', () => {
     await expect(resolveTarget('https://nowhere.example/x', none, { resolver: nx })).rejects.toMatchObject({
       code: 'unsafe_push_url',
     });
+  });
+});
+
+describe('requestLocal (the health probes and site setup calls of the data plane)', () => {
+  let server: http.Server;
+  let port: number;
+  beforeAll(async () => {
+    server = http.createServer((req, res) => {
+      if (req.url === '/slow') return; // never answers
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        res.setHeader('x-seen-host', req.headers.host ?? '');
+        res.end(`${req.method} ${req.url} ${body}`);
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    port = (server.address() as import('node:net').AddressInfo).port;
+  });
+  afterAll(() => new Promise<void>((r) => server.close(() => r())));
+
+  it('sends the Host it is given to the loopback port and reads the answer', async () => {
+    const r = await requestLocal(port, {
+      method: 'POST',
+      path: '/x?y=1',
+      headers: { host: 'site.sites.localhost:8082' },
+      body: 'hello',
+      timeoutMs: 5_000,
+    });
+    expect(r).toMatchObject({ status: 200, body: 'POST /x?y=1 hello' });
+    expect(r.headers['x-seen-host']).toBe('site.sites.localhost:8082');
+  });
+
+  it('keeps at most maxBodyBytes of the answer', async () => {
+    expect((await requestLocal(port, { timeoutMs: 5_000, maxBodyBytes: 3 })).body).toBe('GET');
+  });
+
+  it('gives up on an idle socket with OutboundTimeout', async () => {
+    await expect(requestLocal(port, { path: '/slow', timeoutMs: 200 })).rejects.toBeInstanceOf(OutboundTimeout);
   });
 });

@@ -249,3 +249,63 @@ function utf8Prefix(buf: Buffer): string {
   const s = buf.toString('utf8');
   return s.endsWith('\uFFFD') ? s.slice(0, -1) : s;
 }
+
+export interface LocalReply {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  /** The answer as UTF-8, at most `maxBodyBytes` of it. */
+  body: string;
+}
+
+/**
+ * A request to a workload of this machine on loopback (a site's process, the data plane's edge):
+ * the health probes and a site's setup calls. Through `requestPinned`, like every request the
+ * platform makes, pinned to 127.0.0.1 and with the `Host` the caller names; the address checks of
+ * `resolveTarget` are for customers' URLs and do not apply to the platform's own ports. Rejects
+ * with `OutboundTimeout` when the socket stays idle `timeoutMs`, and on network errors.
+ */
+export function requestLocal(
+  port: number,
+  opts: {
+    method?: string;
+    path?: string;
+    headers?: Record<string, string>;
+    body?: string;
+    timeoutMs: number;
+    maxBodyBytes?: number;
+  },
+): Promise<LocalReply> {
+  const max = opts.maxBodyBytes ?? 8 * 1024 * 1024;
+  const target: CheckedTarget = { url: new URL(`http://127.0.0.1:${port}${opts.path ?? '/'}`), address: '127.0.0.1', family: 4 };
+  return new Promise((resolve, reject) => {
+    const req = requestPinned(
+      target,
+      {
+        method: opts.method ?? 'GET',
+        agent: false,
+        timeout: opts.timeoutMs,
+        headers: {
+          ...(opts.body !== undefined ? { 'content-length': String(Buffer.byteLength(opts.body)) } : {}),
+          ...opts.headers,
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        let kept = 0;
+        res.on('data', (c: Buffer) => {
+          if (kept >= max) return;
+          const part = c.subarray(0, max - kept);
+          chunks.push(part);
+          kept += part.length;
+        });
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: utf8Prefix(Buffer.concat(chunks)) }),
+        );
+        res.on('error', reject);
+      },
+    );
+    req.on('timeout', () => req.destroy(new OutboundTimeout(opts.timeoutMs)));
+    req.on('error', reject);
+    req.end(opts.body);
+  });
+}

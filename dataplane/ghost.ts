@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readlink, rm, symlink } from 'node:fs/promises';
-import http from 'node:http';
 import path from 'node:path';
+import { type LocalReply, requestLocal } from '../core/outbound-http';
 import type { MysqlSiteDatabase } from './site-database';
 import type { Supervisor, WorkloadStatus } from './supervisor';
 
@@ -126,11 +126,7 @@ export function ghostEnv(spec: GhostSiteSpec, port: number): Record<string, stri
   };
 }
 
-interface Reply {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  body: string;
-}
+type Reply = LocalReply;
 
 /** One HTTP request straight to a site's port, as the public host (Ghost checks Origin against its url). */
 export function siteRequest(
@@ -142,35 +138,19 @@ export function siteRequest(
 ): Promise<Reply> {
   const u = new URL(publicUrl);
   const payload = opts.body === undefined ? undefined : JSON.stringify(opts.body);
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      {
-        host: '127.0.0.1',
-        port,
-        method,
-        path: p,
-        agent: false,
-        timeout: opts.timeoutMs ?? 30_000,
-        headers: {
-          host: u.host,
-          origin: u.origin,
-          'x-forwarded-proto': u.protocol.replace(':', ''),
-          accept: 'application/json',
-          ...(payload ? { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(payload)) } : {}),
-          ...opts.headers,
-        },
-      },
-      (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (body += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error('timed out')));
-    req.on('error', reject);
-    if (payload) req.write(payload);
-    req.end();
+  return requestLocal(port, {
+    method,
+    path: p,
+    timeoutMs: opts.timeoutMs ?? 30_000,
+    ...(payload !== undefined ? { body: payload } : {}),
+    headers: {
+      host: u.host,
+      origin: u.origin,
+      'x-forwarded-proto': u.protocol.replace(':', ''),
+      accept: 'application/json',
+      ...(payload ? { 'content-type': 'application/json' } : {}),
+      ...opts.headers,
+    },
   });
 }
 

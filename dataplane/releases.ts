@@ -1,6 +1,7 @@
 import http from 'node:http';
 import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { requestLocal } from '../core/outbound-http';
 import { type Edge, hostKey } from './edge';
 import type { Supervisor } from './supervisor';
 import { addBundle, type BundleKind } from './workerd';
@@ -66,17 +67,12 @@ export interface ReleaseHostOptions {
 
 export type GateResult = { healthy: true; ms: number } | { healthy: false; ms: number; last: string };
 
-/** `GET /` on the edge with the given `Host`. */
+/** `GET /` on the edge with the given `Host`: its status, or why it did not answer. */
 function probe(edgePort: number, host: string, timeoutMs: number): Promise<number | string> {
-  return new Promise((resolve) => {
-    const req = http.get({ host: '127.0.0.1', port: edgePort, path: '/', headers: { host }, timeout: timeoutMs }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-      res.on('error', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.on('error', (e) => resolve(e.message));
-  });
+  return requestLocal(edgePort, { headers: { host }, timeoutMs, maxBodyBytes: 0 }).then(
+    (r) => r.status,
+    (e: Error) => e.message,
+  );
 }
 
 export class ReleaseHost {
