@@ -1,6 +1,6 @@
 /**
  * Commerce releases on the data plane (docs/decisions/0130-commerce-runtime.md,
- * docs/benchmarks/commerce-edge.md): a storefront bundle (the test fixture) in workerd, its
+ * docs/decisions/0246-edge-throughput-options.md): a storefront bundle (the test fixture) in workerd, its
  * deploy-to-healthy time (process start until `GET /` answers 2xx through the edge), and requests
  * per second on its address through the edge against workerd's own port, in the same run.
  *
