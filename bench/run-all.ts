@@ -155,6 +155,10 @@ async function main(): Promise<void> {
     RATE_LIMIT_PER_MINUTE: '100000000',
     MONGODB_URI: mongodbUri,
     ASSETS_BLOB_DIR: blobs,
+    // The control plane is what is measured here: sites walk the simulated steps, so 90 creates do
+    // not start 90 Ghost processes (nor meet the node's memory bound, decision 0158). The data
+    // plane has its own benches (dataplane-ghost, dataplane-recovery, commerce-edge).
+    PUBLISHER_EXECUTOR: 'simulated',
   });
   const platform = await startPatiently(() =>
     startPlatform({
