@@ -1,11 +1,9 @@
 import { createHash } from 'node:crypto';
 import { readlinkSync } from 'node:fs';
-import http from 'node:http';
-import { findArea } from '../../app/areas';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
+import { viaEdge } from '../support/edge';
+import { type AdminAccess, adminApi as adminApiOf, adminKey as adminKeyOf } from './ghost-admin';
 import { PREFIX, projectPath } from './support';
-
-const GhostAdminAPI = require('@tryghost/admin-api');
 
 /**
  * A site run for real through the REST API (PUBLISHER_EXECUTOR=real): Ghost from the runtime cache
@@ -14,31 +12,6 @@ const GhostAdminAPI = require('@tryghost/admin-api');
  * machine); cached, the whole file takes a few minutes. Recovery points, restores, staging copies
  * and upgrades move the site's real bytes (docs/decisions/0150-recovery-point-bytes.md).
  */
-
-/** A request to the edge as the site's host (`*.sites.localhost` does not resolve in Node). */
-function viaEdge(
-  edgeUrl: string,
-  host: string,
-  method: string,
-  p: string,
-  opts: { body?: string; headers?: Record<string, string> } = {},
-): Promise<{ status: number; body: string }> {
-  const edge = new URL(edgeUrl);
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      { host: '127.0.0.1', port: edge.port, method, path: p, headers: { host, ...opts.headers }, agent: false },
-      (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (body += c));
-        res.on('end', () => resolve({ status: res.statusCode!, body }));
-      },
-    );
-    req.on('error', reject);
-    if (opts.body) req.write(opts.body);
-    req.end();
-  });
-}
 
 async function waitFor(t: TestPlatform, key: string, projectId: string, operationId: string, timeoutMs: number): Promise<any> {
   const until = Date.now() + timeoutMs;
@@ -124,32 +97,8 @@ describe('a publishing site run for real, through the REST API and the edge', ()
   });
 
   /** `npx platform sites admin-key --project ID --json`, run against this platform's services. */
-  async function adminKey(project = projectId): Promise<{ admin_api_url: string; admin_api_key: string }> {
-    const command = findArea('publisher').cli!.find((c) => c.words.join(' ') === 'sites admin-key')!;
-    return (await command.run({
-      values: { project, json: true },
-      services: t.platform.services.publisher,
-      ctx: undefined as never,
-    })) as { admin_api_url: string; admin_api_key: string };
-  }
-
-  /** `@tryghost/admin-api` for a site, its requests sent through the edge (with `url`'s host). */
-  function adminApi(access: { admin_api_url: string; admin_api_key: string }) {
-    const siteHost = new URL(access.admin_api_url).host;
-    const makeRequest = async ({ url: u, method, data: payload, params, headers }: any) => {
-      // A DELETE carries no body (the SDK passes the id it already put in the path).
-      const data = method.toUpperCase() === 'DELETE' ? undefined : payload;
-      const target = new URL(u);
-      for (const [k, v] of Object.entries(params ?? {})) target.searchParams.set(k, String(v));
-      const r = await viaEdge(t.platform.edgeUrl!, siteHost, method.toUpperCase(), target.pathname + target.search, {
-        headers: data ? { ...headers, 'content-type': 'application/json' } : headers,
-        body: data ? JSON.stringify(data) : undefined,
-      });
-      if (r.status >= 400) throw Object.assign(new Error(`${r.status} ${r.body.slice(0, 200)}`), { status: r.status });
-      return r.body ? JSON.parse(r.body) : {};
-    };
-    return new GhostAdminAPI({ url: access.admin_api_url, key: access.admin_api_key, version: 'v5.0', makeRequest });
-  }
+  const adminKey = (project = projectId) => adminKeyOf(t, project);
+  const adminApi = (access: AdminAccess) => adminApiOf(t, access);
 
   let post: { id: string; slug: string; title: string };
 

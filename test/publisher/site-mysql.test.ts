@@ -1,9 +1,7 @@
 import { readFileSync, existsSync } from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import mysqlp from 'mysql2/promise';
-import { findArea } from '../../app/areas';
 import {
   allocateSiteDatabase,
   dropSiteDatabase,
@@ -17,9 +15,9 @@ import {
 import { databaseFile } from '../../dataplane/ghost';
 import { mariadbUp } from '../../infra/mariadb';
 import { startTestPlatform, type TestPlatform, uniqueName } from '../support/platform';
+import { viaEdge } from '../support/edge';
+import { type AdminAccess, adminApi as adminApiOf, adminKey as adminKeyOf } from './ghost-admin';
 import { PREFIX, projectPath } from './support';
-
-const GhostAdminAPI = require('@tryghost/admin-api');
 
 /**
  * Sites on MySQL (docs/decisions/0220-mysql-adapter.md), against the real MariaDB 10.11 stand-in
@@ -124,30 +122,6 @@ describe("a site's MySQL database: created, dumped, loaded and dropped by the pl
   });
 });
 
-/** A request to the edge as the site's host. */
-function viaEdge(
-  edgeUrl: string,
-  host: string,
-  method: string,
-  p: string,
-  opts: { body?: string; headers?: Record<string, string> } = {},
-): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      { host: '127.0.0.1', port: new URL(edgeUrl).port, method, path: p, headers: { host, ...opts.headers }, agent: false },
-      (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (body += c));
-        res.on('end', () => resolve({ status: res.statusCode!, body }));
-      },
-    );
-    req.on('error', reject);
-    if (opts.body) req.write(opts.body);
-    req.end();
-  });
-}
-
 describe('a Ghost site on MySQL (MariaDB 10.11), end to end through the REST API and the edge', () => {
   let t: TestPlatform;
   let key: string;
@@ -169,29 +143,8 @@ describe('a Ghost site on MySQL (MariaDB 10.11), end to end through the REST API
     expect(res.status).toBe(202);
     return { res, op: await waitFor(project, res.body.data.operation.id) };
   };
-  const adminKey = async (project = projectId) => {
-    const command = findArea('publisher').cli!.find((c) => c.words.join(' ') === 'sites admin-key')!;
-    return (await command.run({
-      values: { project, json: true },
-      services: t.platform.services.publisher,
-      ctx: undefined as never,
-    })) as { admin_api_url: string; admin_api_key: string };
-  };
-  const adminApi = (access: { admin_api_url: string; admin_api_key: string }) => {
-    const siteHost = new URL(access.admin_api_url).host;
-    const makeRequest = async ({ url: u, method, data: payload, params, headers }: any) => {
-      const data = method.toUpperCase() === 'DELETE' ? undefined : payload;
-      const target = new URL(u);
-      for (const [k, v] of Object.entries(params ?? {})) target.searchParams.set(k, String(v));
-      const r = await viaEdge(t.platform.edgeUrl!, siteHost, method.toUpperCase(), target.pathname + target.search, {
-        headers: data ? { ...headers, 'content-type': 'application/json' } : headers,
-        body: data ? JSON.stringify(data) : undefined,
-      });
-      if (r.status >= 400) throw Object.assign(new Error(`${r.status} ${r.body.slice(0, 200)}`), { status: r.status });
-      return r.body ? JSON.parse(r.body) : {};
-    };
-    return new GhostAdminAPI({ url: access.admin_api_url, key: access.admin_api_key, version: 'v5.0', makeRequest });
-  };
+  const adminKey = (project = projectId) => adminKeyOf(t, project);
+  const adminApi = (access: AdminAccess) => adminApiOf(t, access);
   const postPage = async (siteHost = host) => (await viaEdge(t.platform.edgeUrl!, siteHost, 'GET', `/${post.slug}/`)).status;
   const storedDb = (id: string) => t.platform.conn.collection('publisher_site_databases').findOne({ _id: id as never });
   const admin = () => parseMysqlUrl(adminUrl);

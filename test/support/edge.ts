@@ -10,18 +10,31 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-/** `GET /` on an edge as a site's host (`*.sites.localhost` does not resolve in Node). */
-export function siteViaEdge(port: number, siteUrl: string): Promise<{ status: number; body: string }> {
+/** A request to an edge as a site's host (`*.sites.localhost` does not resolve in Node). */
+export function viaEdge(
+  edgeUrl: string,
+  host: string,
+  method: string,
+  p: string,
+  opts: { body?: string; headers?: Record<string, string> } = {},
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { host: '127.0.0.1', port, path: '/', headers: { host: new URL(siteUrl).host }, agent: false },
+      { host: '127.0.0.1', port: new URL(edgeUrl).port, method, path: p, headers: { host, ...opts.headers }, agent: false },
       (res) => {
         let body = '';
-        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (body += c));
         res.on('end', () => resolve({ status: res.statusCode!, body }));
       },
     );
     req.on('error', reject);
+    if (opts.body) req.write(opts.body);
     req.end();
   });
+}
+
+/** `GET /` on an edge as a site's host. */
+export function siteViaEdge(port: number, siteUrl: string): Promise<{ status: number; body: string }> {
+  return viaEdge(`http://127.0.0.1:${port}`, new URL(siteUrl).host, 'GET', '/');
 }
