@@ -58,6 +58,25 @@ export async function sideBySide(subject: LoadTarget, baseline: LoadTarget): Pro
   );
 }
 
+/**
+ * Several named targets at concurrency 1, ROUNDS rounds in alternating order (forwards, then
+ * backwards); answers the mean of a figure of a target over the rounds.
+ */
+export async function meansOfSerial(
+  targets: Array<[string, () => LoadTarget]>,
+): Promise<(name: string, k: keyof Figures) => number> {
+  const figures = new Map<string, Figures[]>();
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const [name, target] of r % 2 === 0 ? targets : [...targets].reverse()) {
+      figures.set(name, [...(figures.get(name) ?? []), await measured(target(), 1)]);
+    }
+  }
+  return (name, k) => {
+    const xs = figures.get(name)!;
+    return xs.reduce((a, x) => a + x[k], 0) / xs.length;
+  };
+}
+
 /** Two measurements in alternating order, ROUNDS each (load on the machine hits both alike); averaged. */
 export async function alternating(
   subject: () => Promise<Figures>,

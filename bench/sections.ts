@@ -19,7 +19,7 @@ import {
   f1,
   loadRows,
   loadRowsAt,
-  measured,
+  meansOfSerial,
   postJson,
   rows,
   run,
@@ -80,16 +80,7 @@ async function layersSection(platform: Platform, plainUrl: string, key: string, 
     ],
     ['plain handler', () => ({ url: `${plainUrl}${path}`, headers: auth })],
   ];
-  const figures = new Map<string, Figures[]>();
-  for (let r = 0; r < ROUNDS; r++) {
-    for (const [name, target] of r % 2 === 0 ? targets : [...targets].reverse()) {
-      figures.set(name, [...(figures.get(name) ?? []), await measured(target(), 1)]);
-    }
-  }
-  const mean = (name: string, k: keyof Figures) => {
-    const xs = figures.get(name)!;
-    return xs.reduce((a, x) => a + x[k], 0) / xs.length;
-  };
+  const mean = await meansOfSerial(targets);
   const plainP50 = mean('plain handler', 'p50');
   const plainP99 = mean('plain handler', 'p99');
   const plainCpu = mean('plain handler', 'cpuMs');
@@ -145,16 +136,7 @@ async function crossSubgraphOverhead(platform: Platform, key: string, projectId:
       }),
     ],
   ];
-  const figures = new Map<string, Figures[]>();
-  for (let r = 0; r < ROUNDS; r++) {
-    for (const [name, target] of r % 2 === 0 ? targets : [...targets].reverse()) {
-      figures.set(name, [...(figures.get(name) ?? []), await measured(target(), 1)]);
-    }
-  }
-  const mean = (name: string, k: keyof Figures) => {
-    const xs = figures.get(name)!;
-    return xs.reduce((a, x) => a + x[k], 0) / xs.length;
-  };
+  const mean = await meansOfSerial(targets);
   const both = (k: 'p50' | 'p99') => mean('identity', k) + mean('publisher', k);
   rows.push({
     figure: 'cross-subgraph project+site c=1: router vs identity + publisher direct, p50 / p99 ms',
