@@ -36,6 +36,7 @@ import path from 'node:path';
 import { startPlatform, type Platform } from '../app/platform';
 import { loadConfig } from '../core/config';
 import { CONCURRENCY, ONLY, ROUNDS, SECONDS, countCommands, f0, f1, rows, run, startPatiently, wanted } from './bench-kit';
+import { BENCHMARKS_DOC, trialsSection } from './doc-sections';
 import { cdnSection, eventsSection, readsSection, uploadSection, writesSection } from './sections';
 
 process.env.APOLLO_TELEMETRY_DISABLED = '1';
@@ -236,7 +237,9 @@ async function main(): Promise<void> {
       ...Object.entries(SLOW).map(([n, what]) => `- \`${n}\`: ${what}`),
       '',
     ].join('\n');
-    await writeFile(path.join(ROOT, 'docs', 'benchmarks.md'), doc);
+    // The kill trials' section (written by `npm run trials`) stays as it is.
+    const trials = await trialsSection();
+    await writeFile(BENCHMARKS_DOC, trials ? `${doc}\n${trials}\n` : doc);
     console.log('wrote docs/benchmarks.md');
   }
   process.exit(0);

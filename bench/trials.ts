@@ -20,6 +20,7 @@ import 'reflect-metadata';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import http from 'node:http';
+import os from 'node:os';
 import { parseArgs } from 'node:util';
 import mongoose from 'mongoose';
 import { startPlatform } from '../app/platform';
@@ -29,6 +30,7 @@ import { OBJECT_EVENTS_TOPIC, type ObjectEvent } from '../core/events/object-eve
 import type { Principal } from '../core/principal';
 import { DEFAULT_CLUSTER_BASE_PORT, clusterNodePid, kafkaClusterUp, startClusterNode } from '../infra/kafka-cluster';
 import type { ObjstoreService } from '../subgraphs/objstore/service';
+import { TRIALS_HEADING, writeTrialsSection } from './doc-sections';
 
 process.env.APOLLO_TELEMETRY_DISABLED = '1';
 // The trial's own platform logs only what is fatal (a killed broker makes every client complain);
@@ -57,7 +59,12 @@ const pct = (xs: number[], p: number) => {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
 };
 const ms = (x: number) => `${Math.round(x)} ms`;
-const line = (s: string) => process.stdout.write(`${s}\n`);
+/** Everything printed, kept for the trials section of docs/benchmarks.md. */
+const printed: string[] = [];
+const line = (s: string) => {
+  printed.push(s);
+  process.stdout.write(`${s}\n`);
+};
 
 /** Figures of each part; the run fails when any part lost or doubled anything. */
 const verdicts: { part: string; lost: number; doubled: number }[] = [];
@@ -542,6 +549,24 @@ async function main(): Promise<void> {
   line(`\n== summary (${ms(Date.now() - t0)})`);
   for (const v of verdicts) line(`   ${v.part.padEnd(10)} lost ${v.lost}, doubled ${v.doubled}`);
   if (verdicts.some((v) => v.lost > 0 || v.doubled > 0)) process.exitCode = 1;
+  // A full run (every part at its full count) is what the page reports; quick runs only print.
+  const full = TRIALS >= 50 && EVENTS >= 10_000 && PARTS.length === 3;
+  if (full || process.env.TRIALS_WRITE === '1') {
+    await writeTrialsSection(
+      [
+        TRIALS_HEADING,
+        '',
+        `Written by \`npm run trials\` (bench/trials.ts) on ${new Date().toISOString()}, whole run ${ms(Date.now() - t0)},`,
+        `exit ${process.exitCode ?? 0}; ${os.cpus().length} cores, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')} at the end.`,
+        'What each part does and why it counts what it counts: docs/decisions/0200-replicas-and-kafka-cluster.md.',
+        '',
+        '```',
+        ...printed.join('\n').trim().split('\n'),
+        '```',
+      ].join('\n'),
+    );
+    line('wrote the trials section of docs/benchmarks.md');
+  }
 }
 
 main().then(

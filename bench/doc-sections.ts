@@ -1,0 +1,28 @@
+import { readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+
+/**
+ * docs/benchmarks.md has two writers: `npm run bench` writes the whole page, `npm run trials` its
+ * "Kill trials" section. Each command keeps the other's part, so the page always holds the latest
+ * run of both (the trials take 35 minutes; the bench 4).
+ */
+export const BENCHMARKS_DOC = path.resolve(__dirname, '..', '..', 'docs', 'benchmarks.md');
+export const TRIALS_HEADING = '## Kill trials (`npm run trials`)';
+
+/** The trials section as it stands in the page ('' when there is none). */
+export async function trialsSection(doc = BENCHMARKS_DOC): Promise<string> {
+  const text = await readFile(doc, 'utf8').catch(() => '');
+  const at = text.indexOf(TRIALS_HEADING);
+  if (at < 0) return '';
+  const next = text.indexOf('\n## ', at + TRIALS_HEADING.length);
+  return text.slice(at, next < 0 ? undefined : next + 1).trimEnd();
+}
+
+/** Replaces (or adds, at the end) the trials section of the page. */
+export async function writeTrialsSection(section: string, doc = BENCHMARKS_DOC): Promise<void> {
+  const text = await readFile(doc, 'utf8').catch(() => '# Benchmarks\n');
+  const old = await trialsSection(doc);
+  const body = section.trimEnd();
+  const next = old ? text.replace(old, body) : `${text.trimEnd()}\n\n${body}\n`;
+  await writeFile(doc, next.endsWith('\n') ? next : `${next}\n`);
+}
