@@ -557,7 +557,10 @@ async function main(): Promise<void> {
         TRIALS_HEADING,
         '',
         `Written by \`npm run trials\` (bench/trials.ts) on ${new Date().toISOString()}, whole run ${ms(Date.now() - t0)},`,
-        `exit ${process.exitCode ?? 0}; ${os.cpus().length} cores, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')} at the end.`,
+        `exit ${process.exitCode ?? 0}; ${os.cpus().length} cores, load average ${os
+          .loadavg()
+          .map((l) => l.toFixed(1))
+          .join(' ')} at the end.`,
         'What each part does and why it counts what it counts: docs/decisions/0200-replicas-and-kafka-cluster.md.',
         '',
         '```',
