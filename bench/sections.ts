@@ -56,10 +56,28 @@ export async function readsSection(platform: Platform, mongodbUri: string, key: 
 
 /** One request at a time, so each layer's latency is its own (no queueing): bridge, router, subgraph, plain. */
 async function layersSection(platform: Platform, plainUrl: string, key: string, projectId: string): Promise<void> {
-  const path = `/api/v1/publisher/projects/${projectId}/metadata`;
+  for (const [name, suffix, operation] of [
+    ['metadata', '/metadata', 'site-metadata'],
+    ['recovery-points (20)', '/recovery-points', 'recovery-points'],
+  ] as const) {
+    await layersOf(platform, plainUrl, key, projectId, name, suffix, operation);
+  }
+  await crossSubgraphOverhead(platform, key, projectId);
+}
+
+async function layersOf(
+  platform: Platform,
+  plainUrl: string,
+  key: string,
+  projectId: string,
+  name: string,
+  suffix: string,
+  operation: string,
+): Promise<void> {
+  const path = `/api/v1/publisher/projects/${projectId}${suffix}`;
   const auth = { authorization: `Bearer ${key}` };
   const json = { 'content-type': 'application/json' };
-  const body = JSON.stringify({ query: operationDocument('publisher', 'site-metadata'), variables: { projectId } });
+  const body = JSON.stringify({ query: operationDocument('publisher', operation), variables: { projectId } });
   const principal = await platform.services.identity.authenticate(key);
   const targets: Array<[string, () => LoadTarget]> = [
     ['bridge (REST)', () => ({ url: `${platform.bridgeUrl}${path}`, headers: auth })],
@@ -84,16 +102,15 @@ async function layersSection(platform: Platform, plainUrl: string, key: string, 
   const plainP50 = mean('plain handler', 'p50');
   const plainP99 = mean('plain handler', 'p99');
   const plainCpu = mean('plain handler', 'cpuMs');
-  for (const [name] of targets.slice(0, 3)) {
+  for (const [via] of targets.slice(0, 3)) {
     rows.push({
-      figure: `metadata c=1 via ${name}: p50 / p99 ms, CPU ms`,
-      subject: `${f1(mean(name, 'p50'))} / ${f1(mean(name, 'p99'))}, ${mean(name, 'cpuMs').toFixed(2)}`,
+      figure: `${name} c=1 via ${via}: p50 / p99 ms, CPU ms`,
+      subject: `${f1(mean(via, 'p50'))} / ${f1(mean(via, 'p99'))}, ${mean(via, 'cpuMs').toFixed(2)}`,
       baseline: `${f1(plainP50)} / ${f1(plainP99)}, ${plainCpu.toFixed(2)}`,
-      ratio: `${(mean(name, 'p50') / plainP50).toFixed(2)} / ${(mean(name, 'p99') / plainP99).toFixed(2)}, ${(mean(name, 'cpuMs') / plainCpu).toFixed(2)}`,
+      ratio: `${(mean(via, 'p50') / plainP50).toFixed(2)} / ${(mean(via, 'p99') / plainP99).toFixed(2)}, ${(mean(via, 'cpuMs') / plainCpu).toFixed(2)}`,
       goal: '',
     });
   }
-  await crossSubgraphOverhead(platform, key, projectId);
 }
 
 /**

@@ -556,12 +556,13 @@ async function main(): Promise<void> {
       [
         TRIALS_HEADING,
         '',
-        `Written by \`npm run trials\` (bench/trials.ts) on ${new Date().toISOString()}, whole run ${ms(Date.now() - t0)},`,
+        `Written by \`npm run trials\` (bench/trials.ts) on ${new Date().toISOString()}, whole run ${((Date.now() - t0) / 60_000).toFixed(1)} min,`,
         `exit ${process.exitCode ?? 0}; ${os.cpus().length} cores, load average ${os
           .loadavg()
           .map((l) => l.toFixed(1))
           .join(' ')} at the end.`,
-        'What each part does and why it counts what it counts: docs/decisions/0200-replicas-and-kafka-cluster.md.',
+        'What each part does and why it counts what it counts: docs/decisions/0200-replicas-and-kafka-cluster.md (the bulk',
+        "job's items name assets that do not exist, so each fails once: what counts is one result per item).",
         '',
         '```',
         ...printed.join('\n').trim().split('\n'),
