@@ -1,10 +1,11 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createReadStream } from 'node:fs';
 import { copyFile, mkdir, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { BlobTooLargeError, type BlobStore, type ByteRange, SHA256_HEX, SNIFF_BYTES, type StagedBlob } from './blob-store';
+import { StagingFile } from './staging-file';
 
 /** Region names become folder names: keep them plain. */
 const REGION_RE = /^[a-z0-9][a-z0-9-]{0,62}$/;
@@ -73,14 +74,15 @@ export class FsBlobStore implements BlobStore {
     const dir = this.uploadsDir;
     await mkdir(dir, { recursive: true });
     const tmp = path.join(dir, randomUUID());
-    const meter = new HashingMeter(opts.maxBytes);
+    // One stage from the source to the file: hashed, counted and capped as it is written (decision 0255).
+    const file = new StagingFile(tmp, opts.maxBytes);
     try {
-      await pipeline(source, meter, createWriteStream(tmp, { flags: 'wx' }));
+      await pipeline(source, file);
     } catch (e) {
       await rm(tmp, { force: true });
       throw e;
     }
-    return { sha256: meter.hash.digest('hex'), size: meter.size, head: meter.head(), handle: tmp };
+    return { sha256: file.digest(), size: file.size, head: file.head(), handle: tmp };
   }
 
   private sessionDir(sessionId: string): string {
