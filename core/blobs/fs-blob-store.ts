@@ -70,7 +70,7 @@ export class FsBlobStore implements BlobStore {
     return path.join(this.root, '_staging');
   }
 
-  async stage(source: Readable, opts: { maxBytes?: number } = {}): Promise<StagedBlob> {
+  async stage(source: Readable, opts: { maxBytes?: number | Promise<number> } = {}): Promise<StagedBlob> {
     const dir = this.uploadsDir;
     await mkdir(dir, { recursive: true });
     const tmp = path.join(dir, randomUUID());

@@ -14,7 +14,9 @@ export const STAGING_HIGH_WATER_MARK = 2 * 1024 * 1024;
  * refuses past `maxBytes` before writing, keeps the head for sniffing, and hashes each batch while
  * that batch's `writev` is on the thread pool. Chunks that arrive during a write are written
  * together by the next one, so a fast source costs a few large writes, not one per socket read.
- * The file is created exclusively (`wx`); the caller removes it on failure.
+ * The file is created exclusively (`wx`); the caller removes it on failure. A `maxBytes` still
+ * pending (an upload's quota hold in flight) delays the file: the first chunks wait in the stream's
+ * buffer, up to its high-water mark, and a rejection fails the stream before anything is written.
  */
 export class StagingFile extends Writable {
   private readonly hash = createHash('sha256');
@@ -24,20 +26,27 @@ export class StagingFile extends Writable {
   private fd: number | null = null;
   private readonly headParts: Buffer[] = [];
   private headLen = 0;
+  private maxBytes = Number.POSITIVE_INFINITY;
 
   constructor(
     private readonly file: string,
-    private readonly maxBytes = Number.POSITIVE_INFINITY,
+    private readonly limit: number | Promise<number> = Number.POSITIVE_INFINITY,
     highWaterMark = STAGING_HIGH_WATER_MARK,
   ) {
     super({ highWaterMark });
   }
 
   override _construct(done: (e?: Error | null) => void): void {
-    fs.open(this.file, 'wx', (e, fd) => {
-      if (!e) this.fd = fd;
-      done(e);
-    });
+    Promise.resolve(this.limit).then(
+      (max) => {
+        this.maxBytes = max;
+        fs.open(this.file, 'wx', (e, fd) => {
+          if (!e) this.fd = fd;
+          done(e);
+        });
+      },
+      (e: Error) => done(e),
+    );
   }
 
   override _write(chunk: Buffer, _enc: BufferEncoding, done: (e?: Error | null) => void): void {
