@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { copyFile, mkdir, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
+import { copyFile, link, mkdir, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -113,8 +113,17 @@ export class FsBlobStore implements BlobStore {
   async commit(staged: StagedBlob, region: string): Promise<void> {
     const dest = this.blobPath(region, staged.sha256);
     await mkdir(path.dirname(dest), { recursive: true });
-    // Same bytes, same name: replacing an existing blob with an identical one is harmless.
-    await rename(staged.handle, dest);
+    // A blob already at its address holds these very bytes: it is kept and the staged copy dropped.
+    // Renaming over it would be harmless but slow: ext4 writes the staged file out before a rename
+    // that replaces a file (auto_da_alloc), ~70 ms for 64 MiB (decision 0255). `link` fails on an
+    // existing name atomically; where links are not supported, the rename as before.
+    try {
+      await link(staged.handle, dest);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code !== 'EEXIST') return rename(staged.handle, dest);
+    }
+    await unlink(staged.handle);
   }
 
   async discard(staged: StagedBlob): Promise<void> {

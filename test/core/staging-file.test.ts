@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -39,6 +39,21 @@ describe('staging a stream into the filesystem store', () => {
     expect(calls).toBeGreaterThan(0);
     expect(calls).toBeLessThanOrEqual(32);
     await store.discard(staged);
+  });
+
+  it('a commit of bytes already stored keeps the stored file and drops the staged copy (no rename over it)', async () => {
+    const store = new FsBlobStore(dir);
+    const first = await store.stage(fast());
+    await store.commit(first, 'r1');
+    const blob = path.join(dir, 'r1', 'blobs', first.sha256.slice(0, 2), first.sha256);
+    const before = await stat(blob);
+    const again = await store.stage(fast());
+    await store.commit(again, 'r1');
+    // The same file (not replaced: ext4 would write the staged copy out first), the staged copy gone.
+    expect((await stat(blob)).ino).toBe(before.ino);
+    expect((await readFile(blob)).equals(whole)).toBe(true);
+    expect(fs.readdirSync(path.join(dir, '_staging'))).toEqual([]);
+    await store.remove('r1', first.sha256);
   });
 
   it('refuses past maxBytes without writing past it, and leaves no staged file', async () => {
