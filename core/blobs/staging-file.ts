@@ -40,6 +40,8 @@ export class StagingFile extends Writable {
     Promise.resolve(this.limit).then(
       (max) => {
         this.maxBytes = max;
+        // Destroyed while the limit was pending (the source failed): no file is made at all.
+        if (this.destroyed) return done();
         fs.open(this.file, 'wx', (e, fd) => {
           if (!e) this.fd = fd;
           done(e);
@@ -101,7 +103,13 @@ export class StagingFile extends Writable {
     const fd = this.fd;
     this.fd = null;
     if (fd === null) return done(err);
-    fs.close(fd, (e) => done(err ?? e));
+    // A file not written whole is removed here too, after its close: the caller's cleanup may have
+    // run while the open was still in flight.
+    const unfinished = err !== null || !this.writableFinished;
+    fs.close(fd, (e) => {
+      if (!unfinished) return done(err ?? e);
+      fs.unlink(this.file, () => done(err ?? e));
+    });
   }
 
   /** The SHA-256 of everything written, hex (once the stream finished). */

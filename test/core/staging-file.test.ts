@@ -56,6 +56,22 @@ describe('staging a stream into the filesystem store', () => {
     await store.remove('r1', first.sha256);
   });
 
+  it('with its limit still pending nothing is written; a source that fails meanwhile leaves no staged file', async () => {
+    const store = new FsBlobStore(dir);
+    let resolve!: (n: number) => void;
+    const limit = new Promise<number>((r) => (resolve = r));
+    const source = new Readable({ read() {} });
+    source.push(chunks[0]);
+    const staging = store.stage(source, { maxBytes: limit });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(fs.readdirSync(path.join(dir, '_staging'))).toEqual([]);
+    source.destroy(new Error('client went away'));
+    await expect(staging).rejects.toThrow('client went away');
+    resolve(Number.MAX_SAFE_INTEGER);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(fs.readdirSync(path.join(dir, '_staging'))).toEqual([]);
+  });
+
   it('refuses past maxBytes without writing past it, and leaves no staged file', async () => {
     const store = new FsBlobStore(dir);
     await expect(store.stage(fast(), { maxBytes: 3 * 1024 * 1024 + 1 })).rejects.toBeInstanceOf(BlobTooLargeError);
