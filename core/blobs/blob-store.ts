@@ -24,8 +24,12 @@ export interface ByteRange {
 
 export interface BlobStore {
   readonly kind: string;
-  /** Streams `source` into a staged blob; rejects (and removes the staged bytes) past `maxBytes`. */
-  stage(source: Readable, opts?: { maxBytes?: number }): Promise<StagedBlob>;
+  /**
+   * Streams `source` into a staged blob; rejects (and removes the staged bytes) past `maxBytes`.
+   * `maxBytes` may be a promise (decision 0255): nothing is stored before it resolves (the source
+   * waits, its first bytes buffered), and its rejection is the stage's.
+   */
+  stage(source: Readable, opts?: { maxBytes?: number | Promise<number> }): Promise<StagedBlob>;
   /** Makes a staged blob visible in `region` under its content address (a blob already there is kept). */
   commit(staged: StagedBlob, region: string): Promise<void>;
   /** Forgets a staged blob. Safe to call twice. */

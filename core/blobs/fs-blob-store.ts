@@ -1,10 +1,11 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
-import { copyFile, mkdir, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
+import { copyFile, link, mkdir, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { BlobTooLargeError, type BlobStore, type ByteRange, SHA256_HEX, SNIFF_BYTES, type StagedBlob } from './blob-store';
+import { StagingFile } from './staging-file';
 
 /** Region names become folder names: keep them plain. */
 const REGION_RE = /^[a-z0-9][a-z0-9-]{0,62}$/;
@@ -69,18 +70,19 @@ export class FsBlobStore implements BlobStore {
     return path.join(this.root, '_staging');
   }
 
-  async stage(source: Readable, opts: { maxBytes?: number } = {}): Promise<StagedBlob> {
+  async stage(source: Readable, opts: { maxBytes?: number | Promise<number> } = {}): Promise<StagedBlob> {
     const dir = this.uploadsDir;
     await mkdir(dir, { recursive: true });
     const tmp = path.join(dir, randomUUID());
-    const meter = new HashingMeter(opts.maxBytes);
+    // One stage from the source to the file: hashed, counted and capped as it is written (decision 0255).
+    const file = new StagingFile(tmp, opts.maxBytes);
     try {
-      await pipeline(source, meter, createWriteStream(tmp, { flags: 'wx' }));
+      await pipeline(source, file);
     } catch (e) {
       await rm(tmp, { force: true });
       throw e;
     }
-    return { sha256: meter.hash.digest('hex'), size: meter.size, head: meter.head(), handle: tmp };
+    return { sha256: file.digest(), size: file.size, head: file.head(), handle: tmp };
   }
 
   private sessionDir(sessionId: string): string {
@@ -111,8 +113,17 @@ export class FsBlobStore implements BlobStore {
   async commit(staged: StagedBlob, region: string): Promise<void> {
     const dest = this.blobPath(region, staged.sha256);
     await mkdir(path.dirname(dest), { recursive: true });
-    // Same bytes, same name: replacing an existing blob with an identical one is harmless.
-    await rename(staged.handle, dest);
+    // A blob already at its address holds these very bytes: it is kept and the staged copy dropped.
+    // Renaming over it would be harmless but slow: ext4 writes the staged file out before a rename
+    // that replaces a file (auto_da_alloc), ~70 ms for 64 MiB (decision 0255). `link` fails on an
+    // existing name atomically; where links are not supported, the rename as before.
+    try {
+      await link(staged.handle, dest);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code !== 'EEXIST') return rename(staged.handle, dest);
+    }
+    await unlink(staged.handle);
   }
 
   async discard(staged: StagedBlob): Promise<void> {

@@ -82,9 +82,10 @@ export class S3BlobStore implements BlobStore {
     return meter;
   }
 
-  async stage(source: Readable, opts: { maxBytes?: number } = {}): Promise<StagedBlob> {
+  async stage(source: Readable, opts: { maxBytes?: number | Promise<number> } = {}): Promise<StagedBlob> {
     const key = `${this.prefix}_staging/${randomUUID()}`;
-    const meter = await this.put(key, source, opts.maxBytes);
+    // A pending limit: the source waits (backpressure) until it is known.
+    const meter = await this.put(key, source, await opts.maxBytes);
     return { sha256: meter.hash.digest('hex'), size: meter.size, head: meter.head(), handle: key };
   }
 

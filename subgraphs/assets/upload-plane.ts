@@ -49,6 +49,8 @@ export interface ReadForm {
    * back (`releaseForm`) when the upload fails.
    */
   held: number;
+  /** The hold while it is in flight beside the first bytes (decision 0255): the bytes it will hold. */
+  holding?: Promise<number>;
   fileName: string | undefined;
   fields: Record<string, string>;
   /** What the request read before the last byte, for the record's step (`readForm`'s `ahead`). */
@@ -80,19 +82,39 @@ export async function readForm(
   if (!/;\s*boundary=/i.test(req.headers['content-type'] ?? '')) {
     throw badRequest('validation_failed', 'multipart/form-data needs a boundary parameter');
   }
-  // Quota is reserved before the first byte is read (402 at once when it does not fit): the
-  // declared length bounds the file, else what is left of the quota (decision 0140).
+  // Quota is reserved before the first byte is stored (402 at once when it does not fit): the
+  // declared length bounds the file, else what is left of the quota (decision 0140). The hold's
+  // commands run while the form's first bytes are parsed and buffered (decision 0255): no byte
+  // reaches the staged file before it is taken, and its refusal ends the request at once.
   const length = /^\d+$/.test(req.headers['content-length'] ?? '') ? Number(req.headers['content-length']) : undefined;
-  const hold = await assets.uploads.holdWithPolicy(principal, length);
-  form.held = hold.held;
-  if (opts.ahead) form.read.policy = hold.policy;
+  const holding = assets.uploads.holdWithPolicy(principal, length);
+  form.holding = holding.then((h) => h.held);
+  form.holding.catch(() => undefined);
+  const refused = holding.then(() => new Promise<never>(() => undefined));
+  refused.catch(() => undefined);
+  const taken = async () => {
+    const hold = await holding;
+    if (form.holding) {
+      form.held = hold.held;
+      form.holding = undefined;
+    }
+    if (opts.ahead) form.read.policy = hold.policy;
+  };
   try {
-    for await (const part of req.parts({ limits: FIELD_LIMITS })) {
+    const parts = req.parts({ limits: FIELD_LIMITS })[Symbol.asyncIterator]();
+    for (;;) {
+      const next = await Promise.race([parts.next(), refused]);
+      if (next.done) break;
+      const part = next.value;
       if (part.type === 'file') {
         if (part.fieldname !== 'file') throw badRequest('validation_failed', `unexpected file field ${part.fieldname}`);
         form.fileName = part.filename;
         if (opts.ahead?.bucket) form.read.bucket = assets.uploads.lookAheadBucket(principal.accountId, form.fields.bucket);
-        form.staged = await assets.uploads.stage(principal.accountId, part.file, { plan: principal.plan, held: form.held });
+        form.staged = await assets.uploads.stage(principal.accountId, part.file, {
+          plan: principal.plan,
+          held: form.holding ?? form.held,
+        });
+        await taken();
         if (opts.ahead) {
           const size = form.staged.size;
           form.settling = assets.uploads.settle(principal.accountId, form.held, size);
@@ -107,6 +129,7 @@ export async function readForm(
         form.fields[part.fieldname] = part.value;
       }
     }
+    await taken();
   } catch (e) {
     await releaseForm(assets, principal, form);
     throw e;
@@ -122,8 +145,12 @@ export async function readForm(
 export async function releaseForm(assets: AssetsService, principal: Principal, form: ReadForm): Promise<void> {
   let held = form.held;
   const settling = form.settling;
+  const holding = form.holding;
   form.held = 0;
   form.settling = undefined;
+  form.holding = undefined;
+  // A hold still in flight: whatever it takes goes back (nothing when it was refused).
+  if (holding) held = await holding.catch(() => 0);
   // What is held is the file's size once the settle landed, else still the whole hold.
   if (settling) held = await settling.catch(() => held);
   if (form.staged) await assets.blobs.discard(form.staged).catch(() => undefined);

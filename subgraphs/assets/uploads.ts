@@ -139,36 +139,43 @@ export class Uploads {
    * the largest file the policy and plan allow (400 `assets.policy_violation`), past `maxBytes`
    * (a session's declared size: 413 `assets.payload_too_large`), or — with `plan` — past what is
    * left of the account's quota (402 `assets.quota_exceeded`), so no limit is checked only after
-   * the bytes arrived.
+   * the bytes arrived. `held` may still be in flight (decision 0255): the first bytes then wait in
+   * the stream's buffer, none is stored before the hold is taken, and its refusal is the stage's.
    */
   async stage(
     accountId: string,
     source: Readable,
-    opts: { plan?: Plan; maxBytes?: number; held?: number } = {},
+    opts: { plan?: Plan; maxBytes?: number; held?: number | Promise<number> } = {},
   ): Promise<StagedBlob> {
     const largest = () =>
       opts.plan ? this.largestFile(accountId, opts.plan) : this.policy(accountId).then((p) => largestAllowed(p));
     // With `held`, the caller already reserved that much quota for this file (`hold`: never more than
     // the largest file allowed), so the policy is read again only to name a refusal: one command less.
     let policyMax = opts.held === undefined ? await largest() : Infinity;
-    const quotaLeft = opts.held ?? (opts.plan ? await this.remaining(accountId, opts.plan) : Infinity);
     const declared = opts.maxBytes ?? Infinity;
-    const cap = Math.min(policyMax, quotaLeft, declared);
+    let quotaLeft = Infinity;
+    const cap = (async () => {
+      quotaLeft = (await opts.held) ?? (opts.plan ? await this.remaining(accountId, opts.plan) : Infinity);
+      return Math.min(policyMax, quotaLeft, declared);
+    })();
+    // Seen by the store (or below); a refused hold is the stage's failure, never an unhandled one.
+    cap.catch(() => undefined);
     try {
-      return await this.blobs.stage(source, { maxBytes: cap });
+      return await this.blobs.stage(source, { maxBytes: opts.held instanceof Promise ? cap : await cap });
     } catch (e) {
       if (e instanceof BlobTooLargeError) {
+        const limit = await cap;
         if (policyMax === Infinity) policyMax = await largest();
-        if (cap === declared) {
+        if (limit === declared) {
           throw new PlatformError('assets.payload_too_large', 413, `the body is larger than the declared ${declared} bytes`, {
             limit: declared,
           });
         }
-        if (cap === quotaLeft && quotaLeft < policyMax) {
+        if (limit === quotaLeft && quotaLeft < policyMax) {
           throw paymentRequired('assets.quota_exceeded', 'the account has no room for this file', {
             quota_bytes: this.quotaOf(opts.plan!),
             remaining_bytes: quotaLeft,
-            ...(opts.held !== undefined ? { reserved_bytes: opts.held } : {}),
+            ...(opts.held !== undefined ? { reserved_bytes: quotaLeft } : {}),
           });
         }
         throw new PlatformError('assets.policy_violation', 400, `a file may be at most ${e.maxBytes} bytes`, {

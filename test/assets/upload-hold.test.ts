@@ -1,5 +1,7 @@
 import Fastify from 'fastify';
+import { readdir } from 'node:fs/promises';
 import { request, type ClientRequest } from 'node:http';
+import path from 'node:path';
 import { WIDGET_PATH, widgetPlane } from '../../subgraphs/assets/widget/widget-plane';
 import { type Harness, startHarness } from './harness';
 
@@ -111,6 +113,38 @@ describe('assets quota held before the first byte of an upload', () => {
     // Settled: the account pays for the files, not for the framing.
     expect(await used(p.accountId)).toBe(40 * KiB + 100);
     expect(await stored(p.accountId)).toBe(40 * KiB + 100);
+  });
+
+  it('the hold is taken while the first bytes are read, and none is stored before it (decision 0255)', async () => {
+    const p = h.principal();
+    const uploads = h.assets.uploads;
+    const hold = uploads.holdWithPolicy.bind(uploads);
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    // The hold's commands wait until the test lets them go.
+    const held = jest.spyOn(uploads, 'holdWithPolicy').mockImplementation(async (...a) => {
+      await gate;
+      return hold(...a);
+    });
+    const staging = jest.spyOn(uploads, 'stage');
+    try {
+      const a = slowUpload('POST', '/api/v1/assets/upload', h.headers(p), 8 * KiB, KiB);
+      // The file's part is already being read while the hold is in flight...
+      await until(async () => staging.mock.calls.length === 1);
+      // ...but no byte reached a staged file, and nothing is held yet.
+      expect(await readdir(path.join(h.blobRoot, '_staging')).catch(() => [])).toEqual([]);
+      expect(await used(p.accountId)).toBe(0);
+      open();
+      await until(async () => (await used(p.accountId)) === a.length);
+      a.finish();
+      expect((await a.answer).status).toBe(201);
+      expect(await used(p.accountId)).toBe(8 * KiB);
+      expect(await stored(p.accountId)).toBe(8 * KiB);
+    } finally {
+      open();
+      held.mockRestore();
+      staging.mockRestore();
+    }
   });
 
   it('a failed or abandoned upload gives its hold back', async () => {
