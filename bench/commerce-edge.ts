@@ -24,6 +24,7 @@ import path from 'node:path';
 import { createProxyServer } from 'http-proxy-3';
 import { Pool } from 'undici';
 import { Edge } from '../dataplane/edge';
+import { NginxServer, nginxEdgeConfig, readNginxAccessLog } from '../infra/nginx';
 import { ReleaseHost, releaseHost } from '../dataplane/releases';
 import { Supervisor } from '../dataplane/supervisor';
 import type { LoadFigures, LoadTarget } from './load-stats';
@@ -71,6 +72,12 @@ function childrenOf(pid: number): number[] {
   return out;
 }
 
+/** A forwarder measured; `cpu` (µs, from /proc) when it is not this process. */
+type Variant = { name: string; port: number; cpu?: () => number; log?: string };
+
+const wanted = () =>
+  (process.env.BENCH_VARIANTS ?? 'edge,edge-unobserved,http-proxy-3,undici,undici-pipelined,tcp-pipe,nginx').split(',');
+
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
@@ -88,9 +95,18 @@ const selfCpu = () => {
  * - `undici-pipelined`: the same over 2 connections with up to 4 requests in flight on each;
  * - `tcp-pipe`: each client connection piped to workerd as bytes (no HTTP in the forwarder, so no
  *   X-Forwarded-*, no per-request status or analytics): the floor of any forwarder in Node.
+ * - `nginx` (docs/decisions/0260-native-edge-measured.md): nginx from the Debian archive
+ *   (infra/nginx.ts), a process of its own with one worker, routing the release's host to workerd
+ *   over kept-alive HTTP/1.1 (`keepalive` upstream, `Connection` cleared), with the edge's
+ *   X-Forwarded-* and a JSON access line per request (`buffer=64k flush=1s`). Its CPU (master and
+ *   worker) is read from /proc, like workerd's.
  */
-async function startVariants(upstream: { host: string; port: number }): Promise<{
-  list: Array<{ name: string; port: number }>;
+async function startVariants(
+  upstream: { host: string; port: number },
+  host: string,
+  nginxDir: string,
+): Promise<{
+  list: Variant[];
   close(): Promise<void>;
 }> {
   const servers: Array<http.Server | net.Server> = [];
@@ -142,12 +158,20 @@ async function startVariants(upstream: { host: string; port: number }): Promise<
     c.on('error', () => u.destroy());
     u.on('error', () => c.destroy());
   });
-  const list = [
+  const list: Variant[] = [
     await listen('http-proxy-3', httpProxy),
     await listen('undici', viaUndici(pool)),
     await listen('undici-pipelined', viaUndici(pipelined)),
     await listen('tcp-pipe', tcp),
   ];
+  if (wanted().includes('nginx')) {
+    const nginx = await NginxServer.start(nginxDir, (port) =>
+      nginxEdgeConfig({ port, routes: [{ host, upstream }], workers: 1, bufferAccessLog: true }),
+    );
+    closers.push(() => nginx.stop());
+    const nginxCpu = () => nginx.workers().reduce((s, p) => s + cpuOf(p), 0) + cpuOf(nginx.pid);
+    list.push({ name: 'nginx', port: nginx.port, cpu: nginxCpu, log: nginx.accessLog });
+  }
   return {
     list,
     async close() {
@@ -195,7 +219,7 @@ async function main(): Promise<void> {
     const headers = { host: `${releaseHost(id)}:${edge.port}` };
     const upstream = { host: '127.0.0.1', port: st.port };
     // The options the edge was measured against, each a listener of this process beside the edge.
-    const others = await startVariants(upstream);
+    const others = await startVariants(upstream, releaseHost(id), path.join(root, 'nginx'));
     // The same edge without the analytics recording (no observer on its requests): what that recording costs.
     const unobserved = new Edge({ port: 0 });
     unobserved.setRoutes(edge.table());
@@ -206,12 +230,9 @@ async function main(): Promise<void> {
       await unobserved.close();
       await closeOthers();
     };
-    const wanted = (process.env.BENCH_VARIANTS ?? 'edge,edge-unobserved,http-proxy-3,undici,undici-pipelined,tcp-pipe').split(
-      ',',
-    );
-    const all = [{ name: 'edge', port: edge.port }, ...others.list];
+    const all: Variant[] = [{ name: 'edge', port: edge.port }, ...others.list];
     // In the order asked for (each round measures them one after the other).
-    const variants = wanted.flatMap((n) => all.filter((v) => v.name === n));
+    const variants = wanted().flatMap((n) => all.filter((v) => v.name === n));
     const rows: Array<{ d: Figures; v: Record<string, { f: Figures; edgeUs: number; workerdUs: number }> }> = [];
     try {
       for (let r = 0; r < rounds; r++) {
@@ -219,12 +240,13 @@ async function main(): Promise<void> {
         const row: (typeof rows)[number] = { d, v: {} };
         // The order turns each round: the first one measured after workerd's port was seen to pay more.
         for (const variant of [...variants.slice(r % variants.length), ...variants.slice(0, r % variants.length)]) {
-          const e0 = selfCpu();
+          const cpu = variant.cpu ?? selfCpu;
+          const e0 = cpu();
           const w0 = workerdCpu();
           const f = await loadInProcess({ url: `http://127.0.0.1:${variant.port}/`, headers }, concurrency, seconds, warmup);
           row.v[variant.name] = {
             f,
-            edgeUs: (selfCpu() - e0) / (f.requests + warmup),
+            edgeUs: (cpu() - e0) / (f.requests + warmup),
             workerdUs: (workerdCpu() - w0) / (f.requests + warmup),
           };
         }
@@ -240,6 +262,14 @@ async function main(): Promise<void> {
       }
     } finally {
       await others.close();
+    }
+    // A native forwarder's per-request record: every request it served has its access line (flushed on stop).
+    for (const v of variants.filter((x) => x.log)) {
+      const lines = readNginxAccessLog(v.log!);
+      const sent = rows.reduce((s, x) => s + x.v[v.name].f.requests + warmup, 0);
+      console.log(
+        `${v.name} access log: ${lines.length} JSON lines for ${sent} requests, ${lines.filter((l) => l.status === 200).length} with status 200`,
+      );
     }
     const dRps = median(rows.map((x) => x.d.rps));
     console.log(
