@@ -99,7 +99,7 @@ const selfCpu = () => {
  *   (infra/nginx.ts), a process of its own with one worker, routing the release's host to workerd
  *   over kept-alive HTTP/1.1 (`keepalive` upstream, `Connection` cleared), with the edge's
  *   X-Forwarded-* and a JSON access line per request (`buffer=64k flush=1s`). Its CPU (master and
- *   worker) is read from /proc, like workerd's.
+ *   worker) is read from /proc, like workerd's. `nginx-unlogged` is the same without the access log.
  */
 async function startVariants(
   upstream: { host: string; port: number },
@@ -172,6 +172,14 @@ async function startVariants(
     const nginxCpu = () => nginx.workers().reduce((s, p) => s + cpuOf(p), 0) + cpuOf(nginx.pid);
     list.push({ name: 'nginx', port: nginx.port, cpu: nginxCpu, log: nginx.accessLog });
   }
+  if (wanted().includes('nginx-unlogged')) {
+    const nginx = await NginxServer.start(`${nginxDir}-unlogged`, (port) =>
+      nginxEdgeConfig({ port, routes: [{ host, upstream }], workers: 1, accessLog: 'off' }),
+    );
+    closers.push(() => nginx.stop());
+    const nginxCpu = () => nginx.workers().reduce((s, p) => s + cpuOf(p), 0) + cpuOf(nginx.pid);
+    list.push({ name: 'nginx-unlogged', port: nginx.port, cpu: nginxCpu });
+  }
   return {
     list,
     async close() {
@@ -233,11 +241,13 @@ async function main(): Promise<void> {
     const all: Variant[] = [{ name: 'edge', port: edge.port }, ...others.list];
     // In the order asked for (each round measures them one after the other).
     const variants = wanted().flatMap((n) => all.filter((v) => v.name === n));
-    const rows: Array<{ d: Figures; v: Record<string, { f: Figures; edgeUs: number; workerdUs: number }> }> = [];
+    const rows: Array<{ d: Figures; dWorkerdUs: number; v: Record<string, { f: Figures; edgeUs: number; workerdUs: number }> }> =
+      [];
     try {
       for (let r = 0; r < rounds; r++) {
+        const dw0 = workerdCpu();
         const d = await loadInProcess({ url: `http://127.0.0.1:${st.port}/`, headers }, concurrency, seconds, warmup);
-        const row: (typeof rows)[number] = { d, v: {} };
+        const row: (typeof rows)[number] = { d, dWorkerdUs: (workerdCpu() - dw0) / (d.requests + warmup), v: {} };
         // The order turns each round: the first one measured after workerd's port was seen to pay more.
         for (const variant of [...variants.slice(r % variants.length), ...variants.slice(0, r % variants.length)]) {
           const cpu = variant.cpu ?? selfCpu;
@@ -277,6 +287,10 @@ async function main(): Promise<void> {
     );
     console.log('| forwarder | req/s | ratio | forwarder µs/req | workerd µs/req | load generator µs/req | CPU-bound ceiling |');
     console.log('|---|---|---|---|---|---|---|');
+    // workerd's own port: no forwarder, so the ceiling is 1 by definition.
+    console.log(
+      `| (workerd's port) | ${dRps.toFixed(0)} | 1 | 0 | ${median(rows.map((x) => x.dWorkerdUs)).toFixed(0)} | ${median(rows.map((x) => x.d.clientUs)).toFixed(0)} | 1 |`,
+    );
     for (const v of variants) {
       const e = median(rows.map((x) => x.v[v.name].edgeUs));
       const w = median(rows.map((x) => x.v[v.name].workerdUs));

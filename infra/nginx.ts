@@ -110,7 +110,7 @@ export interface NginxRoute {
 export interface NginxEdgeOptions {
   port: number;
   routes: NginxRoute[];
-  /** The JSON access log (one line per request), relative to the server's folder unless absolute. */
+  /** The JSON access log (one line per request), relative to the server's folder unless absolute; 'off' for none. */
   accessLog?: string;
   /** Buffer the access log (`buffer=64k flush=1s`) instead of one write per request. */
   bufferAccessLog?: boolean;
@@ -180,7 +180,7 @@ export function nginxEdgeConfig(o: NginxEdgeOptions): string {
     '  map $http_upgrade $edge_connection { default upgrade; "" ""; }',
     '  map $http_host $edge_forwarded_port { default 80; "~:(?<p>[0-9]+)$" $p; }',
     '  log_format edge_json escape=json \'{"time":"$time_iso8601","host":"$host","method":"$request_method","uri":"$request_uri","status":$status,"duration":$request_time,"upstreamTime":"$upstream_response_time","bytes":$bytes_sent,"remote":"$remote_addr"}\';',
-    `  access_log ${log} edge_json${o.bufferAccessLog ? ' buffer=64k flush=1s' : ''};`,
+    log === 'off' ? '  access_log off;' : `  access_log ${log} edge_json${o.bufferAccessLog ? ' buffer=64k flush=1s' : ''};`,
     `  server { listen ${LOCAL_HOST}:${o.port} default_server; server_name _; return 404; }`,
   ];
   o.routes.forEach((r, i) => {
