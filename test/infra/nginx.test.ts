@@ -10,7 +10,7 @@ import type net from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { NginxServer, type NginxRoute, nginxEdgeConfig, readNginxAccessLog } from '../../infra/nginx';
+import { type NginxAccessLine, NginxServer, type NginxRoute, nginxEdgeConfig, readNginxAccessLog } from '../../infra/nginx';
 
 type Seen = { url?: string; headers: http.IncomingHttpHeaders };
 
@@ -43,6 +43,17 @@ function get(port: number, host: string, headers: Record<string, string> = {}) {
     req.on('error', reject);
     req.end();
   });
+}
+
+/** The access lines once `ok` holds (nginx writes a line just after it sends the answer, so a client may read first). */
+async function logLines(file: string, ok: (lines: NginxAccessLine[]) => boolean): Promise<NginxAccessLine[]> {
+  const deadline = Date.now() + 5_000;
+  let lines = readNginxAccessLog(file);
+  while (!ok(lines) && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 20));
+    lines = readNginxAccessLog(file);
+  }
+  return lines;
 }
 
 const seenA: Seen[] = [];
@@ -84,7 +95,8 @@ test('proxies by Host with the edge’s X-Forwarded-* and logs status and durati
   expect(h.headers.forwarded).toBeUndefined();
   // Kept-alive HTTP/1.1 to the upstream: no `Connection: close` from the client's side leaks through.
   expect(h.headers.connection).toBeUndefined();
-  const line = readNginxAccessLog(nginx.accessLog).find((l) => l.uri === '/shop?q=1' && l.host === 'shop.test');
+  const mine = (l: NginxAccessLine) => l.uri === '/shop?q=1' && l.host === 'shop.test';
+  const line = (await logLines(nginx.accessLog, (ls) => ls.some(mine))).find(mine);
   expect(line).toMatchObject({ status: 200, method: 'GET', remote: '127.0.0.1' });
   expect(typeof line!.duration).toBe('number');
   expect(line!.duration).toBeGreaterThanOrEqual(0);
@@ -93,7 +105,8 @@ test('proxies by Host with the edge’s X-Forwarded-* and logs status and durati
 test('answers 404 for an unknown host and 503 for a stopped one, and logs both', async () => {
   expect((await get(nginx.port, 'nowhere.test')).status).toBe(404);
   expect((await get(nginx.port, 'stopped.test')).status).toBe(503);
-  const statuses = readNginxAccessLog(nginx.accessLog).map((l) => `${l.host} ${l.status}`);
+  const both = (ls: NginxAccessLine[]) => ls.some((l) => l.status === 404) && ls.some((l) => l.status === 503);
+  const statuses = (await logLines(nginx.accessLog, both)).map((l) => `${l.host} ${l.status}`);
   expect(statuses).toEqual(expect.arrayContaining(['nowhere.test 404', 'stopped.test 503']));
 });
 
