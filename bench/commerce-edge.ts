@@ -18,12 +18,13 @@
 import { spawn } from 'node:child_process';
 import http from 'node:http';
 import net from 'node:net';
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, cpSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createProxyServer } from 'http-proxy-3';
 import { Pool } from 'undici';
 import { Edge } from '../dataplane/edge';
+import { workerdBinary } from '../dataplane/workerd';
 import { NginxServer, nginxEdgeConfig, readNginxAccessLog } from '../infra/nginx';
 import { ReleaseHost, releaseHost } from '../dataplane/releases';
 import { Supervisor } from '../dataplane/supervisor';
@@ -73,7 +74,7 @@ function childrenOf(pid: number): number[] {
 }
 
 /** A forwarder measured; `cpu` (µs, from /proc) when it is not this process. */
-type Variant = { name: string; port: number; cpu?: () => number; log?: string };
+type Variant = { name: string; port: number; cpu?: () => number; workerdCpu?: () => number; log?: string };
 
 const wanted = () =>
   (process.env.BENCH_VARIANTS ?? 'edge,edge-unobserved,http-proxy-3,undici,undici-pipelined,tcp-pipe,nginx').split(',');
@@ -100,11 +101,15 @@ const selfCpu = () => {
  *   over kept-alive HTTP/1.1 (`keepalive` upstream, `Connection` cleared), with the edge's
  *   X-Forwarded-* and a JSON access line per request (`buffer=64k flush=1s`). Its CPU (master and
  *   worker) is read from /proc, like workerd's. `nginx-unlogged` is the same without the access log.
+ *   `nginx-unix` is `nginx` in front of a second workerd of the same release that listens on a
+ *   Unix-domain socket (started by the bench with the release's config.capnp): what loopback TCP
+ *   between the forwarder and workerd costs. Its workerd CPU is that second workerd's.
  */
 async function startVariants(
   upstream: { host: string; port: number },
   host: string,
   nginxDir: string,
+  release: { dir: string; env: Record<string, string> },
 ): Promise<{
   list: Variant[];
   close(): Promise<void>;
@@ -180,6 +185,34 @@ async function startVariants(
     const nginxCpu = () => nginx.workers().reduce((s, p) => s + cpuOf(p), 0) + cpuOf(nginx.pid);
     list.push({ name: 'nginx-unlogged', port: nginx.port, cpu: nginxCpu });
   }
+  if (wanted().includes('nginx-unix')) {
+    // Outside the bench's private (0700) folder and open to all: as root, nginx's workers run as nobody.
+    const socket = path.join(tmpdir(), `bench-workerd-${process.pid}.sock`);
+    const w = spawn(workerdBinary(), ['serve', 'config.capnp', '--socket-addr', `http=unix:${socket}`], {
+      cwd: release.dir,
+      env: { ...process.env, ...release.env },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    closers.push(async () => {
+      w.kill('SIGTERM');
+      await new Promise((r) => (w.exitCode !== null ? r(null) : w.once('exit', r)));
+      rmSync(socket, { force: true });
+    });
+    const answers = () =>
+      new Promise<boolean>((resolve) => {
+        const c = net.connect(socket);
+        c.once('connect', () => (c.destroy(), resolve(true)));
+        c.once('error', () => resolve(false));
+      });
+    for (let i = 0; i < 200 && !(await answers()); i++) await new Promise((r) => setTimeout(r, 50));
+    chmodSync(socket, 0o666);
+    const nginx = await NginxServer.start(`${nginxDir}-unix`, (port) =>
+      nginxEdgeConfig({ port, routes: [{ host, upstream: { socket } }], workers: 1, bufferAccessLog: true }),
+    );
+    closers.push(() => nginx.stop());
+    const nginxCpu = () => nginx.workers().reduce((s, p) => s + cpuOf(p), 0) + cpuOf(nginx.pid);
+    list.push({ name: 'nginx-unix', port: nginx.port, cpu: nginxCpu, workerdCpu: () => cpuOf(w.pid!) });
+  }
   return {
     list,
     async close() {
@@ -227,7 +260,7 @@ async function main(): Promise<void> {
     const headers = { host: `${releaseHost(id)}:${edge.port}` };
     const upstream = { host: '127.0.0.1', port: st.port };
     // The options the edge was measured against, each a listener of this process beside the edge.
-    const others = await startVariants(upstream, releaseHost(id), path.join(root, 'nginx'));
+    const others = await startVariants(upstream, releaseHost(id), path.join(root, 'nginx'), { dir: host.releaseDir(id), env });
     // The same edge without the analytics recording (no observer on its requests): what that recording costs.
     const unobserved = new Edge({ port: 0 });
     unobserved.setRoutes(edge.table());
@@ -252,12 +285,13 @@ async function main(): Promise<void> {
         for (const variant of [...variants.slice(r % variants.length), ...variants.slice(0, r % variants.length)]) {
           const cpu = variant.cpu ?? selfCpu;
           const e0 = cpu();
-          const w0 = workerdCpu();
+          const wCpu = variant.workerdCpu ?? workerdCpu;
+          const w0 = wCpu();
           const f = await loadInProcess({ url: `http://127.0.0.1:${variant.port}/`, headers }, concurrency, seconds, warmup);
           row.v[variant.name] = {
             f,
             edgeUs: (cpu() - e0) / (f.requests + warmup),
-            workerdUs: (workerdCpu() - w0) / (f.requests + warmup),
+            workerdUs: (wCpu() - w0) / (f.requests + warmup),
           };
         }
         rows.push(row);

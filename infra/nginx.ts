@@ -104,7 +104,7 @@ export async function ensureNginxInstalled(): Promise<{ installed: boolean; ms: 
 /** One host the edge answers: proxied to `upstream`, or 503 while its workload is stopped. */
 export interface NginxRoute {
   host: string;
-  upstream?: { host: string; port: number };
+  upstream?: { host: string; port: number } | { socket: string };
 }
 
 export interface NginxEdgeOptions {
@@ -190,7 +190,7 @@ export function nginxEdgeConfig(o: NginxEdgeOptions): string {
       return;
     }
     lines.push(
-      `  upstream route_${i} { server ${r.upstream.host}:${r.upstream.port}; keepalive ${keepalive}; keepalive_requests 100000; }`,
+      `  upstream route_${i} { server ${'socket' in r.upstream ? `unix:${r.upstream.socket}` : `${r.upstream.host}:${r.upstream.port}`}; keepalive ${keepalive}; keepalive_requests 100000; }`,
       `  server { listen ${LOCAL_HOST}:${o.port}; server_name ${name}; location / { proxy_pass http://route_${i}; } }`,
     );
   });
