@@ -18,12 +18,14 @@
 import { spawn } from 'node:child_process';
 import http from 'node:http';
 import net from 'node:net';
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, cpSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createProxyServer } from 'http-proxy-3';
 import { Pool } from 'undici';
 import { Edge } from '../dataplane/edge';
+import { workerdBinary } from '../dataplane/workerd';
+import { NginxServer, nginxEdgeConfig, readNginxAccessLog } from '../infra/nginx';
 import { ReleaseHost, releaseHost } from '../dataplane/releases';
 import { Supervisor } from '../dataplane/supervisor';
 import type { LoadFigures, LoadTarget } from './load-stats';
@@ -71,6 +73,12 @@ function childrenOf(pid: number): number[] {
   return out;
 }
 
+/** A forwarder measured; `cpu` (µs, from /proc) when it is not this process. */
+type Variant = { name: string; port: number; cpu?: () => number; workerdCpu?: () => number; log?: string };
+
+const wanted = () =>
+  (process.env.BENCH_VARIANTS ?? 'edge,edge-unobserved,http-proxy-3,undici,undici-pipelined,tcp-pipe,nginx').split(',');
+
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
@@ -88,9 +96,22 @@ const selfCpu = () => {
  * - `undici-pipelined`: the same over 2 connections with up to 4 requests in flight on each;
  * - `tcp-pipe`: each client connection piped to workerd as bytes (no HTTP in the forwarder, so no
  *   X-Forwarded-*, no per-request status or analytics): the floor of any forwarder in Node.
+ * - `nginx` (docs/decisions/0260-native-edge-measured.md): nginx from the Debian archive
+ *   (infra/nginx.ts), a process of its own with one worker, routing the release's host to workerd
+ *   over kept-alive HTTP/1.1 (`keepalive` upstream, `Connection` cleared), with the edge's
+ *   X-Forwarded-* and a JSON access line per request (`buffer=64k flush=1s`). Its CPU (master and
+ *   worker) is read from /proc, like workerd's. `nginx-unlogged` is the same without the access log.
+ *   `nginx-unix` is `nginx` in front of a second workerd of the same release that listens on a
+ *   Unix-domain socket (started by the bench with the release's config.capnp): what loopback TCP
+ *   between the forwarder and workerd costs. Its workerd CPU is that second workerd's.
  */
-async function startVariants(upstream: { host: string; port: number }): Promise<{
-  list: Array<{ name: string; port: number }>;
+async function startVariants(
+  upstream: { host: string; port: number },
+  host: string,
+  nginxDir: string,
+  release: { dir: string; env: Record<string, string> },
+): Promise<{
+  list: Variant[];
   close(): Promise<void>;
 }> {
   const servers: Array<http.Server | net.Server> = [];
@@ -142,12 +163,56 @@ async function startVariants(upstream: { host: string; port: number }): Promise<
     c.on('error', () => u.destroy());
     u.on('error', () => c.destroy());
   });
-  const list = [
+  const list: Variant[] = [
     await listen('http-proxy-3', httpProxy),
     await listen('undici', viaUndici(pool)),
     await listen('undici-pipelined', viaUndici(pipelined)),
     await listen('tcp-pipe', tcp),
   ];
+  if (wanted().includes('nginx')) {
+    const nginx = await NginxServer.start(nginxDir, (port) =>
+      nginxEdgeConfig({ port, routes: [{ host, upstream }], workers: 1, bufferAccessLog: true }),
+    );
+    closers.push(() => nginx.stop());
+    const nginxCpu = () => nginx.workers().reduce((s, p) => s + cpuOf(p), 0) + cpuOf(nginx.pid);
+    list.push({ name: 'nginx', port: nginx.port, cpu: nginxCpu, log: nginx.accessLog });
+  }
+  if (wanted().includes('nginx-unlogged')) {
+    const nginx = await NginxServer.start(`${nginxDir}-unlogged`, (port) =>
+      nginxEdgeConfig({ port, routes: [{ host, upstream }], workers: 1, accessLog: 'off' }),
+    );
+    closers.push(() => nginx.stop());
+    const nginxCpu = () => nginx.workers().reduce((s, p) => s + cpuOf(p), 0) + cpuOf(nginx.pid);
+    list.push({ name: 'nginx-unlogged', port: nginx.port, cpu: nginxCpu });
+  }
+  if (wanted().includes('nginx-unix')) {
+    // Outside the bench's private (0700) folder and open to all: as root, nginx's workers run as nobody.
+    const socket = path.join(tmpdir(), `bench-workerd-${process.pid}.sock`);
+    const w = spawn(workerdBinary(), ['serve', 'config.capnp', '--socket-addr', `http=unix:${socket}`], {
+      cwd: release.dir,
+      env: { ...process.env, ...release.env },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    closers.push(async () => {
+      w.kill('SIGTERM');
+      await new Promise((r) => (w.exitCode !== null ? r(null) : w.once('exit', r)));
+      rmSync(socket, { force: true });
+    });
+    const answers = () =>
+      new Promise<boolean>((resolve) => {
+        const c = net.connect(socket);
+        c.once('connect', () => (c.destroy(), resolve(true)));
+        c.once('error', () => resolve(false));
+      });
+    for (let i = 0; i < 200 && !(await answers()); i++) await new Promise((r) => setTimeout(r, 50));
+    chmodSync(socket, 0o666);
+    const nginx = await NginxServer.start(`${nginxDir}-unix`, (port) =>
+      nginxEdgeConfig({ port, routes: [{ host, upstream: { socket } }], workers: 1, bufferAccessLog: true }),
+    );
+    closers.push(() => nginx.stop());
+    const nginxCpu = () => nginx.workers().reduce((s, p) => s + cpuOf(p), 0) + cpuOf(nginx.pid);
+    list.push({ name: 'nginx-unix', port: nginx.port, cpu: nginxCpu, workerdCpu: () => cpuOf(w.pid!) });
+  }
   return {
     list,
     async close() {
@@ -195,7 +260,7 @@ async function main(): Promise<void> {
     const headers = { host: `${releaseHost(id)}:${edge.port}` };
     const upstream = { host: '127.0.0.1', port: st.port };
     // The options the edge was measured against, each a listener of this process beside the edge.
-    const others = await startVariants(upstream);
+    const others = await startVariants(upstream, releaseHost(id), path.join(root, 'nginx'), { dir: host.releaseDir(id), env });
     // The same edge without the analytics recording (no observer on its requests): what that recording costs.
     const unobserved = new Edge({ port: 0 });
     unobserved.setRoutes(edge.table());
@@ -206,26 +271,27 @@ async function main(): Promise<void> {
       await unobserved.close();
       await closeOthers();
     };
-    const wanted = (process.env.BENCH_VARIANTS ?? 'edge,edge-unobserved,http-proxy-3,undici,undici-pipelined,tcp-pipe').split(
-      ',',
-    );
-    const all = [{ name: 'edge', port: edge.port }, ...others.list];
+    const all: Variant[] = [{ name: 'edge', port: edge.port }, ...others.list];
     // In the order asked for (each round measures them one after the other).
-    const variants = wanted.flatMap((n) => all.filter((v) => v.name === n));
-    const rows: Array<{ d: Figures; v: Record<string, { f: Figures; edgeUs: number; workerdUs: number }> }> = [];
+    const variants = wanted().flatMap((n) => all.filter((v) => v.name === n));
+    const rows: Array<{ d: Figures; dWorkerdUs: number; v: Record<string, { f: Figures; edgeUs: number; workerdUs: number }> }> =
+      [];
     try {
       for (let r = 0; r < rounds; r++) {
+        const dw0 = workerdCpu();
         const d = await loadInProcess({ url: `http://127.0.0.1:${st.port}/`, headers }, concurrency, seconds, warmup);
-        const row: (typeof rows)[number] = { d, v: {} };
+        const row: (typeof rows)[number] = { d, dWorkerdUs: (workerdCpu() - dw0) / (d.requests + warmup), v: {} };
         // The order turns each round: the first one measured after workerd's port was seen to pay more.
         for (const variant of [...variants.slice(r % variants.length), ...variants.slice(0, r % variants.length)]) {
-          const e0 = selfCpu();
-          const w0 = workerdCpu();
+          const cpu = variant.cpu ?? selfCpu;
+          const e0 = cpu();
+          const wCpu = variant.workerdCpu ?? workerdCpu;
+          const w0 = wCpu();
           const f = await loadInProcess({ url: `http://127.0.0.1:${variant.port}/`, headers }, concurrency, seconds, warmup);
           row.v[variant.name] = {
             f,
-            edgeUs: (selfCpu() - e0) / (f.requests + warmup),
-            workerdUs: (workerdCpu() - w0) / (f.requests + warmup),
+            edgeUs: (cpu() - e0) / (f.requests + warmup),
+            workerdUs: (wCpu() - w0) / (f.requests + warmup),
           };
         }
         rows.push(row);
@@ -241,18 +307,36 @@ async function main(): Promise<void> {
     } finally {
       await others.close();
     }
+    // A native forwarder's per-request record: every request it served has its access line (flushed on stop).
+    for (const v of variants.filter((x) => x.log)) {
+      const lines = readNginxAccessLog(v.log!);
+      const sent = rows.reduce((s, x) => s + x.v[v.name].f.requests + warmup, 0);
+      console.log(
+        `${v.name} access log: ${lines.length} JSON lines for ${sent} requests, ${lines.filter((l) => l.status === 200).length} with status 200`,
+      );
+    }
     const dRps = median(rows.map((x) => x.d.rps));
     console.log(
       `\nmedians of ${rounds} rounds (concurrency ${concurrency}, ${seconds} s, warm-up ${warmup}); workerd's port ${dRps.toFixed(0)} req/s, its CPU per request ${median(rows.map((x) => x.v.edge?.workerdUs ?? 0)).toFixed(0)} µs through the edge`,
     );
-    console.log('| forwarder | req/s | ratio | forwarder µs/req | workerd µs/req | load generator µs/req | CPU-bound ceiling |');
-    console.log('|---|---|---|---|---|---|---|');
+    // "CPU-bound ceiling": (C + W) / (C + W + E) with C and W measured through the forwarder (0246).
+    // "CPU ratio": all CPU per request on workerd's port over all CPU per request through the
+    // forwarder, (C₀ + W₀) / (C + W + E): a hop also makes the load generator and workerd spend more
+    // per request (fewer requests per wake-up), which the ceiling leaves out. Where the machine's
+    // cores are all this bench's, requests per second follow this ratio.
+    console.log(
+      '| forwarder | req/s | ratio | forwarder µs/req | workerd µs/req | load generator µs/req | CPU-bound ceiling | CPU ratio |',
+    );
+    console.log('|---|---|---|---|---|---|---|---|');
+    const w0 = median(rows.map((x) => x.dWorkerdUs));
+    const c0 = median(rows.map((x) => x.d.clientUs));
+    console.log(`| (workerd's port) | ${dRps.toFixed(0)} | 1 | 0 | ${w0.toFixed(0)} | ${c0.toFixed(0)} | 1 | 1 |`);
     for (const v of variants) {
       const e = median(rows.map((x) => x.v[v.name].edgeUs));
       const w = median(rows.map((x) => x.v[v.name].workerdUs));
       const c = median(rows.map((x) => x.v[v.name].f.clientUs));
       console.log(
-        `| ${v.name} | ${median(rows.map((x) => x.v[v.name].f.rps)).toFixed(0)} | ${median(rows.map((x) => x.v[v.name].f.rps / x.d.rps)).toFixed(2)} | ${e.toFixed(0)} | ${w.toFixed(0)} | ${c.toFixed(0)} | ${((c + w) / (c + w + e)).toFixed(2)} |`,
+        `| ${v.name} | ${median(rows.map((x) => x.v[v.name].f.rps)).toFixed(0)} | ${median(rows.map((x) => x.v[v.name].f.rps / x.d.rps)).toFixed(2)} | ${e.toFixed(0)} | ${w.toFixed(0)} | ${c.toFixed(0)} | ${((c + w) / (c + w + e)).toFixed(2)} | ${((c0 + w0) / (c + w + e)).toFixed(2)} |`,
       );
     }
   } finally {
