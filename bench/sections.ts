@@ -347,7 +347,7 @@ export async function uploadSection(platform: Platform, key: string, dir: string
     subject: f0(mibps(s)),
     baseline: f0(mibps(b)),
     ratio: (mibps(s) / mibps(b)).toFixed(2),
-    goal: '',
+    goal: `≥ 0.8 ${mibps(s) / mibps(b) >= 0.8 ? 'met' : 'NOT met'}`,
   });
 }
 
