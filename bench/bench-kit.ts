@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { PerformanceObserver } from 'node:perf_hooks';
 import type { Platform } from '../app/platform';
 import { type LoadFigures, type LoadTarget, loadInWorker } from './load-stats';
 
@@ -34,10 +35,21 @@ export function countCommands(conn: { getClient(): { on(event: 'commandStarted',
   conn.getClient().on('commandStarted', () => mongoCommands++);
 }
 
-/** Load figures plus what each request cost this process: CPU ms (all threads) and MongoDB commands. */
+/** Milliseconds this thread (the servers' thread; the load client runs in a worker) has spent in GC. */
+let gcMs = 0;
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) gcMs += e.duration;
+}).observe({ entryTypes: ['gc'] });
+export const gcSoFar = () => gcMs;
+
+/**
+ * Load figures plus what each request cost this process: CPU ms (all threads), MongoDB commands, and
+ * garbage-collection pause ms on the servers' thread.
+ */
 export interface Figures extends LoadFigures {
   cpuMs: number;
   commands: number;
+  gcMs: number;
 }
 
 export async function measured(t: LoadTarget, concurrency = CONCURRENCY): Promise<Figures> {
@@ -45,9 +57,15 @@ export async function measured(t: LoadTarget, concurrency = CONCURRENCY): Promis
   await loadInWorker(t, concurrency, 0.5, 50);
   const cpu0 = process.cpuUsage();
   const cmd0 = mongoCommands;
+  const gc0 = gcMs;
   const f = await loadInWorker(t, concurrency, SECONDS, 0);
   const cpu = process.cpuUsage(cpu0);
-  return { ...f, cpuMs: (cpu.user + cpu.system) / 1000 / f.requests, commands: (mongoCommands - cmd0) / f.requests };
+  return {
+    ...f,
+    cpuMs: (cpu.user + cpu.system) / 1000 / f.requests,
+    commands: (mongoCommands - cmd0) / f.requests,
+    gcMs: (gcMs - gc0) / f.requests,
+  };
 }
 
 /** Subject and baseline in alternating order, ROUNDS each; figures averaged over the rounds. */
@@ -101,6 +119,7 @@ export async function alternating(
     requests: xs.reduce((a, x) => a + x.requests, 0),
     cpuMs: avg(xs, 'cpuMs'),
     commands: avg(xs, 'commands'),
+    gcMs: avg(xs, 'gcMs'),
   });
   return { s: mean(s), b: mean(b) };
 }
@@ -137,6 +156,13 @@ export function loadRowsAt(
     subject: s.cpuMs.toFixed(2),
     baseline: b.cpuMs.toFixed(2),
     ratio: (s.cpuMs / b.cpuMs).toFixed(2),
+    goal: '',
+  });
+  rows.push({
+    figure: `${name}: GC pause ms / request (servers' thread)`,
+    subject: s.gcMs.toFixed(2),
+    baseline: b.gcMs.toFixed(2),
+    ratio: (s.gcMs / b.gcMs).toFixed(2),
     goal: '',
   });
   rows.push({

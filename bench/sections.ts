@@ -13,6 +13,7 @@ import {
   alternating,
   benchSite,
   commandsSoFar,
+  gcSoFar,
   countCommands,
   type Figures,
   f0,
@@ -210,6 +211,7 @@ async function createBurst(platform: Platform, url: string, n: number, concurren
   const latencies: number[] = [];
   const cpu0 = process.cpuUsage();
   const cmd0 = commandsSoFar();
+  const gc0 = gcSoFar();
   const t0 = performance.now();
   let next = 0;
   await Promise.all(
@@ -234,6 +236,7 @@ async function createBurst(platform: Platform, url: string, n: number, concurren
     requests: n,
     cpuMs: (cpu.user + cpu.system) / 1000 / n,
     commands: (commandsSoFar() - cmd0) / n,
+    gcMs: (gcSoFar() - gc0) / n,
   };
 }
 
