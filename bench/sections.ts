@@ -40,7 +40,7 @@ export async function readsSection(platform: Platform, mongodbUri: string, key: 
     if (!wanted('reads')) return;
     const headers = { authorization: `Bearer ${key}` };
     for (const [name, suffix, goals] of [
-      ['GET metadata', '/metadata', { rps: 0.8, p99: 1.5 }],
+      ['GET metadata', '/metadata', { rps: 0.9, p99: 1.5 }],
       ['GET recovery-points (20)', '/recovery-points', { rps: 0.8 }],
     ] as const) {
       const p = `/api/v1/publisher/projects/${projectId}${suffix}`;
