@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { PerformanceObserver } from 'node:perf_hooks';
 import type { Platform } from '../app/platform';
+import { mongoCommandsSent } from '../core/telemetry/mongo';
 import { type LoadFigures, type LoadTarget, loadInWorker } from './load-stats';
 
 /**
@@ -27,13 +28,11 @@ export const wanted = (name: string, optIn = false) => (ONLY ? ONLY.has(name) : 
 export const f0 = (n: number) => n.toFixed(0);
 export const f1 = (n: number) => n.toFixed(1);
 
-/** MongoDB commands sent by every client of this process (command monitoring is on in the bench's URI). */
-let mongoCommands = 0;
-/** How many MongoDB commands this process has sent so far. */
-export const commandsSoFar = () => mongoCommands;
-export function countCommands(conn: { getClient(): { on(event: 'commandStarted', fn: () => void): unknown } }): void {
-  conn.getClient().on('commandStarted', () => mongoCommands++);
-}
+/**
+ * How many MongoDB commands every connection of this process (the platform's and the plain
+ * handler's) has sent so far, as the platform's own telemetry counts them (core/telemetry/mongo.ts).
+ */
+export const commandsSoFar = mongoCommandsSent;
 
 /** Milliseconds this thread (the servers' thread; the load client runs in a worker) has spent in GC. */
 let gcMs = 0;
@@ -56,14 +55,14 @@ export async function measured(t: LoadTarget, concurrency = CONCURRENCY): Promis
   // Warm-up first (untimed), so caches and connections are in the state a steady load sees.
   await loadInWorker(t, concurrency, 0.5, 50);
   const cpu0 = process.cpuUsage();
-  const cmd0 = mongoCommands;
+  const cmd0 = mongoCommandsSent();
   const gc0 = gcMs;
   const f = await loadInWorker(t, concurrency, SECONDS, 0);
   const cpu = process.cpuUsage(cpu0);
   return {
     ...f,
     cpuMs: (cpu.user + cpu.system) / 1000 / f.requests,
-    commands: (mongoCommands - cmd0) / f.requests,
+    commands: (mongoCommandsSent() - cmd0) / f.requests,
     gcMs: (gcMs - gc0) / f.requests,
   };
 }

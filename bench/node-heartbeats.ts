@@ -3,7 +3,7 @@
  * (the real agent code, `dataplane/agent/agent.ts`, simulated executor, no sites) heartbeat every
  * 5 s and ask for work every 1 s against one platform process. The agents run in a child process,
  * so the figures are the platform's alone: its CPU (process.cpuUsage, all threads) and the MongoDB
- * commands its driver sends (command monitoring), each as a rate over a measured window, first
+ * commands its driver sends (core/telemetry/mongo.ts counts them), each as a rate over a measured window, first
  * with no agents (baseline), then with the agents connected.
  *
  *   npm run -s build && node dist/bench/node-heartbeats.js   (BENCH_AGENTS=100 BENCH_WINDOW_MS=30000)
@@ -16,6 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startPlatform } from '../app/platform';
 import { loadConfig } from '../core/config';
+import { mongoCommandsSent } from '../core/telemetry/mongo';
 import { NodeAgent } from '../dataplane/agent/agent';
 
 const AGENTS = Number(process.env.BENCH_AGENTS ?? 100);
@@ -42,7 +43,7 @@ async function main(): Promise<void> {
     LOG_LEVEL: 'warn',
     RATE_LIMIT_PER_MINUTE: '100000000',
     PUBLISHER_EXECUTOR: 'simulated',
-    MONGODB_URI: `${dbUri}${dbUri.includes('?') ? '&' : '?'}monitorCommands=true`,
+    MONGODB_URI: dbUri,
   });
   const platform = await startPlatform({
     config,
@@ -52,10 +53,8 @@ async function main(): Promise<void> {
     subgraphBasePort: 0,
     topicPrefix: `bench${id}`,
   });
-  let commands = 0;
-  platform.conn.getClient().on('commandStarted', () => commands++);
   const window = async (label: string) => {
-    const c0 = commands;
+    const c0 = mongoCommandsSent();
     const cpu0 = process.cpuUsage();
     const t0 = Date.now();
     await new Promise((r) => setTimeout(r, WINDOW_MS));
@@ -63,7 +62,7 @@ async function main(): Promise<void> {
     const cpu = process.cpuUsage(cpu0);
     const fig = {
       label,
-      commandsPerSec: (commands - c0) / secs,
+      commandsPerSec: (mongoCommandsSent() - c0) / secs,
       cpuPercent: ((cpu.user + cpu.system) / 1000 / (secs * 1000)) * 100,
     };
     console.log(

@@ -35,7 +35,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startPlatform, type Platform } from '../app/platform';
 import { loadConfig } from '../core/config';
-import { CONCURRENCY, ONLY, ROUNDS, SECONDS, countCommands, f0, f1, rows, run, startPatiently, wanted } from './bench-kit';
+import { CONCURRENCY, ONLY, ROUNDS, SECONDS, f0, f1, rows, run, startPatiently, wanted } from './bench-kit';
 import { BENCHMARKS_DOC, trialsSection } from './doc-sections';
 import { cdnSection, eventsSection, readsSection, uploadSection, writesSection } from './sections';
 
@@ -152,9 +152,7 @@ async function main(): Promise<void> {
   const started = performance.now();
   const id = randomBytes(4).toString('hex');
   const base = loadConfig(process.env);
-  // Command monitoring on: the table counts MongoDB commands per request (background work included).
-  const dbUri = base.mongodbUri.replace(/\/[^/?]*(\?|$)/, `/bench_${id}$1`);
-  const mongodbUri = `${dbUri}${dbUri.includes('?') ? '&' : '?'}monitorCommands=true`;
+  const mongodbUri = base.mongodbUri.replace(/\/[^/?]*(\?|$)/, `/bench_${id}$1`);
   const blobs = path.join(os.tmpdir(), `bench-blobs-${id}`);
   const config = loadConfig({
     ...process.env,
@@ -179,7 +177,6 @@ async function main(): Promise<void> {
       topicPrefix: `bench${id}`,
     }),
   );
-  countCommands(platform.conn);
   let engineLines: string[] = [];
   try {
     engineLines = await engines(platform);

@@ -14,7 +14,6 @@ import {
   benchSite,
   commandsSoFar,
   gcSoFar,
-  countCommands,
   type Figures,
   f0,
   f1,
@@ -34,7 +33,6 @@ import type { LoadTarget } from './load-stats';
 export async function readsSection(platform: Platform, mongodbUri: string, key: string): Promise<void> {
   const projectId = await benchSite(platform, key, 20);
   const plain = await startPlainPublisher(mongodbUri);
-  countCommands(plain.conn);
   try {
     if (wanted('layers')) await layersSection(platform, plain.url, key, projectId);
     if (!wanted('reads')) return;
@@ -244,7 +242,6 @@ export async function writesSection(platform: Platform, mongodbUri: string): Pro
   const n = Number(process.env.BENCH_CREATES ?? 90);
   const concurrency = 8;
   const plain = await startPlainPublisher(mongodbUri);
-  countCommands(plain.conn);
   // Provisioning runs behind a create (simulated steps); paused for the rest of the run so that both
   // sides measure the request itself. The platform's relay still publishes each create's event.
   platform.engine.halt();

@@ -1,7 +1,7 @@
 import mongoose from 'mongoose';
 import { config } from './config';
 import { childLogger } from './logger';
-import { observeMongo } from './telemetry/mongo';
+import { observeMongo, observesEveryCommand } from './telemetry/mongo';
 
 /**
  * How long an operation waits for a reachable MongoDB before failing: 1.5 s, so a request answers
@@ -17,6 +17,10 @@ const MAX_POOL_SIZE = 20;
  * busy or still-starting server waits for it (20 s) instead of failing after one 1.5 s selection.
  */
 export const MONGO_STARTUP_WAIT_MS = 20_000;
+
+// mongoose captures a stack trace on every query it runs, only to report where a query that is run
+// twice was first run: 0.04 ms per query on the reads measured in decision 0252.
+mongoose.set('skipOriginalStackTraces', true);
 
 const SELECTION_FAILED = /^Mongo(ose)?ServerSelectionError$/;
 
@@ -58,8 +62,10 @@ function openConnection(uri: string, opts: MongoOptions): mongoose.Connection {
     serverSelectionTimeoutMS: opts.serverSelectionTimeoutMS ?? MONGO_SERVER_SELECTION_MS,
     // No queueing of commands while disconnected (mongoose would hold them 10 s): fail fast.
     bufferCommands: false,
-    // Command events feed the MongoDB duration histogram and spans (./telemetry/mongo.ts).
-    monitorCommands: true,
+    // The duration histogram and spans come from ./telemetry/mongo.ts; the driver's command events
+    // (which decode every reply twice) only when its wrapper could not be installed, or when the
+    // connection string asks for them (`monitorCommands=true`).
+    ...(observesEveryCommand() ? {} : { monitorCommands: true }),
   });
 }
 
