@@ -18,5 +18,5 @@ COPY schema ./schema
 # The GraphQL documents the bridge translates routes onto (read at runtime from the project root).
 COPY --from=build /ops/ ./
 USER node
-ENTRYPOINT ["node", "bin/platform.js"]
+ENTRYPOINT ["node", "--max-semi-space-size=64", "bin/platform.js"]
 CMD ["start", "all"]

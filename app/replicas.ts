@@ -9,6 +9,9 @@ import { portAnswers } from '../infra/tools';
 import { areas, subgraphPort } from './areas';
 import { RoundRobin } from './round-robin';
 
+/** The young-generation size this process was started with (`npm start`, the image), passed on to each replica (decision 0252). */
+const HEAP_FLAGS = process.execArgv.filter((a) => a.startsWith('--max-semi-space-size'));
+
 /**
  * `platform start --replicas N`: N processes of the bridge, of the router and of each subgraph,
  * each a plain `platform start <role>` child on its own port, with a round-robin front
@@ -169,7 +172,7 @@ export async function startReplicas(opts: ReplicaOptions): Promise<ReplicaSet> {
     };
     const run = () => {
       const out = fs.openSync(path.join(logDir, `${label}.log`), 'a');
-      const c = spawn(process.execPath, [path.join(projectRoot(), 'bin', 'platform.js'), ...args], {
+      const c = spawn(process.execPath, [...HEAP_FLAGS, path.join(projectRoot(), 'bin', 'platform.js'), ...args], {
         env,
         stdio: ['ignore', out, out],
       });
