@@ -69,6 +69,8 @@ class KafkaEventBus implements EventBus {
   private producer: Promise<Producer> | undefined;
   private admin: Promise<Admin> | undefined;
   private readonly knownTopics = new Set<string>();
+  /** Topics being created by a call in flight, and that call. */
+  private readonly creating = new Map<string, Promise<void>>();
   private readonly consumers = new Set<Consumer>();
   /** Group and topics of each running consumer, for the consumer-lag figures. */
   private readonly groups = new Map<Consumer, { groupId: string; topics: string[] }>();
@@ -144,10 +146,26 @@ class KafkaEventBus implements EventBus {
   async ensureTopics(topics: string[]): Promise<void> {
     const missing = [...new Set(topics)].filter((t) => !this.knownTopics.has(t));
     if (missing.length === 0) return;
+    // A topic another call is already creating is awaited, not asked for again: the broker refuses a
+    // second CreateTopics for the same name, and kafkajs logs that refusal as an error.
+    const mine = missing.filter((t) => !this.creating.has(t));
+    if (mine.length > 0) {
+      const created = this.createTopics(mine);
+      for (const t of mine) this.creating.set(t, created);
+      void created
+        .catch(() => undefined)
+        .finally(() => {
+          for (const t of mine) if (this.creating.get(t) === created) this.creating.delete(t);
+        });
+    }
+    await Promise.all(missing.map((t) => this.creating.get(t)));
+  }
+
+  private async createTopics(topics: string[]): Promise<void> {
     try {
       const admin = await this.getAdmin();
       const existing = new Set(await admin.listTopics());
-      const toCreate = missing.filter((t) => !existing.has(t));
+      const toCreate = topics.filter((t) => !existing.has(t));
       if (toCreate.length > 0) {
         await admin.createTopics({
           topics: toCreate.map((topic) => ({ topic, numPartitions: this.numPartitions })),
@@ -158,7 +176,7 @@ class KafkaEventBus implements EventBus {
       await this.resetAdmin();
       throw e;
     }
-    for (const t of missing) this.knownTopics.add(t);
+    for (const t of topics) this.knownTopics.add(t);
   }
 
   async publish(messages: BusMessage[]): Promise<void> {
