@@ -1,23 +1,8 @@
-import { spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { type EngineProcess, runningPid, startDetached, stopEngine, waitUntilReady, withLockFile } from './processes';
-import {
-  InfraError,
-  LOCAL_HOST,
-  dataDir,
-  isInstalled,
-  logsDir,
-  markInstalled,
-  portAnswers,
-  progress,
-  run,
-  runDir,
-  seconds,
-  sha256,
-  shown,
-} from './tools';
+import { InfraError, LOCAL_HOST, dataDir, logsDir, portAnswers, progress, run, runDir, seconds } from './tools';
+import { type DebianPackage, installDebianPackages } from './debian';
 
 /**
  * The local MySQL-compatible stand-in (docs/decisions/0220-mysql-adapter.md): MariaDB 10.11 from the
@@ -34,29 +19,29 @@ export const mariadbEngine: EngineProcess = { name: 'mariadb', label: 'MariaDB',
 const SECURITY = 'https://deb.debian.org/debian-security/pool/updates/main/m/mariadb';
 const MAIN = 'https://deb.debian.org/debian/pool/main';
 /** The packages the server and its client library need beyond a Debian base image (bookworm, amd64). */
-export const MARIADB_DEBS: { url: string; sha256: string }[] = [
+export const MARIADB_DEBS: DebianPackage[] = [
   {
-    url: `${SECURITY}/mariadb-server-core_10.11.19-0%2bdeb12u1_amd64.deb`,
+    urls: [`${SECURITY}/mariadb-server-core_10.11.19-0%2bdeb12u1_amd64.deb`],
     sha256: 'bda81cb1c5b538e19eed27462fa8df577684b9cdc4fe40cee8d1da9cbc0fe76b',
   },
   {
-    url: `${SECURITY}/mariadb-client-core_10.11.19-0%2bdeb12u1_amd64.deb`,
+    urls: [`${SECURITY}/mariadb-client-core_10.11.19-0%2bdeb12u1_amd64.deb`],
     sha256: '60549abde2ad55068610b2cae03af7d17a2cafb0993f16c8c2413bd1b5fe6f5f',
   },
   {
-    url: `${SECURITY}/libmariadb3_10.11.19-0%2bdeb12u1_amd64.deb`,
+    urls: [`${SECURITY}/libmariadb3_10.11.19-0%2bdeb12u1_amd64.deb`],
     sha256: 'cfd599e218eb53c471014b40d180f2f7f9ca7debaacfbd271bc9e4f4cc6eec39',
   },
   {
-    url: `${SECURITY}/mariadb-common_10.11.19-0%2bdeb12u1_all.deb`,
+    urls: [`${SECURITY}/mariadb-common_10.11.19-0%2bdeb12u1_all.deb`],
     sha256: '8312a5cee61770295c48999d24ef7bb53214599eeb28db6c8c43943176be6e5b',
   },
   {
-    url: `${MAIN}/libu/liburing/liburing2_2.3-3_amd64.deb`,
+    urls: [`${MAIN}/libu/liburing/liburing2_2.3-3_amd64.deb`],
     sha256: 'c23077e3640e6cb4b819c134b3f41d5cf21b3edac099654b1b4142c3069a39a3',
   },
   {
-    url: `${MAIN}/liba/libaio/libaio1_0.3.113-4_amd64.deb`,
+    urls: [`${MAIN}/liba/libaio/libaio1_0.3.113-4_amd64.deb`],
     sha256: 'd1476e4beab3d85f8a7d31de94c27472711ed3ef399ce70708e24b259426125b',
   },
 ];
@@ -77,37 +62,15 @@ export function mariadbPort(): number {
 /** The admin URL of the local stand-in, as `PUBLISHER_MYSQL_URL` takes it. */
 export const mariadbUrl = (port = mariadbPort()) => `mysql://root@${LOCAL_HOST}:${port}/`;
 
-async function download(url: string, expected: string, to: string): Promise<void> {
-  const res = await fetch(url).catch((e: Error) => {
-    throw new InfraError(`infra: could not download ${url}: ${e.message}`);
-  });
-  if (!res.ok) throw new InfraError(`infra: downloading ${url} answered ${res.status}`);
-  const bytes = Buffer.from(await res.arrayBuffer());
-  const got = createHash('sha256').update(bytes).digest('hex');
-  if (got !== expected) throw new InfraError(`infra: ${url} has SHA-256 ${got}, not the pinned ${expected}`);
-  fs.writeFileSync(to, bytes);
-}
-
 /** Downloads, verifies and extracts the packages into <DATA_DIR>/mariadb/base, once. */
-export async function ensureMariadbInstalled(): Promise<{ installed: boolean; ms: number }> {
-  const t0 = Date.now();
-  const stamp = `mariadb ${MARIADB_VERSION} ${sha256(MARIADB_DEBS.map((d) => d.sha256).join(','))}`;
-  if (isInstalled(baseDir(), stamp)) return { installed: false, ms: Date.now() - t0 };
-  if (spawnSync('dpkg-deb', ['--version']).status !== 0)
-    throw new InfraError('infra: MariaDB is installed from Debian packages; `dpkg-deb` is needed (apt-get install dpkg)');
-  progress(`installing MariaDB ${MARIADB_VERSION} from the Debian archive (first run only)…`);
-  const tmp = `${baseDir()}.tmp-${process.pid}`;
-  fs.rmSync(tmp, { recursive: true, force: true });
-  fs.mkdirSync(path.join(tmp, 'debs'), { recursive: true });
-  await Promise.all(MARIADB_DEBS.map((d, i) => download(d.url, d.sha256, path.join(tmp, 'debs', `${i}.deb`))));
-  for (let i = 0; i < MARIADB_DEBS.length; i++)
-    await run('dpkg-deb', ['-x', path.join(tmp, 'debs', `${i}.deb`), tmp], 'extracting MariaDB', logsDir('mariadb-install.log'));
-  fs.rmSync(path.join(tmp, 'debs'), { recursive: true, force: true });
-  fs.rmSync(baseDir(), { recursive: true, force: true });
-  fs.renameSync(tmp, baseDir());
-  markInstalled(baseDir(), stamp);
-  progress(`MariaDB ${MARIADB_VERSION} installed in ${shown(baseDir())} (${seconds(Date.now() - t0)})`);
-  return { installed: true, ms: Date.now() - t0 };
+export function ensureMariadbInstalled(): Promise<{ installed: boolean; ms: number }> {
+  return installDebianPackages({
+    name: 'mariadb',
+    label: 'MariaDB',
+    version: MARIADB_VERSION,
+    dir: baseDir(),
+    debs: MARIADB_DEBS,
+  });
 }
 
 const env = () => ({ ...process.env, LD_LIBRARY_PATH: [libPath(), process.env.LD_LIBRARY_PATH].filter(Boolean).join(':') });

@@ -1,24 +1,9 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import {
-  InfraError,
-  LOCAL_HOST,
-  dataDir,
-  isInstalled,
-  logsDir,
-  markInstalled,
-  portAnswers,
-  progress,
-  run,
-  seconds,
-  sha256,
-  shown,
-  sleep,
-  tail,
-} from './tools';
+import { InfraError, LOCAL_HOST, dataDir, portAnswers, sleep, tail } from './tools';
+import { type DebianPackage, installDebianPackages } from './debian';
 
 /**
  * nginx from the Debian archive, run unprivileged as a native edge in front of local workloads: the
@@ -38,7 +23,7 @@ const MAIN = 'https://deb.debian.org/debian/pool/main/n/nginx';
  * bookworm, amd64. Security updates live in the security pool until the next point release copies
  * them into the main pool, so the same file (same SHA-256) is looked for in both, in that order.
  */
-export const NGINX_DEBS: { urls: string[]; sha256: string }[] = [
+export const NGINX_DEBS: DebianPackage[] = [
   {
     urls: [`${SECURITY}/nginx_1.22.1-9%2bdeb12u11_amd64.deb`, `${MAIN}/nginx_1.22.1-9%2bdeb12u11_amd64.deb`],
     sha256: '4e2778e675c07d0f2d8d3b6f5ff84f6483ade1d82c21c910eb9a2787e1cf1b1a',
@@ -49,53 +34,26 @@ const baseDir = (...p: string[]) => dataDir('nginx', 'base', ...p);
 /** The extracted binary. */
 export const nginxBinary = () => baseDir('usr', 'sbin', 'nginx');
 
-async function download(urls: string[], expected: string, to: string): Promise<void> {
-  const tried: string[] = [];
-  for (const url of urls) {
-    const res = await fetch(url).catch((e: Error) => e);
-    if (res instanceof Error || !res.ok) {
-      tried.push(`${url} (${res instanceof Error ? res.message : res.status})`);
-      continue;
-    }
-    const bytes = Buffer.from(await res.arrayBuffer());
-    const got = createHash('sha256').update(bytes).digest('hex');
-    if (got !== expected) throw new InfraError(`infra: ${url} has SHA-256 ${got}, not the pinned ${expected}`);
-    fs.writeFileSync(to, bytes);
-    return;
-  }
-  throw new InfraError(`infra: could not download nginx ${NGINX_VERSION}: ${tried.join('; ')}`);
-}
-
 /** Downloads, verifies and extracts the package into <DATA_DIR>/nginx/base, once. */
-export async function ensureNginxInstalled(): Promise<{ installed: boolean; ms: number }> {
-  const t0 = Date.now();
-  const stamp = `nginx ${NGINX_VERSION} ${sha256(NGINX_DEBS.map((d) => d.sha256).join(','))}`;
-  if (isInstalled(baseDir(), stamp)) return { installed: false, ms: Date.now() - t0 };
-  if (spawnSync('dpkg-deb', ['--version']).status !== 0)
-    throw new InfraError('infra: nginx is installed from Debian packages; `dpkg-deb` is needed (apt-get install dpkg)');
-  progress(`installing nginx ${NGINX_VERSION} from the Debian archive (first run only)…`);
-  const tmp = `${baseDir()}.tmp-${process.pid}`;
-  fs.rmSync(tmp, { recursive: true, force: true });
-  fs.mkdirSync(path.join(tmp, 'debs'), { recursive: true });
-  await Promise.all(NGINX_DEBS.map((d, i) => download(d.urls, d.sha256, path.join(tmp, 'debs', `${i}.deb`))));
-  for (let i = 0; i < NGINX_DEBS.length; i++)
-    await run('dpkg-deb', ['-x', path.join(tmp, 'debs', `${i}.deb`), tmp], 'extracting nginx', logsDir('nginx-install.log'));
-  fs.rmSync(path.join(tmp, 'debs'), { recursive: true, force: true });
-  const ldd = spawnSync('ldd', [path.join(tmp, 'usr', 'sbin', 'nginx')], { encoding: 'utf8' });
-  const missing = (ldd.stdout ?? '')
-    .split('\n')
-    .filter((l) => l.includes('not found'))
-    .map((l) => l.trim().split(' ')[0]);
-  if (missing.length)
-    throw new InfraError(
-      `infra: nginx needs ${missing.join(', ')}, not installed here (Debian: apt-get install libpcre2-8-0 libssl3 zlib1g libcrypt1)`,
-    );
-  fs.rmSync(baseDir(), { recursive: true, force: true });
-  fs.mkdirSync(path.dirname(baseDir()), { recursive: true });
-  fs.renameSync(tmp, baseDir());
-  markInstalled(baseDir(), stamp);
-  progress(`nginx ${NGINX_VERSION} installed in ${shown(baseDir())} (${seconds(Date.now() - t0)})`);
-  return { installed: true, ms: Date.now() - t0 };
+export function ensureNginxInstalled(): Promise<{ installed: boolean; ms: number }> {
+  return installDebianPackages({
+    name: 'nginx',
+    label: 'nginx',
+    version: NGINX_VERSION,
+    dir: baseDir(),
+    debs: NGINX_DEBS,
+    check: (root) => {
+      const ldd = spawnSync('ldd', [path.join(root, 'usr', 'sbin', 'nginx')], { encoding: 'utf8' });
+      const missing = (ldd.stdout ?? '')
+        .split('\n')
+        .filter((l) => l.includes('not found'))
+        .map((l) => l.trim().split(' ')[0]);
+      if (missing.length)
+        throw new InfraError(
+          `infra: nginx needs ${missing.join(', ')}, not installed here (Debian: apt-get install libpcre2-8-0 libssl3 zlib1g libcrypt1)`,
+        );
+    },
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
