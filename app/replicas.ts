@@ -9,8 +9,15 @@ import { portAnswers } from '../infra/tools';
 import { areas, subgraphPort } from './areas';
 import { RoundRobin } from './round-robin';
 
-/** The young-generation size this process was started with (`npm start`, the image), passed on to each replica (decision 0252). */
-const HEAP_FLAGS = process.execArgv.filter((a) => a.startsWith('--max-semi-space-size'));
+/**
+ * The young-generation size each replica runs with (decision 0252): the one this process was started
+ * with, else the 64 MiB that `npm start` and the image use.
+ */
+export function replicaHeapFlags(execArgv: readonly string[] = process.execArgv): string[] {
+  const parent = execArgv.filter((a) => a.startsWith('--max-semi-space-size'));
+  return parent.length > 0 ? parent : ['--max-semi-space-size=64'];
+}
+const HEAP_FLAGS = replicaHeapFlags();
 
 /**
  * `platform start --replicas N`: N processes of the bridge, of the router and of each subgraph,
