@@ -28,7 +28,7 @@ let wrapped: boolean | undefined;
  * command of every pooled connection takes (how OpenTelemetry's own MongoDB instrumentation hooks
  * the driver). The driver's command monitoring (`monitorCommands`) would give the same figures, but
  * it decodes every reply into plain objects for its event while a cursor decodes the same batch
- * again: on the recovery-points list that was 12 % of the request's CPU (decision 0252). When the
+ * again: on the recovery-points list that second decode was about 7 % of the CPU (decision 0252). When the
  * driver's internals are not where this expects them (a driver upgrade moved them), it falls back
  * to command monitoring on `conn`, so the figures never silently stop.
  */
