@@ -115,15 +115,17 @@ const MAX_OPEN_SPANS = 10_000;
 /** The fallback: the driver's command events (they need `monitorCommands` on the connection). */
 function observeByMonitoring(conn: Connection): void {
   const client = conn.getClient();
-  const open = new Map<number, Span | undefined>();
+  const open = new Map<number, Span>();
   client.on('commandStarted', (e: { requestId: number; commandName: string; databaseName: string }) => {
     commandsSent++;
+    const span = startSpan(e.commandName, e.databaseName);
+    if (!span) return;
     if (open.size >= MAX_OPEN_SPANS) {
       const oldest = open.keys().next().value as number;
       open.get(oldest)?.end();
       open.delete(oldest);
     }
-    open.set(e.requestId, startSpan(e.commandName, e.databaseName));
+    open.set(e.requestId, span);
   });
   const finished =
     (outcome: 'ok' | 'error') => (e: { requestId: number; commandName: string; duration: number; failure?: Error }) => {
