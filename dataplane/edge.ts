@@ -32,6 +32,8 @@ export interface EdgeOptions {
   host?: string;
   /** How long to wait for a workload's response headers, in ms (default 60 s). */
   upstreamTimeoutMs?: number;
+  /** The scheme clients use to reach the edge, sent as `X-Forwarded-Proto` (default `EDGE_PUBLIC_SCHEME`, else http). */
+  publicScheme?: 'http' | 'https';
 }
 
 const edgeRequests = new Counter({
@@ -45,12 +47,25 @@ const counted = {
   upstream_error: edgeRequests.labels('upstream_error'),
   unknown_host: edgeRequests.labels('unknown_host'),
   unavailable: edgeRequests.labels('unavailable'),
+  bad_request: edgeRequests.labels('bad_request'),
 };
+const cookiesDropped = new Counter({
+  name: 'edge_set_cookie_dropped_total',
+  help: "Set-Cookie headers of a workload the edge dropped because their Domain is wider than the request's host.",
+});
 
 /** `EDGE_PORT`, else 8082. */
 export function edgePortFromEnv(env: NodeJS.ProcessEnv = process.env): number {
   const n = Number(env.EDGE_PORT);
   return Number.isInteger(n) && n >= 0 && n < 65536 && env.EDGE_PORT !== undefined && env.EDGE_PORT !== '' ? n : 8082;
+}
+
+/** `EDGE_PUBLIC_SCHEME` (`http` or `https`; a TLS front ahead of the edge says https), else http. */
+export function edgePublicSchemeFromEnv(env: NodeJS.ProcessEnv = process.env): 'http' | 'https' {
+  const v = (env.EDGE_PUBLIC_SCHEME ?? '').trim().toLowerCase();
+  if (v === '') return 'http';
+  if (v === 'http' || v === 'https') return v;
+  throw new Error(`EDGE_PUBLIC_SCHEME must be http or https (got ${JSON.stringify(env.EDGE_PUBLIC_SCHEME)})`);
 }
 
 /** The host name of a `Host` header: lower case, without port or trailing dot. */
@@ -89,15 +104,61 @@ const HOP_BY_HOP = new Set([
 ]);
 
 /** The port the client asked for (from `Host`), else the default of the scheme; as http-proxy-3 reports it. */
-function requestedPort(hostHeader: string | undefined): string {
+function requestedPort(hostHeader: string | undefined, scheme: 'http' | 'https'): string {
   const m = hostHeader ? /:(\d+)$/.exec(hostHeader) : null;
-  return m ? m[1] : '80';
+  return m ? m[1] : scheme === 'https' ? '443' : '80';
 }
 
 /** Client-supplied forwarding headers are dropped: the edge is the first hop and writes its own. */
 function dropForwarded(req: http.IncomingMessage): void {
   for (const name of Object.keys(req.headers))
     if (name.startsWith('x-forwarded-') || name === 'forwarded') delete req.headers[name];
+}
+
+/**
+ * True when a `Set-Cookie` value has a `Domain` attribute other than `host` itself (a leading dot
+ * ignored, as browsers do): such a cookie would reach the parent domain's other hosts, i.e. other
+ * tenants. A cookie without `Domain` (host-only) or with `Domain` equal to the host is kept.
+ */
+export function cookieDomainTooWide(setCookie: string, host: string): boolean {
+  for (const attr of setCookie.split(';').slice(1)) {
+    const eq = attr.indexOf('=');
+    if (eq < 0 || attr.slice(0, eq).trim().toLowerCase() !== 'domain') continue;
+    const domain = attr
+      .slice(eq + 1)
+      .trim()
+      .toLowerCase()
+      .replace(/^\./, '');
+    // An empty Domain is ignored by browsers (RFC 6265, 5.2.3): the cookie stays host-only.
+    if (domain !== '' && domain !== host) return true;
+  }
+  return false;
+}
+
+/** A workload's response header the client may see: not hop-by-hop, and no cookie for wider than `host`. */
+function passesResponseHeader(name: string, value: string, host: string): boolean {
+  const n = name.toLowerCase();
+  if (HOP_BY_HOP.has(n)) return false;
+  if (n === 'set-cookie' && cookieDomainTooWide(value, host)) {
+    cookiesDropped.inc();
+    return false;
+  }
+  return true;
+}
+
+/** Loopback callers: 127.0.0.0/8, ::1, and IPv4 loopback mapped into IPv6. */
+function isLoopback(address: string | undefined): boolean {
+  if (!address) return false;
+  const v4 = address.startsWith('::ffff:') ? address.slice(7) : address;
+  return v4.startsWith('127.') ? isIP(v4) === 4 : address === '::1';
+}
+
+/** More than one `Host` header (Node keeps the first in `req.headers`; a proxy behind could pick another). */
+function hasDuplicateHost(req: http.IncomingMessage): boolean {
+  let seen = 0;
+  const raw = req.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) if (raw[i].length === 4 && raw[i].toLowerCase() === 'host' && ++seen > 1) return true;
+  return false;
 }
 
 export class Edge {
@@ -108,6 +169,7 @@ export class Edge {
   private readonly requestedPort: number;
   private readonly upstreamTimeoutMs: number;
   private readonly listenHost: string;
+  private readonly publicScheme: 'http' | 'https';
   /** Upgraded (websocket) client connections: the listener no longer tracks them, so close cuts them here. */
   private readonly upgraded = new Set<Duplex>();
 
@@ -115,6 +177,7 @@ export class Edge {
     this.requestedPort = opts.port ?? edgePortFromEnv();
     this.listenHost = opts.host ?? '127.0.0.1';
     this.upstreamTimeoutMs = opts.upstreamTimeoutMs ?? 60_000;
+    this.publicScheme = opts.publicScheme ?? edgePublicSchemeFromEnv();
     this.proxy = createProxyServer({
       xfwd: true,
       ws: true,
@@ -125,6 +188,17 @@ export class Edge {
       counted.upstream_error.inc();
       if (res instanceof http.ServerResponse) plain(res, 502, 'The site is not answering.');
       else (res as Socket).destroy();
+    });
+    // Websocket upgrades (http-proxy-3): the configured scheme, and the same cookie rule on the answer.
+    this.proxy.on('proxyReqWs', (proxyReq, req) => {
+      proxyReq.setHeader('x-forwarded-proto', this.publicScheme === 'https' ? 'wss' : 'ws');
+      const host = hostKey(req.headers.host);
+      const filter = (upRes: http.IncomingMessage): void => {
+        const cookies = upRes.headers['set-cookie'];
+        if (cookies) upRes.headers['set-cookie'] = cookies.filter((c) => passesResponseHeader('set-cookie', c, host));
+      };
+      proxyReq.prependListener('upgrade', filter);
+      proxyReq.prependListener('response', filter);
     });
     this.server = http.createServer((req, res) => void this.onRequest(req, res));
     this.server.on('upgrade', (req, socket, head) => this.onUpgrade(req, socket, head));
@@ -200,11 +274,21 @@ export class Edge {
   }
 
   private async onRequest(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    if (hasDuplicateHost(req)) {
+      counted.bad_request.inc();
+      plain(res, 400, 'A request must carry exactly one Host header.', { connection: 'close' });
+      return;
+    }
     const host = hostKey(req.headers.host);
     const route = this.routes.get(host);
     if (!route) {
-      // The edge's own address (no site has an IP literal or `localhost` as its name) serves its metrics.
-      if (req.url === '/metrics' && (isIP(host.replace(/^\[|\]$/g, '')) !== 0 || host === 'localhost')) {
+      // The edge's own address (no site has an IP literal or `localhost` as its name) serves its
+      // metrics, to loopback callers only (docs/decisions/0272-edge-and-egress-hardening.md).
+      if (
+        req.url === '/metrics' &&
+        (isIP(host.replace(/^\[|\]$/g, '')) !== 0 || host === 'localhost') &&
+        isLoopback(req.socket.remoteAddress)
+      ) {
         const m = await metricsText();
         res.writeHead(200, { 'content-type': m.contentType });
         res.end(m.body);
@@ -242,8 +326,8 @@ export class Edge {
     const te = req.headers['transfer-encoding'];
     if (te !== undefined) headers['transfer-encoding'] = te;
     headers['x-forwarded-for'] = req.socket.remoteAddress ?? '';
-    headers['x-forwarded-port'] = requestedPort(req.headers.host);
-    headers['x-forwarded-proto'] = 'http';
+    headers['x-forwarded-port'] = requestedPort(req.headers.host, this.publicScheme);
+    headers['x-forwarded-proto'] = this.publicScheme;
     headers['x-forwarded-host'] = req.headers.host ?? '';
     const up = http.request({
       host: target.host,
@@ -267,7 +351,8 @@ export class Edge {
     up.on('response', (upRes) => {
       const out: string[] = [];
       const rh = upRes.rawHeaders;
-      for (let i = 0; i < rh.length; i += 2) if (!HOP_BY_HOP.has(rh[i].toLowerCase())) out.push(rh[i], rh[i + 1]);
+      const host = hostKey(req.headers.host);
+      for (let i = 0; i < rh.length; i += 2) if (passesResponseHeader(rh[i], rh[i + 1], host)) out.push(rh[i], rh[i + 1]);
       res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage, out);
       upRes.on('error', () => res.destroy());
       upRes.pipe(res);
@@ -283,6 +368,7 @@ export class Edge {
   }
 
   private onUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
+    if (hasDuplicateHost(req)) return refuseUpgrade(socket, 400, 'Bad Request');
     const route = this.routes.get(hostKey(req.headers.host));
     if (!route) return refuseUpgrade(socket, 404, 'Not Found');
     if (route.state !== 'running') return refuseUpgrade(socket, 503, 'Service Unavailable');

@@ -1,0 +1,200 @@
+import http from 'node:http';
+import net, { type AddressInfo } from 'node:net';
+import { networkInterfaces } from 'node:os';
+import WebSocket, { WebSocketServer } from 'ws';
+import { cookieDomainTooWide, Edge, edgePublicSchemeFromEnv } from '../../dataplane/edge';
+import { metricsRegistry } from '../../core/telemetry/metrics';
+
+/**
+ * The edge's part of tenant isolation (issue 36, defects 11 and 13; CONTRACTS.md "Tenant isolation";
+ * docs/decisions/0272-edge-and-egress-hardening.md): cookies for a wider domain are dropped, `/metrics`
+ * only for loopback callers, `X-Forwarded-Proto` from configuration, two `Host` headers answer 400.
+ */
+
+const COOKIES = [
+  'host_only=1; Path=/; HttpOnly',
+  'own=2; Domain=foo.sites.localhost; Path=/',
+  'own_dot=3; domain=.FOO.sites.localhost',
+  'parent=4; Domain=sites.localhost; Path=/',
+  'top=5; Path=/; Domain=.localhost',
+  'other=6; Domain=bar.sites.localhost',
+];
+const KEPT = [
+  'host_only=1; Path=/; HttpOnly',
+  'own=2; Domain=foo.sites.localhost; Path=/',
+  'own_dot=3; domain=.FOO.sites.localhost',
+];
+
+/** A workload that sets every cookie above, on plain answers and on a websocket's 101, and echoes what it saw. */
+function upstream(): Promise<{ server: http.Server; wss: WebSocketServer; port: number; seenWs: http.IncomingHttpHeaders[] }> {
+  const server = http.createServer((req, res) => {
+    res.setHeader('set-cookie', COOKIES);
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify({ headers: req.headers }));
+  });
+  const wss = new WebSocketServer({ server });
+  const seenWs: http.IncomingHttpHeaders[] = [];
+  wss.on('headers', (headers, req) => {
+    seenWs.push(req.headers);
+    for (const c of COOKIES) headers.push(`Set-Cookie: ${c}`);
+  });
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => resolve({ server, wss, seenWs, port: (server.address() as AddressInfo).port })),
+  );
+}
+
+function get(
+  port: number,
+  host: string,
+  path = '/',
+  localAddress?: string,
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.get({ host: '127.0.0.1', port, path, localAddress, headers: { host }, agent: false }, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body }));
+    });
+    req.on('error', reject);
+  });
+}
+
+/** Writes `head` as is on a new connection and answers the status line's code. */
+function raw(port: number, head: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.connect(port, '127.0.0.1', () => s.write(head));
+    let got = '';
+    s.on('data', (c: Buffer) => {
+      got += c.toString();
+      const m = /^HTTP\/1\.1 (\d{3})/.exec(got);
+      if (m) {
+        resolve(Number(m[1]));
+        s.destroy();
+      }
+    });
+    s.on('error', reject);
+    s.on('end', () => resolve(-1));
+  });
+}
+
+async function dropped(): Promise<number> {
+  const m = await metricsRegistry.getSingleMetric('edge_set_cookie_dropped_total')?.get();
+  return m?.values[0]?.value ?? 0;
+}
+
+/** An address of this machine that is not loopback (a caller from it is not a loopback caller). */
+function outsideAddress(): string {
+  for (const list of Object.values(networkInterfaces()))
+    for (const a of list ?? []) if (!a.internal && a.family === 'IPv4') return a.address;
+  throw new Error('this test needs a non-loopback IPv4 address on the machine');
+}
+
+describe('edge hardening (tenant isolation)', () => {
+  let edge: Edge;
+  let up: Awaited<ReturnType<typeof upstream>>;
+
+  beforeAll(async () => {
+    up = await upstream();
+    edge = new Edge({ port: 0 });
+    await edge.listen();
+    edge.setRoutes({
+      'foo.sites.localhost': { target: { host: '127.0.0.1', port: up.port }, state: 'running', owner: 'foo' },
+    });
+  });
+  afterAll(async () => {
+    await edge.close();
+    up.wss.close();
+    up.server.closeAllConnections();
+    up.server.close();
+  });
+
+  it("tells a cookie for the request's own host from one for a wider domain", () => {
+    const host = 'foo.sites.localhost';
+    expect(cookieDomainTooWide('a=1', host)).toBe(false);
+    expect(cookieDomainTooWide('a=1; Domain=foo.sites.localhost', host)).toBe(false);
+    expect(cookieDomainTooWide('a=1; domain=.foo.sites.localhost; Secure', host)).toBe(false);
+    expect(cookieDomainTooWide('a=1; Domain=', host)).toBe(false);
+    expect(cookieDomainTooWide('a=1; Domain=sites.localhost', host)).toBe(true);
+    expect(cookieDomainTooWide('a=1; Path=/; DOMAIN=.localhost', host)).toBe(true);
+    // The last Domain wins in a browser: any wider one is enough to drop it.
+    expect(cookieDomainTooWide('a=1; Domain=foo.sites.localhost; Domain=sites.localhost', host)).toBe(true);
+    // A `Domain` inside the cookie's value is not an attribute.
+    expect(cookieDomainTooWide('a=Domain=sites.localhost', host)).toBe(false);
+  });
+
+  it("drops a workload's Set-Cookie whose Domain is wider than its host, keeps the others, and counts the drops", async () => {
+    const before = await dropped();
+    const r = await get(edge.port, `foo.sites.localhost:${edge.port}`);
+    expect(r.status).toBe(200);
+    expect(r.headers['set-cookie']).toEqual(KEPT);
+    expect((await dropped()) - before).toBe(3);
+  });
+
+  it('applies the same rule to the answer of a websocket upgrade', async () => {
+    const before = await dropped();
+    const ws = new WebSocket(`ws://127.0.0.1:${edge.port}/`, { headers: { host: 'foo.sites.localhost' } });
+    const cookies = await new Promise<string[] | undefined>((resolve, reject) => {
+      ws.on('upgrade', (res) => resolve(res.headers['set-cookie']));
+      ws.on('error', reject);
+    });
+    ws.close();
+    expect(cookies).toEqual(KEPT);
+    expect((await dropped()) - before).toBe(3);
+  });
+
+  it('serves /metrics on its own address to loopback callers only', async () => {
+    const local = await get(edge.port, `127.0.0.1:${edge.port}`, '/metrics');
+    expect(local.status).toBe(200);
+    expect(local.body).toMatch(/edge_set_cookie_dropped_total \d+/);
+    const from = outsideAddress();
+    const remote = await get(edge.port, `127.0.0.1:${edge.port}`, '/metrics', from);
+    expect(remote.status).toBe(404);
+    expect(remote.body).not.toMatch(/edge_requests_total/);
+    expect((await get(edge.port, 'localhost', '/metrics', from)).status).toBe(404);
+    // A site's own /metrics path stays the site's.
+    expect(JSON.parse((await get(edge.port, 'foo.sites.localhost', '/metrics', from)).body).headers.host).toBe(
+      'foo.sites.localhost',
+    );
+  });
+
+  it('writes X-Forwarded-Proto from EDGE_PUBLIC_SCHEME (http by default), for requests and websockets', async () => {
+    expect(edgePublicSchemeFromEnv({})).toBe('http');
+    expect(edgePublicSchemeFromEnv({ EDGE_PUBLIC_SCHEME: 'HTTPS' })).toBe('https');
+    expect(() => edgePublicSchemeFromEnv({ EDGE_PUBLIC_SCHEME: 'ftp' })).toThrow(/EDGE_PUBLIC_SCHEME must be http or https/);
+    const plainSeen = JSON.parse((await get(edge.port, 'foo.sites.localhost')).body).headers;
+    expect(plainSeen['x-forwarded-proto']).toBe('http');
+
+    const saved = process.env.EDGE_PUBLIC_SCHEME;
+    process.env.EDGE_PUBLIC_SCHEME = 'https';
+    const tls = new Edge({ port: 0 });
+    if (saved === undefined) delete process.env.EDGE_PUBLIC_SCHEME;
+    else process.env.EDGE_PUBLIC_SCHEME = saved;
+    await tls.listen();
+    try {
+      tls.setRoutes(edge.table());
+      const seen = JSON.parse((await get(tls.port, 'foo.sites.localhost')).body).headers;
+      expect(seen['x-forwarded-proto']).toBe('https');
+      expect(seen['x-forwarded-port']).toBe('443');
+      const ws = new WebSocket(`ws://127.0.0.1:${tls.port}/`, { headers: { host: 'foo.sites.localhost' } });
+      await new Promise<void>((resolve, reject) => {
+        ws.on('open', () => resolve());
+        ws.on('error', reject);
+      });
+      ws.close();
+      expect(up.seenWs.at(-1)?.['x-forwarded-proto']).toBe('wss');
+    } finally {
+      await tls.close();
+    }
+  });
+
+  it('answers 400 to a request with two Host headers, plain or upgrade, and serves the same request with one', async () => {
+    const one = `GET / HTTP/1.1\r\nHost: foo.sites.localhost\r\nConnection: close\r\n\r\n`;
+    expect(await raw(edge.port, one)).toBe(200);
+    const two = `GET / HTTP/1.1\r\nHost: foo.sites.localhost\r\nHost: bar.sites.localhost\r\nConnection: close\r\n\r\n`;
+    expect(await raw(edge.port, two)).toBe(400);
+    const upgrade =
+      'GET / HTTP/1.1\r\nHost: foo.sites.localhost\r\nhost: foo.sites.localhost\r\nConnection: Upgrade\r\n' +
+      'Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n';
+    expect(await raw(edge.port, upgrade)).toBe(400);
+  });
+});
