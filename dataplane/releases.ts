@@ -63,6 +63,8 @@ export interface ReleaseHostOptions {
   /** Periodic upkeep (the artifact retention sweep), run every `housekeepingMs` (default 1 h) until close. */
   housekeeping?(): Promise<unknown>;
   housekeepingMs?: number;
+  /** The commerce platform's URL for a storefront's `COMMERCE_PLATFORM` binding (dataplane/workerd.ts), read at each start. */
+  commercePlatformUrl?(): string | undefined;
 }
 
 export type GateResult = { healthy: true; ms: number } | { healthy: false; ms: number; last: string };
@@ -148,6 +150,7 @@ export class ReleaseHost {
       kind: run.kind,
       releaseDir: this.releaseDir(run.releaseId),
       env: run.env,
+      commercePlatformUrl: this.o.commercePlatformUrl?.(),
     });
     edge.upsert([releaseHost(run.releaseId)], {
       target: { host: '127.0.0.1', port: st.port },

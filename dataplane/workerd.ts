@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
+import { networkInterfaces } from 'node:os';
 import path from 'node:path';
 import type { Supervisor, WorkloadStatus } from './supervisor';
 
@@ -55,19 +56,96 @@ export function workerdBinary(): string {
 const capnpString = (s: string) => JSON.stringify(s);
 
 /**
+ * What a storefront's global `fetch()` may never reach (docs/decisions/0272-edge-and-egress-hardening.md),
+ * beside workerd's own `local` (loopback, 0.0.0.0) and `private` (RFC 1918, CGNAT, link-local, ULA)
+ * sets: the special-purpose ranges workerd counts as public (documentation, benchmarking, this
+ * network, NAT64 and 6to4 that can carry a private IPv4 address, deprecated site-local, multicast),
+ * and Unix sockets.
+ */
+export const EGRESS_DENY = [
+  'local',
+  'private',
+  'unix',
+  'unix-abstract',
+  '0.0.0.0/8',
+  '192.0.0.0/24',
+  '192.0.2.0/24',
+  '198.18.0.0/15',
+  '198.51.100.0/24',
+  '203.0.113.0/24',
+  '224.0.0.0/4',
+  '240.0.0.0/4',
+  '::/96',
+  '64:ff9b::/96',
+  '64:ff9b:1::/48',
+  '100::/64',
+  '2001::/23',
+  '2001:db8::/32',
+  '2002::/16',
+  'fec0::/10',
+  'ff00::/8',
+] as const;
+
+/** This machine's own addresses (any interface): a service of the platform listening on all of them is not a public destination. */
+export function ownAddresses(): string[] {
+  const out: string[] = [];
+  for (const list of Object.values(networkInterfaces()))
+    for (const a of list ?? []) out.push(a.family === 'IPv4' ? `${a.address}/32` : `${a.address.split('%')[0]}/128`);
+  return [...new Set(out)];
+}
+
+/**
+ * The commerce platform as a workerd external service: exactly its origin's host and port, over
+ * the URL's scheme. Bound as `COMMERCE_PLATFORM` (a service binding: `env.COMMERCE_PLATFORM.fetch(…)`
+ * reaches it whatever the URL's host says), so a loopback stand-in (dev and tests) is reachable
+ * without opening loopback to the global `fetch()`.
+ */
+function commerceService(url: string): string {
+  const u = new URL(url);
+  const https = u.protocol === 'https:';
+  // `hostname` keeps an IPv6 address's brackets, as workerd's address form wants them.
+  const address = `${u.hostname}:${u.port || (https ? '443' : '80')}`;
+  const server = https
+    ? `https = (tlsOptions = (trustBrowserCas = true), certificateHost = ${capnpString(u.hostname.replace(/^\[|\]$/g, ''))})`
+    : 'http = ()';
+  return `(name = "commerce-platform", external = (address = ${capnpString(address)}, ${server}))`;
+}
+
+/**
  * A capnp config for one storefront release: every `.js`/`.mjs` file of the bundle is an ES module
  * (the entry first, so it is the main module), `env` names bound from the process environment,
- * and an HTTP socket named `http` on `127.0.0.1:<port>`.
+ * and an HTTP socket named `http` on `127.0.0.1:<port>`. Its global `fetch()` goes through the
+ * `egress` network service: public addresses only (`EGRESS_DENY` and this machine's own addresses
+ * refused); the commerce platform, when given, is one more service of exactly its origin, bound as
+ * `COMMERCE_PLATFORM` (a service binding, not a text one: `env`'s strings stay the framework's names).
  */
-export function capnpConfig(o: { modules: string[]; entry: string; envNames: readonly string[]; port: number }): string {
+export function capnpConfig(o: {
+  modules: string[];
+  entry: string;
+  envNames: readonly string[];
+  port: number;
+  /** The commerce platform's URL (`COMMERCE_PLATFORM_URL`, or the local stand-in's). */
+  commercePlatformUrl?: string;
+  /** Addresses refused beside `EGRESS_DENY` (default: this machine's own, `ownAddresses()`). */
+  denyAddresses?: readonly string[];
+}): string {
   const ordered = [o.entry, ...o.modules.filter((m) => m !== o.entry)];
   const modules = ordered.map((m) => `(name = ${capnpString(m)}, esModule = embed ${capnpString(`bundle/${m}`)})`);
   const bindings = o.envNames.map((n) => `(name = ${capnpString(n)}, fromEnvironment = ${capnpString(n)})`);
+  const services = ['(name = "main", worker = .storefront)'];
+  const deny = [...EGRESS_DENY, ...(o.denyAddresses ?? ownAddresses())].map(capnpString);
+  services.push(
+    `(name = "egress", network = (allow = ["public"], deny = [${deny.join(', ')}], tlsOptions = (trustBrowserCas = true)))`,
+  );
+  if (o.commercePlatformUrl) {
+    services.push(commerceService(o.commercePlatformUrl));
+    bindings.push('(name = "COMMERCE_PLATFORM", service = "commerce-platform")');
+  }
   return [
     'using Workerd = import "/workerd/workerd.capnp";',
     '',
     'const config :Workerd.Config = (',
-    '  services = [(name = "main", worker = .storefront)],',
+    `  services = [\n    ${services.join(',\n    ')}\n  ],`,
     `  sockets = [(name = "http", address = ${capnpString(`127.0.0.1:${o.port}`)}, http = (), service = "main")],`,
     ');',
     '',
@@ -76,6 +154,7 @@ export function capnpConfig(o: { modules: string[]; entry: string; envNames: rea
     `  compatibilityDate = ${capnpString(COMPATIBILITY_DATE)},`,
     '  compatibilityFlags = ["nodejs_compat"],',
     `  bindings = [${bindings.join(', ')}],`,
+    '  globalOutbound = "egress",',
     ');',
     '',
   ].join('\n');
@@ -120,6 +199,8 @@ export interface BundleRun {
   /** The values for the process, by the framework's names (only these reach it, plus PATH and HOME). */
   env: Record<string, string>;
   memoryMb?: number;
+  /** A storefront's way to the commerce platform (its URL; `capnpConfig`). */
+  commercePlatformUrl?: string;
 }
 
 /** Adds a release's process to the supervisor (storefront: workerd via its launcher; app: node server.mjs). */
@@ -135,7 +216,13 @@ export async function addBundle(supervisor: Supervisor, run: BundleRun): Promise
   await mkdir(run.releaseDir, { recursive: true });
   await writeFile(
     path.join(run.releaseDir, 'config.capnp'),
-    capnpConfig({ modules: await jsModules(bundleDir), entry, envNames: names, port: status.port }),
+    capnpConfig({
+      modules: await jsModules(bundleDir),
+      entry,
+      envNames: names,
+      port: status.port,
+      commercePlatformUrl: run.commercePlatformUrl,
+    }),
   );
   await writeFile(path.join(run.releaseDir, 'launch.cjs'), launcherSource(workerdBinary()));
   return status;

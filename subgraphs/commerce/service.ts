@@ -129,6 +129,8 @@ export class CommerceService {
       ...plane,
       releasesRoot: this.dataDir('releases'),
       healthGateMs: this.d.settings.COMMERCE_HEALTH_GATE_MS,
+      // A storefront reaches the commerce platform (or its loopback stand-in) through one binding (decision 0272).
+      commercePlatformUrl: () => this.d.settings.COMMERCE_PLATFORM_URL,
       // The artifact retention rule (subgraphs/commerce/artifacts.ts), hourly.
       housekeeping: () => this.artifacts.sweep(),
       async onAccess(batch: AccessEntry[]) {

@@ -96,6 +96,10 @@ describe('commerce releases on the data plane', () => {
       path: '/',
       env_names: ['PRIVATE_STOREFRONT_API_TOKEN', 'PUBLIC_STOREFRONT_ID', 'PUBLIC_STORE_DOMAIN', 'SESSION_SECRET'],
     });
+    // The commerce platform (here the loopback stand-in) through the storefront's one binding to it
+    // (its global fetch() reaches public addresses only: docs/decisions/0272-edge-and-egress-hardening.md).
+    const viaBinding = JSON.parse((await viaEdge(releaseHost(first.release_id), '/commerce')).body);
+    expect(viaBinding).toMatchObject({ status: 200, body: { domain: tn.store.store_domain } });
 
     // The environment changes after the release started: the running release keeps what it pinned.
     await t.rest('PUT', `${B}/environments/preview`, { key: tn.key, body: { storefront_id: null } });

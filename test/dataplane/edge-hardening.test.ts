@@ -1,8 +1,13 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
-import { networkInterfaces } from 'node:os';
+import { networkInterfaces, tmpdir } from 'node:os';
+import path from 'node:path';
 import WebSocket, { WebSocketServer } from 'ws';
 import { cookieDomainTooWide, Edge, edgePublicSchemeFromEnv } from '../../dataplane/edge';
+import { freePort } from '../../dataplane/supervisor';
+import { capnpConfig, workerdBinary } from '../../dataplane/workerd';
 import { metricsRegistry } from '../../core/telemetry/metrics';
 
 /**
@@ -196,5 +201,101 @@ describe('edge hardening (tenant isolation)', () => {
       'GET / HTTP/1.1\r\nHost: foo.sites.localhost\r\nhost: foo.sites.localhost\r\nConnection: Upgrade\r\n' +
       'Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n';
     expect(await raw(edge.port, upgrade)).toBe(400);
+  });
+});
+
+/** A storefront that reports what its global fetch() and its COMMERCE_PLATFORM binding reach. */
+const PROBE = `export default {
+  async fetch(request, env) {
+    const u = new URL(request.url);
+    const attempt = async (f) => {
+      try {
+        const r = await f();
+        return { status: r.status, body: await r.text() };
+      } catch (e) {
+        return { error: String(e && e.message || e) };
+      }
+    };
+    if (u.pathname === '/binding') return Response.json(await attempt(() => env.COMMERCE_PLATFORM.fetch('http://commerce.invalid/stores/x/meta.json')));
+    return Response.json(await attempt(() => fetch(u.searchParams.get('url'))));
+  },
+};
+`;
+
+describe('workerd storefront egress (issue 36, defect 9)', () => {
+  let work: string;
+  let workerd: ChildProcess;
+  let port: number;
+  let target: http.Server;
+  let commerce: http.Server;
+  let targetPort: number;
+  let commerceUrl: string;
+
+  const listen = (handler: http.RequestListener, host: string) =>
+    new Promise<{ server: http.Server; port: number }>((resolve) => {
+      const server = http.createServer(handler);
+      server.listen(0, host, () => resolve({ server, port: (server.address() as AddressInfo).port }));
+    });
+  const ask = async (p: string) => (await fetch(`http://127.0.0.1:${port}${p}`)).json();
+
+  beforeAll(async () => {
+    // A platform-side service on every interface (as with HOST=0.0.0.0) and a loopback commerce stand-in.
+    ({ server: target, port: targetPort } = await listen((_q, r) => r.end('reached'), '0.0.0.0'));
+    let c: { server: http.Server; port: number };
+    ({ server: commerce, ...c } = await listen((q, r) => r.end(`commerce ${q.url}`), '127.0.0.1'));
+    commerceUrl = `http://127.0.0.1:${c.port}`;
+    work = mkdtempSync(path.join(tmpdir(), 'egress-'));
+    mkdirSync(path.join(work, 'bundle'));
+    writeFileSync(path.join(work, 'bundle', 'index.js'), PROBE);
+    port = await freePort();
+    const config = capnpConfig({
+      modules: ['index.js'],
+      entry: 'index.js',
+      envNames: [],
+      port,
+      commercePlatformUrl: commerceUrl,
+    });
+    writeFileSync(path.join(work, 'config.capnp'), config);
+    workerd = spawn(workerdBinary(), ['serve', 'config.capnp'], { cwd: work, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    workerd.stderr!.on('data', (b: Buffer) => (stderr += b.toString()));
+    for (let i = 0; ; i++) {
+      const up = await fetch(`http://127.0.0.1:${port}/binding`).then(
+        () => true,
+        () => false,
+      );
+      if (up) break;
+      if (i > 150 || workerd.exitCode !== null) throw new Error(`workerd did not start: ${stderr}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }, 30_000);
+  afterAll(() => {
+    workerd?.kill('SIGKILL');
+    target?.close();
+    commerce?.close();
+    if (work) rmSync(work, { recursive: true, force: true });
+  });
+
+  it('names globalOutbound: public addresses only, local and private ranges refused, TLS against the browser CAs', () => {
+    const config = capnpConfig({
+      modules: ['index.js'],
+      entry: 'index.js',
+      envNames: [],
+      port: 1,
+      denyAddresses: ['192.0.2.7/32'],
+    });
+    expect(config).toMatch(/globalOutbound = "egress"/);
+    expect(config).toMatch(
+      /\(name = "egress", network = \(allow = \["public"\], deny = \["local", "private", .*"192\.0\.2\.7\/32"\], tlsOptions = \(trustBrowserCas = true\)\)\)/,
+    );
+    // No commerce platform given: no binding to it.
+    expect(config).not.toMatch(/COMMERCE_PLATFORM/);
+  });
+
+  it("refuses loopback and this machine's own addresses to fetch(), and reaches a loopback commerce stand-in only through its binding", async () => {
+    expect(await ask(`/?url=${encodeURIComponent(`http://127.0.0.1:${targetPort}/`)}`)).toHaveProperty('error');
+    expect(await ask(`/?url=${encodeURIComponent(`http://${outsideAddress()}:${targetPort}/`)}`)).toHaveProperty('error');
+    expect(await ask(`/?url=${encodeURIComponent(`${commerceUrl}/stores/x/meta.json`)}`)).toHaveProperty('error');
+    expect(await ask('/binding')).toEqual({ status: 200, body: 'commerce /stores/x/meta.json' });
   });
 });
