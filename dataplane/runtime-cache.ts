@@ -92,6 +92,59 @@ export interface RuntimeCacheOptions {
   lockRefreshMs?: number;
   /** How often a waiter looks at the lock again (default 500 ms). */
   lockPollMs?: number;
+  /**
+   * The packages of the runtime whose native part is built after the install (which runs no
+   * install script): `NATIVE_BUILDS` by default. Each is built with node-gyp when its binding is
+   * missing, then loaded once as a check.
+   */
+  nativeBuilds?: readonly string[];
+}
+
+/**
+ * The only install scripts a runtime needs, done by the cache itself after `npm install
+ * --ignore-scripts` (docs/decisions/0272-edge-and-egress-hardening.md). In `ghost` 5.130's tree four
+ * packages have install scripts: `sqlite3` (each site's database: built here), `re2` (only used by
+ * `url-regex-safe` when `METASCRAPER_RE2=true`, else plain RegExp, and loaded in a try/catch),
+ * `sharp` (its script only checks for the prebuilt `@img/sharp-*` packages, installed without
+ * scripts; image resizing is optional in Ghost) and `dtrace-provider` (bunyan's optional DTrace
+ * probes, nothing to build on Linux).
+ */
+export const NATIVE_BUILDS: readonly string[] = ['sqlite3'];
+
+/** Settings of the installing user's npm that an install may keep: proxies, registry, CAs. Nothing else of the platform's environment. */
+const NPM_NETWORK_VARS = [
+  'HTTP_PROXY',
+  'HTTPS_PROXY',
+  'NO_PROXY',
+  'http_proxy',
+  'https_proxy',
+  'no_proxy',
+  'npm_config_proxy',
+  'npm_config_https_proxy',
+  'npm_config_noproxy',
+  'npm_config_registry',
+  'npm_config_cafile',
+  'NODE_EXTRA_CA_CERTS',
+];
+
+/**
+ * The whole environment of an install step (npm, tar, node-gyp, the load check): `PATH`, a
+ * throwaway `HOME`, npm's download cache (shared, so a second install reuses it) and, for npm,
+ * the user's npm configuration file (registry and proxy settings; npm runs no package script, so no
+ * package code reads it), plus proxy, registry and CA settings. No platform variable (keys,
+ * database URLs, relay logins) reaches any of it.
+ */
+export function installEnv(home: string, base: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  const env: Record<string, string> = {
+    PATH: base.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+    HOME: home,
+    npm_config_cache: base.npm_config_cache ?? path.join(homedir(), '.npm'),
+    npm_config_update_notifier: 'false',
+  };
+  const userconfig = base.npm_config_userconfig ?? path.join(homedir(), '.npmrc');
+  if (existsSync(userconfig)) env.npm_config_userconfig = userconfig;
+  for (const name of NPM_NETWORK_VARS) if (base[name]) env[name] = base[name]!;
+  return env;
 }
 
 /** The runtime cache: `ensure(spec)` answers an installed runtime, installing it at most once. */
@@ -101,6 +154,7 @@ export class RuntimeCache {
   private readonly staleLockMs: number;
   private readonly lockRefreshMs: number;
   private readonly lockPollMs: number;
+  private readonly nativeBuilds: readonly string[];
   private readonly inFlight = new Map<string, Promise<InstalledRuntime>>();
 
   constructor(opts: RuntimeCacheOptions = {}) {
@@ -109,6 +163,7 @@ export class RuntimeCache {
     this.staleLockMs = opts.staleLockMs ?? 60_000;
     this.lockRefreshMs = opts.lockRefreshMs ?? 5_000;
     this.lockPollMs = opts.lockPollMs ?? 500;
+    this.nativeBuilds = opts.nativeBuilds ?? NATIVE_BUILDS;
   }
 
   dir(name: string, version: string): string {
@@ -227,10 +282,15 @@ export class RuntimeCache {
     const staging = path.join(parent, `.staging-${spec.version}-${process.pid}-${randomBytes(4).toString('hex')}`);
     await this.removeOldStaging(parent, spec.version);
     await mkdir(staging, { recursive: true });
+    // Every step runs with a clean environment and a HOME of its own, removed with the staging directory.
+    const home = path.join(staging, '.home');
+    await mkdir(home);
+    const env = installEnv(home);
     try {
       report('pack', `downloading ${spec.name}@${spec.version} from the registry`);
       const packed = await run(this.npm, ['pack', `${spec.name}@${spec.version}`, '--json', '--pack-destination', staging], {
         cwd: staging,
+        env,
       });
       const filename = (JSON.parse(packed.stdout) as { filename: string }[])[0]?.filename;
       const tarball = path.join(staging, filename ?? `${spec.name}-${spec.version}.tgz`);
@@ -244,7 +304,7 @@ export class RuntimeCache {
       report('extract', 'unpacking the release');
       const pkgDir = path.join(staging, 'package');
       await mkdir(pkgDir);
-      await run('tar', ['-xzf', tarball, '-C', pkgDir, '--strip-components=1']);
+      await run('tar', ['-xzf', tarball, '-C', pkgDir, '--strip-components=1'], { env });
       await rm(tarball);
       // Development dependencies are never needed to run, and some are fetched from git hosts.
       const manifestPath = path.join(pkgDir, 'package.json');
@@ -254,7 +314,7 @@ export class RuntimeCache {
       report('install', 'installing dependencies');
       let fetched = 0;
       let lastReport = 0;
-      // Native builds (install scripts) print nothing at this log level: a heartbeat keeps the detail moving.
+      // A long install prints nothing at this log level for a while: a heartbeat keeps the detail moving.
       const heartbeat = setInterval(() => {
         lastReport = Date.now();
         report(
@@ -265,8 +325,10 @@ export class RuntimeCache {
       heartbeat.unref();
       await run(
         this.npm,
-        ['install', '--omit=dev', '--legacy-peer-deps', '--no-audit', '--no-fund', '--loglevel=http'],
-        { cwd: pkgDir },
+        // No dependency's install script runs (they are not covered by the catalog's digest): the few
+        // native parts the runtime needs are built below.
+        ['install', '--omit=dev', '--legacy-peer-deps', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=http'],
+        { cwd: pkgDir, env },
         (line) => {
           if (!/ http fetch /.test(line)) return;
           fetched += 1;
@@ -276,14 +338,14 @@ export class RuntimeCache {
           }
         },
       ).finally(() => clearInterval(heartbeat));
-      if (existsSync(path.join(pkgDir, 'node_modules', 'sqlite3')) && !(await sqliteBindingExists(pkgDir))) {
-        report('build_native', 'building the sqlite3 binding against this Node');
-        await buildNative(path.join(pkgDir, 'node_modules', 'sqlite3'));
+      const natives = this.nativeBuilds.filter((n) => existsSync(path.join(pkgDir, 'node_modules', n)));
+      for (const name of natives) {
+        if (await bindingExists(path.join(pkgDir, 'node_modules', name))) continue;
+        report('build_native', `building the ${name} binding against this Node`);
+        await buildNative(path.join(pkgDir, 'node_modules', name), env);
       }
-      report('check', 'loading the database driver');
-      if (existsSync(path.join(pkgDir, 'node_modules', 'sqlite3'))) {
-        await run(process.execPath, ['-e', "require('sqlite3')"], { cwd: pkgDir });
-      }
+      report('check', `loading ${natives.length ? natives.join(', ') : 'nothing native'}`);
+      for (const name of natives) await run(process.execPath, ['-e', `require(${JSON.stringify(name)})`], { cwd: pkgDir, env });
       const marker: InstalledRuntime = {
         name: spec.name,
         version: spec.version,
@@ -321,8 +383,8 @@ export class RuntimeCache {
   }
 }
 
-async function sqliteBindingExists(pkgDir: string): Promise<boolean> {
-  const release = path.join(pkgDir, 'node_modules', 'sqlite3', 'build', 'Release');
+async function bindingExists(moduleDir: string): Promise<boolean> {
+  const release = path.join(moduleDir, 'build', 'Release');
   const names = await readdir(release).catch(() => [] as string[]);
   return names.some((n) => n.endsWith('.node'));
 }
@@ -344,22 +406,23 @@ export function nativeToolchain(env: NodeJS.ProcessEnv = process.env): { nodeGyp
   return { nodeGyp, nodeDir };
 }
 
-async function buildNative(moduleDir: string): Promise<void> {
+/** node-gyp in the package's directory: the package's build files run, with the install's clean environment. */
+async function buildNative(moduleDir: string, env: Record<string, string>): Promise<void> {
   const { nodeGyp, nodeDir } = nativeToolchain();
   const args = [nodeGyp, 'rebuild'];
   if (nodeDir) args.push(`--nodedir=${nodeDir}`);
-  await run(process.execPath, args, { cwd: moduleDir });
+  await run(process.execPath, args, { cwd: moduleDir, env });
 }
 
 /** Runs a command; resolves with its output, rejects with its last lines on a non-zero exit. */
 function run(
   cmd: string,
   args: string[],
-  opts: { cwd?: string } = {},
+  opts: { cwd?: string; env: Record<string, string> },
   onLine?: (line: string) => void,
 ): Promise<{ stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { cwd: opts.cwd, stdio: ['ignore', 'pipe', 'pipe'], env: process.env });
+    const child = spawn(cmd, args, { cwd: opts.cwd, stdio: ['ignore', 'pipe', 'pipe'], env: opts.env });
     let stdout = '';
     let stderr = '';
     let partial = '';
