@@ -166,7 +166,7 @@ const agents = {
  */
 export function requestPinned(
   target: CheckedTarget,
-  opts: Pick<http.RequestOptions, 'method' | 'headers' | 'agent' | 'timeout'>,
+  opts: Pick<http.RequestOptions, 'method' | 'headers' | 'agent' | 'timeout' | 'socketPath'>,
   onResponse: (res: http.IncomingMessage) => void,
 ): http.ClientRequest {
   const { url, address, family } = target;
@@ -265,7 +265,8 @@ export interface LocalReply {
  * with `OutboundTimeout` when the socket stays idle `timeoutMs`, and on network errors.
  */
 export function requestLocal(
-  port: number,
+  /** A loopback port, or a workload's endpoint (its unix socket when it runs sandboxed). */
+  to: number | { port: number; socketPath?: string },
   opts: {
     method?: string;
     path?: string;
@@ -276,6 +277,8 @@ export function requestLocal(
   },
 ): Promise<LocalReply> {
   const max = opts.maxBodyBytes ?? 8 * 1024 * 1024;
+  const port = typeof to === 'number' ? to : to.port;
+  const socketPath = typeof to === 'number' ? undefined : to.socketPath;
   const target: CheckedTarget = { url: new URL(`http://127.0.0.1:${port}${opts.path ?? '/'}`), address: '127.0.0.1', family: 4 };
   return new Promise((resolve, reject) => {
     const req = requestPinned(
@@ -284,6 +287,7 @@ export function requestLocal(
         method: opts.method ?? 'GET',
         agent: false,
         timeout: opts.timeoutMs,
+        ...(socketPath ? { socketPath } : {}),
         headers: {
           ...(opts.body !== undefined ? { 'content-length': String(Buffer.byteLength(opts.body)) } : {}),
           ...opts.headers,

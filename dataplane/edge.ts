@@ -18,8 +18,8 @@ import { metricsText } from '../core/telemetry/metrics';
 export type RouteState = 'running' | 'stopped' | 'restoring';
 
 export interface EdgeRoute {
-  /** Where the workload listens. */
-  target: { host: string; port: number };
+  /** Where the workload listens: a sandboxed one on its unix socket (`socketPath`), else host and port. */
+  target: { host: string; port: number; socketPath?: string };
   state: RouteState;
   /** Who the route belongs to (a site id), for logs and metrics. */
   owner?: string;
@@ -332,6 +332,7 @@ export class Edge {
     const up = http.request({
       host: target.host,
       port: target.port,
+      ...(target.socketPath ? { socketPath: target.socketPath } : {}),
       method: req.method,
       path: req.url,
       headers,
@@ -375,6 +376,6 @@ export class Edge {
     dropForwarded(req);
     this.upgraded.add(socket);
     socket.once('close', () => this.upgraded.delete(socket));
-    this.proxy.ws(req, socket as Socket, head, { target: { host: route.target.host, port: route.target.port } });
+    this.proxy.ws(req, socket as Socket, head, { target: { ...route.target } });
   }
 }

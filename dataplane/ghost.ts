@@ -4,7 +4,8 @@ import { mkdir, readdir, readlink, rm, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { type LocalReply, requestLocal } from '../core/outbound-http';
 import type { MysqlSiteDatabase } from './site-database';
-import type { Supervisor, WorkloadStatus } from './supervisor';
+import type { SandboxEgress, SandboxSpec } from './sandbox';
+import { endpointOf, type Supervisor, type WorkloadStatus } from './supervisor';
 
 /**
  * Runs the publishing software (Ghost, from the runtime cache) as a supervised site
@@ -126,11 +127,34 @@ export function ghostEnv(spec: GhostSiteSpec, port: number): Record<string, stri
   };
 }
 
+/** Headroom over the runtime's memory floor (V8's heap ceiling) for the rest of the process: code, buffers, SQLite. */
+export const SITE_MEMORY_HEADROOM_MB = 256;
+
+/**
+ * The site's sandbox (dataplane/sandbox.ts): its own directory read-write, its release read-only;
+ * egress only to its database server and its mail relay, when it has them; memory at its floor plus
+ * headroom.
+ */
+export function ghostSandbox(spec: GhostSiteSpec): SandboxSpec {
+  const egress: SandboxEgress[] = [];
+  if (spec.database) egress.push({ host: spec.database.host, port: spec.database.port });
+  const mailHost = spec.config?.mail__options__host;
+  if (mailHost) egress.push({ host: mailHost, port: Number(spec.config?.mail__options__port ?? 25) });
+  return {
+    mounts: [
+      { path: spec.siteDir, write: true },
+      { path: spec.runtimeDir, write: false },
+    ],
+    memoryMb: (spec.memoryMb ?? 512) + SITE_MEMORY_HEADROOM_MB,
+    egress,
+  };
+}
+
 type Reply = LocalReply;
 
 /** One HTTP request straight to a site's port, as the public host (Ghost checks Origin against its url). */
 export function siteRequest(
-  port: number,
+  port: number | { port: number; socketPath?: string },
   publicUrl: string,
   method: string,
   p: string,
@@ -168,6 +192,7 @@ export class GhostRunner {
       cwd: spec.runtimeDir,
       memoryMb: spec.memoryMb,
       env: (port) => ghostEnv(spec, port),
+      sandbox: ghostSandbox(spec),
     });
     return this.supervisor.start(spec.id);
   }
@@ -185,7 +210,7 @@ export class GhostRunner {
       if (st.state === 'failed') break;
       if (st.state === 'running') {
         try {
-          const r = await siteRequest(st.port, url, 'GET', '/ghost/api/admin/site/', { timeoutMs: 5_000 });
+          const r = await siteRequest(endpointOf(st), url, 'GET', '/ghost/api/admin/site/', { timeoutMs: 5_000 });
           if (r.status === 200) {
             const site = (JSON.parse(r.body) as { site?: { version?: string } }).site;
             return { version: site?.version ?? 'unknown', ms: Date.now() - started };
@@ -250,9 +275,9 @@ export class GhostRunner {
     };
   }
 
-  private port(id: string): number {
+  private port(id: string): { port: number; socketPath?: string } {
     const st = this.supervisor.status(id);
     if (!st) throw new GhostError('site_unhealthy', `site ${id} is not supervised`);
-    return st.port;
+    return endpointOf(st);
   }
 }

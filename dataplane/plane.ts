@@ -2,6 +2,7 @@ import { Edge } from './edge';
 import { type ReconcileRegistry, Reconciler } from './reconcile';
 import { RuntimeCache } from './runtime-cache';
 import { SiteHost } from './sites';
+import { resolveSandbox, type SandboxResolution } from './sandbox';
 import { Supervisor } from './supervisor';
 
 /**
@@ -58,11 +59,14 @@ export class DataPlane implements DataPlanePort {
   readonly edge: Edge;
   readonly sites: SiteHost;
   readonly reconciler: Reconciler;
+  /** The tenant sandbox workloads run in, or what is missing for it (dataplane/sandbox.ts). */
+  readonly sandboxing: SandboxResolution;
   private port: number | null = null;
 
   constructor(private readonly o: DataPlaneOptions) {
     this.cache = new RuntimeCache(o.cacheRoot ? { root: o.cacheRoot } : {});
-    this.supervisor = new Supervisor();
+    this.sandboxing = resolveSandbox();
+    this.supervisor = new Supervisor({ sandbox: this.sandboxing.sandbox });
     this.edge = new Edge({ port: o.edgePort, host: o.host });
     this.sites = new SiteHost({ cache: this.cache, supervisor: this.supervisor, edge: this.edge, sitesRoot: o.sitesRoot });
     this.reconciler = new Reconciler({ intervalMs: o.reconcileIntervalMs, onError: o.onReconcileError });

@@ -3,7 +3,7 @@ import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { requestLocal } from '../core/outbound-http';
 import { type Edge, hostKey } from './edge';
-import type { Supervisor } from './supervisor';
+import { endpointOf, type Supervisor } from './supervisor';
 import { addBundle, type BundleKind } from './workerd';
 
 /**
@@ -153,7 +153,7 @@ export class ReleaseHost {
       commercePlatformUrl: this.o.commercePlatformUrl?.(),
     });
     edge.upsert([releaseHost(run.releaseId)], {
-      target: { host: '127.0.0.1', port: st.port },
+      target: endpointOf(st),
       state: 'running',
       owner: run.releaseId,
     });
@@ -241,7 +241,7 @@ export class ReleaseHost {
     if (!st || st.state !== 'running') throw new Error(`release ${releaseId} is not running`);
     const previous = this.production.get(projectId) ?? null;
     this.o.edge.upsert([productionHost(projectId)], {
-      target: { host: '127.0.0.1', port: st.port },
+      target: endpointOf(st),
       state: 'running',
       owner: releaseId,
     });

@@ -4,7 +4,7 @@ import type { Edge } from './edge';
 import { contentDir, GhostRunner, type GhostAdminAccess, type GhostOwner } from './ghost';
 import type { InstalledRuntime, ProgressFn, RuntimeCache, RuntimeSpec } from './runtime-cache';
 import type { MysqlSiteDatabase } from './site-database';
-import type { Supervisor, WorkloadStatus } from './supervisor';
+import { endpointOf, type Supervisor, type WorkloadStatus } from './supervisor';
 
 /**
  * The data plane as the publishing area's executor sees it (docs/decisions/0120-data-plane.md): one
@@ -106,7 +106,7 @@ export class SiteHost {
       database: site.database,
     });
     const health = await this.untilHealthy(site.siteId, site.url);
-    this.route(entry, st.port);
+    this.route(entry, st);
     return { port: st.port, version: health.version, bootMs: health.ms };
   }
 
@@ -149,7 +149,7 @@ export class SiteHost {
     const site = this.get(siteId);
     const st = this.o.supervisor.start(siteId);
     await this.untilHealthy(siteId, site.url);
-    this.route(site, st.port);
+    this.route(site, st);
   }
 
   async restart(siteId: string): Promise<void> {
@@ -260,9 +260,9 @@ export class SiteHost {
     }
   }
 
-  private route(site: HostedSite, port: number): void {
+  private route(site: HostedSite, st: WorkloadStatus): void {
     this.o.edge.remove({ owner: site.siteId });
-    this.o.edge.upsert(site.hosts, { target: { host: '127.0.0.1', port }, state: 'running', owner: site.siteId });
+    this.o.edge.upsert(site.hosts, { target: endpointOf(st), state: 'running', owner: site.siteId });
   }
 
   private get(siteId: string): HostedSite & { runtimeDir: string } {

@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { createHash, randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { projectRoot } from '../core/paths';
 
 /**
  * The parent watch every supervised Node process loads first (`node --require <file>`; decision
@@ -41,24 +41,47 @@ export function parentWatch(graceMs: number): void {
 /** How long a child whose platform died has to stop on SIGTERM before it kills itself. */
 export const PARENT_GONE_GRACE_MS = 3_000;
 
-let written: string | null = null;
+/**
+ * A directory only this user can use (`<DATA_DIR>/run/preload`, or `dir`): created with mode 0700,
+ * checked to be a real directory (not a link) owned by this process's uid with no group or other
+ * access, else refused. Nothing another user (a workload's uid) plants there is ever loaded.
+ */
+export function privateDir(
+  dir = path.join(path.resolve(projectRoot(), process.env.DATA_DIR ?? '.data'), 'run', 'preload'),
+): string {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const st = lstatSync(dir);
+  const me = typeof process.getuid === 'function' ? process.getuid() : st.uid;
+  if (!st.isDirectory() || st.uid !== me)
+    throw new Error(`${dir} is not a directory owned by this user; refusing to load code from it`);
+  if ((st.mode & 0o077) !== 0) chmodSync(dir, 0o700);
+  return dir;
+}
+
+const written = new Map<string, string>();
 
 /**
- * The preload as a file of its own (written once per content, beside the system's temporary files),
- * so it works the same from `dist/` and under the test runner: the function above, compiled, is the
- * whole file.
+ * Writes a preload's source as a file of its own in the private directory, named by its content's
+ * hash: written to a fresh temporary name (`wx`: never through an existing file or link) and renamed
+ * into place, then read back and compared before use, so it works the same from `dist/` and under
+ * the test runner and nobody else's file is ever taken for it.
  */
-export function parentWatchFile(dir = tmpdir()): string {
-  if (written && existsSync(written)) return written;
-  const source = `'use strict';\n(${parentWatch.toString()})(${PARENT_GONE_GRACE_MS});\n`;
+export function preloadFile(name: string, source: string, dir?: string): string {
+  const key = `${dir ?? ''}|${source}`;
+  const known = written.get(key);
+  if (known && existsSync(known)) return known;
+  const root = privateDir(dir);
   const hash = createHash('sha256').update(source).digest('hex').slice(0, 16);
-  const file = path.join(dir, `platform-parent-watch-${hash}.cjs`);
-  if (!existsSync(file)) {
-    mkdirSync(dir, { recursive: true });
-    const tmp = `${file}.${process.pid}.tmp`;
-    writeFileSync(tmp, source, { mode: 0o644 });
-    renameSync(tmp, file);
-  }
-  written = file;
+  const file = path.join(root, `${name}-${hash}.cjs`);
+  const tmp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
+  writeFileSync(tmp, source, { mode: 0o644, flag: 'wx' });
+  renameSync(tmp, file);
+  if (readFileSync(file, 'utf8') !== source) throw new Error(`${file} changed under us`);
+  written.set(key, file);
   return file;
+}
+
+/** The parent watch as a preload file (the function above, compiled, is the whole file). */
+export function parentWatchFile(dir?: string): string {
+  return preloadFile('platform-parent-watch', `'use strict';\n(${parentWatch.toString()})(${PARENT_GONE_GRACE_MS});\n`, dir);
 }

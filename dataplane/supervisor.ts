@@ -3,6 +3,7 @@ import { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
+import { resolveSandbox, type Sandbox, type SandboxedLaunch, type SandboxSpec } from './sandbox';
 import { parentWatchFile } from './supervisor-preload';
 
 /**
@@ -28,18 +29,31 @@ export interface WorkloadSpec {
   memoryMb?: number;
   /** Use this port instead of allocating one (it is still reserved and released with the workload). */
   port?: number;
+  /**
+   * How the workload is isolated (dataplane/sandbox.ts): on a supervisor with a sandbox it runs
+   * inside it, reached on its unix socket; without one (development with the sandbox off) as before.
+   */
+  sandbox?: SandboxSpec;
+  /** The executable when it is not a Node script (`script` is then its first argument list). */
+  command?: string;
 }
 
 export interface WorkloadExit {
   code: number | null;
   signal: string | null;
   at: string;
+  /** `oom`: the kernel ended it for going over its memory limit. */
+  reason?: 'oom';
 }
 
 export interface WorkloadStatus {
   id: string;
   state: WorkloadState;
   port: number;
+  /** The unix socket the workload serves on when it runs in the sandbox (connect here, not to `port`). */
+  socketPath: string | null;
+  /** The uid it runs as (sandboxed), else null. */
+  uid: number | null;
   pid: number | null;
   /** Restarts after a crash since the workload was added (a requested restart is not counted). */
   restarts: number;
@@ -65,6 +79,8 @@ export interface SupervisorOptions {
   logLines?: number;
   /** The Node executable children run with (default: this process's). */
   nodePath?: string;
+  /** The tenant sandbox (dataplane/sandbox.ts; default: `resolveSandbox()`); null runs workloads unisolated (development only). */
+  sandbox?: Sandbox | null;
 }
 
 interface Workload {
@@ -81,6 +97,15 @@ interface Workload {
   log: string[];
   /** Resolves when the current child has exited. */
   exited: Promise<void> | null;
+  /** The sandboxed launch of the current child. */
+  launch: SandboxedLaunch | null;
+  /** Bumped by every spawn and stop: a launch still being prepared for an older one is dropped. */
+  generation: number;
+}
+
+/** Where to reach a workload: its unix socket when sandboxed, else its loopback port (an edge route's target). */
+export function endpointOf(st: WorkloadStatus): { host: string; port: number; socketPath?: string } {
+  return st.socketPath ? { host: '127.0.0.1', port: st.port, socketPath: st.socketPath } : { host: '127.0.0.1', port: st.port };
 }
 
 /** Asks the system for a free port on the loopback interface. */
@@ -118,7 +143,8 @@ process.once('exit', () => {
 export class Supervisor extends EventEmitter {
   private readonly workloads = new Map<string, Workload>();
   private readonly reservedPorts = new Set<number>();
-  private readonly o: Required<SupervisorOptions>;
+  private readonly o: Required<Omit<SupervisorOptions, 'sandbox'>>;
+  readonly sandbox: Sandbox | null;
 
   constructor(opts: SupervisorOptions = {}) {
     super();
@@ -131,12 +157,17 @@ export class Supervisor extends EventEmitter {
       logLines: opts.logLines ?? 200,
       nodePath: opts.nodePath ?? process.execPath,
     };
+    // Unset: the sandbox when it can be set up (dataplane/sandbox.ts); null turns it off for this supervisor.
+    this.sandbox = opts.sandbox === undefined ? resolveSandbox().sandbox : opts.sandbox;
     LIVE.add(this);
   }
 
   /** Kills every child at once (the platform process is exiting). */
   killAll(): void {
-    for (const w of this.workloads.values()) w.child?.kill('SIGKILL');
+    for (const w of this.workloads.values()) {
+      w.launch?.signal('SIGKILL');
+      w.child?.kill('SIGKILL');
+    }
   }
 
   /** Stops every workload; the supervisor is done. */
@@ -167,6 +198,8 @@ export class Supervisor extends EventEmitter {
       timer: null,
       log: [],
       exited: null,
+      launch: null,
+      generation: 0,
     });
     return this.status(spec.id)!;
   }
@@ -183,6 +216,8 @@ export class Supervisor extends EventEmitter {
       id,
       state: w.state,
       port: w.port,
+      socketPath: w.launch?.socketPath ?? (this.isSandboxed(w) ? this.sandbox!.runDir(id) + '/http.sock' : null),
+      uid: this.isSandboxed(w) ? this.sandbox!.uidOf(id) : null,
       pid,
       restarts: w.restarts,
       lastExit: w.lastExit,
@@ -216,12 +251,12 @@ export class Supervisor extends EventEmitter {
   async stop(id: string): Promise<WorkloadStatus> {
     const w = this.get(id);
     this.clearTimer(w);
-    if (w.child && w.exited) {
+    w.generation += 1;
+    if (w.exited && (w.child || w.state === 'running')) {
       this.setState(w, 'stopping');
-      const child = w.child;
       const exited = w.exited;
-      child.kill('SIGTERM');
-      const kill = setTimeout(() => child.kill('SIGKILL'), this.o.stopTimeoutMs);
+      this.signal(w, 'SIGTERM');
+      const kill = setTimeout(() => this.signal(w, 'SIGKILL'), this.o.stopTimeoutMs);
       await exited;
       clearTimeout(kill);
     }
@@ -241,6 +276,7 @@ export class Supervisor extends EventEmitter {
     const w = this.get(id);
     this.workloads.delete(id);
     this.reservedPorts.delete(w.port);
+    if (this.isSandboxed(w)) await this.sandbox!.release(id);
   }
 
   async stopAll(): Promise<void> {
@@ -269,33 +305,93 @@ export class Supervisor extends EventEmitter {
     w.nextRestartAt = null;
   }
 
+  private isSandboxed(w: Workload): boolean {
+    return this.sandbox !== null && w.spec.sandbox !== undefined;
+  }
+
+  /** SIGTERM/SIGKILL to the workload: inside the sandbox to its own processes (a clean stop), and to the launcher. */
+  private signal(w: Workload, sig: NodeJS.Signals): void {
+    if (w.launch) {
+      const n = w.launch.signal(sig);
+      if (n > 0 && sig === 'SIGTERM') return;
+    }
+    w.child?.kill(sig);
+  }
+
   private spawn(w: Workload): void {
     const { spec } = w;
     const env = typeof spec.env === 'function' ? spec.env(w.port) : (spec.env ?? {});
-    // Every child loads the parent watch first (supervisor-preload.ts): it stops when this process dies.
-    const execArgv = ['--require', parentWatchFile()];
-    if (spec.memoryMb) execArgv.push(`--max-old-space-size=${spec.memoryMb}`);
     const script = path.resolve(spec.cwd, spec.script);
-    const child = spawn(this.o.nodePath, [...execArgv, script, ...(spec.args ?? [])], {
-      cwd: spec.cwd,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env, PORT: String(w.port) },
+    const argv = spec.command
+      ? [spec.command, ...(spec.args ?? [])]
+      : [this.o.nodePath, ...(spec.memoryMb ? [`--max-old-space-size=${spec.memoryMb}`] : []), script, ...(spec.args ?? [])];
+    const childEnv: Record<string, string> = {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      ...env,
+      PORT: String(w.port),
+    };
+    w.startedAt = Date.now();
+    const generation = ++w.generation;
+    this.setState(w, 'running');
+    if (!this.isSandboxed(w)) {
+      // Every child loads the parent watch first (supervisor-preload.ts): it stops when this process dies.
+      const [exe, ...rest] = argv;
+      const args = spec.command ? rest : ['--require', parentWatchFile(), ...rest];
+      w.exited = this.launch(w, exe, args, childEnv);
+      return;
+    }
+    w.exited = (async () => {
+      let launch: SandboxedLaunch;
+      try {
+        launch = await this.sandbox!.prepare(spec.id, spec.sandbox!, argv, spec.cwd, Boolean(spec.command));
+      } catch (e) {
+        this.keep(w, `sandbox: ${(e as Error).message}`);
+        if (w.generation === generation) this.onExit(w, null, null, null);
+        return;
+      }
+      if (w.generation !== generation) {
+        await launch.close();
+        return;
+      }
+      w.launch = launch;
+      const before = launch.oomKills();
+      await this.launch(w, launch.command, launch.args, { ...childEnv, ...launch.env, PATH: '/usr/bin:/bin' }, () =>
+        launch.oomKills() > before ? 'oom' : undefined,
+      );
+      await launch.close();
+    })();
+  }
+
+  private keep(w: Workload, chunk: string): void {
+    for (const line of chunk.split('\n')) {
+      if (!line) continue;
+      w.log.push(line);
+      if (w.log.length > this.o.logLines) w.log.shift();
+    }
+  }
+
+  /** Spawns the process; resolves when it has exited (and `onExit` has run). */
+  private launch(
+    w: Workload,
+    command: string,
+    args: string[],
+    env: Record<string, string>,
+    exitReason?: () => 'oom' | undefined,
+  ): Promise<void> {
+    const child = spawn(command, args, {
+      cwd: w.spec.cwd,
+      env,
       // stdin is a pipe this process never writes to: the child reads its end when this process dies.
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     w.child = child;
-    w.startedAt = Date.now();
-    const keep = (chunk: Buffer) => {
-      for (const line of chunk.toString().split('\n')) {
-        if (!line) continue;
-        w.log.push(line);
-        if (w.log.length > this.o.logLines) w.log.shift();
-      }
-    };
+    const keep = (chunk: Buffer) => this.keep(w, chunk.toString());
     child.stdout?.on('data', keep);
     child.stderr?.on('data', keep);
-    w.exited = new Promise<void>((resolve) => {
+    return new Promise<void>((resolve) => {
       child.once('exit', (code, signal) => {
-        this.onExit(w, child, code, signal);
+        this.onExit(w, child, code, signal, exitReason?.());
         resolve();
       });
       child.once('error', (e) => {
@@ -307,13 +403,19 @@ export class Supervisor extends EventEmitter {
         }
       });
     });
-    this.setState(w, 'running');
   }
 
-  private onExit(w: Workload, child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
-    if (w.child !== child) return;
+  private onExit(
+    w: Workload,
+    child: ChildProcess | null,
+    code: number | null,
+    signal: NodeJS.Signals | null,
+    reason?: 'oom',
+  ): void {
+    if (child !== null && w.child !== child) return;
     w.child = null;
-    w.lastExit = { code, signal, at: new Date().toISOString() };
+    w.launch = null;
+    w.lastExit = { code, signal, at: new Date().toISOString(), ...(reason ? { reason } : {}) };
     const ranMs = Date.now() - (w.startedAt ?? Date.now());
     if (w.state === 'stopping' || w.state === 'stopped') return;
     // Not asked to stop: a crash.

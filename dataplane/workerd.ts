@@ -1,7 +1,8 @@
-import { existsSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { networkInterfaces } from 'node:os';
 import path from 'node:path';
+import type { SandboxEgress, SandboxSpec } from './sandbox';
 import type { Supervisor, WorkloadStatus } from './supervisor';
 
 /**
@@ -168,7 +169,9 @@ function launcherSource(binary: string): string {
   return [
     "'use strict';",
     "const { spawn } = require('node:child_process');",
-    `const child = spawn(${JSON.stringify(binary)}, ['serve', 'config.capnp', '--socket-addr', 'http=127.0.0.1:' + process.env.PORT], { stdio: 'inherit' });`,
+    // In the sandbox workerd serves on the workload's unix socket (dataplane/sandbox.ts), else on PORT.
+    "const addr = process.env.PLATFORM_LISTEN_SOCKET ? 'unix:' + process.env.PLATFORM_LISTEN_SOCKET : '127.0.0.1:' + process.env.PORT;",
+    `const child = spawn(${JSON.stringify(binary)}, ['serve', 'config.capnp', '--socket-addr', 'http=' + addr], { stdio: 'inherit' });`,
     "for (const s of ['SIGTERM', 'SIGINT']) process.on(s, () => child.kill(s));",
     "child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));",
     "child.on('error', (e) => { console.error('workerd: ' + e.message); process.exit(1); });",
@@ -203,15 +206,43 @@ export interface BundleRun {
   commercePlatformUrl?: string;
 }
 
+/** A release's memory limit when its environment sets none (docs/contracts.md, "Tenant isolation": at most 1 GiB). */
+export const DEFAULT_RELEASE_MEMORY_MB = 512;
+
+/** A release's sandbox: its own directory read-write; egress only to the commerce platform, when it has one. */
+export function bundleSandbox(run: BundleRun, memoryMb: number): SandboxSpec {
+  const egress: SandboxEgress[] = [];
+  if (run.commercePlatformUrl) {
+    const u = new URL(run.commercePlatformUrl);
+    egress.push({ host: u.hostname, port: Number(u.port || (u.protocol === 'https:' ? 443 : 80)) });
+  }
+  return { mounts: [{ path: run.releaseDir, write: true }], memoryMb, egress };
+}
+
 /** Adds a release's process to the supervisor (storefront: workerd via its launcher; app: node server.mjs). */
 export async function addBundle(supervisor: Supervisor, run: BundleRun): Promise<WorkloadStatus> {
   const bundleDir = path.join(run.releaseDir, 'bundle');
+  const memoryMb = run.memoryMb ?? DEFAULT_RELEASE_MEMORY_MB;
   if (run.kind === 'app') {
-    return supervisor.add({ id: run.id, script: 'server.mjs', cwd: bundleDir, env: { ...run.env }, memoryMb: run.memoryMb });
+    return supervisor.add({
+      id: run.id,
+      script: 'server.mjs',
+      cwd: bundleDir,
+      env: { ...run.env },
+      // V8's heap below the cgroup's limit, so a heap that grows fails in V8 before the kernel kills.
+      memoryMb: Math.max(64, memoryMb - 64),
+      sandbox: bundleSandbox(run, memoryMb),
+    });
   }
   const entry = storefrontEntry(bundleDir);
   if (!entry) throw new Error('the storefront bundle has no index.js or dist/server/index.js');
-  const status = await supervisor.add({ id: run.id, script: 'launch.cjs', cwd: run.releaseDir, env: { ...run.env } });
+  const status = await supervisor.add({
+    id: run.id,
+    script: 'launch.cjs',
+    cwd: run.releaseDir,
+    env: { ...run.env },
+    sandbox: { ...bundleSandbox(run, memoryMb), extraReadOnly: [realpathSync(workerdBinary())] },
+  });
   const names = [...new Set([...STOREFRONT_ENV_NAMES, ...Object.keys(run.env)])];
   await mkdir(run.releaseDir, { recursive: true });
   await writeFile(

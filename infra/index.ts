@@ -1,3 +1,4 @@
+import { ensureBubblewrapInstalled } from './bubblewrap';
 import { brokerHostPort, mongoHostPort } from '../core/addresses';
 import { config } from '../core/config';
 import { KAFKA_VERSION, kafkaAdminAnswers, kafkaDataDir, kafkaEngine, kafkaNeedsStart, startKafka } from './kafka';
@@ -112,7 +113,10 @@ export async function infraUp(opts: { quiet?: boolean } = {}): Promise<InfraResu
 
 /** Checks both engines, then starts what is needed, in parallel. */
 async function bringUp(): Promise<InfraResult> {
+  // The tenant sandbox's tool (docs/decisions/0273-tenant-sandbox.md) installs beside the engines' checks.
+  const sandbox = process.platform === 'linux' ? ensureBubblewrapInstalled() : Promise.resolve();
   const checks = await Promise.allSettled([mongoNeedsStart(), brokerNeedsStart()]);
+  await sandbox;
   const checkFailure = failure(checks);
   if (checkFailure) throw checkFailure;
   const [startMongo, startBroker] = checks.map((r) => (r as PromiseFulfilledResult<boolean>).value);

@@ -1,0 +1,134 @@
+import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import http from 'node:http';
+import { homedir, tmpdir } from 'node:os';
+import path from 'node:path';
+import { projectRoot } from '../../core/paths';
+import { requestLocal } from '../../core/outbound-http';
+import { Edge } from '../../dataplane/edge';
+import { ReleaseHost, releaseHost } from '../../dataplane/releases';
+import { resolveSandbox } from '../../dataplane/sandbox';
+import { Supervisor } from '../../dataplane/supervisor';
+
+/**
+ * Issue 36: a tenant's app bundle attacks its own sandbox from inside (test/dataplane/fixtures/probe-app)
+ * and reports what it reached. Runs with the sandbox on, as every test does (root, bubblewrap from
+ * `platform infra up`, cgroup v1).
+ */
+
+const PROBE = path.join(__dirname, 'fixtures', 'probe-app');
+const INTERNAL_PORTS = [27017, 9092, 4000, 4101, 4102, 4103, 4104, 4105, 4106, 4107, 4108, 3307, 8080];
+
+describe('an app bundle in its sandbox', () => {
+  let root: string;
+  let edge: Edge;
+  let supervisor: Supervisor;
+  let host: ReleaseHost;
+  let neighbour: string;
+  let hostListener: http.Server;
+  let hostPort: number;
+  const id = `rel-probe-${process.pid}`;
+
+  const get = (p: string, timeoutMs = 20_000) =>
+    requestLocal(edge.port, { path: p, headers: { host: releaseHost(id) }, timeoutMs });
+
+  beforeAll(async () => {
+    const sandbox = resolveSandbox({ ...process.env, PLATFORM_SANDBOX: 'on' }).sandbox;
+    supervisor = new Supervisor({ sandbox, initialBackoffMs: 200, stopTimeoutMs: 3_000 });
+    edge = new Edge({ port: 0 });
+    await edge.listen();
+    root = await mkdtemp(path.join(tmpdir(), 'sandbox-releases-'));
+    host = new ReleaseHost({ supervisor, edge, releasesRoot: root });
+    // Another tenant's release directory beside this one, with a secret in it.
+    neighbour = path.join(root, 'rel-neighbour', 'bundle');
+    await mkdir(neighbour, { recursive: true });
+    await writeFile(path.join(neighbour, 'secret.txt'), 'neighbour secret');
+    await cp(PROBE, path.join(root, id, 'bundle'), { recursive: true });
+    // A service of the host's on loopback (like the platform's own): the tenant must not reach it.
+    hostListener = http.createServer((_q, s) => s.end('host service')).listen(0, '127.0.0.1');
+    await new Promise((r) => hostListener.once('listening', r));
+    hostPort = (hostListener.address() as { port: number }).port;
+    const gate = await host.start({
+      releaseId: id,
+      projectId: 'p-probe',
+      kind: 'app',
+      env: { SHOPIFY_API_SECRET: 'tenant-secret' },
+    });
+    if (!gate.healthy) throw new Error(`gate: ${JSON.stringify(gate)}; logs: ${supervisor.logs(id).join(' / ')}`);
+  }, 90_000);
+
+  afterAll(async () => {
+    await host?.close();
+    await supervisor?.shutdown();
+    await edge?.close();
+    hostListener?.close();
+    if (root) await rm(root, { recursive: true, force: true });
+  });
+
+  it('runs as its own uid, sees only its own processes and environment, and reaches no internal service', async () => {
+    const data = path.resolve(projectRoot(), process.env.DATA_DIR ?? '.data');
+    const marker = `sandbox-marker-${process.pid}`;
+    const q = {
+      list: [
+        projectRoot(),
+        data,
+        path.join(data, 'keys'),
+        path.join(data, 'sites'),
+        neighbour,
+        path.join(homedir(), '.cache'),
+        '/root',
+        '/home',
+      ],
+      read: [path.join(neighbour, 'secret.txt'), '/proc/1/environ', path.join(data, 'keys', 'internal-signing.key')],
+      write: [
+        `/tmp/${marker}`,
+        path.join(data, marker),
+        path.join(homedir(), '.cache', marker),
+        path.join(root, marker),
+        path.join(root, id, 'bundle', 'own-file'),
+      ],
+      ports: [...INTERNAL_PORTS, hostPort],
+    };
+    const r = await get(`/probe?q=${encodeURIComponent(JSON.stringify(q))}`);
+    expect(r.status).toBe(200);
+    const out = JSON.parse(r.body);
+    const st = supervisor.status(id)!;
+    // Its own uid: not root, not the platform's.
+    expect(out.uid).not.toBe(0);
+    expect(out.uid).not.toBe(process.getuid!());
+    expect(out.uid).toBe(st.uid);
+    // Only its own processes (bubblewrap's init and itself), and no other process's environment.
+    expect(out.pids.length).toBeLessThanOrEqual(3);
+    for (const v of Object.values(out.environs)) expect(v).toBe('EACCES');
+    // Only its own variables: none of the platform's.
+    expect(out.env).toEqual(expect.arrayContaining(['SHOPIFY_API_SECRET', 'PORT']));
+    for (const name of Object.keys(process.env)) if (!['PATH', 'HOME', 'PWD'].includes(name)) expect(out.env).not.toContain(name);
+    // Nothing of the host's files: the checkout, .data, keys, other tenants, the runtime cache, /root.
+    for (const [p, v] of Object.entries(out.lists)) expect([p, v]).toEqual([p, expect.stringMatching(/^(EACCES|ENOENT)$/)]);
+    for (const [p, v] of Object.entries(out.reads)) expect([p, v]).toEqual([p, expect.stringMatching(/^(EACCES|ENOENT)$/)]);
+    // Writes: its own directory yes; the host's /tmp, .data and the runtime cache never.
+    expect(out.writes[path.join(root, id, 'bundle', 'own-file')]).toBe('written');
+    expect(existsSync(path.join(root, id, 'bundle', 'own-file'))).toBe(true);
+    for (const p of [`/tmp/${marker}`, path.join(data, marker), path.join(homedir(), '.cache', marker), path.join(root, marker)])
+      expect(existsSync(p)).toBe(false);
+    // The host's loopback services refuse (its own network namespace has only its own loopback).
+    for (const p of [...INTERNAL_PORTS, hostPort]) expect([p, out.ports[p]]).toEqual([p, 'ECONNREFUSED']);
+  }, 60_000);
+
+  it('is killed past its memory limit, says so, and serves again after the restart', async () => {
+    const r = await get('/alloc?mb=3072', 60_000).catch((e: Error) => ({ status: 0, body: e.message }));
+    expect(r.status).not.toBe(200);
+    await waitFor(() => supervisor.status(id)?.lastExit?.reason === 'oom', 20_000);
+    await waitFor(async () => (await get('/').catch(() => ({ status: 0 }))).status === 200, 30_000);
+    expect(supervisor.status(id)!.restarts).toBeGreaterThanOrEqual(1);
+  }, 120_000);
+});
+
+async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error('timed out');
+}
