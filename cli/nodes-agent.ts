@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { CliUsageError } from '../core/area';
@@ -5,7 +6,45 @@ import { config } from '../core/config';
 import { AgentAuthError, NodeAgent } from '../dataplane/agent/agent';
 
 export const NODES_AGENT_USAGE =
-  'nodes agent --token TOKEN [--data-dir DIR] [--edge-port N] [--api-url URL] [--executor real|simulated]';
+  'nodes agent [--token-file FILE] [--data-dir DIR] [--edge-port N] [--api-url URL] [--executor real|simulated]';
+
+/** Where the agent's token comes from when no flag names it. */
+export const NODE_TOKEN_ENV = 'PLATFORM_NODE_TOKEN';
+
+/**
+ * The node token (docs/decisions/0270-node-tokens-and-task-secrets.md): from `--token-file FILE`
+ * (its first line), else PLATFORM_NODE_TOKEN (NODE_AGENT_TOKEN, its earlier name, still read).
+ * `--token TOKEN` still works, with a warning: a command line is in every user's process list.
+ */
+export async function agentToken(
+  values: { token?: string; 'token-file'?: string },
+  env: NodeJS.ProcessEnv,
+  warn: (line: string) => void,
+): Promise<string> {
+  if (values.token !== undefined && values['token-file'] !== undefined)
+    throw new CliUsageError('nodes agent takes --token-file FILE or --token TOKEN, not both');
+  if (values['token-file'] !== undefined) {
+    const file = values['token-file'];
+    const text = await readFile(file, 'utf8').catch((e: NodeJS.ErrnoException) => {
+      throw new CliUsageError(`--token-file ${file} cannot be read (${e.code ?? e.message})`);
+    });
+    const token = text.split('\n')[0].trim();
+    if (!token) throw new CliUsageError(`--token-file ${file} holds no token`);
+    return token;
+  }
+  if (values.token !== undefined) {
+    warn(
+      `platform: warning: --token shows the node token in the process list (ps) of every user of this machine; put it in ${NODE_TOKEN_ENV} or in a file named by --token-file instead`,
+    );
+    return values.token;
+  }
+  const token = env[NODE_TOKEN_ENV] || env.NODE_AGENT_TOKEN;
+  if (!token)
+    throw new CliUsageError(
+      `nodes agent needs its node token in ${NODE_TOKEN_ENV} or --token-file FILE (usage: ${NODES_AGENT_USAGE})`,
+    );
+  return token;
+}
 
 /**
  * `platform nodes agent` (docs/contracts.md, "the data plane"): runs the node agent in the foreground.
@@ -18,14 +57,17 @@ export async function runNodeAgent(args: string[]): Promise<void> {
     args,
     options: {
       token: { type: 'string' },
+      'token-file': { type: 'string' },
       'data-dir': { type: 'string' },
       'edge-port': { type: 'string' },
       'api-url': { type: 'string' },
       executor: { type: 'string' },
     },
   });
-  const token = values.token ?? process.env.NODE_AGENT_TOKEN;
-  if (!token) throw new CliUsageError(`nodes agent needs --token TOKEN (usage: ${NODES_AGENT_USAGE})`);
+  const token = await agentToken(values, process.env, (line) => process.stderr.write(`${line}\n`));
+  // The sites this agent starts inherit nothing of it.
+  delete process.env[NODE_TOKEN_ENV];
+  delete process.env.NODE_AGENT_TOKEN;
   const edgePort = values['edge-port'] === undefined ? 8083 : Number(values['edge-port']);
   if (!Number.isInteger(edgePort) || edgePort < 0 || edgePort > 65535)
     throw new CliUsageError('--edge-port must be a port number');

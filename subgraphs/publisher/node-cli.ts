@@ -12,7 +12,13 @@ const viewJson = (v: ReturnType<typeof nodeView>) => ({
   created_at: v.createdAt.toISOString(),
 });
 
-/** `nodes register|list|drain` (docs/contracts.md, "the data plane"); `nodes agent` is cli/nodes-agent.ts. */
+/** How the agent is started with a token, without showing it in the process list. */
+const runHint = 'run the agent with it in PLATFORM_NODE_TOKEN, or in a file: npx platform nodes agent --token-file FILE';
+
+/**
+ * `nodes register|list|drain|rotate-token|remove` (docs/contracts.md, "the data plane" and "tenant
+ * isolation"); the rules are the service's (nodes.ts); `nodes agent` is cli/nodes-agent.ts.
+ */
 export const nodeCliCommands: CliCommand<PublisherServices>[] = [
   {
     words: ['nodes', 'register'],
@@ -29,7 +35,7 @@ export const nodeCliCommands: CliCommand<PublisherServices>[] = [
       // The token is shown here once; the platform keeps only its hash.
       return { id: node._id, name: node.name, tags: node.tags, token: node.token };
     },
-    describe: (r) => `node ${r.id} (${r.name})\ntoken (shown once): ${r.token}\nrun: npx platform nodes agent --token ${r.token}`,
+    describe: (r) => `node ${r.id} (${r.name})\ntoken (shown once): ${r.token}\n${runHint}`,
   },
   {
     words: ['nodes', 'list'],
@@ -53,5 +59,28 @@ export const nodeCliCommands: CliCommand<PublisherServices>[] = [
       return viewJson(await services.nodes.drain(account.id, String(values.node)));
     },
     describe: (r) => `node ${r.id} is ${r.status}: it keeps its sites and takes no new ones`,
+  },
+  {
+    words: ['nodes', 'rotate-token'],
+    usage: '--node ID',
+    options: { node: { type: 'string' } },
+    required: ['node'],
+    async run({ values, services }) {
+      const { node, token } = await services.nodes.rotateToken(String(values.node));
+      // Shown here once; the old token is refused from now on.
+      return { id: node._id, name: node.name, token };
+    },
+    describe: (r) =>
+      `node ${r.id} (${r.name}): the old token is refused from now on\nnew token (shown once): ${r.token}\n${runHint}`,
+  },
+  {
+    words: ['nodes', 'remove'],
+    usage: '--node ID',
+    options: { node: { type: 'string' } },
+    required: ['node'],
+    async run({ values, services }) {
+      return services.nodes.remove(String(values.node));
+    },
+    describe: (r) => `node ${r.id} removed; its token is refused from now on`,
   },
 ];

@@ -5,7 +5,6 @@ import { NodeAgent } from '../../dataplane/agent/agent';
 import type { DataPlane } from '../../dataplane/plane';
 import type { PublisherServices } from './index';
 import { nodeAgentCall } from './node-agent-api';
-import { hostedNodeToken } from './nodes';
 import type { PublisherSettings } from './settings';
 
 /**
@@ -19,7 +18,14 @@ import type { PublisherSettings } from './settings';
  * the node's lease and the others stand by (docs/decisions/0226-hosted-node-lease.md).
  *
  * `PUBLISHER_HOSTED_AGENT=external`: no agent here; hosted sites still go through the hosted node,
- * whose agent is run elsewhere (`platform nodes agent --token <hosted node token>`).
+ * whose agent is run elsewhere (`PLATFORM_NODE_TOKEN=… platform nodes agent`, the token printed by
+ * `platform nodes rotate-token --node hosted`).
+ *
+ * The hosted node's token is random, its hash on the node's record like every node's, and sealed
+ * there with the platform's key so every replica opens the same one (nodes.ts, `ensureHosted`;
+ * docs/decisions/0270-node-tokens-and-task-secrets.md). It stays in this process's memory and is
+ * never on a command line; after a rotation the agent's next call is refused and the transport
+ * opens the new one from the record.
  */
 export function hostedNodeWorker(s: PublisherServices, ctx: AreaContext<PublisherSettings>): BackgroundWorker {
   let agent: NodeAgent | null = null;
@@ -28,8 +34,7 @@ export function hostedNodeWorker(s: PublisherServices, ctx: AreaContext<Publishe
     name: 'publisher-hosted-node',
     async start() {
       if (s.infra.kind !== 'real' || !ctx.ports.has('dataPlane')) return;
-      const token = hostedNodeToken(ctx.config.SECRET_ENCRYPTION_KEY);
-      await s.nodes.ensureHosted(token);
+      let token = await s.nodes.ensureHosted();
       if (ctx.settings.PUBLISHER_HOSTED_AGENT === 'external') return;
       const plane = ctx.ports.get('dataPlane') as DataPlane;
       const api = s.nodeAgent;
@@ -46,7 +51,13 @@ export function hostedNodeWorker(s: PublisherServices, ctx: AreaContext<Publishe
         transport: async (method, p, body, signal) => {
           let node;
           try {
-            node = await api.authenticate(token);
+            node = await api.authenticate(token).catch(async (e: unknown) => {
+              // Rotated (`nodes rotate-token --node hosted`): the record holds the new token, sealed.
+              const now = isPlatformError(e) && e.status === 401 ? await s.nodes.hostedToken() : null;
+              if (!now || now === token) throw e;
+              token = now;
+              return api.authenticate(token);
+            });
           } catch (e) {
             if (!isPlatformError(e)) throw e;
             return { status: e.status, body: { success: false, error: { code: e.code, message: e.message } } };

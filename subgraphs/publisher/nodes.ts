@@ -1,12 +1,16 @@
 import mongoose, { type Connection, type Model } from 'mongoose';
-import { createHash, createHmac, randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { model } from '../../core/mongo';
-import { badRequest, conflict } from '../../core/errors';
+import { badRequest, conflict, notFound } from '../../core/errors';
+import { decryptSecret, encryptSecret } from '../../core/secrets';
+import { type PublisherModels, publisherModels } from './model';
 
 /**
  * A customer-run machine that hosts sites in `connected_node` mode
  * (docs/decisions/0170-node-agent.md). Its agent authenticates with a node token, shown once at
- * registration and stored as a SHA-256 hash; its status is derived from the last heartbeat.
+ * registration (or at `nodes rotate-token`) and stored as a SHA-256 hash; its status is derived
+ * from the last heartbeat. A rotated token or a removed node refuses the old token at once
+ * (docs/decisions/0270-node-tokens-and-task-secrets.md).
  */
 export interface ConnectedNodeDoc {
   _id: string;
@@ -16,6 +20,11 @@ export interface ConnectedNodeDoc {
   createdAt: Date;
   /** SHA-256 (hex) of the node token; absent on nodes registered before tokens existed. */
   tokenHash?: string | null;
+  /**
+   * The hosted node only: its token sealed with the platform's secret key (core/secrets.ts), so
+   * every replica's in-process agent can open it; never set on a customer's node.
+   */
+  tokenSealed?: string | null;
   lastHeartbeatAt?: Date | null;
   /** The port the agent's edge listens on, as it last reported. */
   edgePort?: number | null;
@@ -36,6 +45,7 @@ const nodeSchema = new mongoose.Schema<ConnectedNodeDoc>(
     tags: { type: [String], default: [] },
     createdAt: { type: Date, required: true },
     tokenHash: { type: String, default: null, index: true },
+    tokenSealed: { type: String, default: null },
     lastHeartbeatAt: { type: Date, default: null },
     edgePort: { type: Number, default: null },
     drainedAt: { type: Date, default: null },
@@ -69,12 +79,18 @@ export const HOSTED_LEASE_MS = 10_000;
 /** The hosted node's heartbeat (and lease renewal) period, told to its agents in each heartbeat's answer. */
 export const HOSTED_HEARTBEAT_MS = 2_000;
 
-/**
- * The hosted node's token: derived from the platform's secret key (HMAC-SHA-256), so every replica
- * knows it without storing it; the record keeps only its hash, like every node's.
- */
-export function hostedNodeToken(secretKey: string): string {
-  return `pnode_${createHmac('sha256', secretKey).update('publisher.hosted-node-token.v1').digest('base64url')}`;
+/** What binds the hosted node's sealed token to its record: copied elsewhere, it does not open. */
+const HOSTED_TOKEN_AAD = `publisher_connected_nodes:${HOSTED_NODE_ID}:token`;
+
+/** The hosted node's token, opened from its record; null when there is none or it does not open here. */
+function openHostedToken(doc: ConnectedNodeDoc | null): string | null {
+  if (!doc?.tokenSealed || !doc.tokenHash) return null;
+  try {
+    const token = decryptSecret(doc.tokenSealed, HOSTED_TOKEN_AAD);
+    return hashNodeToken(token) === doc.tokenHash ? token : null;
+  } catch {
+    return null;
+  }
 }
 
 export type NodeStatus = 'reachable' | 'unreachable' | 'draining';
@@ -90,6 +106,8 @@ export interface NodeView {
 }
 
 const TOKEN_PREFIX = 'pnode_';
+/** A new node token: `pnode_` and 32 random bytes (base64url). */
+const newNodeToken = () => `${TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
 export const hashNodeToken = (token: string) => createHash('sha256').update(token, 'utf8').digest('hex');
 
 /**
@@ -121,15 +139,17 @@ export function nodeView(node: ConnectedNodeDoc, now = Date.now()): NodeView {
 
 export class ConnectedNodes {
   readonly model: Model<ConnectedNodeDoc>;
+  private readonly sites: PublisherModels['Site'];
   constructor(conn: Connection) {
     this.model = model(conn, 'publisher', 'ConnectedNode', nodeSchema);
+    this.sites = publisherModels(conn).Site;
   }
 
   /** A new node and its token; the token is returned here only (the record keeps its hash). */
   async register(accountId: string, name: string, tags: string[] = []): Promise<ConnectedNodeDoc & { token: string }> {
     for (const t of tags)
       if (!NODE_TAG.test(t)) throw badRequest('invalid_node_tag', `tag "${t}" is not of the form <key>:<value>`);
-    const token = `${TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
+    const token = newNodeToken();
     const doc = await this.model.create({
       _id: randomUUID(),
       accountId,
@@ -155,34 +175,92 @@ export class ConnectedNodes {
   }
 
   /**
-   * The hosted node's record, created by the first replica that starts; its token hash follows the
-   * secret key in force (a rotated key gives a new token).
+   * The hosted node's record, created by the first replica that starts, and its token: random like
+   * every node's, its hash on the record, and sealed there with the platform's secret key so that
+   * every replica (and this one after a restart) opens the same token. A record whose sealed token
+   * does not open (none yet, an older record whose token was derived from the key, or a key no
+   * longer configured) gets a new token.
    */
-  async ensureHosted(token: string): Promise<ConnectedNodeDoc> {
+  async ensureHosted(): Promise<string> {
     for (let i = 0; ; i++) {
       try {
-        const doc = await this.model
-          .findOneAndUpdate(
-            { _id: HOSTED_NODE_ID },
-            {
-              $setOnInsert: {
-                accountId: HOSTED_NODE_ACCOUNT,
-                name: 'hosted pool',
-                tags: [],
-                createdAt: new Date(),
-                hosted: true,
-              },
-              $set: { tokenHash: hashNodeToken(token) },
+        await this.model.updateOne(
+          { _id: HOSTED_NODE_ID },
+          {
+            $setOnInsert: {
+              accountId: HOSTED_NODE_ACCOUNT,
+              name: 'hosted pool',
+              tags: [],
+              createdAt: new Date(),
+              hosted: true,
+              tokenHash: null,
+              tokenSealed: null,
             },
-            { upsert: true, new: true },
-          )
-          .lean();
-        return doc!;
+          },
+          { upsert: true },
+        );
+        break;
       } catch (e) {
         // Two replicas inserting at once: the loser finds the record on its next try.
         if ((e as { code?: number }).code !== 11000 || i > 2) throw e;
       }
     }
+    for (let i = 0; i < 5; i++) {
+      const doc = await this.model.findById(HOSTED_NODE_ID).lean();
+      const token = openHostedToken(doc);
+      if (token) return token;
+      const fresh = newNodeToken();
+      // Compare-and-swap on the sealed value: of two replicas sealing at once, one wins and both use its token.
+      const res = await this.model.updateOne(
+        { _id: HOSTED_NODE_ID, tokenSealed: doc?.tokenSealed ?? null },
+        { $set: { tokenHash: hashNodeToken(fresh), tokenSealed: encryptSecret(fresh, HOSTED_TOKEN_AAD) } },
+      );
+      if (res.modifiedCount === 1) return fresh;
+    }
+    // Replicas whose SECRET_ENCRYPTION_KEY differ keep replacing each other's token.
+    throw new Error(
+      'the hosted node token sealed by another replica does not open here: do the replicas share SECRET_ENCRYPTION_KEY?',
+    );
+  }
+
+  /** The hosted node's token as it stands now (after a `nodes rotate-token --node hosted`, the new one). */
+  async hostedToken(): Promise<string | null> {
+    return openHostedToken(await this.model.findById(HOSTED_NODE_ID).lean());
+  }
+
+  /**
+   * `nodes rotate-token`: a new token for the node, answered here only; the old one is refused from
+   * the next request on (every request looks its token's hash up). On the hosted node the new token
+   * is sealed on the record too, and the in-process agents pick it up at their next refused call.
+   */
+  async rotateToken(nodeId: string): Promise<{ node: ConnectedNodeDoc; token: string }> {
+    const token = newNodeToken();
+    const set: Partial<ConnectedNodeDoc> = { tokenHash: hashNodeToken(token) };
+    if (nodeId === HOSTED_NODE_ID) set.tokenSealed = encryptSecret(token, HOSTED_TOKEN_AAD);
+    const node = await this.model.findOneAndUpdate({ _id: nodeId }, { $set: set }, { new: true }).lean();
+    if (!node) throw notFound('unknown_node', `no node has the id ${nodeId}`);
+    return { node, token };
+  }
+
+  /**
+   * `nodes remove`: the node and its token end (the token is refused from the next request on). A
+   * node that still has sites placed on it is refused, 409 `node_has_sites`: they are moved or
+   * deleted first. The hosted node is the platform's own and is never removed.
+   */
+  async remove(nodeId: string): Promise<{ id: string; removed: true }> {
+    const node = await this.get(nodeId);
+    if (!node) throw notFound('unknown_node', `no node has the id ${nodeId}`);
+    if (node.hosted) throw conflict('node_not_removable', "the hosted node is the platform's own and cannot be removed");
+    const live = await this.sites.countDocuments({ targetNodeId: nodeId, status: { $ne: 'deleted' } });
+    if (live > 0) {
+      throw conflict(
+        'node_has_sites',
+        `node ${nodeId} still has ${live} site${live === 1 ? '' : 's'} placed on it; move or delete ${live === 1 ? 'it' : 'them'} first`,
+        { node_id: nodeId, sites: live },
+      );
+    }
+    await this.model.deleteOne({ _id: nodeId });
+    return { id: nodeId, removed: true };
   }
 
   /**

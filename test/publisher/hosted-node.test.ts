@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { HOSTED_NODE_ID, hostedNodeToken } from '../../subgraphs/publisher/nodes';
+import { HOSTED_NODE_ID } from '../../subgraphs/publisher/nodes';
 import { freePort, siteViaEdge } from '../support/edge';
 import { startTestPlatform, uniqueName, type TestPlatform } from '../support/platform';
 import { PREFIX, projectPath } from './support';
@@ -46,24 +46,13 @@ interface Agent {
 
 async function startAgent(name: string): Promise<Agent> {
   const edgePort = await freePort();
-  const token = hostedNodeToken(t.platform.config.SECRET_ENCRYPTION_KEY);
+  // The hosted node's token is random and sealed on its record (docs/decisions/0270); an operator gets one with `nodes rotate-token`.
+  const token = await t.platform.services.publisher.nodes.hostedToken();
   const proc = spawn(
     process.execPath,
-    [
-      BIN,
-      'nodes',
-      'agent',
-      '--token',
-      token,
-      '--api-url',
-      t.bridgeUrl,
-      '--edge-port',
-      String(edgePort),
-      '--data-dir',
-      path.join(dataDir, name),
-    ],
+    [BIN, 'nodes', 'agent', '--api-url', t.bridgeUrl, '--edge-port', String(edgePort), '--data-dir', path.join(dataDir, name)],
     {
-      env: { ...process.env, NODE_AGENT_EXECUTOR: 'simulated', NODE_AGENT_STEP_DELAY_MS: '30' },
+      env: { ...process.env, PLATFORM_NODE_TOKEN: token!, NODE_AGENT_EXECUTOR: 'simulated', NODE_AGENT_STEP_DELAY_MS: '30' },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );

@@ -36,8 +36,9 @@ afterAll(async () => {
 function agent(token: string, edgePort: number): { proc: ChildProcess; stderr: () => string } {
   const proc = spawn(
     process.execPath,
-    [BIN, 'nodes', 'agent', '--token', token, '--api-url', t.bridgeUrl, '--edge-port', String(edgePort), '--data-dir', dataDir],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
+    [BIN, 'nodes', 'agent', '--api-url', t.bridgeUrl, '--edge-port', String(edgePort), '--data-dir', dataDir],
+    // The token in the environment, never on the command line (docs/decisions/0270).
+    { env: { ...process.env, PLATFORM_NODE_TOKEN: token }, stdio: ['ignore', 'ignore', 'pipe'] },
   );
   procs.push(proc);
   let err = '';

@@ -52,9 +52,10 @@ interface Agent {
 function startAgent(token: string, edgePort: number, dir: string): Agent {
   const proc = spawn(
     process.execPath,
-    [BIN, 'nodes', 'agent', '--token', token, '--api-url', t.bridgeUrl, '--edge-port', String(edgePort), '--data-dir', dir],
+    [BIN, 'nodes', 'agent', '--api-url', t.bridgeUrl, '--edge-port', String(edgePort), '--data-dir', dir],
     {
-      env: { ...process.env, NODE_AGENT_EXECUTOR: 'simulated', NODE_AGENT_STEP_DELAY_MS: '30' },
+      // The token in the environment, never on the command line (docs/decisions/0270).
+      env: { ...process.env, PLATFORM_NODE_TOKEN: token, NODE_AGENT_EXECUTOR: 'simulated', NODE_AGENT_STEP_DELAY_MS: '30' },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );
