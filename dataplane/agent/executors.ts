@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sleep } from '../../core/sleep';
@@ -43,7 +44,10 @@ export class StepFailure extends Error {
 
 export interface NodeExecutor {
   readonly kind: 'real' | 'simulated';
-  /** Runs one step; answers what the platform records (configure_site: the admin access). */
+  /**
+   * Runs one step; answers what the platform records (configure_site: the admin access, whose
+   * `…key`/`…password` fields the platform seals before storing: node-tasks.ts, sealTaskResult).
+   */
   run(task: AgentTask, progress: (line: string) => void): Promise<Record<string, unknown> | null>;
   /** Reconcile: the site should be in `state`; brings it there when it is not (a restarted agent). */
   ensure(site: AgentSite, state: 'running' | 'stopped'): Promise<'started' | 'unchanged' | 'stopped'>;
@@ -204,11 +208,12 @@ export class SimulatedNodeExecutor implements NodeExecutor {
         await this.start(site);
         return null;
       case 'configure_site':
+        // Secrets as a real site's are: random, so a test can look for them wherever they may leak.
         return {
           owner_email: `owner@${new URL(site.url).hostname}`,
           integration_id: `simulated-${site.siteId.slice(0, 8)}`,
-          admin_api_key: `simulated:${site.siteId.replace(/-/g, '')}`,
-          owner_password: 'simulated',
+          admin_api_key: `simulated:${randomBytes(32).toString('hex')}`,
+          owner_password: randomBytes(18).toString('base64url'),
         };
       case 'health_check': {
         const route = this.plane.edge.route(site.hosts[0]);

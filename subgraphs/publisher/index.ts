@@ -71,6 +71,8 @@ export default defineArea({
       credentials: siteCredentialsModel(ctx.conn),
       hosted: ctx.settings.PUBLISHER_EXECUTOR === 'real' ? real : simulated,
       waitMs: ctx.settings.PUBLISHER_NODE_WAIT_MS,
+      taskRetentionMs: ctx.settings.PUBLISHER_NODE_TASK_RETENTION_MS,
+      operationRunning: async (id: string) => isRunning(await ctx.engine.get(id)),
       // With the real executor, hosted sites' machine steps are tasks of the hosted node (node-hosted.ts).
       ...(ctx.settings.PUBLISHER_EXECUTOR === 'real'
         ? {
@@ -122,6 +124,13 @@ export default defineArea({
   executors: (s) => s.sites.executors(),
   workers: (s, ctx) => [
     hostedNodeWorker(s, ctx),
+    // Finished node tasks go after PUBLISHER_NODE_TASK_RETENTION_MS (docs/decisions/0270-node-tokens-and-task-secrets.md).
+    periodicWorker(
+      'publisher-node-task-sweep',
+      Math.min(ctx.settings.PUBLISHER_NODE_TASK_RETENTION_MS, 5 * 60_000),
+      ctx.log,
+      () => s.nodeAgent.sweepFinished(),
+    ),
     periodicWorker('publisher-domain-checks', ctx.settings.PUBLISHER_DOMAIN_CHECK_INTERVAL_MS, ctx.log, () =>
       s.sites.verifyPendingDomains(),
     ),

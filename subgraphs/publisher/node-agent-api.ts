@@ -3,7 +3,15 @@ import type { Model } from 'mongoose';
 import { z } from 'zod';
 import { PlatformError, badRequest, isPlatformError, unauthenticated } from '../../core/errors';
 import type { PublisherModels } from './model';
-import { type NodeSiteSpec, type NodeTaskDoc, nodeSiteSpec, nodeTaskSettled, waitForNodeTask } from './node-tasks';
+import {
+  type NodeSiteSpec,
+  type NodeTaskDoc,
+  nodeSiteSpec,
+  nodeTaskSettled,
+  sealTaskResult,
+  sweepFinishedNodeTasks,
+  waitForNodeTask,
+} from './node-tasks';
 import {
   type ConnectedNodeDoc,
   type ConnectedNodes,
@@ -30,6 +38,8 @@ export const NODE_TOKEN_HEADER = 'x-node-token';
  * agent made twenty, so the bridge's per-address limit still counts every request an agent makes.
  */
 export const MAX_CLAIM_WAIT_MS = 20_000;
+/** How long a finished task stays in `publisher_node_tasks` unless PUBLISHER_NODE_TASK_RETENTION_MS says otherwise. */
+export const DEFAULT_TASK_RETENTION_MS = 3_600_000;
 /** While a claim waits, the tasks are read again this often (a task opened by another process). */
 const CLAIM_RECHECK_MS = 1_000;
 
@@ -47,8 +57,22 @@ export class NodeAgentService {
       models: PublisherModels;
       /** The hosted node's sites and the state each should be in (node-wiring.ts). */
       hostedSites?: () => Promise<DesiredSite[]>;
+      /** How long a finished task is kept (PUBLISHER_NODE_TASK_RETENTION_MS). */
+      taskRetentionMs?: number;
+      /** Whether an operation is still under way (its finished tasks are kept until it ends). */
+      operationRunning?: (operationId: string) => Promise<boolean>;
     },
   ) {}
+
+  /** Deletes finished tasks older than the retention (docs/decisions/0270-node-tokens-and-task-secrets.md). */
+  sweepFinished(now = Date.now()): Promise<number> {
+    return sweepFinishedNodeTasks(
+      this.d.tasks,
+      this.d.taskRetentionMs ?? DEFAULT_TASK_RETENTION_MS,
+      this.d.operationRunning ?? (async () => false),
+      now,
+    );
+  }
 
   async authenticate(token: string | undefined): Promise<ConnectedNodeDoc> {
     const node = await this.d.nodes.authenticate(token);
@@ -113,10 +137,25 @@ export class NodeAgentService {
           { sort: { createdAt: 1 }, new: true },
         )
         .lean();
+      if (task) return this.stillCurrent(node, task);
       const left = deadline - Date.now();
-      if (task || left <= 0 || signal?.aborted) return task;
+      if (left <= 0 || signal?.aborted) return null;
       await waitForNodeTask(node._id, Math.min(left, CLAIM_RECHECK_MS), signal);
     }
+  }
+
+  /**
+   * A claim that waited may have been asked with a token rotated or revoked meanwhile (the token is
+   * checked when the request arrives): the task goes back to pending and the caller gets 401.
+   */
+  private async stillCurrent(node: ConnectedNodeDoc, task: NodeTaskDoc): Promise<NodeTaskDoc> {
+    const now = await this.d.nodes.get(node._id);
+    if (now && now.tokenHash === node.tokenHash) return task;
+    await this.d.tasks.updateOne(
+      { _id: task._id, status: 'claimed', claimedBy: task.claimedBy },
+      { $set: { status: 'pending', claimedBy: null, claimedAt: null }, $inc: { claims: -1 } },
+    );
+    throw unauthenticated('the node token is not valid');
   }
 
   async progress(node: ConnectedNodeDoc, taskId: string, session: string, detail: string): Promise<void> {
@@ -129,7 +168,8 @@ export class NodeAgentService {
   /** The agent's outcome of a claimed task; a task it no longer holds is refused (409). */
   async complete(node: ConnectedNodeDoc, taskId: string, session: string, outcome: TaskOutcome): Promise<void> {
     const set = outcome.ok
-      ? { status: 'succeeded', result: outcome.result ?? null }
+      ? // Secrets in the result (configure_site's admin access) are sealed before they are stored.
+        { status: 'succeeded', result: sealTaskResult(taskId, outcome.result) }
       : { status: 'failed', error: { code: outcome.code, message: outcome.message, retriable: outcome.retriable ?? false } };
     const res = await this.d.tasks.updateOne(
       { _id: taskId, nodeId: node._id, status: 'claimed', claimedBy: session },

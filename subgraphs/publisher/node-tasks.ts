@@ -2,6 +2,7 @@ import mongoose, { type Connection, type Model } from 'mongoose';
 import { EventEmitter } from 'node:events';
 import { PlatformError, retriable } from '../../core/errors';
 import { model } from '../../core/mongo';
+import { decryptSecret, encryptSecret } from '../../core/secrets';
 import type { PublisherModels, SiteDoc } from './model';
 import { type ConnectedNodes, HOSTED_NODE_ID, NODE_SILENT_MS, nodeAgentAlive } from './nodes';
 import { findRuntime, runtimeSpec, stepRelease } from './runtime-catalog';
@@ -135,6 +136,67 @@ const DATA_STEPS = new Set([
   'pin_release',
 ]);
 
+/**
+ * Result fields that carry a secret: `configure_site`'s `admin_api_key` and `owner_password`, and
+ * any field an agent names `…key`, `…password`, `…secret` or `…token`. The task record never holds
+ * them in clear: they are sealed with the platform's key as the outcome is recorded
+ * (docs/decisions/0270-node-tokens-and-task-secrets.md) and opened by the step that reads them.
+ */
+const SECRET_RESULT_FIELD = /(^|_)(key|password|secret|token)$/i;
+/** Lists the fields of a stored result that are sealed. */
+const SEALED_FIELDS = '_sealed';
+const resultAad = (taskId: string, field: string) => `publisher_node_tasks:${taskId}:result.${field}`;
+
+/** A task's result as the record stores it: every secret field sealed for this task and field. */
+export function sealTaskResult(taskId: string, result: Record<string, unknown> | null | undefined) {
+  if (!result) return null;
+  const out: Record<string, unknown> = {};
+  const sealed: string[] = [];
+  for (const [field, value] of Object.entries(result)) {
+    if (field === SEALED_FIELDS) continue;
+    if (SECRET_RESULT_FIELD.test(field) && value !== null && value !== undefined) {
+      out[field] = encryptSecret(JSON.stringify(value), resultAad(taskId, field));
+      sealed.push(field);
+    } else out[field] = value;
+  }
+  if (sealed.length) out[SEALED_FIELDS] = sealed;
+  return out;
+}
+
+/** The result the agent reported, its sealed fields opened (for the step on the platform that waits for it). */
+export function openTaskResult(taskId: string, stored: Record<string, unknown> | null): Record<string, unknown> | null {
+  if (!stored) return null;
+  const { [SEALED_FIELDS]: sealed, ...out } = stored;
+  for (const field of Array.isArray(sealed) ? (sealed as string[]) : []) {
+    if (typeof out[field] === 'string') out[field] = JSON.parse(decryptSecret(out[field], resultAad(taskId, field)));
+  }
+  return out;
+}
+
+/**
+ * Deletes the tasks that finished more than `retentionMs` before `now`, except those of an
+ * operation still running (a resumed step reads its finished task instead of running it again).
+ * Run periodically (`publisher-node-task-sweep`); answers how many went.
+ */
+export async function sweepFinishedNodeTasks(
+  tasks: Model<NodeTaskDoc>,
+  retentionMs: number,
+  operationRunning: (operationId: string) => Promise<boolean>,
+  now = Date.now(),
+): Promise<number> {
+  const old = await tasks
+    .find({ status: { $in: ['succeeded', 'failed'] }, finishedAt: { $lt: new Date(now - retentionMs) } }, { operationId: 1 })
+    .lean();
+  const running = new Map<string, boolean>();
+  const ids: string[] = [];
+  for (const t of old) {
+    if (!running.has(t.operationId)) running.set(t.operationId, await operationRunning(t.operationId));
+    if (!running.get(t.operationId)) ids.push(t._id);
+  }
+  if (ids.length === 0) return 0;
+  return (await tasks.deleteMany({ _id: { $in: ids }, status: { $in: ['succeeded', 'failed'] } })).deletedCount;
+}
+
 /** What a node step may take once the agent has it: a cold runtime install builds native modules. */
 const NODE_STEP_MS = 45 * 60_000;
 const POLL_MS = 250;
@@ -258,7 +320,7 @@ export class NodeRoutedInfrastructure implements Infrastructure {
       if (signal?.aborted) throw signal.reason ?? new Error('aborted');
       const task = await this.d.tasks.findById(id).lean();
       if (!task) throw new PlatformError('node_task_lost', 500, `node task ${id} disappeared`);
-      if (task.status === 'succeeded') return task.result;
+      if (task.status === 'succeeded') return openTaskResult(task._id, task.result);
       if (task.status === 'failed') {
         const err = task.error ?? { code: 'node_step_failed', message: 'the node reported a failure', retriable: false };
         throw err.retriable ? retriable(err.code, err.message) : new PlatformError(err.code, 500, err.message);

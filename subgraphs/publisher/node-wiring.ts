@@ -10,7 +10,8 @@ import type { Infrastructure } from './simulated-infrastructure';
 /**
  * Connected nodes in the publishing area (docs/decisions/0170-node-agent.md): the executor seam that
  * sends a node's steps to its agent, and the agent protocol's service. What `configure_site` on a
- * node returns (the admin access of the site) is sealed here like the hosted pool's.
+ * node returns (the admin access of the site) arrives sealed in the task record (node-tasks.ts,
+ * `sealTaskResult`) and is kept here, sealed for the site, like the hosted pool's.
  */
 export function connectedNodeServices(o: {
   conn: Connection;
@@ -19,6 +20,10 @@ export function connectedNodeServices(o: {
   credentials: Model<SiteCredentialsDoc>;
   hosted: Infrastructure;
   waitMs: number;
+  /** How long a finished node task is kept before the sweep deletes it (PUBLISHER_NODE_TASK_RETENTION_MS). */
+  taskRetentionMs?: number;
+  /** Whether an operation is under way (the sweep keeps its finished tasks until it ends). */
+  operationRunning?: (operationId: string) => Promise<boolean>;
   /** Hosted sites' machine steps go to the hosted node (docs/decisions/0225-hosted-pool-node.md). */
   hostedNode?: {
     before?: (operationType: string, step: string, site: SiteDoc, version: string) => Promise<void>;
@@ -72,5 +77,15 @@ export function connectedNodeServices(o: {
     }
     return out;
   };
-  return { infra, agentApi: new NodeAgentService({ nodes: o.nodes, tasks, models: o.models, hostedSites }) };
+  return {
+    infra,
+    agentApi: new NodeAgentService({
+      nodes: o.nodes,
+      tasks,
+      models: o.models,
+      hostedSites,
+      taskRetentionMs: o.taskRetentionMs,
+      operationRunning: o.operationRunning ?? running,
+    }),
+  };
 }

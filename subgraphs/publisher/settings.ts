@@ -50,6 +50,12 @@ export const publisherSettings = z.object({
     .min(1000)
     .default(10 * 60_000),
   /**
+   * How long a finished node task (`publisher_node_tasks`) is kept, in ms (default 1 h): a sweep
+   * every min(this, 5 min) deletes older ones, except an operation's still under way
+   * (docs/decisions/0270-node-tokens-and-task-secrets.md).
+   */
+  PUBLISHER_NODE_TASK_RETENTION_MS: z.coerce.number().int().min(1000).default(3_600_000),
+  /**
    * The memory this node gives hosted sites, in MiB: each hosted site reserves its runtime's memory
    * floor from it and a create that does not fit answers 409 `node_capacity_exhausted`
    * (docs/decisions/0158-site-resources.md). Unset: the machine's memory less 2 GiB for the
@@ -59,7 +65,8 @@ export const publisherSettings = z.object({
   /**
    * With the real executor, hosted sites run through the hosted node (docs/decisions/0225-hosted-pool-node.md):
    * `in-process` (default) starts its agent in each process that runs the data plane; `external`
-   * leaves it to a `platform nodes agent` run with the hosted node's token.
+   * leaves it to a `platform nodes agent` run with the hosted node's token (`nodes rotate-token --node hosted`
+   * prints one; docs/decisions/0270-node-tokens-and-task-secrets.md).
    */
   PUBLISHER_HOSTED_AGENT: z.enum(['in-process', 'external']).default('in-process'),
   /** Step delay of the simulated infrastructure executor, in milliseconds. */
