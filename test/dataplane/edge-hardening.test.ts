@@ -11,9 +11,9 @@ import { capnpConfig, workerdBinary } from '../../dataplane/workerd';
 import { metricsRegistry } from '../../core/telemetry/metrics';
 
 /**
- * The edge's part of tenant isolation (issue 36, defects 11 and 13; CONTRACTS.md "Tenant isolation";
- * docs/decisions/0272-edge-and-egress-hardening.md): cookies for a wider domain are dropped, `/metrics`
- * only for loopback callers, `X-Forwarded-Proto` from configuration, two `Host` headers answer 400.
+ * The edge's part of tenant isolation (docs/decisions/0272-edge-and-egress-hardening.md): cookies for
+ * a wider domain are dropped, `/metrics` only for loopback callers, `X-Forwarded-Proto` from
+ * configuration, two `Host` headers answer 400; and a storefront's egress.
  */
 
 const COOKIES = [
@@ -222,7 +222,7 @@ const PROBE = `export default {
 };
 `;
 
-describe('workerd storefront egress (issue 36, defect 9)', () => {
+describe('workerd storefront egress', () => {
   let work: string;
   let workerd: ChildProcess;
   let port: number;
