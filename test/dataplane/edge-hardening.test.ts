@@ -241,8 +241,8 @@ describe('workerd storefront egress', () => {
   beforeAll(async () => {
     // A platform-side service on every interface (as with HOST=0.0.0.0) and a loopback commerce stand-in.
     ({ server: target, port: targetPort } = await listen((_q, r) => r.end('reached'), '0.0.0.0'));
-    let c: { server: http.Server; port: number };
-    ({ server: commerce, ...c } = await listen((q, r) => r.end(`commerce ${q.url}`), '127.0.0.1'));
+    const c = await listen((q, r) => r.end(`commerce ${q.url}`), '127.0.0.1');
+    commerce = c.server;
     commerceUrl = `http://127.0.0.1:${c.port}`;
     work = mkdtempSync(path.join(tmpdir(), 'egress-'));
     mkdirSync(path.join(work, 'bundle'));
