@@ -66,7 +66,7 @@ export class DataPlane implements DataPlanePort {
   constructor(private readonly o: DataPlaneOptions) {
     this.cache = new RuntimeCache(o.cacheRoot ? { root: o.cacheRoot } : {});
     this.sandboxing = resolveSandbox();
-    this.supervisor = new Supervisor({ sandbox: this.sandboxing.sandbox });
+    this.supervisor = new Supervisor({ sandbox: this.sandboxing.sandbox, sandboxRefusal: this.sandboxing.refusal });
     this.edge = new Edge({ port: o.edgePort, host: o.host });
     this.sites = new SiteHost({ cache: this.cache, supervisor: this.supervisor, edge: this.edge, sitesRoot: o.sitesRoot });
     this.reconciler = new Reconciler({ intervalMs: o.reconcileIntervalMs, onError: o.onReconcileError });

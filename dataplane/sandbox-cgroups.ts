@@ -90,20 +90,33 @@ export class WorkloadCgroup {
     return Object.values(this.dirs).map((d) => path.join(d, 'cgroup.procs'));
   }
 
-  /** Signals the group's processes running as `uid` (the workload's, not bubblewrap's); answers how many. */
-  signal(uid: number, sig: NodeJS.Signals): number {
-    let n = 0;
+  /** The group's processes running as `uid`, oldest (lowest pid) first. */
+  pidsOf(uid: number): number[] {
     let pids: string[];
     try {
       pids = readFileSync(path.join(this.dirs.memory, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean);
     } catch {
-      return 0;
+      return [];
     }
-    for (const pid of pids) {
+    return pids
+      .filter((pid) => {
+        try {
+          const m = /^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+          return m !== null && Number(m[1]) === uid;
+        } catch {
+          return false;
+        }
+      })
+      .map(Number)
+      .sort((a, b) => a - b);
+  }
+
+  /** Signals the group's processes running as `uid` (the workload's, not bubblewrap's); answers how many. */
+  signal(uid: number, sig: NodeJS.Signals): number {
+    let n = 0;
+    for (const pid of this.pidsOf(uid)) {
       try {
-        const m = /^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-        if (!m || Number(m[1]) !== uid) continue;
-        process.kill(Number(pid), sig);
+        process.kill(pid, sig);
         n += 1;
       } catch {
         // gone
@@ -119,6 +132,16 @@ export class WorkloadCgroup {
       return m ? Number(m[1]) : 0;
     } catch {
       return 0;
+    }
+  }
+
+  /** Resident memory of the group's processes (`total_rss` of `memory.stat`), in bytes; null when unknown. */
+  rssBytes(): number | null {
+    try {
+      const m = /^total_rss (\d+)$/m.exec(readFileSync(path.join(this.dirs.memory, 'memory.stat'), 'utf8'));
+      return m ? Number(m[1]) : null;
+    } catch {
+      return null;
     }
   }
 

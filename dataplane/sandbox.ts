@@ -77,6 +77,8 @@ export interface SandboxedLaunch {
   env: Record<string, string>;
   /** Sends a signal to the workload's own processes (not to bubblewrap), found through its cgroup. */
   signal(sig: NodeJS.Signals): number;
+  /** Resident memory of the whole workload (its cgroup), in bytes. */
+  rssBytes(): number | null;
   /** How many times the kernel's OOM killer has ended a process of this workload so far. */
   oomKills(): number;
   /** Ends what the launch holds on the host (egress listeners); the cgroup stays until `release`. */
@@ -154,14 +156,7 @@ export class Sandbox {
     };
     writeFileSync(path.join(run, 'sandbox.json'), JSON.stringify(env), { mode: 0o644 });
     const bw = bwrapArgs({ ...spec, run, preload, cwd, exe: argv[0] });
-    const priv = [
-      `--reuid=${uid}`,
-      `--regid=${uid}`,
-      '--clear-groups',
-      '--inh-caps=-all',
-      '--bounding-set=-all',
-      '--no-new-privs',
-    ];
+    const priv = dropTo(uid);
     const [exe, ...rest] = argv;
     const inner = raw ? argv : [exe, '--require', preload, ...rest];
     const procs = cg.procsFiles();
@@ -190,11 +185,33 @@ export class Sandbox {
         TMPDIR: '/tmp',
       },
       signal: (sig) => cg.signal(uid, sig),
+      rssBytes: () => cg.rssBytes(),
       oomKills: () => cg.oomKills(),
       close: async () => {
         await Promise.all(egress.map((s) => new Promise<void>((r) => s.close(() => r()))));
       },
     };
+  }
+
+  /**
+   * A command line that runs `argv` inside a running workload's sandbox, as its uid, with nothing
+   * more than the workload has (its namespaces, its view, no capabilities): for an operator's look
+   * inside, and for the tests that attack a sandbox from within. Null when the workload is not running.
+   */
+  enterCommand(id: string, argv: string[]): { command: string; args: string[] } | null {
+    const cg = this.cgroups.get(id);
+    const uid = this.uids.get(id);
+    if (!cg || uid === undefined) return null;
+    const [pid] = cg.pidsOf(uid);
+    if (pid === undefined) return null;
+    const ns = ['--mount', '--net', '--pid', '--ipc', '--uts', '--root', '--wd'];
+    const priv = dropTo(uid);
+    return { command: 'nsenter', args: [`--target=${pid}`, ...ns, '--', '/usr/bin/setpriv', ...priv, '--', ...argv] };
+  }
+
+  /** The preload and its configuration for a process started inside the workload (`enterCommand`). */
+  preloadOf(id: string): { preload: string; config: string } {
+    return { preload: sandboxPreloadFile(), config: path.join(this.runDir(id), 'sandbox.json') };
   }
 
   /** Removes the workload's cgroup and run directory (it has stopped). */
@@ -206,6 +223,11 @@ export class Sandbox {
     if (uid !== undefined) this.taken.delete(uid);
     this.uids.delete(id);
   }
+}
+
+/** `setpriv`'s arguments that make the process `uid` with no groups, no capabilities and `no_new_privs`. */
+function dropTo(uid: number): string[] {
+  return [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--no-new-privs'];
 }
 
 /** Every ancestor of `p` (without `/`), shallowest first. */
@@ -305,6 +327,11 @@ export interface SandboxResolution {
   sandbox: Sandbox | null;
   /** Empty when the sandbox is on; else what is missing, one sentence each. */
   missing: string[];
+  /**
+   * Set when a tenant workload must not start without the sandbox (production, or
+   * `PLATFORM_SANDBOX=on`) and there is none: the error to refuse it with, naming what is missing.
+   */
+  refusal: string | null;
 }
 
 let warned = false;
@@ -312,35 +339,31 @@ let warned = false;
 /**
  * Decides whether workloads run sandboxed (`PLATFORM_SANDBOX`: `on` requires it, `off` turns it
  * off — development only; unset: on when it can be set up). In production (`NODE_ENV=production`)
- * a missing piece is an error naming it; in development it is a warning, once, naming the setting.
+ * a tenant workload without the sandbox is refused with an error naming what is missing; in
+ * development a missing piece is a warning, once, naming the setting.
  */
 export function resolveSandbox(env: NodeJS.ProcessEnv = process.env): SandboxResolution {
   const mode = env.PLATFORM_SANDBOX;
   const production = env.NODE_ENV === 'production';
-  if (mode === 'off') {
-    if (production) throw new Error('PLATFORM_SANDBOX=off is refused in production: tenant workloads run only in the sandbox');
-    return { sandbox: null, missing: ['PLATFORM_SANDBOX=off'] };
-  }
-  const missing = sandboxMissing(env);
-  if (missing.length > 0) {
-    const message = `the tenant sandbox cannot be set up: ${missing.join('; ')}`;
-    if (production || mode === 'on') throw new Error(`${message} (docs/sandbox.md)`);
-    if (!warned) {
-      warned = true;
-      process.emitWarning(
-        `${message}; hosted workloads run WITHOUT isolation (set PLATFORM_SANDBOX=on to require it; docs/sandbox.md)`,
-      );
-    }
-    return { sandbox: null, missing };
-  }
-  return {
-    sandbox: new Sandbox({
+  const missing = mode === 'off' ? ['the sandbox is turned off (PLATFORM_SANDBOX=off)'] : sandboxMissing(env);
+  if (missing.length === 0) {
+    const sandbox = new Sandbox({
       bwrap: bwrapPath(env),
       stateDir: env.SANDBOX_STATE_DIR ?? path.join(dataDirOf(env), 'sandbox'),
       uidBase: env.SANDBOX_UID_BASE ? Number(env.SANDBOX_UID_BASE) : undefined,
-    }),
-    missing: [],
-  };
+    });
+    return { sandbox, missing, refusal: null };
+  }
+  const message = `the tenant sandbox cannot be set up: ${missing.join('; ')}`;
+  if (production || mode === 'on')
+    return { sandbox: null, missing, refusal: `refusing to start a tenant workload: ${message} (docs/sandbox.md)` };
+  if (!warned && mode !== 'off') {
+    warned = true;
+    process.emitWarning(
+      `${message}; hosted workloads run WITHOUT isolation (set PLATFORM_SANDBOX=on to require it; docs/sandbox.md)`,
+    );
+  }
+  return { sandbox: null, missing, refusal: null };
 }
 
 function dataDirOf(env: NodeJS.ProcessEnv): string {

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { projectRoot } from '../core/paths';
 
@@ -58,26 +58,32 @@ export function privateDir(
   return dir;
 }
 
-const written = new Map<string, string>();
+/** True when `file` is a regular file (not a link) of this user holding exactly `source`. */
+function holds(file: string, source: string): boolean {
+  try {
+    const st = lstatSync(file);
+    const me = typeof process.getuid === 'function' ? process.getuid() : st.uid;
+    return st.isFile() && st.uid === me && readFileSync(file, 'utf8') === source;
+  } catch {
+    return false;
+  }
+}
 
 /**
  * Writes a preload's source as a file of its own in the private directory, named by its content's
- * hash: written to a fresh temporary name (`wx`: never through an existing file or link) and renamed
- * into place, then read back and compared before use, so it works the same from `dist/` and under
- * the test runner and nobody else's file is ever taken for it.
+ * hash. A file already there is used only when it is a regular file of this user with exactly that
+ * content (checked at every use); otherwise it is written to a fresh temporary name (`wx`: never
+ * through an existing file or link) and renamed into place, replacing whatever was there.
  */
 export function preloadFile(name: string, source: string, dir?: string): string {
-  const key = `${dir ?? ''}|${source}`;
-  const known = written.get(key);
-  if (known && existsSync(known)) return known;
   const root = privateDir(dir);
   const hash = createHash('sha256').update(source).digest('hex').slice(0, 16);
   const file = path.join(root, `${name}-${hash}.cjs`);
+  if (holds(file, source)) return file;
   const tmp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
   writeFileSync(tmp, source, { mode: 0o644, flag: 'wx' });
   renameSync(tmp, file);
-  if (readFileSync(file, 'utf8') !== source) throw new Error(`${file} changed under us`);
-  written.set(key, file);
+  if (!holds(file, source)) throw new Error(`${file} changed under us`);
   return file;
 }
 

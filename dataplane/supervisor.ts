@@ -79,8 +79,13 @@ export interface SupervisorOptions {
   logLines?: number;
   /** The Node executable children run with (default: this process's). */
   nodePath?: string;
-  /** The tenant sandbox (dataplane/sandbox.ts; default: `resolveSandbox()`); null runs workloads unisolated (development only). */
+  /**
+   * The tenant sandbox (dataplane/sandbox.ts; default: `resolveSandbox()`'s); null runs workloads
+   * unisolated (development only).
+   */
   sandbox?: Sandbox | null;
+  /** Without a sandbox: the error that refuses a tenant workload (production; default `resolveSandbox()`'s). */
+  sandboxRefusal?: string | null;
 }
 
 interface Workload {
@@ -143,8 +148,9 @@ process.once('exit', () => {
 export class Supervisor extends EventEmitter {
   private readonly workloads = new Map<string, Workload>();
   private readonly reservedPorts = new Set<number>();
-  private readonly o: Required<Omit<SupervisorOptions, 'sandbox'>>;
+  private readonly o: Required<Omit<SupervisorOptions, 'sandbox' | 'sandboxRefusal'>>;
   readonly sandbox: Sandbox | null;
+  private readonly sandboxRefusal: string | null;
 
   constructor(opts: SupervisorOptions = {}) {
     super();
@@ -158,7 +164,9 @@ export class Supervisor extends EventEmitter {
       nodePath: opts.nodePath ?? process.execPath,
     };
     // Unset: the sandbox when it can be set up (dataplane/sandbox.ts); null turns it off for this supervisor.
-    this.sandbox = opts.sandbox === undefined ? resolveSandbox().sandbox : opts.sandbox;
+    const resolved = opts.sandbox === undefined ? resolveSandbox() : null;
+    this.sandbox = resolved ? resolved.sandbox : (opts.sandbox ?? null);
+    this.sandboxRefusal = resolved ? resolved.refusal : (opts.sandboxRefusal ?? null);
     LIVE.add(this);
   }
 
@@ -179,6 +187,7 @@ export class Supervisor extends EventEmitter {
   /** Registers a workload and reserves its port; it stays `stopped` until `start`. */
   async add(spec: WorkloadSpec): Promise<WorkloadStatus> {
     if (this.workloads.has(spec.id)) throw new Error(`workload ${spec.id} exists`);
+    if (spec.sandbox && !this.sandbox && this.sandboxRefusal) throw new Error(this.sandboxRefusal);
     let port = spec.port;
     if (port === undefined) {
       do port = await freePort();
@@ -223,7 +232,7 @@ export class Supervisor extends EventEmitter {
       lastExit: w.lastExit,
       startedAt: w.startedAt ? new Date(w.startedAt).toISOString() : null,
       nextRestartAt: w.nextRestartAt ? new Date(w.nextRestartAt).toISOString() : null,
-      rssBytes: pid ? rssOf(pid) : null,
+      rssBytes: w.launch ? w.launch.rssBytes() : pid ? rssOf(pid) : null,
     };
   }
 

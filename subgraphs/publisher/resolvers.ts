@@ -55,7 +55,11 @@ export class PublisherResolver {
       activeOperation: maybeOperation(m.activeOperation),
       process: p && {
         ...p,
-        lastExit: p.lastExit && { ...p.lastExit, at: new Date(p.lastExit.at) },
+        lastExit: p.lastExit && {
+          ...p.lastExit,
+          at: new Date(p.lastExit.at),
+          reason: p.lastExit.reason === 'oom' ? 'out_of_memory' : null,
+        },
         startedAt: p.startedAt ? new Date(p.startedAt) : null,
       },
     };

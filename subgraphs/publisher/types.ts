@@ -135,6 +135,11 @@ export class SiteProcessExitType {
   @Field(() => Int, { nullable: true, description: 'Exit code; null when a signal ended it.' }) code!: number | null;
   @Field(() => String, { nullable: true, description: 'The signal that ended it, e.g. `SIGKILL`.' }) signal!: string | null;
   @Field(() => Date) at!: Date;
+  @Field(() => String, {
+    nullable: true,
+    description: '`out_of_memory` when the kernel ended it for going over its sandbox’s memory limit; else null.',
+  })
+  reason!: string | null;
 }
 
 @ObjectType('SiteProcess', { description: 'A hosted site’s process, as the platform’s supervisor sees it.' })

@@ -1,5 +1,5 @@
 import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
@@ -7,7 +7,9 @@ import { projectRoot } from '../../core/paths';
 import { requestLocal } from '../../core/outbound-http';
 import { Edge } from '../../dataplane/edge';
 import { ReleaseHost, releaseHost } from '../../dataplane/releases';
-import { resolveSandbox } from '../../dataplane/sandbox';
+import { DEFAULT_SANDBOX_PIDS, resolveSandbox } from '../../dataplane/sandbox';
+import { cgroupControllers } from '../../dataplane/sandbox-cgroups';
+import { DEFAULT_RELEASE_MEMORY_MB } from '../../dataplane/workerd';
 import { Supervisor } from '../../dataplane/supervisor';
 
 /**
@@ -114,6 +116,23 @@ describe('an app bundle in its sandbox', () => {
     // The host's loopback services refuse (its own network namespace has only its own loopback).
     for (const p of [...INTERNAL_PORTS, hostPort]) expect([p, out.ports[p]]).toEqual([p, 'ECONNREFUSED']);
   }, 60_000);
+
+  it('runs under its limits: memory (the release default), processes and CPU', () => {
+    const c = cgroupControllers();
+    const dir = (k: 'memory' | 'pids' | 'cpu') =>
+      path.join(c[k]!, 'platform-sandbox', path.basename(supervisor.sandbox!.runDir(id)));
+    expect(Number(readFileSync(path.join(dir('memory'), 'memory.limit_in_bytes'), 'utf8'))).toBe(
+      DEFAULT_RELEASE_MEMORY_MB * 1024 * 1024,
+    );
+    expect(readFileSync(path.join(dir('pids'), 'pids.max'), 'utf8').trim()).toBe(String(DEFAULT_SANDBOX_PIDS));
+    expect(Number(readFileSync(path.join(dir('cpu'), 'cpu.cfs_quota_us'), 'utf8'))).toBe(100_000);
+    // Its processes are in those groups.
+    expect(
+      readFileSync(path.join(dir('memory'), 'cgroup.procs'), 'utf8')
+        .trim()
+        .split('\n').length,
+    ).toBeGreaterThanOrEqual(2);
+  });
 
   it('is killed past its memory limit, says so, and serves again after the restart', async () => {
     const r = await get('/alloc?mb=3072', 60_000).catch((e: Error) => ({ status: 0, body: e.message }));
