@@ -13,16 +13,14 @@ import { PARENT_GONE_GRACE_MS, parentWatch, preloadFile } from './supervisor-pre
  *   route, as the namespace has none;
  * - **lifetime:** the parent watch of every supervised child (decision 0245).
  *
- * The configuration is a JSON file named by `PLATFORM_SANDBOX_CONFIG` (removed from the environment
- * once read): `{ listen, egress: [{ host, port, path }] }`.
+ * The configuration is a JSON file named by `PLATFORM_SANDBOX_CONFIG` (the workload's own, in its run
+ * directory; a launcher such as workerd's reads it too): `{ listen, egress: [{ host, port, path }] }`.
  */
 export function sandboxRuntime(): void {
   const fs = require('node:fs') as typeof import('node:fs');
   const net = require('node:net') as typeof netTypes;
-  /* eslint-enable @typescript-eslint/no-require-imports */
   const file = process.env.PLATFORM_SANDBOX_CONFIG;
   if (!file) return;
-  delete process.env.PLATFORM_SANDBOX_CONFIG;
   const conf = JSON.parse(fs.readFileSync(file, 'utf8')) as {
     listen: string;
     egress: { host: string; port: number; path: string }[];

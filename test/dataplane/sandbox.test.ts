@@ -143,6 +143,72 @@ describe('an app bundle in its sandbox', () => {
   }, 120_000);
 });
 
+describe('a storefront (workerd) in its sandbox', () => {
+  let root: string;
+  let edge: Edge;
+  let supervisor: Supervisor;
+  let host: ReleaseHost;
+  let hostListener: http.Server;
+  let hostPort: number;
+  const id = `rel-store-${process.pid}`;
+  const get = (p: string, timeoutMs = 30_000) =>
+    requestLocal(edge.port, { path: p, headers: { host: releaseHost(id) }, timeoutMs });
+
+  beforeAll(async () => {
+    supervisor = new Supervisor({ initialBackoffMs: 200, stopTimeoutMs: 3_000 });
+    expect(supervisor.sandbox).not.toBeNull();
+    edge = new Edge({ port: 0 });
+    await edge.listen();
+    root = await mkdtemp(path.join(tmpdir(), 'sandbox-storefront-'));
+    host = new ReleaseHost({ supervisor, edge, releasesRoot: root });
+    await cp(path.join(__dirname, 'fixtures', 'probe-storefront'), path.join(root, id, 'bundle'), { recursive: true });
+    hostListener = http.createServer((_q, s) => s.end('host service')).listen(0, '127.0.0.1');
+    await new Promise((r) => hostListener.once('listening', r));
+    hostPort = (hostListener.address() as { port: number }).port;
+    const gate = await host.start({ releaseId: id, projectId: 'p-store', kind: 'storefront', env: {} });
+    if (!gate.healthy) throw new Error(`gate: ${JSON.stringify(gate)}; logs: ${supervisor.logs(id).join(' / ')}`);
+  }, 90_000);
+
+  afterAll(async () => {
+    await host?.close();
+    await supervisor?.shutdown();
+    await edge?.close();
+    hostListener?.close();
+    if (root) await rm(root, { recursive: true, force: true });
+  });
+
+  it('runs workerd as its own uid in its cgroup, and its fetch() reaches no internal service', async () => {
+    const c = cgroupControllers();
+    const group = path.join(c.memory!, 'platform-sandbox', path.basename(supervisor.sandbox!.runDir(id)));
+    const procs = readFileSync(path.join(group, 'cgroup.procs'), 'utf8').trim().split('\n');
+    const owners = procs.map((pid) => ({
+      comm: readFileSync(`/proc/${pid}/comm`, 'utf8').trim(),
+      uid: Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]),
+    }));
+    expect(owners).toEqual(expect.arrayContaining([{ comm: 'workerd', uid: supervisor.status(id)!.uid }]));
+    expect(supervisor.status(id)!.uid).not.toBe(0);
+    const targets = [
+      ...INTERNAL_PORTS.map((p) => `http://127.0.0.1:${p}/`),
+      `http://127.0.0.1:${hostPort}/`,
+      'http://10.0.0.1/',
+      'http://[::1]:27017/',
+    ];
+    const r = await get(`/probe?targets=${encodeURIComponent(JSON.stringify(targets))}`);
+    expect(r.status).toBe(200);
+    const out = JSON.parse(r.body) as Record<string, string>;
+    for (const t of targets) expect([t, out[t]]).toEqual([t, expect.stringMatching(/^error: /)]);
+  }, 60_000);
+
+  it('cannot take more memory than its limit; the release serves again', async () => {
+    await get('/alloc?mb=3072', 60_000).catch(() => undefined);
+    await waitFor(async () => (await get('/').catch(() => ({ status: 0 }))).status === 200, 30_000);
+    const c = cgroupControllers();
+    const group = path.join(c.memory!, 'platform-sandbox', path.basename(supervisor.sandbox!.runDir(id)));
+    const peak = Number(readFileSync(path.join(group, 'memory.max_usage_in_bytes'), 'utf8'));
+    expect(peak).toBeLessThanOrEqual(DEFAULT_RELEASE_MEMORY_MB * 1024 * 1024);
+  }, 120_000);
+});
+
 async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
