@@ -171,7 +171,14 @@ function launcherSource(binary: string): string {
     "const { spawn } = require('node:child_process');",
     // In the sandbox workerd serves on the workload's unix socket (dataplane/sandbox.ts), else on PORT.
     "const addr = process.env.PLATFORM_LISTEN_SOCKET ? 'unix:' + process.env.PLATFORM_LISTEN_SOCKET : '127.0.0.1:' + process.env.PORT;",
-    `const child = spawn(${JSON.stringify(binary)}, ['serve', 'config.capnp', '--socket-addr', 'http=' + addr], { stdio: 'inherit' });`,
+    "const args = ['serve', 'config.capnp', '--socket-addr', 'http=' + addr];",
+    // In the sandbox the commerce platform is the workload's one declared egress (bundleSandbox), a unix
+    // socket: the config's `commerce-platform` service goes there instead of its host:port.
+    'if (process.env.PLATFORM_SANDBOX_CONFIG) {',
+    "  const egress = JSON.parse(require('node:fs').readFileSync(process.env.PLATFORM_SANDBOX_CONFIG, 'utf8')).egress || [];",
+    "  if (egress[0]) args.push('--external-addr', 'commerce-platform=unix:' + egress[0].path);",
+    '}',
+    `const child = spawn(${JSON.stringify(binary)}, args, { stdio: 'inherit' });`,
     "for (const s of ['SIGTERM', 'SIGINT']) process.on(s, () => child.kill(s));",
     "child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));",
     "child.on('error', (e) => { console.error('workerd: ' + e.message); process.exit(1); });",
