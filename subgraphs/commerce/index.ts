@@ -1,4 +1,5 @@
 import { commerceError } from './errors';
+import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
 import '../../core/activity-scopes';
@@ -6,7 +7,6 @@ import { defineArea } from '../../core/area';
 import { commerceCli } from './cli';
 import type { CommerceCode } from './errors';
 import { isPlatformError } from '../../core/errors';
-import { MAX_ARTIFACT_BYTES } from './artifacts';
 import { COMMERCE_BODY_LIMIT } from './limits';
 import { COMMERCE_OPERATION_TYPES } from './operation-view';
 import { CommerceResolver } from './resolvers';
@@ -30,6 +30,11 @@ export const commerceConfig = z.object({
   SIMULATED_STEP_DELAY_MS: z.coerce.number().int().min(0).default(600),
   /** How long a bundle release has to answer `GET /` 2xx through the edge (contract: 60 s; tests shorten it). */
   COMMERCE_HEALTH_GATE_MS: z.coerce.number().int().min(1000).max(600_000).default(60_000),
+  /** Per-account artifact quota by plan, bytes and artifacts (defaults: `DEFAULT_ARTIFACT_QUOTA`, decision 0271). */
+  COMMERCE_ARTIFACT_QUOTA_BYTES_FREE: z.coerce.number().int().positive().optional(),
+  COMMERCE_ARTIFACT_QUOTA_BYTES_PRO: z.coerce.number().int().positive().optional(),
+  COMMERCE_ARTIFACT_QUOTA_COUNT_FREE: z.coerce.number().int().positive().optional(),
+  COMMERCE_ARTIFACT_QUOTA_COUNT_PRO: z.coerce.number().int().positive().optional(),
 });
 
 /** A commerce error answer of the receiver (spec 1.5, commerce envelope). */
@@ -46,6 +51,7 @@ const failure = (reply: FastifyReply, status: number, code: CommerceCode, messag
  * Artifact upload (docs/spec-decisions.md, commerce releases): `PUT …/commerce/artifacts` with the
  * bundle's tar archive as the body (at most 64 MiB); answers its SHA-256, which
  * `POST …/commerce/releases` takes. Raw bytes, so it sits on the bridge beside the webhook receiver.
+ * The body is not parsed here: the service streams it to disk (decision 0271).
  */
 function artifactUpload(app: FastifyInstance, services: CommerceService): void {
   const refuse = (reply: FastifyReply, e: unknown) => {
@@ -61,31 +67,40 @@ function artifactUpload(app: FastifyInstance, services: CommerceService): void {
   };
   void app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
-    scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: MAX_ARTIFACT_BYTES }, (_req, body, done) => done(null, body));
+    scope.addContentTypeParser('*', (_req, payload, done) => done(null, payload));
     scope.put<{ Params: { projectID: string } }>(
       '/api/v1/projects/:projectID/commerce/artifacts',
       {
         // The key and the project are checked before a byte of the body is read (401, 403, 404 first).
         onRequest: async (req, reply) => {
           try {
-            await services.mayUploadArtifact(req.headers.authorization, (req.params as { projectID: string }).projectID);
+            const { projectID } = req.params as { projectID: string };
+            await services.mayUploadArtifact(req.headers.authorization, projectID, req.headers['content-length']);
           } catch (e) {
+            // The body is never read: the connection closes after the answer.
+            reply.header('connection', 'close');
             return refuse(reply, e);
           }
         },
       },
       async (req, reply) => {
         try {
-          const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-          const a = await services.uploadArtifact(req.headers.authorization, req.params.projectID, raw);
-          return reply.status(a.stored ? 201 : 200).send({
+          const body = req.body instanceof Readable ? req.body : Readable.from([]);
+          const a = await services.uploadArtifact(req.headers.authorization, req.params.projectID, body);
+          // The same answer whether or not the bytes were stored before (`stored` is always true).
+          return reply.status(201).send({
             success: true,
             status: 'success',
-            status_code: a.stored ? 201 : 200,
-            message: a.stored ? 'Created' : 'OK',
-            data: { artifact: a.sha256, bytes: a.bytes, stored: a.stored },
+            status_code: 201,
+            message: 'Created',
+            data: { artifact: a.sha256, bytes: a.bytes, stored: true },
           });
         } catch (e) {
+          // A refusal before the whole body arrived (too large): the rest is drained, the connection closed.
+          if (!req.raw.readableEnded) {
+            reply.header('connection', 'close');
+            req.raw.resume();
+          }
           return refuse(reply, e);
         }
       },

@@ -195,18 +195,53 @@ export interface ArtifactDoc {
   /** The archive's SHA-256. */
   _id: string;
   createdAt: Date;
-  /** Last uploaded or deployed: the retention sweep counts from here. */
+  /** Last uploaded or deployed by any of its owners: the retention sweep counts from here. */
   usedAt: Date;
+  /** The archive's size; absent on records made before ownership (decision 0271), which `adoptUnowned` fills. */
+  bytes?: number | null;
 }
 
 const artifactSchema = new mongoose.Schema<ArtifactDoc>(
-  { _id: String, createdAt: Date, usedAt: Date },
+  { _id: String, createdAt: Date, usedAt: Date, bytes: Number },
   { ...base, collection: 'commerce_artifacts' },
 );
 artifactSchema.index({ usedAt: 1 });
 
+/**
+ * An account's hold on an artifact (docs/decisions/0271-artifact-ownership.md): made by its own
+ * upload (or `commerce deploy --bundle` for one of its projects). Only a holder may release the
+ * artifact; the account's holds are what its artifact quota counts.
+ */
+export interface ArtifactOwnerDoc {
+  /** `${accountId}:${sha256}`, so the check at release creation is an exact key lookup. */
+  _id: string;
+  accountId: string;
+  artifact: string;
+  bytes: number;
+  createdAt: Date;
+  /** Last uploaded or deployed by this account: the per-owner retention counts from here. */
+  usedAt: Date;
+}
+
+const artifactOwnerSchema = new mongoose.Schema<ArtifactOwnerDoc>(
+  {
+    _id: String,
+    accountId: { type: String, required: true },
+    artifact: { type: String, required: true },
+    bytes: { type: Number, required: true },
+    createdAt: Date,
+    usedAt: Date,
+  },
+  { ...base, collection: 'commerce_artifact_owners' },
+);
+// The quota sums an account's holds; the sweep finds old holds and asks whether an artifact has any.
+artifactOwnerSchema.index({ accountId: 1 });
+artifactOwnerSchema.index({ artifact: 1 });
+artifactOwnerSchema.index({ usedAt: 1 });
+
 export interface CommerceModels {
   Artifact: Model<ArtifactDoc>;
+  ArtifactOwner: Model<ArtifactOwnerDoc>;
   Connection: Model<ConnectionDoc>;
   Environment: Model<EnvironmentDoc>;
   Release: Model<ReleaseDoc>;
@@ -217,6 +252,7 @@ export interface CommerceModels {
 export function commerceModels(conn: Connection): CommerceModels {
   return {
     Artifact: model(conn, 'commerce', 'Artifact', artifactSchema),
+    ArtifactOwner: model(conn, 'commerce', 'ArtifactOwner', artifactOwnerSchema),
     Connection: model(conn, 'commerce', 'Connection', connectionSchema),
     Environment: model(conn, 'commerce', 'Environment', environmentSchema),
     Release: model(conn, 'commerce', 'Release', releaseSchema),

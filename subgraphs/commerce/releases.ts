@@ -133,8 +133,8 @@ export class Releases {
     if (connection.kind === 'app' && environment === 'preview') {
       throw invalidConfiguration('preview is an environment of storefronts only', { field: 'environment' });
     }
-    if (!(await this.d.artifacts.has(artifact))) throw commerceNotFound('artifact');
-    await this.d.artifacts.touch(artifact);
+    // Only an artifact the account uploaded itself; one it does not hold answers as an unknown one (decision 0271).
+    if (!(await this.d.artifacts.take(connection.accountId, artifact))) throw commerceNotFound('artifact');
     const env = await this.d.models.Environment.findById(`${connection._id}:${environment}`).lean();
     const id = newId();
     return this.create(connection, {

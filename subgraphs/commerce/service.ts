@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto';
 import path from 'node:path';
+import type { Readable } from 'node:stream';
 import type { Connection } from 'mongoose';
 import type { BlobStore } from '../../core/blobs/blob-store';
 import { FsBlobStore } from '../../core/blobs/fs-blob-store';
@@ -9,13 +10,13 @@ import type { OperationEngine } from '../../core/operations/engine';
 import type { Ports } from '../../core/ports';
 import { newId } from '../../core/ids';
 import { projectRoot } from '../../core/paths';
-import type { Principal } from '../../core/principal';
+import type { Plan, Principal } from '../../core/principal';
 import type { Edge } from '../../dataplane/edge';
 import type { ReconcileRegistry } from '../../dataplane/reconcile';
 import { type AccessEntry, ReleaseHost } from '../../dataplane/releases';
 import type { Supervisor } from '../../dataplane/supervisor';
 import { edgePortFromEnv } from '../../dataplane/edge';
-import { ArtifactStore } from './artifacts';
+import { type ArtifactQuota, ArtifactStore, DEFAULT_ARTIFACT_QUOTA, MAX_ARTIFACT_BYTES } from './artifacts';
 import { CommerceAccess } from './access';
 import { type ConnectInput, Connections } from './connections';
 import type { EnvironmentBody } from './environment-fields';
@@ -41,6 +42,11 @@ export interface CommerceSettings {
   SIMULATED_STEP_DELAY_MS: number;
   /** Health-gate time of a bundle release (default 60 s). */
   COMMERCE_HEALTH_GATE_MS?: number;
+  /** Per-account artifact quota by plan (decision 0271; defaults in `DEFAULT_ARTIFACT_QUOTA`). */
+  COMMERCE_ARTIFACT_QUOTA_BYTES_FREE?: number;
+  COMMERCE_ARTIFACT_QUOTA_BYTES_PRO?: number;
+  COMMERCE_ARTIFACT_QUOTA_COUNT_FREE?: number;
+  COMMERCE_ARTIFACT_QUOTA_COUNT_PRO?: number;
 }
 
 export interface CommerceDeps {
@@ -100,7 +106,7 @@ export class CommerceService {
       receiverUrl: () => `${this.publicBaseUrl().replace(/\/$/, '')}${WEBHOOK_RECEIVER_PATH}`,
       stepDelayMs,
     });
-    this.artifacts = new ArtifactStore(d.blobs ?? new FsBlobStore(this.dataDir('blobs')), this.models);
+    this.artifacts = new ArtifactStore(d.blobs ?? new FsBlobStore(this.dataDir('blobs')), this.models, this.dataDir('uploads'));
     this.releases = new Releases({
       models: this.models,
       engine: d.engine,
@@ -173,6 +179,8 @@ export class CommerceService {
     };
     void this.artifacts
       .importLegacy(this.dataDir('artifacts'))
+      .catch(() => undefined)
+      .then(() => this.artifacts.adoptUnowned())
       .catch(() => undefined)
       .then(() => (plane.reconciler ? void plane.reconciler.register('commerce', pass) : pass()))
       .catch(() => undefined);
@@ -264,25 +272,49 @@ export class CommerceService {
     return this.releases.deploy(connection, environment, health as DeploymentHealth);
   }
 
-  /** `platform commerce deploy --bundle DIR`: packs the bundle into the artifact store and releases it. */
+  /**
+   * `platform commerce deploy --bundle DIR`: packs the bundle into the artifact store, held by the
+   * project's account (the operator's command: counted in the account's usage, not refused by its
+   * quota), and releases it.
+   */
   async deployBundle(projectId: string, environment: string, dir: string) {
-    const artifact = await this.artifacts.pack(dir);
     const connection = await this.connections.get(projectId);
+    const artifact = await this.artifacts.pack(dir, { accountId: connection.accountId, quota: null });
     const r = await this.releases.deployArtifact(connection, environment, artifact.sha256);
     return { release: r, artifact };
   }
 
-  /** `PUT …/commerce/artifacts`: a bundle archive uploaded by a writer of the project, stored by content address. */
-  /** Whether this bearer key may upload an artifact to the project (checked before the body is read). */
-  async mayUploadArtifact(authorization: string | undefined, projectId: string): Promise<Principal> {
-    const m = /^Bearer\s+(\S+)$/i.exec(authorization ?? '');
-    const principal = m ? await this.d.ports.get('authenticator').authenticate(m[1]) : null;
-    return this.access.check(principal, projectId, true);
+  /** The artifact quota of a plan (decision 0271): the defaults, or the `COMMERCE_ARTIFACT_QUOTA_*` settings. */
+  artifactQuota(plan: Plan): ArtifactQuota {
+    const s = this.d.settings;
+    const d = DEFAULT_ARTIFACT_QUOTA[plan];
+    return plan === 'pro'
+      ? { bytes: s.COMMERCE_ARTIFACT_QUOTA_BYTES_PRO ?? d.bytes, count: s.COMMERCE_ARTIFACT_QUOTA_COUNT_PRO ?? d.count }
+      : { bytes: s.COMMERCE_ARTIFACT_QUOTA_BYTES_FREE ?? d.bytes, count: s.COMMERCE_ARTIFACT_QUOTA_COUNT_FREE ?? d.count };
   }
 
-  async uploadArtifact(authorization: string | undefined, projectId: string, bytes: Buffer) {
-    await this.mayUploadArtifact(authorization, projectId);
-    return this.artifacts.put(bytes);
+  /**
+   * `PUT …/commerce/artifacts`, before a byte of the body is read: the key may write to the project
+   * (401, 402, 403, 404 first), and a declared `Content-Length` over 64 MiB is refused (413).
+   */
+  async mayUploadArtifact(authorization: string | undefined, projectId: string, contentLength?: string): Promise<Principal> {
+    const m = /^Bearer\s+(\S+)$/i.exec(authorization ?? '');
+    const principal = m ? await this.d.ports.get('authenticator').authenticate(m[1]) : null;
+    const checked = await this.access.check(principal, projectId, true);
+    if (contentLength !== undefined && Number(contentLength) > MAX_ARTIFACT_BYTES) {
+      throw commerceError('COMMERCE_PAYLOAD_TOO_LARGE', 'the bundle is larger than 64 MiB', { max_bytes: MAX_ARTIFACT_BYTES });
+    }
+    return checked;
+  }
+
+  /**
+   * `PUT …/commerce/artifacts`: a bundle archive uploaded by a writer of the project, streamed to
+   * disk and stored by content address, held by the key's account within its plan's quota. The
+   * answer does not tell whether the bytes were stored before (decision 0271).
+   */
+  async uploadArtifact(authorization: string | undefined, projectId: string, body: Readable) {
+    const principal = await this.mayUploadArtifact(authorization, projectId);
+    return this.artifacts.put(body, { accountId: principal.accountId, quota: this.artifactQuota(principal.plan) });
   }
 
   /** A release of an artifact already in the store (the GraphQL mutation and its REST route). */

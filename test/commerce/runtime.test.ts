@@ -106,8 +106,8 @@ describe('commerce releases on the data plane', () => {
     expect(JSON.parse((await viaEdge(releaseHost(first.release_id))).body).env_names).toContain('PUBLIC_STOREFRONT_ID');
 
     // Same bytes: the same artifact, stored once.
-    const again = await commerce(t).artifacts.pack(path.join(FIXTURES, 'storefront'));
-    expect(again).toMatchObject({ sha256: first.artifact, stored: false });
+    const again = await commerce(t).artifacts.pack(path.join(FIXTURES, 'storefront'), { accountId: tn.accountId, quota: null });
+    expect(again).toMatchObject({ sha256: first.artifact });
     // The artifact lives in the blob store (core/blobs/, filesystem adapter here), not as a loose file
     // (a loose file of the earlier layout is moved into the store when the platform starts).
     const sha: string = first.artifact;
@@ -137,7 +137,8 @@ describe('commerce releases on the data plane', () => {
     const up = await upload(tar, tn.key);
     expect(up.status).toBe(201);
     const artifact = ((await up.json()) as { data: { artifact: string } }).data.artifact;
-    expect((await upload(tar, tn.key)).status).toBe(200);
+    // The same answer for bytes already stored (decision 0271: no existence oracle).
+    expect((await upload(tar, tn.key)).status).toBe(201);
     const created = await t.rest('POST', `${B}/releases`, {
       key: tn.key,
       body: { environment: 'preview', artifact },
@@ -153,11 +154,15 @@ describe('commerce releases on the data plane', () => {
     expect(unknown.status).toBe(404);
 
     // Retention: an artifact no release names goes once it was last used over 24 h ago; a named one stays.
-    const orphan = await commerce(t).artifacts.pack(build2());
-    expect(orphan.stored).toBe(true);
-    const Artifact = commerce(t).models.Artifact;
+    const orphan = await commerce(t).artifacts.pack(build2(), { accountId: tn.accountId, quota: null });
+    expect(await commerce(t).artifacts.has(orphan.sha256)).toBe(true);
+    const { Artifact, ArtifactOwner } = commerce(t).models;
     const old = new Date(Date.now() - ARTIFACT_RETENTION_MS - 60_000);
     await Artifact.updateMany({ _id: { $in: [orphan.sha256, artifact, sha] } }, { $set: { usedAt: old } });
+    await ArtifactOwner.updateMany(
+      { accountId: tn.accountId, artifact: { $in: [orphan.sha256, artifact, sha] } },
+      { $set: { usedAt: old } },
+    );
     const swept = await commerce(t).artifacts.sweep();
     expect(swept).toContain(orphan.sha256);
     expect(swept).not.toContain(artifact);
