@@ -422,12 +422,14 @@ export const BYTE_ROUTES: readonly ByteRoute[] = [
       'bearer',
       {
         description:
-          'The body is the tar archive of a storefront bundle (`index.js` or `dist/server/index.js`) or an app bundle (`server.mjs`), at most 64 MiB; links, absolute paths and `..` are refused. The answer names its SHA-256, which `POST …/commerce/releases` takes. The same bytes are stored once (200 instead of 201). Key, scope and project are checked before the body is read.',
+          "The body is the tar archive of a storefront bundle (`index.js` or `dist/server/index.js`) or an app bundle (`server.mjs`), at most 64 MiB (413 `COMMERCE_PAYLOAD_TOO_LARGE`; a larger `Content-Length` is refused before the body is read); links, absolute paths and `..` are refused (422). The body is streamed to disk while it is hashed. The answer, `data { artifact, bytes, stored: true }`, names its SHA-256, which `POST …/commerce/releases` takes; it is the same whether or not the bytes were stored before. The artifact is held by the key's account: only that account may release it (another account's hash answers 404 as an unknown one). The account's holds count against its plan's artifact quota (413 `COMMERCE_ARTIFACT_QUOTA_EXCEEDED`; uploading what it already holds is free). Key, scope and project are checked before the body is read.",
         parameters: [path('projectID', { type: 'string', format: 'uuid' })],
         requestBody: { required: true, content: { 'application/x-tar': { schema: binary }, '*/*': { schema: binary } } },
         responses: {
-          '201': { description: 'stored', content: json(COMMERCE_SUCCESS) },
-          '200': { description: 'already stored (the same bytes)', content: json(COMMERCE_SUCCESS) },
+          '201': {
+            description: 'held by the account (the same answer whether or not the bytes were stored before)',
+            content: json(COMMERCE_SUCCESS),
+          },
           ...errors([401, 402, 403, 404, 413, 422, 429], COMMERCE_ERROR),
           ...errors([503]),
         },

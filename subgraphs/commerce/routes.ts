@@ -166,7 +166,7 @@ export const commerceRoutes: AnyRoute[] = [
     method: 'POST',
     path: path('/releases'),
     summary:
-      'Create a release from an uploaded artifact (the SHA-256 `commerce deploy --bundle` stored); 202 release with its url',
+      "Create a release from an artifact the account uploaded itself (its SHA-256; another account's answers 404 as an unknown one); 202 release with its url",
     operation: 'commerce-create-release',
     creates: { releaseID: '/data/id' },
     body: releaseBody,
