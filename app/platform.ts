@@ -166,6 +166,10 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
       onReconcileError: (area, err) => log.warn({ area, err: err.message }, 'reconcile pass failed'),
     });
     edgeUrl = await dataPlane.start();
+    // Which isolation hosted workloads get, chosen once here (docs/sandbox.md).
+    const sb = dataPlane.sandboxing;
+    if (sb.sandbox) log.info({ sandbox: 'on', bwrap: sb.sandbox.o.bwrap }, 'hosted workloads run in the tenant sandbox');
+    else log.warn({ sandbox: 'off', missing: sb.missing, refused: Boolean(sb.refusal) }, 'hosted workloads have no sandbox');
     const dp = dataPlane;
     stops.push(() => dp.stop());
     ports.provide('dataPlane', dp);

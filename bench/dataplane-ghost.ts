@@ -55,7 +55,9 @@ async function main(): Promise<void> {
     await sites.setUp('bench', { name: 'Bench', email: 'bench@example.test', blogTitle: 'Bench' });
     const headers = { host };
     for (let r = 0; r < rounds; r++) {
-      const direct = await loadInWorker({ url: `http://127.0.0.1:${port}/`, headers }, concurrency, seconds, 20);
+      // Straight to the site: its unix socket when it runs in the sandbox, else its port.
+      const socketPath = sup.status('bench')?.socketPath ?? undefined;
+      const direct = await loadInWorker({ url: `http://127.0.0.1:${port}/`, headers, socketPath }, concurrency, seconds, 20);
       const via = await loadInWorker({ url: `http://127.0.0.1:${edge.port}/`, headers }, concurrency, seconds, 20);
       console.log(
         `round ${r + 1}: direct ${direct.rps.toFixed(1)} req/s (p99 ${direct.p99.toFixed(0)} ms), edge ${via.rps.toFixed(1)} req/s (p99 ${via.p99.toFixed(0)} ms), ratio ${(via.rps / direct.rps).toFixed(2)}`,

@@ -9,6 +9,8 @@ export interface LoadTarget {
   body?: string;
   /** The status every answer must have (default 200). */
   status?: number;
+  /** Connect to this unix socket instead of the URL's host and port (a sandboxed workload). */
+  socketPath?: string;
 }
 
 export interface LoadFigures {
@@ -30,7 +32,13 @@ export async function load(t: LoadTarget, concurrency: number, seconds: number, 
   const expected = t.status ?? 200;
   const send = () =>
     new Promise<void>((resolve, reject) => {
-      const req = http.request(t.url, { method: t.method ?? 'GET', headers: t.headers, agent }, (res) => {
+      const opts = {
+        method: t.method ?? 'GET',
+        headers: t.headers,
+        agent,
+        ...(t.socketPath ? { socketPath: t.socketPath } : {}),
+      };
+      const req = http.request(t.url, opts, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => {

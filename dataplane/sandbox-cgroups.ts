@@ -65,6 +65,11 @@ export class WorkloadCgroup {
     this.dirs = { memory: dir('memory'), pids: dir('pids'), cpu: dir('cpu') };
   }
 
+  /** The group's directory of one controller. */
+  dir(controller: Controller): string {
+    return this.dirs[controller];
+  }
+
   /** Creates the groups (or reuses them) and writes the limits. */
   create(l: CgroupLimits): void {
     for (const d of Object.values(this.dirs)) mkdirSync(d, { recursive: true });

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readlinkSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { chmod, chown, lstat, mkdir, rm } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
@@ -101,8 +101,12 @@ export class Sandbox {
   private readonly cgroups = new Map<string, WorkloadCgroup>();
   private readonly uidBase: number;
 
+  /** This platform process's share: its workloads' run directories and cgroups live under `<pid>`. */
+  private readonly instance = String(process.pid);
+
   constructor(readonly o: SandboxOptions) {
     this.uidBase = o.uidBase ?? 1_000_000;
+    sweepDeadInstances(o.stateDir);
   }
 
   /** The workload's uid: stable for its id (a hash), unique among this sandbox's workloads. */
@@ -119,7 +123,12 @@ export class Sandbox {
 
   /** The workload's run directory on the host (its ingress and egress sockets). */
   runDir(id: string): string {
-    return path.join(this.o.stateDir, createHash('sha256').update(id).digest('hex').slice(0, 12));
+    return path.join(this.o.stateDir, this.instance, createHash('sha256').update(id).digest('hex').slice(0, 12));
+  }
+
+  /** The workload's memory cgroup directory (its `cgroup.procs` lists every process of it). */
+  memoryGroup(id: string): string {
+    return new WorkloadCgroup(`${CGROUP_PARENT}-${this.instance}`, path.basename(this.runDir(id))).dir('memory');
   }
 
   /**
@@ -130,6 +139,7 @@ export class Sandbox {
     const uid = this.uidOf(id);
     const run = this.runDir(id);
     await rm(run, { recursive: true, force: true });
+    await mkdir(path.dirname(run), { recursive: true, mode: 0o711 });
     await mkdir(run, { recursive: true, mode: 0o700 });
     await chown(run, uid, uid);
     for (const m of spec.mounts) if (m.write) await chownTree(m.path, uid);
@@ -144,7 +154,7 @@ export class Sandbox {
     };
     let cg = this.cgroups.get(id);
     if (!cg) {
-      cg = new WorkloadCgroup('platform-sandbox', path.basename(run));
+      cg = new WorkloadCgroup(`${CGROUP_PARENT}-${this.instance}`, path.basename(run));
       this.cgroups.set(id, cg);
     }
     cg.create(limits);
@@ -222,6 +232,50 @@ export class Sandbox {
     const uid = this.uids.get(id);
     if (uid !== undefined) this.taken.delete(uid);
     this.uids.delete(id);
+  }
+}
+
+/** The cgroup every workload's group is under: `platform-sandbox-<platform pid>` in each controller. */
+export const CGROUP_PARENT = 'platform-sandbox';
+
+const alivePid = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+};
+
+/**
+ * Removes what platform processes that are gone left behind: their run directories and their (empty)
+ * cgroups. Their workloads died with them (`--die-with-parent`).
+ */
+function sweepDeadInstances(stateDir: string): void {
+  const dead = (name: string) => /^\d+$/.test(name) && Number(name) !== process.pid && !alivePid(Number(name));
+  try {
+    for (const d of readdirSync(stateDir)) if (dead(d)) rmSync(path.join(stateDir, d), { recursive: true, force: true });
+  } catch {
+    // no state directory yet
+  }
+  for (const base of Object.values(cgroupControllers())) {
+    if (!base) continue;
+    let names: string[];
+    try {
+      names = readdirSync(base).filter((n) => n.startsWith(`${CGROUP_PARENT}-`) && dead(n.slice(CGROUP_PARENT.length + 1)));
+    } catch {
+      continue;
+    }
+    for (const n of names) {
+      const parent = path.join(base, n);
+      try {
+        for (const child of readdirSync(parent, { withFileTypes: true }))
+          if (child.isDirectory()) rmdirSync(path.join(parent, child.name));
+        rmdirSync(parent);
+      } catch {
+        // still busy: left for a later sweep
+      }
+    }
   }
 }
 

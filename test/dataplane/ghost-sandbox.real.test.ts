@@ -12,7 +12,7 @@ import { SiteHost } from '../../dataplane/sites';
 import { Supervisor } from '../../dataplane/supervisor';
 
 /**
- * Issue 36 for a site: a real Ghost process in its sandbox, and a probe run inside that same sandbox
+ * docs/decisions/0273-tenant-sandbox.md, for a site: a real Ghost process in its sandbox, and a probe run inside that same sandbox
  * (its namespaces, its uid, its preload) that reports what a compromised site could reach. The site
  * declares a mail relay (a TCP listener of the host's): that, and only that, is reachable.
  */

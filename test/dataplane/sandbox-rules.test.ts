@@ -6,7 +6,7 @@ import { sandboxPreloadFile } from '../../dataplane/sandbox-preload';
 import { Supervisor } from '../../dataplane/supervisor';
 import { parentWatchFile, preloadFile, privateDir } from '../../dataplane/supervisor-preload';
 
-/** Issue 36: when the sandbox is required, and where the code every workload loads first comes from. */
+/** docs/decisions/0273-tenant-sandbox.md: when the sandbox is required, and where the code every workload loads first comes from. */
 
 describe('the sandbox is required in production', () => {
   const spec = { id: 'w', script: 'server.mjs', cwd: '/tmp', sandbox: { mounts: [], memoryMb: 64 } };

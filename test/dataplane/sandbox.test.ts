@@ -13,7 +13,7 @@ import { DEFAULT_RELEASE_MEMORY_MB } from '../../dataplane/workerd';
 import { Supervisor } from '../../dataplane/supervisor';
 
 /**
- * Issue 36: a tenant's app bundle attacks its own sandbox from inside (test/dataplane/fixtures/probe-app)
+ * docs/decisions/0273-tenant-sandbox.md: a tenant's app bundle attacks its own sandbox from inside (test/dataplane/fixtures/probe-app)
  * and reports what it reached. Runs with the sandbox on, as every test does (root, bubblewrap from
  * `platform infra up`, cgroup v1).
  */
@@ -119,8 +119,8 @@ describe('an app bundle in its sandbox', () => {
 
   it('runs under its limits: memory (the release default), processes and CPU', () => {
     const c = cgroupControllers();
-    const dir = (k: 'memory' | 'pids' | 'cpu') =>
-      path.join(c[k]!, 'platform-sandbox', path.basename(supervisor.sandbox!.runDir(id)));
+    const memory = supervisor.sandbox!.memoryGroup(id);
+    const dir = (k: 'memory' | 'pids' | 'cpu') => path.join(c[k]!, path.relative(c.memory!, memory));
     expect(Number(readFileSync(path.join(dir('memory'), 'memory.limit_in_bytes'), 'utf8'))).toBe(
       DEFAULT_RELEASE_MEMORY_MB * 1024 * 1024,
     );
@@ -178,8 +178,7 @@ describe('a storefront (workerd) in its sandbox', () => {
   });
 
   it('runs workerd as its own uid in its cgroup, and its fetch() reaches no internal service', async () => {
-    const c = cgroupControllers();
-    const group = path.join(c.memory!, 'platform-sandbox', path.basename(supervisor.sandbox!.runDir(id)));
+    const group = supervisor.sandbox!.memoryGroup(id);
     const procs = readFileSync(path.join(group, 'cgroup.procs'), 'utf8').trim().split('\n');
     const owners = procs.map((pid) => ({
       comm: readFileSync(`/proc/${pid}/comm`, 'utf8').trim(),
@@ -202,8 +201,7 @@ describe('a storefront (workerd) in its sandbox', () => {
   it('cannot take more memory than its limit; the release serves again', async () => {
     await get('/alloc?mb=3072', 60_000).catch(() => undefined);
     await waitFor(async () => (await get('/').catch(() => ({ status: 0 }))).status === 200, 30_000);
-    const c = cgroupControllers();
-    const group = path.join(c.memory!, 'platform-sandbox', path.basename(supervisor.sandbox!.runDir(id)));
+    const group = supervisor.sandbox!.memoryGroup(id);
     const peak = Number(readFileSync(path.join(group, 'memory.max_usage_in_bytes'), 'utf8'));
     expect(peak).toBeLessThanOrEqual(DEFAULT_RELEASE_MEMORY_MB * 1024 * 1024);
   }, 120_000);
