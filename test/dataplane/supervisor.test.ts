@@ -1,5 +1,5 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { Supervisor, type WorkloadStatus } from '../../dataplane/supervisor';
 
