@@ -15,8 +15,8 @@ export interface CgroupLimits {
   pids: number;
   /** cgroup v1 `cpu.shares` (1024: an equal share). */
   cpuShares: number;
-  /** CFS quota in cores (1: one core's time per period at most). */
-  cpuCores: number;
+  /** CFS quota in cores (1: one core's time per period at most); null: none (the shares alone). */
+  cpuCores: number | null;
 }
 
 type Controller = 'memory' | 'pids' | 'cpu';
@@ -86,7 +86,7 @@ export class WorkloadCgroup {
     const quota = path.join(this.dirs.cpu, 'cpu.cfs_quota_us');
     if (existsSync(quota)) {
       writeFileSync(path.join(this.dirs.cpu, 'cpu.cfs_period_us'), String(CFS_PERIOD_US));
-      writeFileSync(quota, String(Math.max(1_000, Math.round(l.cpuCores * CFS_PERIOD_US))));
+      writeFileSync(quota, l.cpuCores === null ? '-1' : String(Math.max(1_000, Math.round(l.cpuCores * CFS_PERIOD_US))));
     }
   }
 

@@ -49,7 +49,7 @@ export interface SandboxSpec {
   pids?: number;
   /** CPU weight relative to other workloads (cgroup v1 shares, default 1024). */
   cpuShares?: number;
-  /** CPU time at most, in cores (default 1). */
+  /** CPU time at most, in cores (default `SANDBOX_CPU_CORES`, else no cap beyond the shares). */
   cpuCores?: number;
   /** The only outside addresses the workload may reach. */
   egress?: SandboxEgress[];
@@ -150,7 +150,7 @@ export class Sandbox {
       memoryBytes: spec.memoryMb * 1024 * 1024,
       pids: spec.pids ?? DEFAULT_SANDBOX_PIDS,
       cpuShares: spec.cpuShares ?? 1024,
-      cpuCores: spec.cpuCores ?? 1,
+      cpuCores: spec.cpuCores ?? (process.env.SANDBOX_CPU_CORES ? Number(process.env.SANDBOX_CPU_CORES) : null),
     };
     let cg = this.cgroups.get(id);
     if (!cg) {

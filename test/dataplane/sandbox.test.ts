@@ -117,7 +117,7 @@ describe('an app bundle in its sandbox', () => {
     for (const p of [...INTERNAL_PORTS, hostPort]) expect([p, out.ports[p]]).toEqual([p, 'ECONNREFUSED']);
   }, 60_000);
 
-  it('runs under its limits: memory (the release default), processes and CPU', () => {
+  it('runs under its limits: memory (the release default), processes and an equal CPU share', () => {
     const c = cgroupControllers();
     const memory = supervisor.sandbox!.memoryGroup(id);
     const dir = (k: 'memory' | 'pids' | 'cpu') => path.join(c[k]!, path.relative(c.memory!, memory));
@@ -125,7 +125,7 @@ describe('an app bundle in its sandbox', () => {
       DEFAULT_RELEASE_MEMORY_MB * 1024 * 1024,
     );
     expect(readFileSync(path.join(dir('pids'), 'pids.max'), 'utf8').trim()).toBe(String(DEFAULT_SANDBOX_PIDS));
-    expect(Number(readFileSync(path.join(dir('cpu'), 'cpu.cfs_quota_us'), 'utf8'))).toBe(100_000);
+    expect(readFileSync(path.join(dir('cpu'), 'cpu.shares'), 'utf8').trim()).toBe('1024');
     // Its processes are in those groups.
     expect(
       readFileSync(path.join(dir('memory'), 'cgroup.procs'), 'utf8')

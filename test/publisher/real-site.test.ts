@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readlinkSync } from 'node:fs';
+import { decryptSecret } from '../../core/secrets';
+import { aad } from '../../subgraphs/publisher/real-infrastructure';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 import { viaEdge } from '../support/edge';
 import { type AdminAccess, adminApi as adminApiOf, adminKey as adminKeyOf } from './ghost-admin';
@@ -33,6 +35,31 @@ describe('a publishing site run for real, through the REST API and the edge', ()
   let host: string;
   let provisionOp: any;
   const figures: Record<string, unknown> = {};
+  /** Every site secret the platform holds (opened here from their sealed copies), to search the database for. */
+  const secrets = new Map<string, string>();
+
+  /** Opens a site's sealed credentials and remembers them (the Admin API key, its secret half, the owner's password). */
+  async function rememberSecrets(siteId: string): Promise<void> {
+    const creds = await t.platform.conn.collection('publisher_site_credentials').findOne({ _id: siteId as never });
+    if (!creds) return;
+    const adminKey = decryptSecret(creds.adminApiKeyCiphertext, aad(siteId, 'admin_api_key'));
+    secrets.set(`${siteId} admin key`, adminKey);
+    secrets.set(`${siteId} admin key secret`, adminKey.split(':').pop()!);
+    secrets.set(`${siteId} owner password`, decryptSecret(creds.ownerPasswordCiphertext, aad(siteId, 'owner_password')));
+  }
+
+  /** Where any remembered secret is found in plain text: every document of every collection. */
+  async function plainTextSecrets(): Promise<string[]> {
+    const db = t.platform.conn.db!;
+    const found: string[] = [];
+    for (const c of await db.listCollections().toArray())
+      for (const doc of await db.collection(c.name).find({}).toArray()) {
+        const text = JSON.stringify(doc);
+        for (const [what, value] of secrets)
+          if (value && text.includes(value)) found.push(`${what} in ${c.name}/${String(doc._id)}`);
+      }
+    return found;
+  }
 
   beforeAll(async () => {
     t = await startTestPlatform({ PUBLISHER_EXECUTOR: 'real' });
@@ -54,6 +81,7 @@ describe('a publishing site run for real, through the REST API and the edge', ()
       await new Promise((res) => setTimeout(res, 100));
     }
     figures.createToFirst200Ms = Date.now() - t0;
+    await rememberSecrets(projectId);
   }, 30 * 60_000);
 
   afterAll(async () => {
@@ -203,6 +231,7 @@ describe('a publishing site run for real, through the REST API and the edge', ()
 
     const source = await adminKey();
     const own = await adminKey(copy.project.id);
+    await rememberSecrets(copy.project.id);
     expect(own.admin_api_url).toBe(copy.site_url.replace(/\/$/, ''));
     expect(own.admin_api_key).toMatch(/^[0-9a-f]{24}:[0-9a-f]{64}$/);
     expect(own.admin_api_key.split(':')[0]).not.toBe(source.admin_api_key.split(':')[0]);
@@ -297,5 +326,11 @@ describe('a publishing site run for real, through the REST API and the edge', ()
     expect((await t.rest('GET', projectPath(projectId, '/metadata'), { key })).status).toBe(404);
     expect(t.platform.dataPlane!.supervisor.status(projectId)).toBeNull();
     await expect(adminKey()).rejects.toThrow(/no admin access/);
+  });
+
+  it('keeps no Admin API key or owner password in plain text in any collection after provision, restore, staging and delete', async () => {
+    // The source site's and the staging copy's (both deleted by now).
+    expect(secrets.size).toBe(6);
+    expect(await plainTextSecrets()).toEqual([]);
   });
 });
