@@ -1,3 +1,4 @@
+import type * as dnsTypes from 'node:dns';
 import type * as netTypes from 'node:net';
 import { PARENT_GONE_GRACE_MS, parentWatch, preloadFile } from './supervisor-preload';
 
@@ -47,10 +48,49 @@ export function sandboxRuntime(): void {
   } as typeof netTypes.Server.prototype.listen;
 
   if (conf.egress.length > 0) {
+    // A declared host given by name (a real mail relay, a database server) has no DNS in here: its
+    // name resolves to an address of its own in 127.255.0.0/16, which the connection below recognises.
+    const alias = new Map<string, string>();
+    conf.egress.forEach((e, i) => {
+      if (net.isIP(e.host) === 0 && e.host !== 'localhost') alias.set(e.host.toLowerCase(), `127.255.${i >> 8}.${(i & 255) + 1}`);
+    });
+    if (alias.size > 0) {
+      const dns = require('node:dns') as typeof dnsTypes;
+      const named = (h: unknown) => (typeof h === 'string' ? alias.get(h.toLowerCase().replace(/\.$/, '')) : undefined);
+      const lookup = dns.lookup as (...a: unknown[]) => void;
+      dns.lookup = function (host: unknown, ...rest: unknown[]) {
+        const a = named(host);
+        if (!a) return lookup.call(dns, host, ...rest);
+        const cb = rest.find((x) => typeof x === 'function') as (...r: unknown[]) => void;
+        const o = rest.find((x) => typeof x === 'object' && x !== null) as { all?: boolean } | undefined;
+        process.nextTick(() => (o?.all ? cb(null, [{ address: a, family: 4 }]) : cb(null, a, 4)));
+      } as typeof dns.lookup;
+      const resolve4 = dns.resolve4 as (...a: unknown[]) => void;
+      dns.resolve4 = function (host: unknown, ...rest: unknown[]) {
+        const a = named(host);
+        if (!a) return resolve4.call(dns, host, ...rest);
+        const cb = rest.find((x) => typeof x === 'function') as (...r: unknown[]) => void;
+        process.nextTick(() => cb(null, [a]));
+      } as typeof dns.resolve4;
+      const plookup = dns.promises.lookup.bind(dns.promises);
+      dns.promises.lookup = (async (host: string, o?: { all?: boolean }) => {
+        const a = named(host);
+        if (!a) return plookup(host, o as never);
+        return o?.all ? [{ address: a, family: 4 }] : { address: a, family: 4 };
+      }) as typeof dns.promises.lookup;
+      const presolve4 = dns.promises.resolve4.bind(dns.promises);
+      dns.promises.resolve4 = (async (host: string, o?: never) => {
+        const a = named(host);
+        return a ? [a] : presolve4(host, o as never);
+      }) as typeof dns.promises.resolve4;
+    }
     const connect = net.Socket.prototype.connect as (...a: unknown[]) => netTypes.Socket;
     const route = (o: { host?: unknown; port?: unknown; path?: unknown }): string | null => {
       if (o.path !== undefined || o.port === undefined) return null;
-      const e = conf.egress.find((x) => x.port === Number(o.port) && local(x.host) === local(o.host));
+      const host = local(o.host).toLowerCase();
+      const e = conf.egress.find(
+        (x) => x.port === Number(o.port) && (local(x.host).toLowerCase() === host || alias.get(x.host.toLowerCase()) === host),
+      );
       return e ? e.path : null;
     };
     net.Socket.prototype.connect = function (this: netTypes.Socket, ...args: unknown[]): netTypes.Socket {

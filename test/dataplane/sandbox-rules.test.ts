@@ -1,4 +1,6 @@
 import { chownSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { resolveSandbox } from '../../dataplane/sandbox';
@@ -73,5 +75,59 @@ describe('preloads come from a directory only the platform can write (defect 5)'
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     chownSync(dir, 4242, 4242);
     expect(() => privateDir(dir)).toThrow(/not a directory owned by this user/);
+  });
+});
+
+describe('the sandbox preload: ingress on the workload socket, egress only by declaration', () => {
+  it('listens on the socket instead of PORT, and sends a declared host (by name or address) to its egress socket', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'preload-egress-'));
+    try {
+      const egressPath = path.join(dir, 'egress-0.sock');
+      const egress = net.createServer((c) => c.end('relay says hi')).listen(egressPath);
+      await new Promise((r) => egress.once('listening', r));
+      const config = path.join(dir, 'sandbox.json');
+      const listen = path.join(dir, 'http.sock');
+      writeFileSync(config, JSON.stringify({ listen, egress: [{ host: 'relay.example.test', port: 2525, path: egressPath }] }));
+      const child = `
+        const net = require('node:net'); const dns = require('node:dns');
+        const read = (s) => new Promise((r) => { let b = ''; s.on('data', (d) => (b += d)); s.on('end', () => r(b)); s.on('error', (e) => r(e.code)); });
+        (async () => {
+          const out = {};
+          out.lookup = (await dns.promises.lookup('relay.example.test')).address;
+          out.resolve4 = await new Promise((r) => dns.resolve4('relay.example.test', (e, a) => r(e ? e.code : a[0])));
+          out.byName = await read(net.connect(2525, 'relay.example.test'));
+          out.byAddress = await read(net.connect({ host: out.resolve4, port: 2525 }));
+          out.other = await read(net.connect(2526, '127.0.0.1'));
+          const server = net.createServer((c) => c.end('served')).listen(Number(process.env.PORT), '127.0.0.1', () => {
+            out.listening = server.address();
+            process.stdout.write(JSON.stringify(out));
+            server.close();
+          });
+        })();`;
+      // Asynchronously: this process answers the egress socket meanwhile.
+      const r = await new Promise<{ stdout: string; stderr: string }>((resolve) => {
+        const c = spawn(process.execPath, ['--require', sandboxPreloadFile(), '-e', child], {
+          env: { PATH: process.env.PATH, PORT: '45123', PLATFORM_SANDBOX_CONFIG: config },
+        });
+        let stdout = '';
+        let stderr = '';
+        c.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+        c.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+        c.on('exit', () => resolve({ stdout, stderr }));
+      });
+      egress.close();
+      if (!r.stdout) throw new Error(r.stderr);
+      const out = JSON.parse(r.stdout);
+      expect(out).toEqual({
+        lookup: '127.255.0.1',
+        resolve4: '127.255.0.1',
+        byName: 'relay says hi',
+        byAddress: 'relay says hi',
+        other: 'ECONNREFUSED',
+        listening: listen,
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
