@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, readlink, rm, symlink } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readlink, rm, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { type LocalReply, requestLocal } from '../core/outbound-http';
 import type { MysqlSiteDatabase } from './site-database';
@@ -75,9 +75,14 @@ export function databaseFile(siteDir: string): string {
  */
 export async function prepareContent(runtimeDir: string, siteDir: string): Promise<void> {
   const content = contentDir(siteDir);
-  for (const sub of ['data', 'images', 'files', 'media', 'logs', 'settings', 'adapters', 'themes', 'public']) {
-    await mkdir(path.join(content, sub), { recursive: true });
+  const subs = ['data', 'images', 'files', 'media', 'logs', 'settings', 'adapters', 'themes', 'public'];
+  // The site's uid owns these (docs/decisions/0273-tenant-sandbox.md); the platform, as root, never follows a link it planted.
+  for (const p of [content, ...subs.map((sub) => path.join(content, sub))]) {
+    const st = await lstat(p).catch(() => null);
+    if (st && !st.isDirectory())
+      throw new GhostError('site_setup_failed', `${path.relative(siteDir, p)} is not a plain directory`);
   }
+  for (const sub of subs) await mkdir(path.join(content, sub), { recursive: true });
   const bundled = path.join(runtimeDir, 'content', 'themes');
   const themes = existsSync(bundled) ? await readdir(bundled, { withFileTypes: true }) : [];
   for (const t of themes.filter((d) => d.isDirectory())) {

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream, existsSync } from 'node:fs';
-import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { lstat, mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { Readable, Transform } from 'node:stream';
@@ -141,6 +141,30 @@ function tar(args: string[], io: { stdin?: Readable; stdout?: NodeJS.WritableStr
   return Promise.all([exited, ...piping]).then(() => undefined);
 }
 
+/**
+ * Refuses a site directory whose content, data directory or database is a link (or anything but a
+ * directory or file): the site's own uid owns these paths (docs/decisions/0273-tenant-sandbox.md) and
+ * the platform works on them as root, so a link planted there would have the platform read or write
+ * outside the site. Checked before every capture and restore (a restore runs on a stopped site).
+ */
+export async function refuseLinks(siteDir: string, code: 'capture_failed' | 'restore_failed'): Promise<void> {
+  const content = contentDir(siteDir);
+  const db = databaseFile(siteDir);
+  for (const [p, kind] of [
+    [content, 'dir'],
+    [path.dirname(db), 'dir'],
+    [db, 'file'],
+  ] as const) {
+    const st = await lstat(p).catch(() => null);
+    if (!st) continue;
+    if (st.isSymbolicLink() || (kind === 'dir' ? !st.isDirectory() : !st.isFile()))
+      throw new BackupError(
+        code,
+        `${path.relative(siteDir, p)} in the site's directory is not a plain ${kind === 'dir' ? 'directory' : 'file'}; refusing to follow it`,
+      );
+  }
+}
+
 export class SiteBackups {
   constructor(
     readonly store: BlobStore,
@@ -154,6 +178,7 @@ export class SiteBackups {
    */
   async captureDatabase(runtimeDir: string, siteDir: string): Promise<SealedPart> {
     const source = databaseFile(siteDir);
+    await refuseLinks(siteDir, 'capture_failed');
     if (!existsSync(source)) throw new BackupError('capture_failed', 'the site has no database yet');
     const tmp = path.join(siteDir, `.backup-${randomBytes(6).toString('hex')}.db`);
     const sqlite = loadSqlite(runtimeDir);
@@ -235,6 +260,7 @@ export class SiteBackups {
    */
   async captureContent(siteDir: string): Promise<SealedPart> {
     const content = contentDir(siteDir);
+    await refuseLinks(siteDir, 'capture_failed');
     if (!existsSync(content)) throw new BackupError('capture_failed', 'the site has no content directory yet');
     const db = path.relative(content, databaseFile(siteDir));
     const excludes = [...DB_SIDE_FILES.map((s) => `--exclude=./${db}${s}`), '--exclude=./logs/*'];
@@ -272,6 +298,7 @@ export class SiteBackups {
    */
   async restoreDatabase(part: SealedPart, siteDir: string): Promise<void> {
     const target = databaseFile(siteDir);
+    await refuseLinks(siteDir, 'restore_failed');
     await mkdir(path.dirname(target), { recursive: true });
     const tmp = `${target}.restore-${randomBytes(6).toString('hex')}`;
     try {
@@ -294,6 +321,7 @@ export class SiteBackups {
    */
   async restoreContent(part: SealedPart, siteDir: string): Promise<void> {
     const content = contentDir(siteDir);
+    await refuseLinks(siteDir, 'restore_failed');
     const suffix = randomBytes(6).toString('hex');
     const fresh = `${content}.restore-${suffix}`;
     const old = `${content}.old-${suffix}`;

@@ -1,4 +1,4 @@
-import { lstatSync, mkdirSync, mkdtempSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { contentDir, databaseFile, ghostEnv, prepareContent } from '../../dataplane/ghost';
@@ -13,6 +13,18 @@ describe('data plane Ghost site layout', () => {
   };
   beforeEach(() => (work = mkdtempSync(path.join(tmpdir(), 'ghost-layout-'))));
   afterEach(() => rmSync(work, { recursive: true, force: true }));
+
+  it('refuses to prepare a content directory whose themes (or any part) the site replaced with a link', async () => {
+    const site = path.join(work, 'site');
+    const r1 = release('5.130.5');
+    await prepareContent(r1, site);
+    const elsewhere = path.join(work, 'platform-owned');
+    mkdirSync(elsewhere);
+    rmSync(path.join(contentDir(site), 'themes'), { recursive: true, force: true });
+    symlinkSync(elsewhere, path.join(contentDir(site), 'themes'));
+    await expect(prepareContent(r1, site)).rejects.toThrow(/themes is not a plain directory/);
+    expect(readdirSync(elsewhere)).toEqual([]);
+  });
 
   it("gives a site its own content directory and links the release's themes, re-pointing them on a release change", async () => {
     const site = path.join(work, 'site');

@@ -4,6 +4,7 @@ import {
   mkdirSync,
   mkdtempSync,
   readFileSync,
+  readdirSync,
   readlinkSync,
   rmSync,
   symlinkSync,
@@ -166,4 +167,35 @@ it('seals the release manifest and reads it back checked', async () => {
   await expect(backups.readRelease({ ...part, sizeBytes: part.sizeBytes + 1 })).rejects.toMatchObject({
     code: 'snapshot_corrupt',
   });
+});
+
+it('never follows a link the site planted in its own directory (its uid owns it; the platform works there as root)', async () => {
+  // A real database and a point of it first.
+  const db = await open(databaseFile(siteDir));
+  await exec(db, "CREATE TABLE posts (title TEXT); INSERT INTO posts VALUES ('kept');");
+  await close(db);
+  const point = await backups.captureDatabase(runtimeDir, siteDir);
+  // Then the site replaces its data directory with a link to somewhere of the platform's.
+  const elsewhere = path.join(root, 'platform-owned');
+  mkdirSync(elsewhere);
+  const data = path.dirname(databaseFile(siteDir));
+  rmSync(data, { recursive: true, force: true });
+  symlinkSync(elsewhere, data);
+  await expect(backups.restoreDatabase(point, siteDir)).rejects.toMatchObject({
+    code: 'restore_failed',
+    message: /not a plain directory/,
+  });
+  await expect(backups.captureDatabase(runtimeDir, siteDir)).rejects.toMatchObject({ code: 'capture_failed' });
+  expect(readdirSync(elsewhere)).toEqual([]);
+  // A linked content directory, or a linked database file, too.
+  rmSync(data);
+  mkdirSync(data);
+  symlinkSync(path.join(elsewhere, 'secret.db'), databaseFile(siteDir));
+  await expect(backups.captureDatabase(runtimeDir, siteDir)).rejects.toMatchObject({ message: /not a plain file/ });
+  const content = contentDir(siteDir);
+  rmSync(content, { recursive: true, force: true });
+  symlinkSync(elsewhere, content);
+  await expect(backups.captureContent(siteDir)).rejects.toMatchObject({ code: 'capture_failed' });
+  await expect(backups.restoreContent(point, siteDir)).rejects.toMatchObject({ code: 'restore_failed' });
+  expect(readdirSync(elsewhere)).toEqual([]);
 });
