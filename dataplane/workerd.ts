@@ -216,14 +216,25 @@ export interface BundleRun {
 /** A release's memory limit when its environment sets none (docs/contracts.md, "Tenant isolation": at most 1 GiB). */
 export const DEFAULT_RELEASE_MEMORY_MB = 512;
 
-/** A release's sandbox: its own directory read-write; egress only to the commerce platform, when it has one. */
+/**
+ * A release's sandbox: its bundle read-write; the release directory around it (the generated config
+ * and launcher, which the platform writes as root) read-only, so nothing the tenant plants there is
+ * ever written through; egress only to the commerce platform, when it has one.
+ */
 export function bundleSandbox(run: BundleRun, memoryMb: number): SandboxSpec {
   const egress: SandboxEgress[] = [];
   if (run.commercePlatformUrl) {
     const u = new URL(run.commercePlatformUrl);
     egress.push({ host: u.hostname, port: Number(u.port || (u.protocol === 'https:' ? 443 : 80)) });
   }
-  return { mounts: [{ path: run.releaseDir, write: true }], memoryMb, egress };
+  return {
+    mounts: [
+      { path: run.releaseDir, write: false },
+      { path: path.join(run.releaseDir, 'bundle'), write: true },
+    ],
+    memoryMb,
+    egress,
+  };
 }
 
 /** Adds a release's process to the supervisor (storefront: workerd via its launcher; app: node server.mjs). */

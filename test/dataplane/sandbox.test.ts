@@ -88,6 +88,8 @@ describe('an app bundle in its sandbox', () => {
         path.join(homedir(), '.cache', marker),
         path.join(root, marker),
         path.join(root, id, 'bundle', 'own-file'),
+        // The release directory around the bundle: the platform writes its config there as root.
+        path.join(root, id, 'config.capnp'),
       ],
       ports: [...INTERNAL_PORTS, hostPort],
     };
@@ -113,6 +115,7 @@ describe('an app bundle in its sandbox', () => {
     expect(existsSync(path.join(root, id, 'bundle', 'own-file'))).toBe(true);
     for (const p of [`/tmp/${marker}`, path.join(data, marker), path.join(homedir(), '.cache', marker), path.join(root, marker)])
       expect(existsSync(p)).toBe(false);
+    expect(out.writes[path.join(root, id, 'config.capnp')]).toBe('EROFS');
     // The host's loopback services refuse (its own network namespace has only its own loopback).
     for (const p of [...INTERNAL_PORTS, hostPort]) expect([p, out.ports[p]]).toEqual([p, 'ECONNREFUSED']);
   }, 60_000);
