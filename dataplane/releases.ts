@@ -44,6 +44,8 @@ export interface ReleaseRun {
   kind: BundleKind;
   /** `<releasesRoot>/<releaseId>/bundle` must hold the unpacked bundle. */
   env: Record<string, string>;
+  /** The release's memory limit in MiB (its environment's `memory_mb`); unset: `DEFAULT_RELEASE_MEMORY_MB`. */
+  memoryMb?: number;
 }
 
 export interface ReleaseHostOptions {
@@ -150,6 +152,7 @@ export class ReleaseHost {
       kind: run.kind,
       releaseDir: this.releaseDir(run.releaseId),
       env: run.env,
+      memoryMb: run.memoryMb,
       commercePlatformUrl: this.o.commercePlatformUrl?.(),
     });
     edge.upsert([releaseHost(run.releaseId)], {

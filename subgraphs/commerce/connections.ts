@@ -5,8 +5,16 @@ import type { OperationContext, OperationEngine } from '../../core/operations/en
 import type { OperationDoc } from '../../core/operations/model';
 import { sleep } from '../../core/sleep';
 import { decryptSecret, encryptSecret } from '../../core/secrets';
+import { DEFAULT_RELEASE_MEMORY_MB } from '../../dataplane/workerd';
 import { commerceError, commerceNotFound, invalidConfiguration } from './errors';
-import { ALL_SECRETS, checkEnvironment, credentialIdsChanged, type EnvironmentBody, type SecretName } from './environment-fields';
+import {
+  ALL_SECRETS,
+  checkEnvironment,
+  credentialIdsChanged,
+  type EnvironmentBody,
+  type MemoryMax,
+  type SecretName,
+} from './environment-fields';
 import {
   CONNECTION_KINDS,
   type ConnectionKind,
@@ -38,6 +46,8 @@ export interface EnvironmentView {
   name: EnvironmentName;
   fields: Record<string, string | null>;
   has: Record<SecretName, boolean>;
+  /** Its releases' memory limit in MiB: the one set, else the default. */
+  memoryMb: number;
   verification: { state: ConnectionState; operationId: string | null; verifiedAt: Date | null; errorCode: string | null };
   revision: number;
   createdAt: Date;
@@ -228,13 +238,13 @@ export class Connections {
   /**
    * PUT semantics for the non-secret fields (an omitted one is cleared); secrets omitted or empty
    * keep their stored value. Every update bumps `revision`; a changed credential resets the
-   * verification to `pending`. The write is conditional on the revision read (concurrent PUTs: one
-   * wins, the other re-reads and applies on top).
+   * verification to `pending` (`memory_mb` is no credential). The write is conditional on the
+   * revision read (concurrent PUTs: one wins, the other re-reads and applies on top).
    */
-  async putEnvironment(projectId: string, name: string, body: EnvironmentBody): Promise<EnvironmentView> {
+  async putEnvironment(projectId: string, name: string, body: EnvironmentBody, memory: MemoryMax): Promise<EnvironmentView> {
     const connection = await this.get(projectId);
     const env = this.environmentName(connection, name);
-    const checked = checkEnvironment(connection.kind, env, body);
+    const checked = checkEnvironment(connection.kind, env, body, memory);
     const id = `${projectId}:${env}`;
     for (let attempt = 0; attempt < 5; attempt++) {
       const existing = await this.d.models.Environment.findById(id).lean();
@@ -258,6 +268,7 @@ export class Connections {
           name: env,
           fields: checked.fields,
           secrets: sealed,
+          memoryMb: checked.memoryMb,
           revision: 1,
           verification,
           createdAt: now,
@@ -273,7 +284,10 @@ export class Connections {
       }
       const updated = await this.d.models.Environment.findOneAndUpdate(
         { _id: id, revision: existing.revision },
-        { $set: { fields: checked.fields, secrets: sealed, verification, updatedAt: now }, $inc: { revision: 1 } },
+        {
+          $set: { fields: checked.fields, secrets: sealed, memoryMb: checked.memoryMb, verification, updatedAt: now },
+          $inc: { revision: 1 },
+        },
         { new: true },
       ).lean();
       if (updated) return environmentView(updated);
@@ -437,6 +451,7 @@ export function environmentView(doc: EnvironmentDoc): EnvironmentView {
     name: doc.name,
     fields: doc.fields ?? {},
     has,
+    memoryMb: doc.memoryMb ?? DEFAULT_RELEASE_MEMORY_MB,
     verification: {
       state: v.status,
       operationId: v.operationId ?? null,

@@ -1,6 +1,14 @@
 import { isUuid } from '../../core/ids';
-import { invalidConfiguration } from './errors';
-import { APP_ENVIRONMENTS, type ConnectionKind, type EnvironmentName, MAX_FIELD_LENGTH, MAX_SECRET_LENGTH } from './limits';
+import type { Plan } from '../../core/principal';
+import { commerceError, invalidConfiguration } from './errors';
+import {
+  APP_ENVIRONMENTS,
+  type ConnectionKind,
+  type EnvironmentName,
+  MAX_FIELD_LENGTH,
+  MAX_SECRET_LENGTH,
+  MIN_RELEASE_MEMORY_MB,
+} from './limits';
 
 /**
  * The environment bodies of spec 2.2, by connection kind. Secrets are write-only: they are sealed
@@ -29,8 +37,46 @@ export const ALL_SECRETS = [
 export type SecretName = (typeof ALL_SECRETS)[number];
 const CREDENTIAL_IDS = new Set(['client_id', 'storefront_id', 'customer_account_client_id']);
 
-/** The body as the service receives it: REST names, `undefined` when omitted. */
-export type EnvironmentBody = Partial<Record<string, string | null>>;
+/** Not a credential nor a framework value: the memory limit of the environment's releases, in MiB. */
+export const MEMORY_FIELD = 'memory_mb';
+
+/** The body as the service receives it: REST names, `undefined` when omitted (`memory_mb` a number). */
+export type EnvironmentBody = Partial<Record<string, string | number | null>>;
+
+/** The largest `memory_mb` the caller's plan allows (`CommerceService.memoryMax`). */
+export interface MemoryMax {
+  plan: Plan;
+  maxMb: number;
+}
+
+/** The plan's refusal of a memory limit (422 `COMMERCE_MEMORY_LIMIT_EXCEEDS_PLAN`), the allowed maximum in `details`. */
+export function memoryOverPlan(max: MemoryMax, details: Record<string, unknown> = {}) {
+  return commerceError(
+    'COMMERCE_MEMORY_LIMIT_EXCEEDS_PLAN',
+    `memory_mb is over the ${max.plan} plan's maximum of ${max.maxMb} MiB`,
+    { field: MEMORY_FIELD, ...details, plan: max.plan, max_memory_mb: max.maxMb },
+  );
+}
+
+/**
+ * `memory_mb` (docs/decisions/0273-tenant-sandbox.md): omitted or null is the default; else an
+ * integer of at least `MIN_RELEASE_MEMORY_MB` (422 `COMMERCE_INVALID_CONFIGURATION`) and at most the
+ * plan's maximum (422 `COMMERCE_MEMORY_LIMIT_EXCEEDS_PLAN`).
+ */
+export function checkMemoryMb(v: unknown, max: MemoryMax): number | null {
+  if (v === undefined || v === null) return null;
+  if (typeof v !== 'number' || !Number.isInteger(v)) {
+    throw invalidConfiguration('memory_mb must be a whole number of MiB', { field: MEMORY_FIELD });
+  }
+  if (v < MIN_RELEASE_MEMORY_MB) {
+    throw invalidConfiguration(`memory_mb must be at least ${MIN_RELEASE_MEMORY_MB}`, {
+      field: MEMORY_FIELD,
+      min_memory_mb: MIN_RELEASE_MEMORY_MB,
+    });
+  }
+  if (v > max.maxMb) throw memoryOverPlan(max);
+  return v;
+}
 
 const SCOPES = /^[a-z_]+(?:,[a-z_]+)*$/;
 const CONFIG_PATH = /^(?!\/)(?!.*\.\.)[A-Za-z0-9._/-]+\.toml$/;
@@ -93,6 +139,8 @@ function checkField(name: string, v: string): string {
 
 export interface CheckedEnvironment {
   fields: Record<string, string | null>;
+  /** `memory_mb`; null: the default. */
+  memoryMb: number | null;
   /** Secrets given (non-empty) in this request, in clear: the caller seals them at once. */
   secrets: Partial<Record<SecretName, string>>;
 }
@@ -101,21 +149,30 @@ export interface CheckedEnvironment {
  * Spec 2.2 and 7.2: which environment a kind has, which fields it takes, their formats. Any
  * violation is 422 `COMMERCE_INVALID_CONFIGURATION`, naming the field but never echoing a value.
  */
-export function checkEnvironment(kind: ConnectionKind, env: EnvironmentName, body: EnvironmentBody): CheckedEnvironment {
+export function checkEnvironment(
+  kind: ConnectionKind,
+  env: EnvironmentName,
+  body: EnvironmentBody,
+  memory: MemoryMax,
+): CheckedEnvironment {
   if (kind === 'app' && !APP_ENVIRONMENTS.includes(env)) {
     throw invalidConfiguration('preview is an environment of storefronts only', { environment: env });
   }
   const fields: readonly string[] = kind === 'app' ? APP_FIELDS : STOREFRONT_FIELDS;
   const secrets: readonly string[] = kind === 'app' ? APP_SECRETS : STOREFRONT_SECRETS;
-  const foreign = Object.keys(body).filter((k) => body[k] !== undefined && !fields.includes(k) && !secrets.includes(k));
+  const foreign = Object.keys(body).filter(
+    (k) => body[k] !== undefined && k !== MEMORY_FIELD && !fields.includes(k) && !secrets.includes(k),
+  );
   if (foreign.length > 0) {
     throw invalidConfiguration(`fields not used by a ${kind} environment: ${foreign.join(', ')}`, { fields: foreign, kind });
   }
-  const out: CheckedEnvironment = { fields: {}, secrets: {} };
+  const out: CheckedEnvironment = { fields: {}, memoryMb: null, secrets: {} };
   for (const f of fields) {
     const v = body[f];
+    if (typeof v === 'number') throw invalidConfiguration(`${f} must be a string`, { field: f });
     out.fields[f] = v === undefined || v === null || v === '' ? null : checkField(f, v);
   }
+  out.memoryMb = checkMemoryMb(body[MEMORY_FIELD], memory);
   for (const s of secrets) {
     const v = body[s];
     // Omitted or empty keeps the stored value (spec 2.2, secret handling 3).

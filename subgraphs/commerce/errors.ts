@@ -22,6 +22,8 @@ export const COMMERCE_CODES = {
   COMMERCE_FORBIDDEN: 403,
   // The account's artifact quota has no room for an upload (docs/decisions/0271-artifact-ownership.md).
   COMMERCE_ARTIFACT_QUOTA_EXCEEDED: 413,
+  // An environment's memory_mb over its plan's maximum (docs/spec-decisions.md, Commerce).
+  COMMERCE_MEMORY_LIMIT_EXCEEDS_PLAN: 422,
   // Transport errors of the bridge and kernel on commerce routes (rest-bridge/envelopes.ts).
   COMMERCE_METHOD_NOT_ALLOWED: 405,
   COMMERCE_PAYLOAD_TOO_LARGE: 413,

@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
 import '../../core/activity-scopes';
 import { defineArea } from '../../core/area';
+import { DEFAULT_RELEASE_MEMORY_MB } from '../../dataplane/workerd';
 import { commerceCli } from './cli';
 import type { CommerceCode } from './errors';
 import { isPlatformError } from '../../core/errors';
@@ -35,6 +36,12 @@ export const commerceConfig = z.object({
   COMMERCE_ARTIFACT_QUOTA_BYTES_PRO: z.coerce.number().int().positive().optional(),
   COMMERCE_ARTIFACT_QUOTA_COUNT_FREE: z.coerce.number().int().positive().optional(),
   COMMERCE_ARTIFACT_QUOTA_COUNT_PRO: z.coerce.number().int().positive().optional(),
+  /**
+   * The largest `memory_mb` an environment of the plan may set, MiB (defaults: free 512, pro 1024;
+   * never below the release default, 512, so an environment without one is within every plan).
+   */
+  COMMERCE_MEMORY_MAX_MB_FREE: z.coerce.number().int().min(DEFAULT_RELEASE_MEMORY_MB).optional(),
+  COMMERCE_MEMORY_MAX_MB_PRO: z.coerce.number().int().min(DEFAULT_RELEASE_MEMORY_MB).optional(),
 });
 
 /** A commerce error answer of the receiver (spec 1.5, commerce envelope). */

@@ -37,6 +37,14 @@ export const MAX_SECRET_LENGTH = 4096;
 export const MAX_DOMAIN_LENGTH = 253;
 export const MAX_BRANCH_LENGTH = 255;
 
+/**
+ * A release's memory limit, set per environment as `memory_mb` (docs/decisions/0273-tenant-sandbox.md):
+ * at least this many MiB, and at most its plan's maximum (`COMMERCE_MEMORY_MAX_MB_{FREE,PRO}` override
+ * the defaults below). Unset, a release gets the data plane's default (`DEFAULT_RELEASE_MEMORY_MB`, 512).
+ */
+export const MIN_RELEASE_MEMORY_MB = 128;
+export const DEFAULT_MEMORY_MAX_MB: Readonly<Record<'free' | 'pro', number>> = { free: 512, pro: 1024 };
+
 /** Oldest storefront API version (`YYYY-MM`) the hosted storefront runtime supports. */
 export const MIN_STOREFRONT_API_VERSION = '2024-01';
 

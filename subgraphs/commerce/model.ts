@@ -31,6 +31,8 @@ export interface EnvironmentDoc {
   fields: Record<string, string | null>;
   /** Write-only secrets by REST name, each sealed with AES-256-GCM (`core/secrets.ts`). */
   secrets: Record<string, string>;
+  /** `memory_mb`: its releases' memory limit in MiB; null or absent: the default (`DEFAULT_RELEASE_MEMORY_MB`). */
+  memoryMb?: number | null;
   /** Bumped by every update; a verification is bound to the revision it was requested at. */
   revision: number;
   verification: {
@@ -69,6 +71,8 @@ export interface ReleaseDoc {
   artifact?: string | null;
   /** The environment as it was when the release was created (sealed secrets stay sealed). */
   environmentPin?: EnvironmentPin | null;
+  /** A bundle release's memory limit in MiB, from its environment when it was created (kept like `environmentPin`). */
+  memoryMb?: number | null;
   /** The bundle release the project's production address points at (started again when the platform starts). */
   live?: boolean;
 }
@@ -123,6 +127,7 @@ const environmentSchema = new mongoose.Schema<EnvironmentDoc>(
     name: { type: String, required: true },
     fields: { type: Mixed, default: {} },
     secrets: { type: Mixed, default: {} },
+    memoryMb: { type: Number, default: null },
     revision: { type: Number, required: true },
     verification: {
       status: { type: String, default: 'pending' },
@@ -158,6 +163,7 @@ const releaseSchema = new mongoose.Schema<ReleaseDoc>(
     finishedAt: { type: Date, default: null },
     artifact: { type: String, default: null },
     environmentPin: { type: Mixed, default: null },
+    memoryMb: { type: Number, default: null },
     live: { type: Boolean, default: false },
   },
   { ...base, collection: 'commerce_releases' },

@@ -4,8 +4,9 @@ import type { OperationContext, OperationEngine } from '../../core/operations/en
 import { sleep } from '../../core/sleep';
 import path from 'node:path';
 import { type ReleaseHost, type ReleaseRun, type WantedRelease, reconcileReleases, releaseHost } from '../../dataplane/releases';
-import { bundleKind } from '../../dataplane/workerd';
+import { bundleKind, DEFAULT_RELEASE_MEMORY_MB } from '../../dataplane/workerd';
 import type { ArtifactStore } from './artifacts';
+import { type MemoryMax, memoryOverPlan } from './environment-fields';
 import { commerceError, commerceNotFound, invalidConfiguration } from './errors';
 import { pinEnvironment, processEnv } from './runtime';
 
@@ -76,6 +77,7 @@ export interface ReleaseView {
   finishedAt: Date | null;
   url: string | null;
   artifact: string | null;
+  memoryMb: number | null;
 }
 
 export interface Deployer {
@@ -124,18 +126,26 @@ export class Releases {
 
   /**
    * A release of a stored bundle (docs/decisions/0130-commerce-runtime.md): it pins the environment
-   * as it is now and runs for real on the data plane, behind its own address on the edge.
+   * as it is now, its memory limit included, and runs for real on the data plane, behind its own
+   * address on the edge. Given the caller's plan, a `memory_mb` over it is refused (422).
    */
-  async deployArtifact(connection: ConnectionDoc, environment: string, artifact: string): Promise<ReleaseDoc> {
+  async deployArtifact(
+    connection: ConnectionDoc,
+    environment: string,
+    artifact: string,
+    memory?: MemoryMax,
+  ): Promise<ReleaseDoc> {
     if (!ENVIRONMENTS.includes(environment as EnvironmentName)) {
       throw invalidConfiguration(`environment must be one of ${ENVIRONMENTS.join(', ')}`, { field: 'environment' });
     }
     if (connection.kind === 'app' && environment === 'preview') {
       throw invalidConfiguration('preview is an environment of storefronts only', { field: 'environment' });
     }
+    const env = await this.d.models.Environment.findById(`${connection._id}:${environment}`).lean();
+    const memoryMb = env?.memoryMb ?? DEFAULT_RELEASE_MEMORY_MB;
+    if (memory && memoryMb > memory.maxMb) throw memoryOverPlan(memory, { environment });
     // Only an artifact the account uploaded itself; one it does not hold answers as an unknown one (decision 0271).
     if (!(await this.d.artifacts.take(connection.accountId, artifact))) throw commerceNotFound('artifact');
-    const env = await this.d.models.Environment.findById(`${connection._id}:${environment}`).lean();
     const id = newId();
     return this.create(connection, {
       id,
@@ -146,6 +156,7 @@ export class Releases {
       sourcePreviewId: null,
       artifact,
       environmentPin: pinEnvironment(env),
+      memoryMb,
     });
   }
 
@@ -160,6 +171,7 @@ export class Releases {
       id: string;
       artifact?: string;
       environmentPin?: ReleaseDoc['environmentPin'];
+      memoryMb?: number;
     },
   ): Promise<ReleaseDoc> {
     const now = new Date();
@@ -182,6 +194,7 @@ export class Releases {
       finishedAt: null,
       artifact: r.artifact ?? null,
       environmentPin: r.environmentPin ?? null,
+      memoryMb: r.memoryMb ?? null,
     };
     await this.d.models.Release.create(doc);
     await this.enqueue(doc);
@@ -398,6 +411,8 @@ export class Releases {
       projectId: r.projectId,
       kind,
       env: processEnv(kind, connection.storeDomain, r.environmentPin ?? null),
+      // The limit it was created with (a release made before `memory_mb` existed: the default).
+      memoryMb: r.memoryMb ?? undefined,
     };
   }
 
@@ -448,6 +463,7 @@ export class Releases {
       finishedAt: r.finishedAt,
       url: r.artifact ? this.url(r) : null,
       artifact: r.artifact ?? null,
+      memoryMb: r.artifact ? (r.memoryMb ?? DEFAULT_RELEASE_MEMORY_MB) : null,
     };
   }
 

@@ -40,6 +40,7 @@ export function environmentType(e: EnvironmentView): CommerceEnvironmentType {
     hasPrivateStorefrontToken: e.has.private_storefront_token,
     hasCustomerAccountSecret: e.has.customer_account_secret,
     hasSessionSecret: e.has.session_secret,
+    memoryMb: e.memoryMb,
     verification: e.verification,
     revision: e.revision,
     createdAt: e.createdAt,

@@ -1,7 +1,17 @@
 import { z } from 'zod';
 import { queryInt } from '../../core/query-int';
 import { type AnyRoute, route } from '../../core/rest-route';
-import { COMMERCE_BODY_LIMIT, COMMERCE_PREFIX, ENVIRONMENTS, MAX_FIELD_LENGTH, MAX_SECRET_LENGTH, MAX_PAGE } from './limits';
+import { DEFAULT_RELEASE_MEMORY_MB } from '../../dataplane/workerd';
+import {
+  COMMERCE_BODY_LIMIT,
+  COMMERCE_PREFIX,
+  DEFAULT_MEMORY_MAX_MB,
+  ENVIRONMENTS,
+  MAX_FIELD_LENGTH,
+  MAX_SECRET_LENGTH,
+  MAX_PAGE,
+  MIN_RELEASE_MEMORY_MB,
+} from './limits';
 
 /**
  * Spec 4.2: every commerce route, each onto one GraphQL operation, with the commerce envelope and
@@ -53,6 +63,15 @@ const environmentBody = z
     customer_account_secret: secret,
     customer_account_url: field,
     session_secret: secret,
+    // The range is the service's rule (it depends on the plan): 422 with the allowed maximum in details.
+    memory_mb: z
+      .number()
+      .int()
+      .nullable()
+      .optional()
+      .describe(
+        `Its releases' memory limit in MiB: from ${MIN_RELEASE_MEMORY_MB} to the plan's maximum (free ${DEFAULT_MEMORY_MAX_MB.free}, pro ${DEFAULT_MEMORY_MAX_MB.pro}; over it 422 COMMERCE_MEMORY_LIMIT_EXCEEDS_PLAN with details.max_memory_mb); omitted or null: the default, ${DEFAULT_RELEASE_MEMORY_MB}. A release keeps the limit it was created with.`,
+      ),
   })
   .strict();
 

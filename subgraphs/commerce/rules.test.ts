@@ -1,4 +1,11 @@
-import { checkEnvironment, credentialIdsChanged } from './environment-fields';
+import {
+  checkEnvironment,
+  checkMemoryMb,
+  credentialIdsChanged,
+  type EnvironmentBody,
+  type MemoryMax,
+} from './environment-fields';
+import type { ConnectionKind, EnvironmentName } from './limits';
 import { gateOutcome } from './releases';
 import { checkSettings, isCredentialShaped } from './settings';
 
@@ -11,9 +18,12 @@ const code = (fn: () => unknown) => {
   return null;
 };
 
+const FREE: MemoryMax = { plan: 'free', maxMb: 512 };
+const check = (kind: ConnectionKind, env: EnvironmentName, body: EnvironmentBody) => checkEnvironment(kind, env, body, FREE);
+
 describe('environment fields (spec 2.2, 7.2)', () => {
   it('keeps omitted or empty secrets out of the change and clears omitted fields', () => {
-    const c = checkEnvironment('app', 'production', {
+    const c = check('app', 'production', {
       app_url: 'https://a.example.com/',
       client_secret: '',
       automation_token: 'tok',
@@ -29,20 +39,30 @@ describe('environment fields (spec 2.2, 7.2)', () => {
   });
 
   it('refuses the other kind, preview for apps, bad UUIDs, non-HTTPS origins', () => {
-    expect(code(() => checkEnvironment('storefront', 'production', { client_id: 'x' }))).toBe('COMMERCE_INVALID_CONFIGURATION');
-    expect(code(() => checkEnvironment('app', 'preview', {}))).toBe('COMMERCE_INVALID_CONFIGURATION');
-    expect(code(() => checkEnvironment('storefront', 'preview', { storefront_id: '123' }))).toBe(
-      'COMMERCE_INVALID_CONFIGURATION',
-    );
-    expect(code(() => checkEnvironment('app', 'development', { app_url: 'http://a.example.com' }))).toBe(
-      'COMMERCE_INVALID_CONFIGURATION',
-    );
-    expect(code(() => checkEnvironment('app', 'development', { config_path: '../etc/x.toml' }))).toBe(
-      'COMMERCE_INVALID_CONFIGURATION',
-    );
-    expect(code(() => checkEnvironment('app', 'development', { scopes: 'read products' }))).toBe(
-      'COMMERCE_INVALID_CONFIGURATION',
-    );
+    expect(code(() => check('storefront', 'production', { client_id: 'x' }))).toBe('COMMERCE_INVALID_CONFIGURATION');
+    expect(code(() => check('app', 'preview', {}))).toBe('COMMERCE_INVALID_CONFIGURATION');
+    expect(code(() => check('storefront', 'preview', { storefront_id: '123' }))).toBe('COMMERCE_INVALID_CONFIGURATION');
+    expect(code(() => check('app', 'development', { app_url: 'http://a.example.com' }))).toBe('COMMERCE_INVALID_CONFIGURATION');
+    expect(code(() => check('app', 'development', { config_path: '../etc/x.toml' }))).toBe('COMMERCE_INVALID_CONFIGURATION');
+    expect(code(() => check('app', 'development', { scopes: 'read products' }))).toBe('COMMERCE_INVALID_CONFIGURATION');
+  });
+
+  it('memory_mb: absent is the default (null), an integer from 128 to the plan maximum, over it its own code', () => {
+    expect(check('storefront', 'preview', {}).memoryMb).toBeNull();
+    expect(check('app', 'production', { memory_mb: 256 }).memoryMb).toBe(256);
+    expect(checkMemoryMb(512, FREE)).toBe(512);
+    expect(checkMemoryMb(128, FREE)).toBe(128);
+    expect(checkMemoryMb(null, FREE)).toBeNull();
+    for (const bad of [127, 0, -1, 256.5, '256', Number.NaN])
+      expect([bad, code(() => checkMemoryMb(bad, FREE))]).toEqual([bad, 'COMMERCE_INVALID_CONFIGURATION']);
+    expect(code(() => checkMemoryMb(513, FREE))).toBe('COMMERCE_MEMORY_LIMIT_EXCEEDS_PLAN');
+    expect(checkMemoryMb(1024, { plan: 'pro', maxMb: 1024 })).toBe(1024);
+    try {
+      checkMemoryMb(1025, { plan: 'pro', maxMb: 1024 });
+      throw new Error('not refused');
+    } catch (e) {
+      expect(e).toMatchObject({ status: 422, details: { field: 'memory_mb', plan: 'pro', max_memory_mb: 1024 } });
+    }
   });
 
   it('a changed client or storefront id is a changed credential', () => {

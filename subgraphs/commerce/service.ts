@@ -19,8 +19,9 @@ import { edgePortFromEnv } from '../../dataplane/edge';
 import { type ArtifactQuota, ArtifactStore, DEFAULT_ARTIFACT_QUOTA, MAX_ARTIFACT_BYTES } from './artifacts';
 import { CommerceAccess } from './access';
 import { type ConnectInput, Connections } from './connections';
-import type { EnvironmentBody } from './environment-fields';
+import type { EnvironmentBody, MemoryMax } from './environment-fields';
 import { commerceError, commerceNotFound, invalidConfiguration } from './errors';
+import { DEFAULT_MEMORY_MAX_MB } from './limits';
 import { commerceModels, type CommerceModels } from './model';
 import { isCommerceOperation, operationView } from './operation-view';
 import { Observations } from './observations';
@@ -47,6 +48,9 @@ export interface CommerceSettings {
   COMMERCE_ARTIFACT_QUOTA_BYTES_PRO?: number;
   COMMERCE_ARTIFACT_QUOTA_COUNT_FREE?: number;
   COMMERCE_ARTIFACT_QUOTA_COUNT_PRO?: number;
+  /** The largest `memory_mb` of an environment by plan (defaults in `DEFAULT_MEMORY_MAX_MB`). */
+  COMMERCE_MEMORY_MAX_MB_FREE?: number;
+  COMMERCE_MEMORY_MAX_MB_PRO?: number;
 }
 
 export interface CommerceDeps {
@@ -217,8 +221,15 @@ export class CommerceService {
   }
 
   async putEnvironment(p: Principal | null, projectId: string, environment: string, body: EnvironmentBody) {
-    await this.access.check(p, projectId, true);
-    return this.connections.putEnvironment(projectId, environment, body);
+    const principal = await this.access.check(p, projectId, true);
+    return this.connections.putEnvironment(projectId, environment, body, this.memoryMax(principal.plan));
+  }
+
+  /** The largest `memory_mb` of a plan (docs/decisions/0273-tenant-sandbox.md): the default, or `COMMERCE_MEMORY_MAX_MB_*`. */
+  memoryMax(plan: Plan): MemoryMax {
+    const s = this.d.settings;
+    const set = plan === 'pro' ? s.COMMERCE_MEMORY_MAX_MB_PRO : s.COMMERCE_MEMORY_MAX_MB_FREE;
+    return { plan, maxMb: set ?? DEFAULT_MEMORY_MAX_MB[plan] };
   }
 
   async verify(p: Principal | null, projectId: string, environment: string, idempotencyKey: string | null) {
@@ -317,11 +328,14 @@ export class CommerceService {
     return this.artifacts.put(body, { accountId: principal.accountId, quota: this.artifactQuota(principal.plan) });
   }
 
-  /** A release of an artifact already in the store (the GraphQL mutation and its REST route). */
+  /**
+   * A release of an artifact already in the store (the GraphQL mutation and its REST route); its
+   * environment's `memory_mb` must still be within the caller's plan (a plan lowered since it was set).
+   */
   async createRelease(p: Principal | null, projectId: string, environment: string, artifact: string) {
-    await this.access.check(p, projectId, true);
+    const principal = await this.access.check(p, projectId, true);
     const connection = await this.connections.get(projectId);
-    const r = await this.releases.deployArtifact(connection, environment, artifact);
+    const r = await this.releases.deployArtifact(connection, environment, artifact, this.memoryMax(principal.plan));
     return this.releases.view(r);
   }
 

@@ -47,6 +47,11 @@ export class CommerceEnvironmentType {
   @Field(() => Boolean) hasPrivateStorefrontToken!: boolean;
   @Field(() => Boolean) hasCustomerAccountSecret!: boolean;
   @Field(() => Boolean) hasSessionSecret!: boolean;
+  @Field(() => Int, {
+    description:
+      "Its releases' memory limit in MiB: the one set, else the default (512); a release keeps the one it started with",
+  })
+  memoryMb!: number;
   @Field(() => CommerceVerificationType) verification!: CommerceVerificationType;
   @Field(() => Int) revision!: number;
   @Field(() => Date) createdAt!: Date;
@@ -93,6 +98,11 @@ export class CommerceReleaseType {
   url!: string | null;
   @Field(() => String, { nullable: true, description: "The SHA-256 of a bundle release's artifact" })
   artifact!: string | null;
+  @Field(() => Int, {
+    nullable: true,
+    description: "A bundle release's memory limit in MiB, its environment's when it was created",
+  })
+  memoryMb!: number | null;
 }
 
 @ObjectType('CommerceReleasePage')
@@ -175,4 +185,10 @@ export class CommerceEnvironmentInput {
   @Field(() => String, { nullable: true }) customerAccountSecret?: string | null;
   @Field(() => String, { nullable: true }) customerAccountUrl?: string | null;
   @Field(() => String, { nullable: true }) sessionSecret?: string | null;
+  @Field(() => Int, {
+    nullable: true,
+    description:
+      "Its releases' memory limit in MiB: a whole number from 128 to the plan's maximum (free 512, pro 1024); omitted or null: the default, 512",
+  })
+  memoryMb?: number | null;
 }
