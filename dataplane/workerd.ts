@@ -1,5 +1,5 @@
 import { existsSync, realpathSync } from 'node:fs';
-import { mkdir, readdir, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, writeFile } from 'node:fs/promises';
 import { networkInterfaces } from 'node:os';
 import path from 'node:path';
 import type { SandboxEgress, SandboxSpec } from './sandbox';
@@ -241,6 +241,9 @@ export function bundleSandbox(run: BundleRun, memoryMb: number): SandboxSpec {
 export async function addBundle(supervisor: Supervisor, run: BundleRun): Promise<WorkloadStatus> {
   const bundleDir = path.join(run.releaseDir, 'bundle');
   const memoryMb = run.memoryMb ?? DEFAULT_RELEASE_MEMORY_MB;
+  // The release directory is the platform's (read-only in the sandbox) but the workload's uid must enter it.
+  await mkdir(run.releaseDir, { recursive: true });
+  await chmod(run.releaseDir, 0o755);
   if (run.kind === 'app') {
     return supervisor.add({
       id: run.id,
@@ -262,7 +265,6 @@ export async function addBundle(supervisor: Supervisor, run: BundleRun): Promise
     sandbox: { ...bundleSandbox(run, memoryMb), extraReadOnly: [realpathSync(workerdBinary())] },
   });
   const names = [...new Set([...STOREFRONT_ENV_NAMES, ...Object.keys(run.env)])];
-  await mkdir(run.releaseDir, { recursive: true });
   await writeFile(
     path.join(run.releaseDir, 'config.capnp'),
     capnpConfig({

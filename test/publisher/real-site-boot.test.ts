@@ -243,7 +243,7 @@ it(
       60_000,
       'the restart in the metadata',
     );
-    expect(after.last_exit).toEqual({ code: null, signal: 'SIGKILL', at: expect.any(String) });
+    expect(after.last_exit).toEqual({ code: null, signal: 'SIGKILL', at: expect.any(String), reason: null });
     expect(Date.parse(after.last_exit.at)).toBeGreaterThanOrEqual(Date.parse(before.started_at));
     expect(Date.parse(after.started_at)).toBeGreaterThanOrEqual(Date.parse(after.last_exit.at));
     await until(async () => (await viaEdge(host, 'GET', '/')).status === 200, 3 * 60_000, 'site answers after the crash');
