@@ -23,6 +23,7 @@ import type { FeedDefinition } from '../core/area';
 import type { Ports } from '../core/ports';
 import type { FeedHub } from './feed-hub';
 import { attachSubscriptions, type SocketLimits } from './subscriptions';
+import { wholeSchemaIntrospection } from './tools-schema';
 
 export interface RouterOptions {
   supergraphSdl: string;
@@ -90,7 +91,8 @@ export class Router {
       includeStacktraceInErrorResponses: false,
       introspection: introspectionAllowed(opts.nodeEnv),
       validationRules: ROUTER_VALIDATION_RULES,
-      plugins: [graphqlMetricsPlugin()],
+      // Introspection answers the subscriptions served on the same path too (the whole schema for tools).
+      plugins: [graphqlMetricsPlugin(), wholeSchemaIntrospection(opts.feeds)],
     });
   }
 
