@@ -22,6 +22,7 @@ import type { BuiltSubgraph } from '../core/subgraph-kit';
 import { httpExecutor } from '../contract/graphql-executor';
 import { inProcessExecutor } from '../router/executor';
 import { buildBridge } from '../rest-bridge/server';
+import { ConsoleSessions } from '../core/console-sessions';
 import { readSupergraph } from '../router/compose';
 import type { Ports } from '../core/ports';
 import type { Subscription } from '../core/events/event-bus';
@@ -302,7 +303,18 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
       const own = (services as Record<string, unknown>)[a.name];
       return plane ? [(app: FastifyInstance) => plane(app, own)] : [];
     });
+    // Console sessions (docs/decisions/0280-console-sessions.md): its sockets go to this router, or ROUTER_URL's.
+    const sessions = new ConsoleSessions(conn, (key) => services.identity.authenticate(key));
+    const stopSessionPurge = sessions.startPurge(log);
+    stops.push(async () => stopSessionPurge());
+    const routerHttp = routerUrl ?? process.env.ROUTER_URL ?? `http://${cfg.HOST}:${cfg.ROUTER_PORT}/graphql`;
     const bridge: FastifyInstance = await buildBridge({
+      console: {
+        sessions,
+        baseUrl: () => cfg.baseUrl,
+        cdnUrl: () => cfg.cdnUrl,
+        routerWsUrl: () => routerHttp.replace(/^http/, 'ws'),
+      },
       executor,
       routes: areaRoutes(),
       dataPlanes: planes,

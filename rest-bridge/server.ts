@@ -17,6 +17,7 @@ import { authFailuresError, EdgeLimits, installRateLimit, rateLimitedError } fro
 import { isPlatformError } from '../core/errors';
 import type { Principal } from '../core/principal';
 import { checkAccess } from '../core/subgraph-kit';
+import { type ConsoleOptions, installConsoleCookie, installConsoleSessionEnd, registerConsole } from './console';
 
 /** The parser's error for a body with a prototype-poisoning key. */
 const FORBIDDEN_JSON_KEY = 'PLATFORM_FORBIDDEN_JSON_KEY';
@@ -45,6 +46,8 @@ export interface BridgeOptions {
    * answers 401/403 before validating a request (absent: the subgraph decides, after validation).
    */
   authenticate?: (token: string) => Promise<Principal | null>;
+  /** The web console: sessions, its GraphQL and files under `/console/` (docs/decisions/0280-console-sessions.md). */
+  console?: ConsoleOptions;
 }
 
 /** Commerce answers the kernel's 401/403 in its own codes (spec 1, convention 3). */
@@ -143,9 +146,14 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
     perMinute: opts.rateLimitPerMinute,
     authFailuresPerMinute: opts.authFailuresPerMinute,
   });
+  // A console session's cookie stands for its key before the key is checked and counted.
+  const consoleSend = (reply: FastifyReply, url: string, status: number, e: BridgeError) =>
+    send(reply, envelopeForPath(url), status, e);
+  if (opts.console) installConsoleCookie(app, opts.console, consoleSend);
   installRateLimit(app, limits, (req, reply, retryAfterS, reason) =>
     send(reply, envelopeForPath(req.url), 429, (reason === 'auth_failures' ? authFailuresError : rateLimitedError)(retryAfterS)),
   );
+  if (opts.console) installConsoleSessionEnd(app, opts.console.sessions);
 
   // Authentication before validation: 401 (no or bad key), then 403 (scope), then 400/404/413/415.
   const rowOf = new Map(routes.map((r) => [`${r.method} ${toFastifyPath(r.path)}`, r]));
@@ -284,6 +292,7 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
       },
     });
   }
+  if (opts.console) registerConsole(app, opts.console, { limits, executor: opts.executor, send: consoleSend });
   registerMethodNotAllowed(app, [...routes, ...BYTE_ROUTES]);
   return app;
 }
