@@ -142,7 +142,12 @@ export class Sandbox {
     await mkdir(path.dirname(run), { recursive: true, mode: 0o711 });
     await mkdir(run, { recursive: true, mode: 0o700 });
     await chown(run, uid, uid);
-    for (const m of spec.mounts) if (m.write) await chownTree(m.path, uid);
+    for (const m of spec.mounts) {
+      if (!m.write) continue;
+      await chownTree(m.path, uid);
+      // Its own and nobody else's on the host either (other uids cannot enter it).
+      await chmod(m.path, 0o700);
+    }
     const egress = await Promise.all(
       (spec.egress ?? []).map((e, i) => egressListener(path.join(run, `egress-${i}.sock`), e, uid)),
     );
