@@ -5,6 +5,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY . .
 RUN npx tsc -p tsconfig.build.json \
+ && npx vite build console --logLevel warn \
  && mkdir /ops && find core subgraphs -name '*.graphql' -print0 | tar --null -cf - -T - | tar -xf - -C /ops
 
 FROM node:20-bookworm-slim
