@@ -291,8 +291,9 @@ describe('the web console in a real browser', () => {
       `the uploaded ${fileName} in GET /api/v1/assets`,
       async () => {
         const list = await t.rest('GET', '/api/v1/assets?limit=100', { key: owner.key });
-        const found = (list.body?.data ?? []).find((a: any) => typeof a.key === 'string' && a.key.endsWith(fileName));
-        if (!found) throw new Error(`status ${list.status}, ${list.body?.data?.length ?? 0} assets, none named ${fileName}`);
+        const assets: any[] = list.body?.data?.assets ?? [];
+        const found = assets.find((a) => typeof a.key === 'string' && a.key.endsWith(fileName));
+        if (!found) throw new Error(`status ${list.status}, ${assets.length} assets, none named ${fileName}`);
         return found;
       },
       30_000,
