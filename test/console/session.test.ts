@@ -1,4 +1,13 @@
-import { getIntrospectionQuery, type IntrospectionQuery } from 'graphql';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import {
+  buildClientSchema,
+  buildSchema,
+  getIntrospectionQuery,
+  type IntrospectionQuery,
+  lexicographicSortSchema,
+  printSchema,
+} from 'graphql';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
@@ -223,6 +232,11 @@ describe('console sessions', () => {
     expect(subscription.fields.map((f: any) => f.name)).toEqual(
       expect.arrayContaining(['operationUpdated', 'operationActivity', 'agentActivity']),
     );
+    // schema/ holds that same whole schema for codegen.
+    const sorted = (schema: Parameters<typeof lexicographicSortSchema>[0]) => printSchema(lexicographicSortSchema(schema));
+    const whole = await t.gql<IntrospectionQuery>(getIntrospectionQuery({ inputValueDeprecation: true, specifiedByUrl: true }));
+    const committed = buildSchema(readFileSync(path.join(__dirname, '../../schema/schema.graphql'), 'utf8'));
+    expect(sorted(buildClientSchema(whole.data!))).toBe(sorted(committed));
     const { cookie } = await signIn(key);
     const viaConsole = await call('POST', '/console/api/graphql', { cookie, body: { query: getIntrospectionQuery() } });
     expect(viaConsole.body.data.__schema.subscriptionType.name).toBe('Subscription');
