@@ -1,4 +1,7 @@
-import { readFileSync } from 'node:fs';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { createHash } from 'node:crypto';
 import path from 'node:path';
 import {
   buildClientSchema,
@@ -10,6 +13,8 @@ import {
 } from 'graphql';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
+import { closeListener } from '../../core/http-close';
+import { registerConsoleStatic } from '../../rest-bridge/console-static';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 import { PREFIX, projectPath, runningSite } from '../publisher/support';
 
@@ -77,12 +82,15 @@ describe('console sessions', () => {
     expect(set).not.toContain('Secure'); // BASE_URL is http here
     const sessionId = cookie.split('=')[1];
 
-    // Neither the key nor the session id is anywhere in the sessions collection.
-    const all = JSON.stringify(await sessions().find({}).toArray());
-    expect(all).not.toContain(key);
-    expect(all).not.toContain(key.split('_').pop());
-    expect(all).not.toContain(sessionId);
-    expect(all).toMatch(/"sealedKey":"v1\./);
+    // Neither the key nor the session id is in the sessions collection (nor in any other).
+    const stored = JSON.stringify(await sessions().find({}).toArray());
+    expect(stored).toMatch(/"sealedKey":"v1\./);
+    expect(stored).toContain(createHash('sha256').update(sessionId).digest('hex'));
+    for (const { name } of await t.platform.conn.db!.listCollections().toArray()) {
+      const all = JSON.stringify(await t.platform.conn.collection(name).find({}).toArray());
+      expect(all).not.toContain(key.split('_').pop());
+      expect(all).not.toContain(sessionId);
+    }
 
     const me = await call('GET', '/console/api/session', { cookie });
     expect(me.status).toBe(200);
@@ -138,11 +146,13 @@ describe('console sessions', () => {
   it('a revoked key ends its sessions', async () => {
     const created = await t.platform.services.identity.createApiKey({ accountSlug: `rev-${Date.now()}`, plan: 'pro' });
     const { cookie } = await signIn(created.key);
+    const hash = createHash('sha256').update(cookie.split('=')[1]).digest('hex');
     expect((await call('GET', `${PREFIX}/runtime-options`, { cookie })).status).toBe(200);
     await t.platform.services.identity.revokeApiKey(created.keyId);
     const after = await call('GET', `${PREFIX}/runtime-options`, { cookie });
     expect(after.status).toBe(401);
     expect(after.body).toMatchObject({ error: { code: 'unauthenticated' } });
+    expect(await sessions().findOne({ _id: hash as never })).toBeNull();
     expect((await call('GET', '/console/api/session', { cookie })).status).toBe(401);
     expect((await signIn(created.key)).res.status).toBe(401);
   });
@@ -184,7 +194,13 @@ describe('console sessions', () => {
         super(address, protocols, { headers: { cookie, origin } });
       }
     }
-    const client = createClient({ url, webSocketImpl: CookieSocket, retryAttempts: 0 });
+    let closedWith: number | undefined;
+    const client = createClient({
+      url,
+      webSocketImpl: CookieSocket,
+      retryAttempts: 0,
+      on: { closed: (e) => (closedWith = (e as { code: number }).code) },
+    });
     const events: any[] = [];
     let connected = false;
     client.on('connected', () => (connected = true));
@@ -214,6 +230,14 @@ describe('console sessions', () => {
         );
       });
       expect(q.data.project.id).toBe(projectId);
+
+      // Signing out closes the session's sockets.
+      expect((await call('DELETE', '/console/api/session', { cookie })).status).toBe(204);
+      while (closedWith === undefined) {
+        if (Date.now() > deadline) throw new Error('socket still open after sign-out');
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      expect(closedWith).toBe(4403);
     } finally {
       unsubscribe();
       await client.dispose();
@@ -260,5 +284,58 @@ describe('console sessions', () => {
     }
     expect((await call('GET', '/console/assets/missing-0000.js')).status).toBe(404);
     expect((await call('GET', '/console/api/nothing-here')).status).toBe(404);
+  });
+});
+
+describe("the console's files", () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'console-static-'));
+  let app: FastifyInstance;
+  let base: string;
+  const get = async (url: string, headers: Record<string, string> = {}) => {
+    const res = await fetch(`${base}${url}`, { headers });
+    return { statusCode: res.status, headers: Object.fromEntries(res.headers), body: await res.text() };
+  };
+  beforeAll(async () => {
+    mkdirSync(path.join(dir, 'assets'));
+    writeFileSync(path.join(dir, 'index.html'), '<!doctype html><title>Built console</title>');
+    writeFileSync(path.join(dir, 'assets', 'index-abc123.js'), 'console.log(1)');
+    writeFileSync(path.join(dir, 'favicon.svg'), '<svg/>');
+    app = Fastify();
+    registerConsoleStatic(app, {
+      staticDir: dir,
+      baseUrl: () => 'https://console.example',
+      cdnUrl: () => 'https://cdn.example/x',
+      routerWsUrl: () => undefined,
+      sessions: undefined as never,
+    });
+    base = await app.listen({ host: '127.0.0.1', port: 0 });
+  });
+  afterAll(async () => {
+    await closeListener(app);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('serves hashed assets immutable, other files by ETag, index.html for the app routes, nothing outside', async () => {
+    const js = await get('/console/assets/index-abc123.js');
+    expect(js.statusCode).toBe(200);
+    expect(js.headers['content-type']).toBe('text/javascript; charset=utf-8');
+    expect(js.headers['cache-control']).toBe('public, max-age=31536000, immutable');
+    expect(js.body).toBe('console.log(1)');
+    const again = await get('/console/assets/index-abc123.js', { 'if-none-match': js.headers.etag });
+    expect(again.statusCode).toBe(304);
+
+    const svg = await get('/console/favicon.svg');
+    expect(svg.headers['content-type']).toBe('image/svg+xml');
+    expect(svg.headers['cache-control']).toBe('no-cache');
+
+    for (const url of ['/console/', '/console/sites/p1', '/console/index.html', '/console/..%2f..%2fpackage.json']) {
+      const page = await get(url);
+      expect(page.statusCode).toBe(200);
+      expect(page.body).toContain('<title>Built console</title>');
+      expect(page.headers['cache-control']).toBe('no-store');
+    }
+    const csp = (await get('/console/')).headers['content-security-policy'] as string;
+    expect(csp).toContain("connect-src 'self' wss://console.example");
+    expect(csp).toContain("img-src 'self' data: blob: https://cdn.example");
   });
 });
