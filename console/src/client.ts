@@ -51,6 +51,8 @@ export function createConsoleClient(): ConsoleClient {
   const client = new Client({
     url: GRAPHQL_PATH,
     fetchOptions: { credentials: 'same-origin' },
+    // The console's GraphQL route takes POST only (GET there is the websocket's upgrade).
+    preferGetMethod: false,
     // No stale answers for an operator console: cached results show at once and are refetched.
     requestPolicy: 'cache-and-network',
     exchanges: [

@@ -128,8 +128,14 @@ const TONE: Record<string, string> = {
   disabled: 'idle',
 };
 
+/** A status in words as a badge; spaces around it keep it a word of its own in the row's text. */
 export function StatusBadge({ status }: { status: string | null | undefined }) {
-  return <span className={`badge ${TONE[status ?? ''] ?? 'busy'}`}>{statusWords(status)}</span>;
+  return (
+    <>
+      {' '}
+      <span className={`badge ${TONE[status ?? ''] ?? 'busy'}`}>{statusWords(status)}</span>{' '}
+    </>
+  );
 }
 
 export function formatTime(iso: string | null | undefined): string {

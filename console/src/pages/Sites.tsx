@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useId, useRef, useState, type FormEvent } from 'react';
-import { Link } from 'react-router-dom';
+import { Link, useLocation } from 'react-router-dom';
 import { useQuery, useSubscription } from 'urql';
 import { api, idempotencyKey } from '../api';
 import { useLiveConnected } from '../client';
@@ -37,6 +37,14 @@ export function SitesPage() {
   // The live feed moves each row; while a site is on its way, the list is also read again
   // (every second without the feed's socket, every three with it).
   useInterval(refresh, live ? 3000 : 1000, moving);
+  // Sites made elsewhere (the API, the CLI, a staging copy) show up too: a slower read while idle,
+  // and at once when the page is chosen again in the navigation.
+  useInterval(refresh, 10_000, !moving);
+  const { key: visit } = useLocation();
+  const firstVisit = useRef(visit);
+  useEffect(() => {
+    if (visit !== firstVisit.current) refresh();
+  }, [visit, refresh]);
 
   const created = (name: string, result: CreatedSite) => {
     setFormOpen(false);
