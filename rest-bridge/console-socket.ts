@@ -35,7 +35,9 @@ function refuseUpgrade(socket: Duplex, status: number, body = ''): void {
  * the key, limits and re-checks it as for any client, and its close codes reach the browser.
  */
 export function attachConsoleSocket(app: FastifyInstance, path: string, opts: ConsoleOptions): ConsoleSockets {
-  const wss = new WebSocketServer({ noServer: true, handleProtocols: (protocols) => [...protocols][0] ?? false });
+  // The browser is answered with the subprotocol the router chose (graphql-transport-ws).
+  const chosen = new WeakMap<IncomingMessage, string>();
+  const wss = new WebSocketServer({ noServer: true, handleProtocols: (_offered, req) => chosen.get(req) || false });
   const bySession = new Map<string, Set<WebSocket>>();
   const pairs = new Set<{ client?: WebSocket; upstream: WebSocket }>();
 
@@ -68,6 +70,7 @@ export function attachConsoleSocket(app: FastifyInstance, path: string, opts: Co
         else pair.client.close(1011, 'router unreachable');
       });
       upstream.once('open', () => {
+        chosen.set(req, upstream.protocol);
         wss.handleUpgrade(req, socket, head, (client) => {
           pair.client = client;
           if (session) {
