@@ -135,7 +135,7 @@ export function registerConsole(
     }
     try {
       const { sessionId, principal, expiresAt } = await sessions.signIn(key);
-      const maxAge = Math.round((expiresAt.getTime() - Date.now()) / 1000);
+      const maxAge = Math.ceil((expiresAt.getTime() - Date.now()) / 1000);
       reply.header('set-cookie', cookie(opts.baseUrl(), sessionId, maxAge));
       reply.header('cache-control', 'no-store');
       return reply.status(201).send(successEnvelope('standard', 201, sessionData(principal, expiresAt)));
