@@ -163,17 +163,27 @@ async function provisionOnce(
 
 /**
  * For each event the API recorded (a step's start, the operation's end): the first change of the
- * row before the next event, and its delay; none when the row did not change in that window.
+ * row before the next event that names it (the step's words, or running once completed), else the
+ * first change in that window (`named: false`), else none (the row did not change).
  */
-function delays(changes: Change[], op: any): Array<{ event: string; delayMs: number | null; text?: string }> {
-  const events: Array<{ event: string; at: number }> = [];
-  for (const s of op.steps ?? []) if (s.started_at) events.push({ event: `${s.id} started`, at: Date.parse(s.started_at) });
-  if (op.finished_at) events.push({ event: `operation ${op.status}`, at: Date.parse(op.finished_at) });
+function delays(changes: Change[], op: any): Array<{ event: string; delayMs: number | null; named?: boolean; text?: string }> {
+  const events: Array<{ event: string; at: number; shows: RegExp }> = [];
+  for (const s of op.steps ?? []) {
+    if (!s.started_at) continue;
+    const words = String(s.id).replace(/_/g, '[ _]');
+    events.push({ event: `${s.id} started`, at: Date.parse(s.started_at), shows: new RegExp(words, 'i') });
+  }
+  if (op.finished_at) {
+    const shows = op.status === 'completed' ? /\brunning\b/i : /fail/i;
+    events.push({ event: `operation ${op.status}`, at: Date.parse(op.finished_at), shows });
+  }
   events.sort((a, b) => a.at - b.at);
   return events.map((e, i) => {
     const next = events[i + 1]?.at ?? Infinity;
-    const c = changes.find((x) => x.at >= e.at && x.at < next);
-    return c ? { event: e.event, delayMs: c.at - e.at, text: c.text } : { event: e.event, delayMs: null };
+    const inWindow = changes.filter((x) => x.at >= e.at && x.at < next);
+    const named = inWindow.find((x) => e.shows.test(x.text));
+    const c = named ?? inWindow[0];
+    return c ? { event: e.event, delayMs: c.at - e.at, named: Boolean(named), text: c.text } : { event: e.event, delayMs: null };
   });
 }
 
@@ -235,10 +245,11 @@ async function main(): Promise<void> {
       if (op.status !== 'completed') throw new Error(`provision ${op.status}: ${op.error_code} ${op.error_message}`);
       const ds = delays(changes, op);
       console.log(`Site ${i + 1}/${SITES} (steps of ${STEP_MS} ms): the row changed ${changes.length} time(s)`);
-      for (const d of ds)
-        console.log(
-          d.delayMs === null ? `  ${d.event}: the row did not change` : `  ${d.event}: +${d.delayMs} ms, row "${d.text}"`,
-        );
+      for (const d of ds) {
+        if (d.delayMs === null) console.log(`  ${d.event}: the row did not change`);
+        else
+          console.log(`  ${d.event}: +${d.delayMs} ms${d.named ? '' : ' (the row changed without naming it)'}, row "${d.text}"`);
+      }
       const running = changes.find((c) => /\brunning\b/i.test(c.text));
       const doneAt = Date.parse(op.finished_at);
       if (running)
