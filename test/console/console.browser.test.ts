@@ -1,6 +1,6 @@
 /**
  * The web console in a real browser (Debian's chromium through playwright-core) against the whole
- * platform, by the accessible names of the contract (../shared/design/CONTRACTS.md "The console"):
+ * platform, by the accessible names of the contract (docs/contracts.md, "The console"):
  * sign in, create a site and watch it reach running without a reload, open it, create a recovery
  * point, upload an image and see it from the CDN, visit every page with an axe-core pass, keep two
  * accounts apart, sign out. Screenshots land in `<DATA_DIR>/console-screens/`.
