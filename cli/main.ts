@@ -4,6 +4,7 @@ import { type ProcessRole, startPlatform } from '../app/platform';
 import { type ReplicaPlan, startReplicas } from '../app/replicas';
 import { areas, buildAreas, compositionInput } from '../app/areas';
 import { infraDown, infraStatus, infraUp } from '../infra/index';
+import { ensureChromium } from '../infra/chromium';
 import { mariadbDown, mariadbUp } from '../infra/mariadb';
 import { mongoWireNeedsStart, startMongoWire } from '../infra/mongo-wire';
 import { DEFAULT_CLUSTER_BASE_PORT, kafkaClusterDown, kafkaClusterUp } from '../infra/kafka-cluster';
@@ -28,7 +29,7 @@ const BUILT_IN = `usage: platform <command>
   start --replicas N [--bridges N] [--routers N] [--subgraph-replicas N] [--subgraphs a,b]
                                                            N processes of each role behind round-robin fronts
   compose [--check]                                        regenerate schema/, docker-compose.yml, prometheus.yml (or fail when stale)
-  infra up|down|status [--kafka-brokers N]                 local Kafka and MongoDB-wire server (N>1: a KRaft cluster on 19092…)
+  infra up|down|status [--kafka-brokers N] [--browser]     local Kafka and MongoDB-wire server (N>1: a KRaft cluster on 19092…; --browser: Debian chromium)
   status [--json]                                          running processes, engines, queues, outbox, consumer lag
   new-area NAME                                            scaffold subgraphs/NAME and its registry line
   new-route AREA METHOD PATH                               scaffold a route row and its GraphQL document
@@ -105,9 +106,16 @@ async function infra(args: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
-    options: { 'kafka-brokers': { type: 'string' }, 'kafka-base-port': { type: 'string' }, mysql: { type: 'boolean' } },
+    options: {
+      'kafka-brokers': { type: 'string' },
+      'kafka-base-port': { type: 'string' },
+      mysql: { type: 'boolean' },
+      browser: { type: 'boolean' },
+    },
   });
   const [sub] = positionals;
+  // `--browser`: Debian's chromium for the console's browser tests, installed when missing (infra/chromium.ts).
+  if (values.browser && sub === 'up') ensureChromium();
   // `--mysql`: the MariaDB stand-in for `PUBLISHER_MYSQL_URL` (infra/mariadb.ts; docs/decisions/0220).
   if (values.mysql && sub === 'up') {
     await infraUp();
