@@ -97,20 +97,21 @@ export interface UploadProgress {
 }
 
 /**
- * A multipart upload with progress (fetch has no upload progress): XMLHttpRequest, same origin,
- * the session cookie sent as for fetch.
+ * A request with upload progress (fetch reports none): XMLHttpRequest, same origin, so the session
+ * cookie goes as it does with fetch. Answers the envelope's `data`, throws ApiError otherwise.
  */
-export function uploadForm<T>(
+export function sendWithProgress<T>(
+  method: string,
   path: string,
-  form: FormData,
+  body: XMLHttpRequestBodyInit,
   onProgress: (p: UploadProgress) => void,
-  signal?: AbortSignal,
+  opts: { headers?: Record<string, string>; signal?: AbortSignal } = {},
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const xhr = new XMLHttpRequest();
-    xhr.open('POST', path);
-    xhr.withCredentials = false; // same origin: cookies go anyway
+    xhr.open(method, path);
     xhr.setRequestHeader('accept', 'application/json');
+    for (const [k, v] of Object.entries(opts.headers ?? {})) xhr.setRequestHeader(k, v);
     xhr.upload.onprogress = (e) => onProgress({ loaded: e.loaded, total: e.lengthComputable ? e.total : 0 });
     xhr.onerror = () =>
       reject(new ApiError(0, 'network_error', 'The upload was interrupted: the console could not reach the platform.'));
@@ -129,8 +130,8 @@ export function uploadForm<T>(
         reject(errorFromBody(xhr.status, parsed));
       }
     };
-    signal?.addEventListener('abort', () => xhr.abort());
-    xhr.send(form);
+    opts.signal?.addEventListener('abort', () => xhr.abort());
+    xhr.send(body);
   });
 }
 

@@ -1,4 +1,5 @@
 import { useId } from 'react';
+import { TableWrap } from './common';
 
 export interface Bar {
   label: string;
@@ -44,7 +45,7 @@ export function BarChart({ title, bars, unit, partName }: { title: string; bars:
       </svg>
       <details>
         <summary>Figures as a table</summary>
-        <div className="table-wrap">
+        <TableWrap label={title}>
           <table>
             <caption className="sr-only">{title}</caption>
             <thead>
@@ -64,7 +65,7 @@ export function BarChart({ title, bars, unit, partName }: { title: string; bars:
               ))}
             </tbody>
           </table>
-        </div>
+        </TableWrap>
       </details>
     </figure>
   );

@@ -14,11 +14,16 @@ interface Props {
 /** A confirmation as a native modal `<dialog>`: focus is trapped, Escape cancels, focus returns after. */
 export function ConfirmDialog({ open, title, children, confirmLabel, danger, busy, onConfirm, onCancel }: Props) {
   const ref = useRef<HTMLDialogElement>(null);
+  const cancel = useRef<HTMLButtonElement>(null);
   const id = useId();
   useEffect(() => {
     const d = ref.current;
     if (!d) return;
-    if (open && !d.open) d.showModal();
+    if (open && !d.open) {
+      d.showModal();
+      // The safe choice has focus first: Enter on an open confirmation never destroys by accident.
+      cancel.current?.focus();
+    }
     if (!open && d.open) d.close();
   }, [open]);
   return (
@@ -44,7 +49,7 @@ export function ConfirmDialog({ open, title, children, confirmLabel, danger, bus
           <button type="submit" className={danger ? 'danger' : 'primary'} disabled={busy}>
             {confirmLabel}
           </button>
-          <button type="button" onClick={onCancel} autoFocus>
+          <button type="button" ref={cancel} onClick={onCancel}>
             Cancel
           </button>
         </div>

@@ -1,4 +1,4 @@
-import { useEffect, type ReactNode } from 'react';
+import { useEffect, useRef, useState, type ReactNode } from 'react';
 import { CombinedError } from 'urql';
 import { ApiError } from '../api';
 
@@ -169,4 +169,29 @@ export function useInterval(tick: () => void, ms: number, active: boolean): void
     const t = setInterval(tick, ms);
     return () => clearInterval(t);
   }, [tick, ms, active]);
+}
+
+/**
+ * A table's box: when the table is wider than the screen it scrolls sideways, and then it is a named,
+ * focusable region so the keyboard can scroll it too.
+ */
+export function TableWrap({ label, hidden, children }: { label: string; hidden?: boolean; children: ReactNode }) {
+  const ref = useRef<HTMLDivElement>(null);
+  const [scrolls, setScrolls] = useState(false);
+  useEffect(() => {
+    const el = ref.current;
+    if (!el || typeof ResizeObserver === 'undefined') return;
+    const check = () => setScrolls(el.scrollWidth > el.clientWidth + 1);
+    const ro = new ResizeObserver(check);
+    ro.observe(el);
+    if (el.firstElementChild) ro.observe(el.firstElementChild);
+    check();
+    return () => ro.disconnect();
+  }, []);
+  const region = scrolls ? { tabIndex: 0, role: 'region', 'aria-label': `${label} (scrolls sideways)` } : {};
+  return (
+    <div ref={ref} className="table-wrap" hidden={hidden} {...region}>
+      {children}
+    </div>
+  );
 }

@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useId, useRef, useState, type DragEvent, type FormEvent } from 'react';
 import { gql, useMutation, useQuery } from 'urql';
-import { uploadForm } from '../api';
+import { uploadAsset } from '../upload';
 import { Empty, ErrorMessage, Loading, StatusBadge, formatBytes, useInterval, useTitle } from '../components/common';
 
 interface Asset {
@@ -58,9 +58,6 @@ interface Upload {
   error?: unknown;
 }
 
-/** Files up to this size go through the simple upload route in one request. */
-const SIMPLE_UPLOAD_MAX = 512 * 1024 * 1024;
-
 export default function AssetsPage() {
   useTitle('Assets');
   const id = useId();
@@ -80,6 +77,7 @@ export default function AssetsPage() {
   const [dragging, setDragging] = useState(false);
   const fileInput = useRef<HTMLInputElement>(null);
   const seq = useRef(0);
+  const aborts = useRef(new Map<number, AbortController>());
 
   const upload = useCallback(
     (files: FileList | File[]) => {
@@ -88,24 +86,23 @@ export default function AssetsPage() {
         const started: Upload = { id: uid, name: file.name, loaded: 0, total: file.size, state: 'uploading' };
         setUploads((u) => [started, ...u].slice(0, 20));
         const patch = (p: Partial<Upload>) => setUploads((u) => u.map((x) => (x.id === uid ? { ...x, ...p } : x)));
-        if (file.size > SIMPLE_UPLOAD_MAX) {
-          patch({ state: 'failed', error: new Error('Files over 512 MB need the resumable upload; use the CLI or the API.') });
-          continue;
-        }
-        const form = new FormData();
-        // Fields first: the route reads them before it streams the file.
-        if (folder.trim()) form.append('folder', folder.trim().replace(/^\/+|\/+$/g, ''));
-        if (visibility) form.append('visibility', visibility);
-        form.append('file', file, file.name);
-        uploadForm<Asset>('/api/v1/assets/upload', form, ({ loaded, total }) =>
-          patch({ loaded, total: total || file.size }),
-        ).then(
-          () => {
-            patch({ state: 'done', loaded: file.size });
-            refresh();
-          },
-          (e: unknown) => patch({ state: 'failed', error: e }),
-        );
+        const ctl = new AbortController();
+        aborts.current.set(uid, ctl);
+        const dir = folder.trim().replace(/^\/+|\/+$/g, '');
+        uploadAsset(file, {
+          folder: dir || undefined,
+          visibility: visibility || undefined,
+          signal: ctl.signal,
+          onProgress: ({ loaded, total }) => patch({ loaded, total: total || file.size }),
+        })
+          .then(
+            () => {
+              patch({ state: 'done', loaded: file.size });
+              refresh();
+            },
+            (e: unknown) => patch({ state: 'failed', error: e }),
+          )
+          .finally(() => aborts.current.delete(uid));
       }
     },
     [folder, visibility, refresh],
@@ -172,7 +169,8 @@ export default function AssetsPage() {
             </span>
           </div>
           <p id={`${id}-drop`} className="muted small">
-            Choose files, or drop them here. Each file uploads as soon as it is chosen.
+            Choose files, or drop them here. Each file uploads as soon as it is chosen; large files go in parts, each retried on
+            its own.
           </p>
         </div>
         {uploads.length > 0 ? (
@@ -183,7 +181,15 @@ export default function AssetsPage() {
                 {u.state === 'uploading' ? (
                   <>
                     <progress value={u.loaded} max={u.total || 1} aria-label={`Uploading ${u.name}`} />{' '}
-                    <span className="muted small">{u.total ? Math.floor((u.loaded / u.total) * 100) : 0}%</span>
+                    <span className="muted small">{u.total ? Math.floor((u.loaded / u.total) * 100) : 0}%</span>{' '}
+                    <button
+                      type="button"
+                      className="small"
+                      aria-label={`Cancel the upload of ${u.name}`}
+                      onClick={() => aborts.current.get(u.id)?.abort()}
+                    >
+                      Cancel
+                    </button>
                   </>
                 ) : u.state === 'done' ? (
                   <span className="badge ok">Uploaded</span>

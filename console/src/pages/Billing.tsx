@@ -1,6 +1,6 @@
 import { gql, useQuery } from 'urql';
 import { BarChart } from '../components/Chart';
-import { Empty, ErrorMessage, Loading, Time, useTitle } from '../components/common';
+import { Empty, ErrorMessage, Loading, Time, useTitle, TableWrap } from '../components/common';
 
 const BILLING = gql<
   {
@@ -121,16 +121,20 @@ export default function BillingPage() {
           ) : (
             <>
               <BarChart title="Credits used per day, last 14 days" unit="credits" bars={perDay(usage)} />
-              <div className="table-wrap">
+              <TableWrap label="Usage entries">
                 <table>
                   <caption className="sr-only">Usage entries</caption>
                   <thead>
                     <tr>
                       <th scope="col">When</th>
                       <th scope="col">Kind</th>
-                      <th scope="col">Product</th>
+                      <th scope="col" className="wide">
+                        Product
+                      </th>
                       <th scope="col">Credits</th>
-                      <th scope="col">Source</th>
+                      <th scope="col" className="wide">
+                        Source
+                      </th>
                     </tr>
                   </thead>
                   <tbody>
@@ -140,14 +144,14 @@ export default function BillingPage() {
                           <Time iso={u.createdAt} />
                         </th>
                         <td>{u.kind}</td>
-                        <td>{u.product ?? '—'}</td>
+                        <td className="wide">{u.product ?? '—'}</td>
                         <td>{u.credits}</td>
-                        <td>{u.source}</td>
+                        <td className="wide">{u.source}</td>
                       </tr>
                     ))}
                   </tbody>
                 </table>
-              </div>
+              </TableWrap>
             </>
           )}
         </section>

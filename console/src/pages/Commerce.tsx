@@ -2,7 +2,17 @@ import { useCallback, useState } from 'react';
 import { gql, useMutation, useQuery } from 'urql';
 import { BarChart } from '../components/Chart';
 import { ProjectPicker, useProjectChoice } from '../components/ProjectPicker';
-import { Empty, ErrorMessage, Loading, StatusBadge, Time, describeError, useInterval, useTitle } from '../components/common';
+import {
+  Empty,
+  ErrorMessage,
+  Loading,
+  StatusBadge,
+  Time,
+  describeError,
+  useInterval,
+  useTitle,
+  TableWrap,
+} from '../components/common';
 
 interface Environment {
   name: string;
@@ -175,16 +185,20 @@ function Connection({ projectId }: { projectId: string }) {
         {c.environments.length === 0 ? (
           <Empty>No environments yet. Set one with PUT …/commerce/environments/production (app URL and tokens).</Empty>
         ) : (
-          <div className="table-wrap">
+          <TableWrap label="Environments">
             <table>
               <caption>Environments</caption>
               <thead>
                 <tr>
                   <th scope="col">Name</th>
                   <th scope="col">Verification</th>
-                  <th scope="col">App address</th>
+                  <th scope="col" className="wide">
+                    App address
+                  </th>
                   <th scope="col">Secrets</th>
-                  <th scope="col">Memory</th>
+                  <th scope="col" className="wide">
+                    Memory
+                  </th>
                 </tr>
               </thead>
               <tbody>
@@ -195,16 +209,16 @@ function Connection({ projectId }: { projectId: string }) {
                       <StatusBadge status={e.verification.state} />
                       {e.verification.errorCode ? <code className="code"> {e.verification.errorCode}</code> : null}
                     </td>
-                    <td className="break">{e.appUrl ?? '—'}</td>
+                    <td className="break wide">{e.appUrl ?? '—'}</td>
                     <td>
                       <Secrets env={e} />
                     </td>
-                    <td>{e.memoryMb} MiB</td>
+                    <td className="wide">{e.memoryMb} MiB</td>
                   </tr>
                 ))}
               </tbody>
             </table>
-          </div>
+          </TableWrap>
         )}
       </section>
       <Releases projectId={projectId} />
@@ -252,7 +266,7 @@ function Releases({ projectId }: { projectId: string }) {
         </Empty>
       ) : null}
       {items.length > 0 ? (
-        <div className="table-wrap">
+        <TableWrap label="Releases">
           <table>
             <caption className="sr-only">Releases</caption>
             <thead>
@@ -260,7 +274,9 @@ function Releases({ projectId }: { projectId: string }) {
                 <th scope="col">Release</th>
                 <th scope="col">Environment</th>
                 <th scope="col">Health</th>
-                <th scope="col">Created</th>
+                <th scope="col" className="wide">
+                  Created
+                </th>
                 <th scope="col">Actions</th>
               </tr>
             </thead>
@@ -281,7 +297,7 @@ function Releases({ projectId }: { projectId: string }) {
                     <StatusBadge status={r.status} />
                     {r.errorCode ? <code className="code"> {r.errorCode}</code> : null}
                   </td>
-                  <td>
+                  <td className="wide">
                     <Time iso={r.createdAt} />
                   </td>
                   <td>
@@ -321,7 +337,7 @@ function Releases({ projectId }: { projectId: string }) {
               ))}
             </tbody>
           </table>
-        </div>
+        </TableWrap>
       ) : null}
     </section>
   );

@@ -1,6 +1,6 @@
 import { useId, useState, type FormEvent } from 'react';
 import { gql, useQuery } from 'urql';
-import { Empty, ErrorMessage, Loading, StatusBadge, Time, useTitle } from '../components/common';
+import { Empty, ErrorMessage, Loading, StatusBadge, Time, useTitle, TableWrap } from '../components/common';
 
 const AUDIT = gql<
   {
@@ -15,7 +15,7 @@ const AUDIT = gql<
   { domain: string; selectors: string | null }
 >`
   query ConsoleMailAudit($domain: String!, $selectors: String) {
-    mailAudit(domain: $domain, selectors: $selectors) {
+    mailAudit(domain: $domain, selectors: $selectors, download: "0") {
       domain
       checkedAt
       records {
@@ -116,15 +116,19 @@ export default function MailPage() {
             <p>
               <strong>{a.domain}</strong>, checked <Time iso={a.checkedAt} />.
             </p>
-            <div className="table-wrap">
+            <TableWrap label="Findings">
               <table>
                 <caption>Findings</caption>
                 <thead>
                   <tr>
                     <th scope="col">Record</th>
-                    <th scope="col">Name</th>
+                    <th scope="col" className="wide">
+                      Name
+                    </th>
                     <th scope="col">Status</th>
-                    <th scope="col">Found</th>
+                    <th scope="col" className="wide">
+                      Found
+                    </th>
                     <th scope="col">What it means</th>
                   </tr>
                 </thead>
@@ -132,17 +136,17 @@ export default function MailPage() {
                   {a.records.map((r) => (
                     <tr key={`${r.kind}${r.name}`}>
                       <th scope="row">{r.kind}</th>
-                      <td className="break">{r.name}</td>
+                      <td className="break wide">{r.name}</td>
                       <td>
                         <StatusBadge status={r.status} />
                       </td>
-                      <td className="break">{r.observed.length ? r.observed.map((o) => <code key={o}>{o}</code>) : '—'}</td>
-                      <td>{r.explanation}</td>
+                      <td className="break wide">{r.observed.length ? r.observed.map((o) => <code key={o}>{o}</code>) : '—'}</td>
+                      <td className="break">{r.explanation}</td>
                     </tr>
                   ))}
                 </tbody>
               </table>
-            </div>
+            </TableWrap>
             <h3>SPF</h3>
             <p>
               <StatusBadge status={a.spf.status} /> {a.spf.lookupCount} DNS lookups (10 at most).
@@ -171,7 +175,7 @@ export default function MailPage() {
           <Empty>No message events yet. Events (accepted, delivered, bounced…) appear once the account sends mail.</Empty>
         ) : null}
         {items.length > 0 ? (
-          <div className="table-wrap">
+          <TableWrap label="Message events">
             <table>
               <caption className="sr-only">Message events</caption>
               <thead>
@@ -179,7 +183,9 @@ export default function MailPage() {
                   <th scope="col">When</th>
                   <th scope="col">Event</th>
                   <th scope="col">Message</th>
-                  <th scope="col">Resource</th>
+                  <th scope="col" className="wide">
+                    Resource
+                  </th>
                 </tr>
               </thead>
               <tbody>
@@ -190,14 +196,14 @@ export default function MailPage() {
                     </th>
                     <td>{e.type}</td>
                     <td className="break">{e.messageId ?? '—'}</td>
-                    <td>
+                    <td className="wide">
                       {e.resourceType} <code>{e.resourceId.slice(0, 12)}</code>
                     </td>
                   </tr>
                 ))}
               </tbody>
             </table>
-          </div>
+          </TableWrap>
         ) : null}
       </section>
     </>

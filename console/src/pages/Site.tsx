@@ -13,6 +13,7 @@ import {
   stepWords,
   useInterval,
   useTitle,
+  TableWrap,
 } from '../components/common';
 import { TERMINAL_OPERATION, type ActivityPage, type SiteFields } from '../graphql';
 import { useOperationFeed, useRuntimeOptions } from './Sites';
@@ -451,16 +452,22 @@ function RecoveryPoints({ projectId, points, onDone }: { projectId: string; poin
           they are now.
         </Empty>
       ) : null}
-      <div className="table-wrap" hidden={points.length === 0}>
+      <TableWrap label="Recovery points" hidden={points.length === 0}>
         <table>
           <caption className="sr-only">Recovery points</caption>
           <thead>
             <tr>
               <th scope="col">Created</th>
-              <th scope="col">Kind</th>
-              <th scope="col">Reason</th>
+              <th scope="col" className="wide">
+                Kind
+              </th>
+              <th scope="col" className="wide">
+                Reason
+              </th>
               <th scope="col">Status</th>
-              <th scope="col">Size</th>
+              <th scope="col" className="wide">
+                Size
+              </th>
               <th scope="col">Actions</th>
             </tr>
           </thead>
@@ -470,13 +477,13 @@ function RecoveryPoints({ projectId, points, onDone }: { projectId: string; poin
                 <th scope="row">
                   <Time iso={p.createdAt} />
                 </th>
-                <td>{stepWords(p.kind)}</td>
-                <td>{p.reason ?? '—'}</td>
+                <td className="wide">{stepWords(p.kind)}</td>
+                <td className="wide">{p.reason ?? '—'}</td>
                 <td>
                   <StatusBadge status={p.status} />
                   {p.errorCode ? <code className="code"> {p.errorCode}</code> : null}
                 </td>
-                <td>
+                <td className="wide">
                   {p.database.sizeBytes != null ? formatBytes((p.database.sizeBytes ?? 0) + (p.content.sizeBytes ?? 0)) : '—'}
                 </td>
                 <td>
@@ -494,7 +501,7 @@ function RecoveryPoints({ projectId, points, onDone }: { projectId: string; poin
             ))}
           </tbody>
         </table>
-      </div>
+      </TableWrap>
       <ConfirmDialog
         open={toRestore !== null}
         title="Restore this recovery point?"
@@ -629,7 +636,7 @@ function Domain({
 
 function DnsTable({ records, label }: { records: DnsRecord[]; label: string }) {
   return (
-    <div className="table-wrap">
+    <TableWrap label={label}>
       <table>
         <caption className="sr-only">{label}</caption>
         <thead>
@@ -653,7 +660,7 @@ function DnsTable({ records, label }: { records: DnsRecord[]; label: string }) {
           ))}
         </tbody>
       </table>
-    </div>
+    </TableWrap>
   );
 }
 
@@ -665,7 +672,7 @@ function OperationHistory({ page, error }: { page: ActivityPage | undefined; err
       <ErrorMessage error={error} title="The history could not be read" />
       {page && items.length === 0 ? <Empty>No operations recorded for this site yet.</Empty> : null}
       {items.length > 0 ? (
-        <div className="table-wrap">
+        <TableWrap label="Operation history">
           <table>
             <caption className="sr-only">Operation history</caption>
             <thead>
@@ -673,7 +680,9 @@ function OperationHistory({ page, error }: { page: ActivityPage | undefined; err
                 <th scope="col">Operation</th>
                 <th scope="col">Status</th>
                 <th scope="col">Started</th>
-                <th scope="col">Finished</th>
+                <th scope="col" className="wide">
+                  Finished
+                </th>
               </tr>
             </thead>
             <tbody>
@@ -688,14 +697,14 @@ function OperationHistory({ page, error }: { page: ActivityPage | undefined; err
                   <td>
                     <Time iso={i.created_at} />
                   </td>
-                  <td>
+                  <td className="wide">
                     <Time iso={(i as { finished_at?: string | null }).finished_at} />
                   </td>
                 </tr>
               ))}
             </tbody>
           </table>
-        </div>
+        </TableWrap>
       ) : null}
     </section>
   );

@@ -3,7 +3,17 @@ import { Link, useLocation } from 'react-router-dom';
 import { useQuery, useSubscription } from 'urql';
 import { api, idempotencyKey } from '../api';
 import { useLiveConnected } from '../client';
-import { Empty, ErrorMessage, Loading, StatusBadge, Time, stepWords, useInterval, useTitle } from '../components/common';
+import {
+  Empty,
+  ErrorMessage,
+  Loading,
+  StatusBadge,
+  Time,
+  stepWords,
+  useInterval,
+  useTitle,
+  TableWrap,
+} from '../components/common';
 import {
   OPERATION_UPDATED,
   PROJECTS,
@@ -90,16 +100,20 @@ export function SitesPage() {
         </Empty>
       ) : null}
       {sites.length > 0 ? (
-        <div className="table-wrap">
+        <TableWrap label="Sites">
           <table>
             <caption className="sr-only">Sites</caption>
             <thead>
               <tr>
                 <th scope="col">Name</th>
                 <th scope="col">Status</th>
-                <th scope="col">Runtime</th>
+                <th scope="col" className="wide">
+                  Runtime
+                </th>
                 <th scope="col">Address</th>
-                <th scope="col">Created</th>
+                <th scope="col" className="wide">
+                  Created
+                </th>
               </tr>
             </thead>
             <tbody>
@@ -108,7 +122,7 @@ export function SitesPage() {
               ))}
             </tbody>
           </table>
-        </div>
+        </TableWrap>
       ) : null}
     </>
   );
@@ -153,13 +167,13 @@ function SiteRow({ site, onSettled }: { site: SiteFields; onSettled: () => void 
           </span>
         ) : null}
       </td>
-      <td>{site.runtimeVersion}</td>
+      <td className="wide">{site.runtimeVersion}</td>
       <td>
         <a href={site.siteUrl} target="_blank" rel="noreferrer">
           Open site
         </a>
       </td>
-      <td>
+      <td className="wide">
         <Time iso={site.createdAt} />
       </td>
     </tr>
