@@ -56,11 +56,10 @@ export function SitesPage() {
     if (visit !== firstVisit.current) refresh();
   }, [visit, refresh]);
 
-  const created = (name: string, result: CreatedSite) => {
+  const created = (name: string) => {
     setFormOpen(false);
     setNotice(`Creating “${name}”: provisioning has started. Its status below follows each step.`);
     refresh();
-    void result;
     newSiteButton.current?.focus();
   };
 
@@ -136,7 +135,9 @@ export function useOperationFeed(projectId: string, onSettled: () => void): Oper
   );
   const op = res.data ?? null;
   const settledRef = useRef(onSettled);
-  settledRef.current = onSettled;
+  useEffect(() => {
+    settledRef.current = onSettled;
+  });
   const key = op ? `${op.id}:${op.status}:${op.step}` : '';
   useEffect(() => {
     // Every update may change what the page shows (a point completing, a status): read again.
@@ -193,7 +194,7 @@ export function useRuntimeOptions() {
   return { options, error };
 }
 
-function NewSiteForm({ onCreated, onCancel }: { onCreated: (name: string, r: CreatedSite) => void; onCancel: () => void }) {
+function NewSiteForm({ onCreated, onCancel }: { onCreated: (name: string) => void; onCancel: () => void }) {
   const id = useId();
   const { options, error: catalogError } = useRuntimeOptions();
   const [name, setName] = useState('');
@@ -214,13 +215,13 @@ function NewSiteForm({ onCreated, onCancel }: { onCreated: (name: string, r: Cre
     try {
       const body: Record<string, string> = { name: name.trim() };
       if (version) body.runtime_version = version;
-      const result = await api<CreatedSite>('/api/v1/publisher/sites', {
+      await api<CreatedSite>('/api/v1/publisher/sites', {
         method: 'POST',
         body,
         headers: { 'idempotency-key': key },
       });
       setKey(idempotencyKey());
-      onCreated(body.name, result);
+      onCreated(body.name);
     } catch (err) {
       setError(err);
       setBusy(false);
