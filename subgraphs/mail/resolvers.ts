@@ -4,9 +4,12 @@ import type { RequestContext } from '../../core/subgraph-kit';
 import type { MailServices } from './service';
 import { MailAuditType, MailChecklistType, MailMigrationGuideType, MailMigrationPlanType } from './types';
 
-/** `download=1` asks for an attachment; `0` or absent does not; anything else is `invalid_audit`. */
-function wantsDownload(value: string | null): boolean {
-  if (value === null || value === '' || value === '0') return false;
+/**
+ * `download=1` asks for an attachment; `0` or absent does not; anything else is `invalid_audit`.
+ * An argument left out of a GraphQL query arrives as `undefined`, not `null`.
+ */
+function wantsDownload(value: string | null | undefined): boolean {
+  if (value === null || value === undefined || value === '' || value === '0') return false;
   if (value === '1') return true;
   throw badRequest('invalid_audit', 'download takes 1 (or 0)', { parameter: 'download' });
 }
@@ -22,7 +25,7 @@ export class MailPublicResolver {
   async mailAudit(
     @Arg('domain', () => String) domain: string,
     @Arg('selectors', () => String, { nullable: true }) selectors: string | null,
-    @Arg('download', () => String, { nullable: true, description: '`1` for an attachment' }) download: string | null,
+    @Arg('download', () => String, { nullable: true, description: '`1` for an attachment' }) download: string | null | undefined,
     // Ignored: the rate limit counts the address the edge saw (ctx.clientIp), never one the caller names.
     @Arg('clientIp', () => String, { nullable: true, deprecationReason: 'ignored: the address comes from the connection' })
     _clientIp: string | null,
@@ -39,7 +42,7 @@ export class MailPublicResolver {
     @Arg('domain', () => String) domain: string,
     @Arg('provider', () => String) provider: string,
     @Arg('selectors', () => String, { nullable: true }) selectors: string | null,
-    @Arg('download', () => String, { nullable: true, description: '`1` for an attachment' }) download: string | null,
+    @Arg('download', () => String, { nullable: true, description: '`1` for an attachment' }) download: string | null | undefined,
     @Arg('clientIp', () => String, { nullable: true, deprecationReason: 'ignored: the address comes from the connection' })
     _clientIp: string | null,
     @Ctx() ctx: RequestContext,

@@ -45,6 +45,18 @@ describe('GET /api/v1/mail/audit', () => {
     expect(res.body.data.downloadName).toBeUndefined();
   });
 
+  it('answers GraphQL without a download argument as no download, and refuses any other value', async () => {
+    const plain = await t.gql('query { mailAudit(domain: "simple.test") { domain downloadName } }');
+    expect(plain.errors).toBeUndefined();
+    expect(plain.data.mailAudit).toEqual({ domain: 'simple.test', downloadName: null });
+    const off = await t.gql('query { mailAudit(domain: "simple.test", download: "0") { downloadName } }');
+    expect(off.data.mailAudit).toEqual({ downloadName: null });
+    const on = await t.gql('query { mailAudit(domain: "simple.test", download: "1") { downloadName } }');
+    expect(on.data.mailAudit).toEqual({ downloadName: 'mail-domain-audit.json' });
+    const bad = await t.gql('query { mailAudit(domain: "simple.test", download: "yes") { downloadName } }');
+    expect(bad.errors?.[0]?.extensions).toMatchObject({ code: 'invalid_audit' });
+  });
+
   it('normalises Unicode names and reports a resolver failure as unknown', async () => {
     const uni = await get(`/api/v1/mail/audit?domain=${encodeURIComponent('Bücher.test')}`);
     expect(uni.status).toBe(200);

@@ -15,7 +15,7 @@ const AUDIT = gql<
   { domain: string; selectors: string | null }
 >`
   query ConsoleMailAudit($domain: String!, $selectors: String) {
-    mailAudit(domain: $domain, selectors: $selectors, download: "0") {
+    mailAudit(domain: $domain, selectors: $selectors) {
       domain
       checkedAt
       records {
