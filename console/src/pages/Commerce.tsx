@@ -1,5 +1,6 @@
-import { useCallback, useState } from 'react';
+import { useCallback, useId, useState, type FormEvent } from 'react';
 import { gql, useMutation, useQuery } from 'urql';
+import { api } from '../api';
 import { BarChart } from '../components/Chart';
 import { ProjectPicker, useProjectChoice } from '../components/ProjectPicker';
 import {
@@ -17,10 +18,18 @@ import {
 interface Environment {
   name: string;
   appUrl: string | null;
+  configPath: string | null;
+  configName: string | null;
+  clientId: string | null;
+  scopes: string | null;
+  storefrontId: string | null;
+  customerAccountClientId: string | null;
+  customerAccountUrl: string | null;
   hasClientSecret: boolean;
   hasAutomationToken: boolean;
   hasPublicStorefrontToken: boolean;
   hasPrivateStorefrontToken: boolean;
+  hasCustomerAccountSecret: boolean;
   hasSessionSecret: boolean;
   memoryMb: number;
   verification: { state: string; errorCode: string | null };
@@ -48,10 +57,18 @@ const CONNECTION = gql<
       environments {
         name
         appUrl
+        configPath
+        configName
+        clientId
+        scopes
+        storefrontId
+        customerAccountClientId
+        customerAccountUrl
         hasClientSecret
         hasAutomationToken
         hasPublicStorefrontToken
         hasPrivateStorefrontToken
+        hasCustomerAccountSecret
         hasSessionSecret
         memoryMb
         verification {
@@ -150,7 +167,8 @@ export default function CommercePage() {
 }
 
 function Connection({ projectId }: { projectId: string }) {
-  const [{ data, error, fetching }] = useQuery({ query: CONNECTION, variables: { projectId } });
+  const [{ data, error, fetching }, reexecuteConnection] = useQuery({ query: CONNECTION, variables: { projectId } });
+  const refreshConnection = useCallback(() => reexecuteConnection({ requestPolicy: 'network-only' }), [reexecuteConnection]);
   if (fetching && !data) return <Loading what="the commerce connection" />;
   const notConnected = error && /NOT_FOUND/i.test(describeError(error).code ?? '');
   if (!data) {
@@ -221,6 +239,23 @@ function Connection({ projectId }: { projectId: string }) {
           </TableWrap>
         )}
       </section>
+      <section aria-labelledby="env-edit-h">
+        <h2 id="env-edit-h">Edit environments</h2>
+        <p className="muted small">
+          Saving sends every field below: a field left empty is cleared. Secrets are write-only: they are never shown, and a
+          secret left empty keeps the stored one. A changed credential resets the verification to pending.
+        </p>
+        {(c.kind === 'app' ? APP_ENVIRONMENTS : STOREFRONT_ENVIRONMENTS).map((name) => (
+          <EnvironmentForm
+            key={name}
+            projectId={projectId}
+            kind={c.kind}
+            name={name}
+            env={c.environments.find((e) => e.name === name) ?? null}
+            onSaved={refreshConnection}
+          />
+        ))}
+      </section>
       <Releases projectId={projectId} />
       <Analytics projectId={projectId} />
     </>
@@ -234,10 +269,178 @@ function Secrets({ env }: { env: Environment }) {
     ['automation token', env.hasAutomationToken],
     ['public storefront token', env.hasPublicStorefrontToken],
     ['private storefront token', env.hasPrivateStorefrontToken],
+    ['customer account secret', env.hasCustomerAccountSecret],
     ['session secret', env.hasSessionSecret],
   ];
   const set = list.filter(([, v]) => v).map(([n]) => n);
   return <>{set.length ? `set: ${set.join(', ')}` : 'none set'}</>;
+}
+
+const APP_ENVIRONMENTS = ['development', 'production'] as const;
+const STOREFRONT_ENVIRONMENTS = ['development', 'production', 'preview'] as const;
+
+type FieldKey =
+  | 'configPath'
+  | 'configName'
+  | 'appUrl'
+  | 'clientId'
+  | 'scopes'
+  | 'storefrontId'
+  | 'customerAccountClientId'
+  | 'customerAccountUrl';
+type SecretFlag =
+  | 'hasClientSecret'
+  | 'hasAutomationToken'
+  | 'hasPublicStorefrontToken'
+  | 'hasPrivateStorefrontToken'
+  | 'hasCustomerAccountSecret'
+  | 'hasSessionSecret';
+
+/** The environment bodies of the PUT route (docs/areas/commerce.md), by connection kind: REST name, GraphQL name, label. */
+const FIELDS: Record<string, [string, FieldKey, string][]> = {
+  app: [
+    ['config_path', 'configPath', 'Config path'],
+    ['config_name', 'configName', 'Config name'],
+    ['app_url', 'appUrl', 'App address'],
+    ['client_id', 'clientId', 'Client ID'],
+    ['scopes', 'scopes', 'Scopes'],
+  ],
+  storefront: [
+    ['app_url', 'appUrl', 'App address'],
+    ['storefront_id', 'storefrontId', 'Storefront ID'],
+    ['customer_account_client_id', 'customerAccountClientId', 'Customer account client ID'],
+    ['customer_account_url', 'customerAccountUrl', 'Customer account address'],
+  ],
+};
+const SECRET_FIELDS: Record<string, [string, SecretFlag, string][]> = {
+  app: [
+    ['client_secret', 'hasClientSecret', 'Client secret'],
+    ['automation_token', 'hasAutomationToken', 'Automation token'],
+  ],
+  storefront: [
+    ['public_storefront_token', 'hasPublicStorefrontToken', 'Public storefront token'],
+    ['private_storefront_token', 'hasPrivateStorefrontToken', 'Private storefront token'],
+    ['customer_account_secret', 'hasCustomerAccountSecret', 'Customer account secret'],
+    ['session_secret', 'hasSessionSecret', 'Session secret'],
+  ],
+};
+
+/**
+ * One environment, saved with `PUT …/commerce/environments/{name}`. The route replaces the non-secret
+ * fields (an omitted one is cleared), so the form sends them all, prefilled with the stored values; a
+ * secret omitted keeps the stored one, so only the secrets typed in are sent, and none is ever shown.
+ */
+function EnvironmentForm({
+  projectId,
+  kind,
+  name,
+  env,
+  onSaved,
+}: {
+  projectId: string;
+  kind: string;
+  name: string;
+  env: Environment | null;
+  onSaved: () => void;
+}) {
+  const id = useId();
+  const fields = FIELDS[kind] ?? [];
+  const secretFields = SECRET_FIELDS[kind] ?? [];
+  const initial = () => Object.fromEntries(fields.map(([rest, gqlName]) => [rest, env?.[gqlName] ?? '']));
+  const [values, setValues] = useState<Record<string, string>>(initial);
+  const [memory, setMemory] = useState(env ? String(env.memoryMb) : '');
+  const [secrets, setSecrets] = useState<Record<string, string>>({});
+  const [error, setError] = useState<unknown>(null);
+  const [notice, setNotice] = useState('');
+  const [busy, setBusy] = useState(false);
+
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    setNotice('');
+    try {
+      const body: Record<string, string | number | null> = {};
+      for (const [rest] of fields) body[rest] = values[rest]?.trim() ? values[rest].trim() : null;
+      body.memory_mb = memory.trim() ? Number(memory.trim()) : null;
+      for (const [rest] of secretFields) if (secrets[rest]) body[rest] = secrets[rest];
+      await api(`/api/v1/projects/${encodeURIComponent(projectId)}/commerce/environments/${name}`, { method: 'PUT', body });
+      setSecrets({});
+      setNotice(`The ${name} environment was saved.`);
+      onSaved();
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <form className="panel stack" onSubmit={submit} aria-labelledby={`${id}-h`}>
+      <h3 id={`${id}-h`}>
+        {name}
+        {env ? null : <span className="muted small"> (not set yet)</span>}
+      </h3>
+      {fields.map(([rest, , label]) => (
+        <span key={rest} className="stack tight">
+          <label htmlFor={`${id}-${rest}`}>{label}</label>
+          <input
+            id={`${id}-${rest}`}
+            type="text"
+            maxLength={2048}
+            value={values[rest] ?? ''}
+            onChange={(e) => setValues((v) => ({ ...v, [rest]: e.target.value }))}
+          />
+        </span>
+      ))}
+      <span className="stack tight">
+        <label htmlFor={`${id}-memory`}>Memory limit (MiB)</label>
+        <input
+          id={`${id}-memory`}
+          type="number"
+          min={128}
+          step={1}
+          value={memory}
+          placeholder="512"
+          aria-describedby={`${id}-memory-hint`}
+          onChange={(e) => setMemory(e.target.value)}
+        />
+        <span id={`${id}-memory-hint`} className="muted small">
+          Empty: the default, 512 MiB. A release keeps the limit it was created with.
+        </span>
+      </span>
+      {secretFields.map(([rest, flag, label]) => {
+        const isSet = env?.[flag] ?? false;
+        return (
+          <span key={rest} className="stack tight">
+            <label htmlFor={`${id}-${rest}`}>{label}</label>
+            <input
+              id={`${id}-${rest}`}
+              type="password"
+              autoComplete="new-password"
+              maxLength={4096}
+              value={secrets[rest] ?? ''}
+              aria-describedby={`${id}-${rest}-state`}
+              onChange={(e) => setSecrets((s) => ({ ...s, [rest]: e.target.value }))}
+            />
+            <span id={`${id}-${rest}-state`} className="muted small">
+              {isSet ? 'set' : 'not set'}
+              {isSet ? ' — leave empty to keep it' : ' — leave empty to leave it unset'}
+            </span>
+          </span>
+        );
+      })}
+      <ErrorMessage error={error} title={`The ${name} environment could not be saved`} />
+      <p role="status" className="notice">
+        {notice}
+      </p>
+      <div className="row">
+        <button type="submit" className="primary" disabled={busy}>
+          Save {name}
+        </button>
+      </div>
+    </form>
+  );
 }
 
 function Releases({ projectId }: { projectId: string }) {
