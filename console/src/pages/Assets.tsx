@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useId, useRef, useState, type DragEvent, type FormEvent } from 'react';
 import { gql, useMutation, useQuery } from 'urql';
+import { api } from '../api';
 import { uploadAsset } from '../upload';
 import { Empty, ErrorMessage, Loading, StatusBadge, formatBytes, useInterval, useTitle } from '../components/common';
 
@@ -14,6 +15,9 @@ interface Asset {
   status: string;
   url: string | null;
   updatedAt: string;
+  originalName: string;
+  cacheControl: string;
+  revision: number;
 }
 
 const ASSETS = gql<
@@ -33,6 +37,9 @@ const ASSETS = gql<
         status
         url
         updatedAt
+        originalName
+        cacheControl
+        revision
       }
       total
       nextCursor
@@ -225,7 +232,7 @@ export default function AssetsPage() {
         ) : null}
         <ul className="grid">
           {assets.map((a) => (
-            <AssetCard key={a.id} asset={a} />
+            <AssetCard key={a.id} asset={a} onSaved={refresh} />
           ))}
         </ul>
         <div className="row">
@@ -245,7 +252,7 @@ export default function AssetsPage() {
   );
 }
 
-function AssetCard({ asset }: { asset: Asset }) {
+function AssetCard({ asset, onSaved }: { asset: Asset; onSaved: () => void }) {
   const isImage = asset.mimeType.startsWith('image/') || asset.type === 'image';
   const [signed, sign] = useMutation(SIGNED_URL);
   const [link, setLink] = useState<string | null>(null);
@@ -309,6 +316,88 @@ function AssetCard({ asset }: { asset: Asset }) {
         </div>
       ) : null}
       <ErrorMessage error={signed.error} />
+      <AssetEdit asset={asset} onSaved={onSaved} />
     </li>
+  );
+}
+
+/**
+ * The asset's details, saved with `PATCH /api/v1/assets/{id}` (original name, cache control,
+ * visibility; only the changed ones are sent), conditional on the revision shown (`If-Match`): a
+ * stale one answers 412 and the message says so.
+ */
+function AssetEdit({ asset, onSaved }: { asset: Asset; onSaved: () => void }) {
+  const id = useId();
+  const [originalName, setOriginalName] = useState(asset.originalName);
+  const [cacheControl, setCacheControl] = useState(asset.cacheControl);
+  const [visibility, setVisibility] = useState(asset.visibility);
+  const [error, setError] = useState<unknown>(null);
+  const [notice, setNotice] = useState('');
+  const [busy, setBusy] = useState(false);
+
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    setError(null);
+    setNotice('');
+    const body: Record<string, string> = {};
+    if (originalName.trim() !== asset.originalName) body.original_name = originalName.trim();
+    if (cacheControl.trim() !== asset.cacheControl) body.cache_control = cacheControl.trim();
+    if (visibility !== asset.visibility) body.visibility = visibility;
+    if (Object.keys(body).length === 0) {
+      setNotice('Nothing changed.');
+      return;
+    }
+    setBusy(true);
+    try {
+      await api(`/api/v1/assets/${encodeURIComponent(asset.id)}`, {
+        method: 'PATCH',
+        body,
+        headers: { 'if-match': `"${asset.revision}"` },
+      });
+      setNotice('Saved.');
+      onSaved();
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <details>
+      <summary aria-label={`Edit details of ${asset.key}`}>Edit details</summary>
+      <form className="stack tight" onSubmit={submit}>
+        <label htmlFor={`${id}-name`}>Original name</label>
+        <input
+          id={`${id}-name`}
+          type="text"
+          required
+          maxLength={255}
+          value={originalName}
+          onChange={(e) => setOriginalName(e.target.value)}
+        />
+        <label htmlFor={`${id}-cache`}>Cache control</label>
+        <input
+          id={`${id}-cache`}
+          type="text"
+          required
+          maxLength={256}
+          value={cacheControl}
+          onChange={(e) => setCacheControl(e.target.value)}
+        />
+        <label htmlFor={`${id}-vis`}>Visibility</label>
+        <select id={`${id}-vis`} value={visibility} onChange={(e) => setVisibility(e.target.value)}>
+          <option value="public">Public</option>
+          <option value="private">Private</option>
+        </select>
+        <ErrorMessage error={error} title="The details could not be saved" />
+        <p role="status" className="notice">
+          {notice}
+        </p>
+        <button type="submit" className="small" disabled={busy}>
+          Save details
+        </button>
+      </form>
+    </details>
   );
 }
