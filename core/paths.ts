@@ -14,3 +14,8 @@ export function projectRoot(): string {
   root = dir;
   return dir;
 }
+
+/** The platform's data folder: `DATA_DIR` (default `.data`) from the project root. */
+export function dataRoot(env: NodeJS.ProcessEnv = process.env): string {
+  return path.resolve(projectRoot(), env.DATA_DIR ?? '.data');
+}

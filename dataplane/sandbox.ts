@@ -1,10 +1,11 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readlinkSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
-import { chmod, chown, lstat, mkdir, rm } from 'node:fs/promises';
+import { chmod, chown, mkdir, rm } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
-import { projectRoot } from '../core/paths';
+import { dataRoot } from '../core/paths';
+import { processAlive } from '../core/process-alive';
 import { cgroupControllers, type CgroupLimits, WorkloadCgroup } from './sandbox-cgroups';
 import { sandboxPreloadFile } from './sandbox-preload';
 
@@ -70,9 +71,6 @@ export interface SandboxOptions {
 export interface SandboxedLaunch {
   command: string;
   args: string[];
-  /** The workload's ingress (the edge and the platform connect here). */
-  socketPath: string;
-  uid: number;
   /** What the launch adds to the workload's environment (the preload's configuration file). */
   env: Record<string, string>;
   /** Sends a signal to the workload's own processes (not to bubblewrap), found through its cgroup. */
@@ -126,6 +124,11 @@ export class Sandbox {
     return path.join(this.o.stateDir, this.instance, createHash('sha256').update(id).digest('hex').slice(0, 12));
   }
 
+  /** The unix socket the workload serves on (in its run directory). */
+  socketPathOf(id: string): string {
+    return path.join(this.runDir(id), 'http.sock');
+  }
+
   /** The workload's memory cgroup directory (its `cgroup.procs` lists every process of it). */
   memoryGroup(id: string): string {
     return new WorkloadCgroup(`${CGROUP_PARENT}-${this.instance}`, path.basename(this.runDir(id))).dir('memory');
@@ -163,7 +166,7 @@ export class Sandbox {
       this.cgroups.set(id, cg);
     }
     cg.create(limits);
-    const socketPath = path.join(run, 'http.sock');
+    const socketPath = this.socketPathOf(id);
     const preload = sandboxPreloadFile();
     const env = {
       egress: (spec.egress ?? []).map((e, i) => ({ host: e.host, port: e.port, path: path.join(run, `egress-${i}.sock`) })),
@@ -191,8 +194,6 @@ export class Sandbox {
         '--',
         ...inner,
       ],
-      socketPath,
-      uid,
       env: {
         PLATFORM_SANDBOX_CONFIG: path.join(run, 'sandbox.json'),
         PLATFORM_LISTEN_SOCKET: socketPath,
@@ -243,21 +244,12 @@ export class Sandbox {
 /** The cgroup every workload's group is under: `platform-sandbox-<platform pid>` in each controller. */
 export const CGROUP_PARENT = 'platform-sandbox';
 
-const alivePid = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-};
-
 /**
  * Removes what platform processes that are gone left behind: their run directories and their (empty)
  * cgroups. Their workloads died with them (`--die-with-parent`).
  */
 function sweepDeadInstances(stateDir: string): void {
-  const dead = (name: string) => /^\d+$/.test(name) && Number(name) !== process.pid && !alivePid(Number(name));
+  const dead = (name: string) => /^\d+$/.test(name) && Number(name) !== process.pid && !processAlive(Number(name));
   try {
     for (const d of readdirSync(stateDir)) if (dead(d)) rmSync(path.join(stateDir, d), { recursive: true, force: true });
   } catch {
@@ -408,7 +400,7 @@ export function resolveSandbox(env: NodeJS.ProcessEnv = process.env): SandboxRes
   if (missing.length === 0) {
     const sandbox = new Sandbox({
       bwrap: bwrapPath(env),
-      stateDir: env.SANDBOX_STATE_DIR ?? path.join(dataDirOf(env), 'sandbox'),
+      stateDir: env.SANDBOX_STATE_DIR ?? path.join(dataRoot(env), 'sandbox'),
       uidBase: env.SANDBOX_UID_BASE ? Number(env.SANDBOX_UID_BASE) : undefined,
     });
     return { sandbox, missing, refusal: null };
@@ -425,14 +417,10 @@ export function resolveSandbox(env: NodeJS.ProcessEnv = process.env): SandboxRes
   return { sandbox: null, missing, refusal: null };
 }
 
-function dataDirOf(env: NodeJS.ProcessEnv): string {
-  return path.resolve(projectRoot(), env.DATA_DIR ?? '.data');
-}
-
 /** `PLATFORM_BWRAP`, else the copy `platform infra up` installs (<DATA_DIR>/bubblewrap), else `bwrap` on PATH. */
 export function bwrapPath(env: NodeJS.ProcessEnv = process.env): string {
   if (env.PLATFORM_BWRAP) return env.PLATFORM_BWRAP;
-  const installed = path.join(dataDirOf(env), 'bubblewrap', 'base', 'usr', 'bin', 'bwrap');
+  const installed = path.join(dataRoot(env), 'bubblewrap', 'base', 'usr', 'bin', 'bwrap');
   if (existsSync(installed)) return installed;
   for (const d of (env.PATH ?? '').split(':')) if (d && existsSync(path.join(d, 'bwrap'))) return path.join(d, 'bwrap');
   return installed;
@@ -452,14 +440,4 @@ export function sandboxMissing(env: NodeJS.ProcessEnv = process.env): string[] {
   const c = cgroupControllers();
   for (const name of ['memory', 'pids', 'cpu'] as const) if (!c[name]) missing.push(`a writable cgroup ${name} controller`);
   return missing;
-}
-
-/** Exclusively creates a platform-owned directory (mode 0700, not a link, ours); throws otherwise. */
-export async function ownedDir(dir: string): Promise<string> {
-  await mkdir(dir, { recursive: true, mode: 0o700 });
-  const st = await lstat(dir);
-  const me = typeof process.getuid === 'function' ? process.getuid() : st.uid;
-  if (!st.isDirectory() || st.uid !== me) throw new Error(`${dir} is not a directory of this user`);
-  if ((st.mode & 0o077) !== 0) await chmod(dir, 0o700);
-  return dir;
 }

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { chmodSync, lstatSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { projectRoot } from '../core/paths';
+import { dataRoot } from '../core/paths';
 
 /**
  * The parent watch every supervised Node process loads first (`node --require <file>`; decision
@@ -46,9 +46,7 @@ export const PARENT_GONE_GRACE_MS = 3_000;
  * checked to be a real directory (not a link) owned by this process's uid with no group or other
  * access, else refused. Nothing another user (a workload's uid) plants there is ever loaded.
  */
-export function privateDir(
-  dir = path.join(path.resolve(projectRoot(), process.env.DATA_DIR ?? '.data'), 'run', 'preload'),
-): string {
+export function privateDir(dir = path.join(dataRoot(), 'run', 'preload')): string {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const st = lstatSync(dir);
   const me = typeof process.getuid === 'function' ? process.getuid() : st.uid;

@@ -225,7 +225,7 @@ export class Supervisor extends EventEmitter {
       id,
       state: w.state,
       port: w.port,
-      socketPath: w.launch?.socketPath ?? (this.isSandboxed(w) ? this.sandbox!.runDir(id) + '/http.sock' : null),
+      socketPath: this.isSandboxed(w) ? this.sandbox!.socketPathOf(id) : null,
       uid: this.isSandboxed(w) ? this.sandbox!.uidOf(id) : null,
       pid,
       restarts: w.restarts,

@@ -95,6 +95,9 @@ export function ownAddresses(): string[] {
   return [...new Set(out)];
 }
 
+/** A URL's port, or its scheme's default. */
+const portOf = (u: URL): number => Number(u.port || (u.protocol === 'https:' ? 443 : 80));
+
 /**
  * The commerce platform as a workerd external service: exactly its origin's host and port, over
  * the URL's scheme. Bound as `COMMERCE_PLATFORM` (a service binding: `env.COMMERCE_PLATFORM.fetch(…)`
@@ -105,7 +108,7 @@ function commerceService(url: string): string {
   const u = new URL(url);
   const https = u.protocol === 'https:';
   // `hostname` keeps an IPv6 address's brackets, as workerd's address form wants them.
-  const address = `${u.hostname}:${u.port || (https ? '443' : '80')}`;
+  const address = `${u.hostname}:${portOf(u)}`;
   const server = https
     ? `https = (tlsOptions = (trustBrowserCas = true), certificateHost = ${capnpString(u.hostname.replace(/^\[|\]$/g, ''))})`
     : 'http = ()';
@@ -225,7 +228,7 @@ export function bundleSandbox(run: BundleRun, memoryMb: number): SandboxSpec {
   const egress: SandboxEgress[] = [];
   if (run.commercePlatformUrl) {
     const u = new URL(run.commercePlatformUrl);
-    egress.push({ host: u.hostname, port: Number(u.port || (u.protocol === 'https:' ? 443 : 80)) });
+    egress.push({ host: u.hostname, port: portOf(u) });
   }
   return {
     mounts: [

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { processAlive } from '../core/process-alive';
 import { InfraError, logsDir, progress, runDir, shown, sleep, tail } from './tools';
 
 /**
@@ -22,20 +23,6 @@ export const pidFile = (e: EngineProcess) => runDir(`${e.name}.pid`);
 export const infoFile = (e: EngineProcess) => runDir(`${e.name}.json`);
 export const logFile = (e: EngineProcess) => logsDir(`${e.name}.log`);
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-  try {
-    // A zombie (exited, not yet reaped) answers signal 0 but is gone.
-    return !/^\d+ \(.*\) Z/.test(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
-  } catch {
-    return true;
-  }
-}
-
 function commandLine(pid: number): string | undefined {
   try {
     return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
@@ -46,7 +33,7 @@ function commandLine(pid: number): string | undefined {
 
 /** Whether `pid` is alive and (where /proc can tell) still runs the engine. */
 function isOurs(e: EngineProcess, pid: number): boolean {
-  if (!alive(pid)) return false;
+  if (!processAlive(pid)) return false;
   const cmd = commandLine(pid);
   if (cmd === undefined) return !fs.existsSync('/proc/self'); // no /proc: trust the pid file
   return cmd.includes(e.marker);
@@ -165,8 +152,8 @@ export async function stopEngine(e: EngineProcess, graceMs = 15000): Promise<'st
       /* already gone */
     }
     const deadline = Date.now() + graceMs;
-    while (alive(pid) && Date.now() < deadline) await sleep(200);
-    if (alive(pid)) {
+    while (processAlive(pid) && Date.now() < deadline) await sleep(200);
+    if (processAlive(pid)) {
       result = 'killed';
       try {
         process.kill(pid, 'SIGKILL');
@@ -174,7 +161,7 @@ export async function stopEngine(e: EngineProcess, graceMs = 15000): Promise<'st
         /* already gone */
       }
       const killDeadline = Date.now() + 5000;
-      while (alive(pid) && Date.now() < killDeadline) await sleep(100);
+      while (processAlive(pid) && Date.now() < killDeadline) await sleep(100);
     }
   }
   fs.rmSync(pidFile(e), { force: true });
@@ -198,7 +185,7 @@ export async function withLockFile<T>(file: string, what: string, waitMs: number
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       const holder = Number(fs.readFileSync(file, 'utf8').trim() || '0');
-      if (!holder || holder === process.pid || !alive(holder)) {
+      if (!holder || holder === process.pid || !processAlive(holder)) {
         fs.rmSync(file, { force: true });
         continue;
       }

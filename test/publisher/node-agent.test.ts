@@ -1,10 +1,9 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { startTestPlatform, uniqueName, type TestPlatform } from '../support/platform';
-import { PREFIX, projectPath } from './support';
+import { PREFIX, projectPath, runCli } from './support';
 import { freePort, siteViaEdge } from '../support/edge';
 
 /**
@@ -32,16 +31,7 @@ afterAll(async () => {
 });
 
 /** Runs the built CLI against this test platform's database. */
-async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const env = { ...process.env, MONGODB_URI: `mongodb://127.0.0.1:27017/${t.platform.conn.name}`, LOG_LEVEL: 'silent' };
-  try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, [BIN, ...args], { env });
-    return { code: 0, stdout, stderr };
-  } catch (e) {
-    const err = e as { code: number; stdout: string; stderr: string };
-    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
-  }
-}
+const cli = (args: string[]) => runCli(t, args);
 
 interface Agent {
   proc: ChildProcess;

@@ -1,13 +1,12 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { HOSTED_NODE_ID } from '../../subgraphs/publisher/nodes';
 import { freePort } from '../support/edge';
 import { startTestPlatform, uniqueName, type TestPlatform } from '../support/platform';
-import { PREFIX, projectPath, waitForOperation } from './support';
+import { PREFIX, projectPath, runCli, waitForOperation } from './support';
 
 /**
  * Node tokens can be rotated and revoked (docs/decisions/0270-node-tokens-and-task-secrets.md,
@@ -39,16 +38,7 @@ afterAll(async () => {
 });
 
 /** Runs the built CLI against this test platform's database. */
-async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const env = { ...process.env, MONGODB_URI: `mongodb://127.0.0.1:27017/${t.platform.conn.name}`, LOG_LEVEL: 'silent' };
-  try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, [BIN, ...args], { env });
-    return { code: 0, stdout, stderr };
-  } catch (e) {
-    const err = e as { code: number; stdout: string; stderr: string };
-    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
-  }
-}
+const cli = (args: string[]) => runCli(t, args);
 const lastJson = (out: string) => JSON.parse(out.trim().split('\n').pop()!);
 
 /** One heartbeat over the bridge with this token: the status the node-agent API answers. */

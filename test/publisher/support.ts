@@ -1,3 +1,6 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import type { TestPlatform } from '../support/platform';
 
 export const PREFIX = '/api/v1/publisher';
@@ -74,5 +77,19 @@ export async function waitForOperation(
     if (op && (op.status === 'completed' || op.status === 'failed')) return op;
     if (Date.now() > until) throw new Error(`operation ${operationId} still ${op?.status}/${op?.step} after ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const BIN = path.join(__dirname, '..', '..', 'bin', 'platform.js');
+
+/** Runs the built CLI (`npx platform …`) against this test platform's database. */
+export async function runCli(t: TestPlatform, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const env = { ...process.env, MONGODB_URI: `mongodb://127.0.0.1:27017/${t.platform.conn.name}`, LOG_LEVEL: 'silent' };
+  try {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [BIN, ...args], { env });
+    return { code: 0, stdout, stderr };
+  } catch (e) {
+    const err = e as { code: number; stdout: string; stderr: string };
+    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
   }
 }
