@@ -70,18 +70,35 @@ export function databaseFile(siteDir: string): string {
 }
 
 /**
+ * The first of `entries` that exists but is not what it should be (a plain directory or file; a link
+ * never is), relative to the site's directory; null when all are (or are absent). The site's uid owns
+ * these paths (docs/decisions/0273-tenant-sandbox.md) and the platform works on them as root, so it
+ * never follows a link planted there.
+ */
+export async function notPlain(
+  siteDir: string,
+  entries: ReadonlyArray<readonly [string, 'dir' | 'file']>,
+): Promise<{ rel: string; what: 'directory' | 'file' } | null> {
+  for (const [p, kind] of entries) {
+    const st = await lstat(p).catch(() => null);
+    if (st && (kind === 'dir' ? !st.isDirectory() : !st.isFile()))
+      return { rel: path.relative(siteDir, p), what: kind === 'dir' ? 'directory' : 'file' };
+  }
+  return null;
+}
+
+/**
  * Creates the site's content directory (first start) and links the release's bundled themes into it,
  * replacing links to another release (a theme the site uploaded itself is a directory and is kept).
  */
 export async function prepareContent(runtimeDir: string, siteDir: string): Promise<void> {
   const content = contentDir(siteDir);
   const subs = ['data', 'images', 'files', 'media', 'logs', 'settings', 'adapters', 'themes', 'public'];
-  // The site's uid owns these (docs/decisions/0273-tenant-sandbox.md); the platform, as root, never follows a link it planted.
-  for (const p of [content, ...subs.map((sub) => path.join(content, sub))]) {
-    const st = await lstat(p).catch(() => null);
-    if (st && !st.isDirectory())
-      throw new GhostError('site_setup_failed', `${path.relative(siteDir, p)} is not a plain directory`);
-  }
+  const odd = await notPlain(
+    siteDir,
+    [content, ...subs.map((sub) => path.join(content, sub))].map((p) => [p, 'dir'] as const),
+  );
+  if (odd) throw new GhostError('site_setup_failed', `${odd.rel} is not a plain ${odd.what}`);
   for (const sub of subs) await mkdir(path.join(content, sub), { recursive: true });
   const bundled = path.join(runtimeDir, 'content', 'themes');
   const themes = existsSync(bundled) ? await readdir(bundled, { withFileTypes: true }) : [];

@@ -1,13 +1,13 @@
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream, existsSync } from 'node:fs';
-import { lstat, mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { BlobStore } from '../core/blobs/blob-store';
-import { contentDir, databaseFile } from './ghost';
+import { contentDir, databaseFile, notPlain } from './ghost';
 import { dumpSiteDatabase, loadSiteDatabase, type MysqlSiteDatabase } from './site-database';
 
 /**
@@ -148,21 +148,13 @@ function tar(args: string[], io: { stdin?: Readable; stdout?: NodeJS.WritableStr
  * outside the site. Checked before every capture and restore (a restore runs on a stopped site).
  */
 export async function refuseLinks(siteDir: string, code: 'capture_failed' | 'restore_failed'): Promise<void> {
-  const content = contentDir(siteDir);
   const db = databaseFile(siteDir);
-  for (const [p, kind] of [
-    [content, 'dir'],
+  const odd = await notPlain(siteDir, [
+    [contentDir(siteDir), 'dir'],
     [path.dirname(db), 'dir'],
     [db, 'file'],
-  ] as const) {
-    const st = await lstat(p).catch(() => null);
-    if (!st) continue;
-    if (st.isSymbolicLink() || (kind === 'dir' ? !st.isDirectory() : !st.isFile()))
-      throw new BackupError(
-        code,
-        `${path.relative(siteDir, p)} in the site's directory is not a plain ${kind === 'dir' ? 'directory' : 'file'}; refusing to follow it`,
-      );
-  }
+  ]);
+  if (odd) throw new BackupError(code, `${odd.rel} in the site's directory is not a plain ${odd.what}; refusing to follow it`);
 }
 
 export class SiteBackups {
