@@ -150,15 +150,6 @@ export class WorkloadCgroup {
     }
   }
 
-  /** Peak memory use of the group, in bytes (null when unknown). */
-  peakBytes(): number | null {
-    try {
-      return Number(readFileSync(path.join(this.dirs.memory, 'memory.max_usage_in_bytes'), 'utf8'));
-    } catch {
-      return null;
-    }
-  }
-
   /** Removes the groups (their processes are gone); a group still busy is left for the next start. */
   remove(): void {
     for (const d of Object.values(this.dirs)) {

@@ -131,7 +131,12 @@ export class Sandbox {
 
   /** The workload's memory cgroup directory (its `cgroup.procs` lists every process of it). */
   memoryGroup(id: string): string {
-    return new WorkloadCgroup(`${CGROUP_PARENT}-${this.instance}`, path.basename(this.runDir(id))).dir('memory');
+    return (this.cgroups.get(id) ?? this.newGroup(id)).dir('memory');
+  }
+
+  /** The workload's cgroups (under this process's share), not yet created. */
+  private newGroup(id: string): WorkloadCgroup {
+    return new WorkloadCgroup(`${CGROUP_PARENT}-${this.instance}`, path.basename(this.runDir(id)));
   }
 
   /**
@@ -162,7 +167,7 @@ export class Sandbox {
     };
     let cg = this.cgroups.get(id);
     if (!cg) {
-      cg = new WorkloadCgroup(`${CGROUP_PARENT}-${this.instance}`, path.basename(run));
+      cg = this.newGroup(id);
       this.cgroups.set(id, cg);
     }
     cg.create(limits);
