@@ -124,6 +124,11 @@ export class Sandbox {
     return path.join(this.o.stateDir, this.instance, createHash('sha256').update(id).digest('hex').slice(0, 12));
   }
 
+  /** The preload's configuration file of the workload (in its run directory). */
+  private configPathOf(id: string): string {
+    return path.join(this.runDir(id), 'sandbox.json');
+  }
+
   /** The unix socket the workload serves on (in its run directory). */
   socketPathOf(id: string): string {
     return path.join(this.runDir(id), 'http.sock');
@@ -156,9 +161,13 @@ export class Sandbox {
       // Its own and nobody else's on the host either (other uids cannot enter it).
       await chmod(m.path, 0o700);
     }
-    const egress = await Promise.all(
-      (spec.egress ?? []).map((e, i) => egressListener(path.join(run, `egress-${i}.sock`), e, uid)),
-    );
+    // Each declared egress: its unix socket in the run directory, answered here.
+    const declared = (spec.egress ?? []).map((e, i) => ({
+      host: e.host,
+      port: e.port,
+      path: path.join(run, `egress-${i}.sock`),
+    }));
+    const egress = await Promise.all(declared.map((e) => egressListener(e.path, e, uid)));
     const limits: CgroupLimits = {
       memoryBytes: spec.memoryMb * 1024 * 1024,
       pids: spec.pids ?? DEFAULT_SANDBOX_PIDS,
@@ -173,11 +182,8 @@ export class Sandbox {
     cg.create(limits);
     const socketPath = this.socketPathOf(id);
     const preload = sandboxPreloadFile();
-    const env = {
-      egress: (spec.egress ?? []).map((e, i) => ({ host: e.host, port: e.port, path: path.join(run, `egress-${i}.sock`) })),
-      listen: socketPath,
-    };
-    writeFileSync(path.join(run, 'sandbox.json'), JSON.stringify(env), { mode: 0o644 });
+    const config = this.configPathOf(id);
+    writeFileSync(config, JSON.stringify({ egress: declared, listen: socketPath }), { mode: 0o644 });
     const bw = bwrapArgs({ ...spec, run, preload, cwd, exe: argv[0] });
     const priv = dropTo(uid);
     const [exe, ...rest] = argv;
@@ -200,7 +206,7 @@ export class Sandbox {
         ...inner,
       ],
       env: {
-        PLATFORM_SANDBOX_CONFIG: path.join(run, 'sandbox.json'),
+        PLATFORM_SANDBOX_CONFIG: config,
         PLATFORM_LISTEN_SOCKET: socketPath,
         HOME: '/tmp',
         TMPDIR: '/tmp',
@@ -232,7 +238,7 @@ export class Sandbox {
 
   /** The preload and its configuration for a process started inside the workload (`enterCommand`). */
   preloadOf(id: string): { preload: string; config: string } {
-    return { preload: sandboxPreloadFile(), config: path.join(this.runDir(id), 'sandbox.json') };
+    return { preload: sandboxPreloadFile(), config: this.configPathOf(id) };
   }
 
   /** Removes the workload's cgroup and run directory (it has stopped). */
