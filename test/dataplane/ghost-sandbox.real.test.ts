@@ -5,7 +5,7 @@ import net from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 import { requestLocal } from '../../core/outbound-http';
-import { projectRoot } from '../../core/paths';
+import { dataRoot, projectRoot } from '../../core/paths';
 import { Edge } from '../../dataplane/edge';
 import { RuntimeCache } from '../../dataplane/runtime-cache';
 import { SiteHost } from '../../dataplane/sites';
@@ -90,7 +90,7 @@ describe("a Ghost site's sandbox, probed from inside", () => {
   });
 
   it('reaches only its own files and processes, and no internal service but its declared mail relay', async () => {
-    const data = path.resolve(projectRoot(), process.env.DATA_DIR ?? '.data');
+    const data = dataRoot();
     const runtimeCache = cache.root;
     const marker = `ghost-marker-${process.pid}`;
     const out = await probeInside({

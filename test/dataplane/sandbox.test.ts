@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
-import { projectRoot } from '../../core/paths';
+import { dataRoot, projectRoot } from '../../core/paths';
 import { requestLocal } from '../../core/outbound-http';
 import { Edge } from '../../dataplane/edge';
 import { ReleaseHost, releaseHost } from '../../dataplane/releases';
@@ -22,53 +22,29 @@ const PROBE = path.join(__dirname, 'fixtures', 'probe-app');
 const INTERNAL_PORTS = [27017, 9092, 4000, 4101, 4102, 4103, 4104, 4105, 4106, 4107, 4108, 3307, 8080];
 
 describe('an app bundle in its sandbox', () => {
-  let root: string;
-  let edge: Edge;
-  let supervisor: Supervisor;
-  let host: ReleaseHost;
+  let r: ProbedRelease;
   let neighbour: string;
-  let hostListener: http.Server;
-  let hostPort: number;
   const id = `rel-probe-${process.pid}`;
-
-  const get = (p: string, timeoutMs = 20_000) =>
-    requestLocal(edge.port, { path: p, headers: { host: releaseHost(id) }, timeoutMs });
+  const get = (p: string, timeoutMs = 20_000) => r.get(p, timeoutMs);
 
   beforeAll(async () => {
-    const sandbox = resolveSandbox({ ...process.env, PLATFORM_SANDBOX: 'on' }).sandbox;
-    supervisor = new Supervisor({ sandbox, initialBackoffMs: 200, stopTimeoutMs: 3_000 });
-    edge = new Edge({ port: 0 });
-    await edge.listen();
-    root = await mkdtemp(path.join(tmpdir(), 'sandbox-releases-'));
-    host = new ReleaseHost({ supervisor, edge, releasesRoot: root });
-    // Another tenant's release directory beside this one, with a secret in it.
-    neighbour = path.join(root, 'rel-neighbour', 'bundle');
-    await mkdir(neighbour, { recursive: true });
-    await writeFile(path.join(neighbour, 'secret.txt'), 'neighbour secret');
-    await cp(PROBE, path.join(root, id, 'bundle'), { recursive: true });
-    // A service of the host's on loopback (like the platform's own): the tenant must not reach it.
-    hostListener = http.createServer((_q, s) => s.end('host service')).listen(0, '127.0.0.1');
-    await new Promise((r) => hostListener.once('listening', r));
-    hostPort = (hostListener.address() as { port: number }).port;
-    const gate = await host.start({
-      releaseId: id,
-      projectId: 'p-probe',
+    r = await startProbedRelease({
+      id,
       kind: 'app',
+      fixture: PROBE,
       env: { SHOPIFY_API_SECRET: 'tenant-secret' },
+      // Another tenant's release directory beside this one, with a secret in it.
+      prepare: async (root) => {
+        neighbour = path.join(root, 'rel-neighbour', 'bundle');
+        await mkdir(neighbour, { recursive: true });
+        await writeFile(path.join(neighbour, 'secret.txt'), 'neighbour secret');
+      },
     });
-    if (!gate.healthy) throw new Error(`gate: ${JSON.stringify(gate)}; logs: ${supervisor.logs(id).join(' / ')}`);
   }, 90_000);
-
-  afterAll(async () => {
-    await host?.close();
-    await supervisor?.shutdown();
-    await edge?.close();
-    hostListener?.close();
-    if (root) await rm(root, { recursive: true, force: true });
-  });
+  afterAll(() => r?.close());
 
   it('runs as its own uid, sees only its own processes and environment, and reaches no internal service', async () => {
-    const data = path.resolve(projectRoot(), process.env.DATA_DIR ?? '.data');
+    const data = dataRoot();
     const marker = `sandbox-marker-${process.pid}`;
     const q = {
       list: [
@@ -86,17 +62,17 @@ describe('an app bundle in its sandbox', () => {
         `/tmp/${marker}`,
         path.join(data, marker),
         path.join(homedir(), '.cache', marker),
-        path.join(root, marker),
-        path.join(root, id, 'bundle', 'own-file'),
+        path.join(r.root, marker),
+        path.join(r.root, id, 'bundle', 'own-file'),
         // The release directory around the bundle: the platform writes its config there as root.
-        path.join(root, id, 'config.capnp'),
+        path.join(r.root, id, 'config.capnp'),
       ],
-      ports: [...INTERNAL_PORTS, hostPort],
+      ports: [...INTERNAL_PORTS, r.hostPort],
     };
-    const r = await get(`/probe?q=${encodeURIComponent(JSON.stringify(q))}`);
-    expect(r.status).toBe(200);
-    const out = JSON.parse(r.body);
-    const st = supervisor.status(id)!;
+    const res = await get(`/probe?q=${encodeURIComponent(JSON.stringify(q))}`);
+    expect(res.status).toBe(200);
+    const out = JSON.parse(res.body);
+    const st = r.supervisor.status(id)!;
     // Its own uid: not root, not the platform's.
     expect(out.uid).not.toBe(0);
     expect(out.uid).not.toBe(process.getuid!());
@@ -111,18 +87,23 @@ describe('an app bundle in its sandbox', () => {
     for (const [p, v] of Object.entries(out.lists)) expect([p, v]).toEqual([p, expect.stringMatching(/^(EACCES|ENOENT)$/)]);
     for (const [p, v] of Object.entries(out.reads)) expect([p, v]).toEqual([p, expect.stringMatching(/^(EACCES|ENOENT)$/)]);
     // Writes: its own directory yes; the host's /tmp, .data and the runtime cache never.
-    expect(out.writes[path.join(root, id, 'bundle', 'own-file')]).toBe('written');
-    expect(existsSync(path.join(root, id, 'bundle', 'own-file'))).toBe(true);
-    for (const p of [`/tmp/${marker}`, path.join(data, marker), path.join(homedir(), '.cache', marker), path.join(root, marker)])
+    expect(out.writes[path.join(r.root, id, 'bundle', 'own-file')]).toBe('written');
+    expect(existsSync(path.join(r.root, id, 'bundle', 'own-file'))).toBe(true);
+    for (const p of [
+      `/tmp/${marker}`,
+      path.join(data, marker),
+      path.join(homedir(), '.cache', marker),
+      path.join(r.root, marker),
+    ])
       expect(existsSync(p)).toBe(false);
-    expect(out.writes[path.join(root, id, 'config.capnp')]).toBe('EROFS');
+    expect(out.writes[path.join(r.root, id, 'config.capnp')]).toBe('EROFS');
     // The host's loopback services refuse (its own network namespace has only its own loopback).
-    for (const p of [...INTERNAL_PORTS, hostPort]) expect([p, out.ports[p]]).toEqual([p, 'ECONNREFUSED']);
+    for (const p of [...INTERNAL_PORTS, r.hostPort]) expect([p, out.ports[p]]).toEqual([p, 'ECONNREFUSED']);
   }, 60_000);
 
   it('runs under its limits: memory (the release default), processes and an equal CPU share', () => {
     const c = cgroupControllers();
-    const memory = supervisor.sandbox!.memoryGroup(id);
+    const memory = r.supervisor.sandbox!.memoryGroup(id);
     const dir = (k: 'memory' | 'pids' | 'cpu') => path.join(c[k]!, path.relative(c.memory!, memory));
     expect(Number(readFileSync(path.join(dir('memory'), 'memory.limit_in_bytes'), 'utf8'))).toBe(
       DEFAULT_RELEASE_MEMORY_MB * 1024 * 1024,
@@ -138,77 +119,108 @@ describe('an app bundle in its sandbox', () => {
   });
 
   it('is killed past its memory limit, says so, and serves again after the restart', async () => {
-    const r = await get('/alloc?mb=3072', 60_000).catch((e: Error) => ({ status: 0, body: e.message }));
-    expect(r.status).not.toBe(200);
-    await waitFor(() => supervisor.status(id)?.lastExit?.reason === 'oom', 20_000);
+    const res = await get('/alloc?mb=3072', 60_000).catch((e: Error) => ({ status: 0, body: e.message }));
+    expect(res.status).not.toBe(200);
+    await waitFor(() => r.supervisor.status(id)?.lastExit?.reason === 'oom', 20_000);
     await waitFor(async () => (await get('/').catch(() => ({ status: 0 }))).status === 200, 30_000);
-    expect(supervisor.status(id)!.restarts).toBeGreaterThanOrEqual(1);
+    expect(r.supervisor.status(id)!.restarts).toBeGreaterThanOrEqual(1);
   }, 120_000);
 });
 
 describe('a storefront (workerd) in its sandbox', () => {
-  let root: string;
-  let edge: Edge;
-  let supervisor: Supervisor;
-  let host: ReleaseHost;
-  let hostListener: http.Server;
-  let hostPort: number;
+  let r: ProbedRelease;
   const id = `rel-store-${process.pid}`;
-  const get = (p: string, timeoutMs = 30_000) =>
-    requestLocal(edge.port, { path: p, headers: { host: releaseHost(id) }, timeoutMs });
+  const get = (p: string, timeoutMs = 30_000) => r.get(p, timeoutMs);
 
   beforeAll(async () => {
-    supervisor = new Supervisor({ initialBackoffMs: 200, stopTimeoutMs: 3_000 });
-    expect(supervisor.sandbox).not.toBeNull();
-    edge = new Edge({ port: 0 });
-    await edge.listen();
-    root = await mkdtemp(path.join(tmpdir(), 'sandbox-storefront-'));
-    host = new ReleaseHost({ supervisor, edge, releasesRoot: root });
-    await cp(path.join(__dirname, 'fixtures', 'probe-storefront'), path.join(root, id, 'bundle'), { recursive: true });
-    hostListener = http.createServer((_q, s) => s.end('host service')).listen(0, '127.0.0.1');
-    await new Promise((r) => hostListener.once('listening', r));
-    hostPort = (hostListener.address() as { port: number }).port;
-    const gate = await host.start({ releaseId: id, projectId: 'p-store', kind: 'storefront', env: {} });
-    if (!gate.healthy) throw new Error(`gate: ${JSON.stringify(gate)}; logs: ${supervisor.logs(id).join(' / ')}`);
+    r = await startProbedRelease({
+      id,
+      kind: 'storefront',
+      fixture: path.join(__dirname, 'fixtures', 'probe-storefront'),
+      env: {},
+    });
   }, 90_000);
-
-  afterAll(async () => {
-    await host?.close();
-    await supervisor?.shutdown();
-    await edge?.close();
-    hostListener?.close();
-    if (root) await rm(root, { recursive: true, force: true });
-  });
+  afterAll(() => r?.close());
 
   it('runs workerd as its own uid in its cgroup, and its fetch() reaches no internal service', async () => {
-    const group = supervisor.sandbox!.memoryGroup(id);
+    const group = r.supervisor.sandbox!.memoryGroup(id);
     const procs = readFileSync(path.join(group, 'cgroup.procs'), 'utf8').trim().split('\n');
     const owners = procs.map((pid) => ({
       comm: readFileSync(`/proc/${pid}/comm`, 'utf8').trim(),
       uid: Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]),
     }));
-    expect(owners).toEqual(expect.arrayContaining([{ comm: 'workerd', uid: supervisor.status(id)!.uid }]));
-    expect(supervisor.status(id)!.uid).not.toBe(0);
+    expect(owners).toEqual(expect.arrayContaining([{ comm: 'workerd', uid: r.supervisor.status(id)!.uid }]));
+    expect(r.supervisor.status(id)!.uid).not.toBe(0);
     const targets = [
       ...INTERNAL_PORTS.map((p) => `http://127.0.0.1:${p}/`),
-      `http://127.0.0.1:${hostPort}/`,
+      `http://127.0.0.1:${r.hostPort}/`,
       'http://10.0.0.1/',
       'http://[::1]:27017/',
     ];
-    const r = await get(`/probe?targets=${encodeURIComponent(JSON.stringify(targets))}`);
-    expect(r.status).toBe(200);
-    const out = JSON.parse(r.body) as Record<string, string>;
+    const res = await get(`/probe?targets=${encodeURIComponent(JSON.stringify(targets))}`);
+    expect(res.status).toBe(200);
+    const out = JSON.parse(res.body) as Record<string, string>;
     for (const t of targets) expect([t, out[t]]).toEqual([t, expect.stringMatching(/^error: /)]);
   }, 60_000);
 
   it('cannot take more memory than its limit; the release serves again', async () => {
     await get('/alloc?mb=3072', 60_000).catch(() => undefined);
     await waitFor(async () => (await get('/').catch(() => ({ status: 0 }))).status === 200, 30_000);
-    const group = supervisor.sandbox!.memoryGroup(id);
+    const group = r.supervisor.sandbox!.memoryGroup(id);
     const peak = Number(readFileSync(path.join(group, 'memory.max_usage_in_bytes'), 'utf8'));
     expect(peak).toBeLessThanOrEqual(DEFAULT_RELEASE_MEMORY_MB * 1024 * 1024);
   }, 120_000);
 });
+
+interface ProbedRelease {
+  root: string;
+  supervisor: Supervisor;
+  /** A service of the host's on loopback (like the platform's own): the tenant must not reach it. */
+  hostPort: number;
+  get(p: string, timeoutMs: number): ReturnType<typeof requestLocal>;
+  close(): Promise<void>;
+}
+
+/** A probing bundle deployed as a release, in the sandbox, behind an edge of its own, through its health gate. */
+async function startProbedRelease(o: {
+  id: string;
+  kind: 'app' | 'storefront';
+  fixture: string;
+  env: Record<string, string>;
+  prepare?: (root: string) => Promise<void>;
+}): Promise<ProbedRelease> {
+  const sandbox = resolveSandbox({ ...process.env, PLATFORM_SANDBOX: 'on' }).sandbox;
+  expect(sandbox).not.toBeNull();
+  const supervisor = new Supervisor({ sandbox, initialBackoffMs: 200, stopTimeoutMs: 3_000 });
+  const edge = new Edge({ port: 0 });
+  await edge.listen();
+  const root = await mkdtemp(path.join(tmpdir(), `sandbox-${o.kind}-`));
+  const host = new ReleaseHost({ supervisor, edge, releasesRoot: root });
+  await o.prepare?.(root);
+  await cp(o.fixture, path.join(root, o.id, 'bundle'), { recursive: true });
+  const hostListener = http.createServer((_q, s) => s.end('host service')).listen(0, '127.0.0.1');
+  await new Promise((r) => hostListener.once('listening', r));
+  const close = async () => {
+    await host.close();
+    await supervisor.shutdown();
+    await edge.close();
+    hostListener.close();
+    await rm(root, { recursive: true, force: true });
+  };
+  const gate = await host.start({ releaseId: o.id, projectId: `p-${o.kind}`, kind: o.kind, env: o.env });
+  if (!gate.healthy) {
+    const logs = supervisor.logs(o.id).join(' / ');
+    await close();
+    throw new Error(`gate: ${JSON.stringify(gate)}; logs: ${logs}`);
+  }
+  return {
+    root,
+    supervisor,
+    hostPort: (hostListener.address() as { port: number }).port,
+    get: (p, timeoutMs) => requestLocal(edge.port, { path: p, headers: { host: releaseHost(o.id) }, timeoutMs }),
+    close,
+  };
+}
 
 async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
   const until = Date.now() + timeoutMs;
