@@ -1,5 +1,3 @@
-import type { Ports } from './ports';
-
 /**
  * Kernel port: agent actions that need a person's approval (spec 2.7, 3.6, 4.7). Any area proposes
  * an action here (the activity area provides the port and shows it in agent activity); the area
@@ -114,8 +112,18 @@ export class AgentActionPerformers {
   }
 }
 
+/**
+ * The one slot of the kernel's `Ports` this file needs, named structurally: `ports.ts` declares its
+ * ports with this file's types, so importing it back would tie the two files in a circle.
+ */
+interface PerformerSlot {
+  has(name: 'agentActionPerformers'): boolean;
+  provide(name: 'agentActionPerformers', impl: AgentActionPerformers): void;
+  get(name: 'agentActionPerformers'): AgentActionPerformers;
+}
+
 /** The process's performer registry (created on first use, whichever area comes first). */
-export function agentActionPerformers(ports: Ports): AgentActionPerformers {
+export function agentActionPerformers(ports: PerformerSlot): AgentActionPerformers {
   if (!ports.has('agentActionPerformers')) ports.provide('agentActionPerformers', new AgentActionPerformers());
   return ports.get('agentActionPerformers');
 }

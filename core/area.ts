@@ -7,6 +7,7 @@ import type { Config } from './config';
 import type { EventBus, ReceivedMessage } from './events/event-bus';
 import type { Logger } from './logger';
 import type { OperationEngine, OperationExecutor } from './operations/engine';
+import type { BackgroundWorker } from './periodic-worker';
 import type { Ports } from './ports';
 import type { Principal } from './principal';
 import type { AnyRoute } from './rest-route';
@@ -48,12 +49,11 @@ export interface ConsumerDefinition {
   handler: (m: ReceivedMessage<unknown>) => Promise<void>;
 }
 
-/** Something that runs in the background where workers run (sweepers, relays, schedulers). */
-export interface BackgroundWorker {
-  name: string;
-  start(): Promise<void> | void;
-  stop(): Promise<void> | void;
-}
+/**
+ * Something that runs in the background where workers run; declared beside `periodicWorker` so that
+ * the operation engine's archiver need not import this file (which names the engine's types).
+ */
+export type { BackgroundWorker };
 
 /** A graphql-ws subscription field fed from a Kafka topic (the router hosts it). */
 export interface FeedDefinition<E = unknown, A = Record<string, unknown>> {

@@ -1,5 +1,11 @@
-import type { BackgroundWorker } from './area';
 import type { Logger } from './logger';
+
+/** Something that runs in the background where workers run (sweepers, relays, schedulers). */
+export interface BackgroundWorker {
+  name: string;
+  start(): Promise<void> | void;
+  stop(): Promise<void> | void;
+}
 
 /**
  * A background pass run every `intervalMs` where workers run (sweepers, re-checks). Passes never

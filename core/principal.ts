@@ -1,9 +1,10 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { config } from './config';
 import { forbidden, unauthenticated } from './errors';
-import { effectiveScopes, scopesOfRole } from './scopes';
+import { effectiveScopes, scopesOfRole, type Role } from './scopes';
 
-export type Role = 'owner' | 'member' | 'read_only';
+/** A key's role; declared with the scopes each role may hold (core/scopes.ts). */
+export type { Role };
 export type Plan = 'free' | 'pro';
 /** docs/contracts.md `keys create --mode live|test` (default `live`). */
 export type KeyMode = 'live' | 'test';

@@ -1,4 +1,5 @@
-import type { Role } from './principal';
+/** A key's role (a principal's `role`): what it may hold is `scopesOfRole`. */
+export type Role = 'owner' | 'member' | 'read_only';
 
 /**
  * Every scope a key can carry, by area (spec 5.2 names the Assets ones; the others are this

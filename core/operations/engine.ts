@@ -18,8 +18,7 @@ import {
   type OperationModel,
   type OperationStep,
 } from './model';
-import type { BackgroundWorker } from '../area';
-import { periodicWorker } from '../periodic-worker';
+import { periodicWorker, type BackgroundWorker } from '../periodic-worker';
 import { DEFAULT_ARCHIVE_INTERVAL_MS, OperationArchive, operationArchiveModel } from './archive';
 import { redactMessage } from './redact';
 import { OperationStore, type Candidate, type Fence } from './store';

@@ -1,7 +1,9 @@
 import { Arg, Authorized, Ctx, Int, Mutation, Query, Resolver } from 'type-graphql';
 import { badRequest } from '../../core/errors';
 import type { RequestContext } from '../../core/subgraph-kit';
-import type { MailServices } from './service';
+import type { AuditService } from './audit';
+import type { ChecklistService } from './checklist';
+import type { MigrationPlanner } from './migration';
 import { MailAuditType, MailChecklistType, MailMigrationGuideType, MailMigrationPlanType } from './types';
 
 /**
@@ -18,7 +20,7 @@ function wantsDownload(value: string | null | undefined): boolean {
 export class MailPublicResolver {
   constructor(
     _audit: unknown,
-    private readonly mail: Pick<MailServices, 'audit' | 'checklist' | 'migration'>,
+    private readonly mail: { audit: AuditService; checklist: ChecklistService; migration: MigrationPlanner },
   ) {}
 
   @Query(() => MailAuditType, { description: 'Public domain audit (no authentication).' })

@@ -92,3 +92,57 @@ export function violations(root: string): Violation[] {
   }
   return out;
 }
+
+/**
+ * The file-level import circles among `files` (repository paths with `.ts`): every strongly
+ * connected component of more than one file in the graph of their relative imports (type-only
+ * imports included: a circle of types still ties the files together), each sorted, listed in
+ * order. Tarjan's algorithm; an import resolves to `x.ts` or `x/index.ts`. `read` gives a file's
+ * text (the file system under `root` by default).
+ */
+export function importCircles(
+  root: string,
+  files: string[],
+  read: (file: string) => string = (file) => readFileSync(path.join(root, file), 'utf8'),
+): string[][] {
+  const known = new Set(files);
+  const edges = new Map<string, string[]>();
+  for (const file of files) {
+    const text = read(file);
+    const targets = importsOf(file, text)
+      .map((spec) => spec.replace(/\.js$/, ''))
+      .map((spec) => [`${spec}.ts`, `${spec}/index.ts`].find((f) => known.has(f)))
+      .filter((f): f is string => f !== undefined);
+    edges.set(file, targets);
+  }
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const circles: string[][] = [];
+  const visit = (file: string) => {
+    index.set(file, index.size);
+    low.set(file, index.get(file)!);
+    stack.push(file);
+    onStack.add(file);
+    for (const target of edges.get(file)!) {
+      if (!index.has(target)) {
+        visit(target);
+        low.set(file, Math.min(low.get(file)!, low.get(target)!));
+      } else if (onStack.has(target)) {
+        low.set(file, Math.min(low.get(file)!, index.get(target)!));
+      }
+    }
+    if (low.get(file) !== index.get(file)) return;
+    const component: string[] = [];
+    let top: string;
+    do {
+      top = stack.pop()!;
+      onStack.delete(top);
+      component.push(top);
+    } while (top !== file);
+    if (component.length > 1) circles.push(component.sort());
+  };
+  for (const file of [...files].sort()) if (!index.has(file)) visit(file);
+  return circles.sort((a, b) => a[0].localeCompare(b[0]));
+}

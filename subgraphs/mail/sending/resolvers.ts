@@ -1,6 +1,7 @@
 import { Arg, Authorized, Ctx, ID, Int, Mutation, Query, Resolver } from 'type-graphql';
 import type { RequestContext } from '../../../core/subgraph-kit';
-import type { MailServices } from '../service';
+import type { SendService } from './sender';
+import type { WebhookService } from './webhooks';
 import {
   MailEventPageType,
   MailSendResultType,
@@ -19,7 +20,7 @@ const opt = { nullable: true } as const;
 export class MailSendingResolver {
   constructor(
     _audit: unknown,
-    private readonly mail: Pick<MailServices, 'sender' | 'webhooks'>,
+    private readonly mail: { sender: SendService; webhooks: WebhookService },
   ) {}
 
   @Authorized('mail:write')
