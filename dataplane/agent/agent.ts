@@ -3,15 +3,15 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { sleep } from '../../core/sleep';
 import { DataPlane } from '../plane';
+import { type NodeExecutor, RealNodeExecutor, SimulatedNodeExecutor, StepFailure, type SiteExtras } from './executors';
 import {
-  type AgentSite,
   type AgentTask,
-  type NodeExecutor,
-  RealNodeExecutor,
-  SimulatedNodeExecutor,
-  StepFailure,
-  type SiteExtras,
-} from './executors';
+  type DesiredSite,
+  type HeartbeatReply,
+  NODE_AGENT_PATH,
+  NODE_TOKEN_HEADER,
+  type TaskOutcome,
+} from './wire';
 
 /**
  * The node agent (docs/decisions/0170-node-agent.md): a foreground process on the customer's
@@ -179,11 +179,7 @@ export class NodeAgent {
    * over reconciles (the sites the holder ran start here), losing it stops the sites here.
    */
   private async beat(port: number) {
-    const hb = await this.call<{ node_id: string; name: string; lease?: 'held' | 'standby'; heartbeat_interval_ms?: number }>(
-      'POST',
-      '/heartbeat',
-      { edge_port: port, session: this.session },
-    );
+    const hb = await this.call<HeartbeatReply>('POST', '/heartbeat', { edge_port: port, session: this.session });
     if (this.o.heartbeatMs === undefined && hb.heartbeat_interval_ms) this.heartbeatMs = hb.heartbeat_interval_ms;
     if (hb.lease) {
       const held = hb.lease === 'held';
@@ -269,7 +265,7 @@ export class NodeAgent {
         () => undefined,
       );
     };
-    let outcome: Record<string, unknown>;
+    let outcome: TaskOutcome;
     try {
       const result = await this.executor.run(task, progress);
       outcome = { ok: true, result };
@@ -293,9 +289,9 @@ export class NodeAgent {
 
   /** Brings every site placed here to the state the platform holds for it. */
   private async reconcile(): Promise<void> {
-    let sites: Array<{ site: AgentSite; state: 'running' | 'stopped' }>;
+    let sites: DesiredSite[];
     try {
-      sites = (await this.call<{ sites: Array<{ site: AgentSite; state: 'running' | 'stopped' }> }>('GET', '/sites')).sites;
+      sites = (await this.call<{ sites: DesiredSite[] }>('GET', '/sites')).sites;
     } catch (e) {
       this.log(`reconcile: ${(e as Error).message}`);
       return;
@@ -364,10 +360,10 @@ export class NodeAgent {
       const out = await this.o.transport(method, p, body ?? null, signal);
       res = { status: out.status, ok: out.status < 400, env: out.body as Envelope<T> };
     } else {
-      const r = await fetch(`${this.o.apiUrl.replace(/\/+$/, '')}/v1/node-agent${p}`, {
+      const r = await fetch(`${this.o.apiUrl.replace(/\/+$/, '')}${NODE_AGENT_PATH}${p}`, {
         method,
         // Not `Authorization`: the bridge reads that as an API key (subgraphs/publisher/node-agent-api.ts).
-        headers: { 'x-node-token': this.o.token, ...(body ? { 'content-type': 'application/json' } : {}) },
+        headers: { [NODE_TOKEN_HEADER]: this.o.token, ...(body ? { 'content-type': 'application/json' } : {}) },
         body: body ? JSON.stringify(body) : undefined,
         signal,
       });

@@ -5,6 +5,7 @@ import { sleep } from '../../core/sleep';
 import type { DataPlane } from '../plane';
 import type { MysqlSiteDatabase } from '../site-database';
 import type { HostedSite } from '../sites';
+import type { AgentSite, AgentTask } from './wire';
 
 /**
  * What a node agent runs a step with (docs/decisions/0170-node-agent.md): the real executor acts on
@@ -12,24 +13,6 @@ import type { HostedSite } from '../sites';
  * hosted pool uses); the simulated one stands in for Ghost with a small HTTP server per site behind
  * the same edge, for fast tests.
  */
-
-/** A site as the platform describes it to the agent (`subgraphs/publisher/node-tasks.ts`, NodeSiteSpec). */
-export interface AgentSite {
-  siteId: string;
-  slug: string;
-  name: string;
-  url: string;
-  hosts: string[];
-  runtime: { name: string; version: string; integrity: string; memoryFloorMb: number };
-}
-
-export interface AgentTask {
-  id: string;
-  operation_id: string;
-  operation_type: string;
-  step: string;
-  site: AgentSite;
-}
 
 /** A step failure the platform records with its code (retriable ones are retried by the operation engine). */
 export class StepFailure extends Error {

@@ -1,10 +1,19 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Model } from 'mongoose';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { PlatformError, badRequest, isPlatformError, unauthenticated } from '../../core/errors';
+import {
+  AGENT_CALLS,
+  agentBodies,
+  type DesiredSite,
+  type HeartbeatReply,
+  MAX_CLAIM_WAIT_MS,
+  NODE_AGENT_PATH,
+  NODE_TOKEN_HEADER,
+  type TaskOutcome,
+} from '../../dataplane/agent/wire';
 import type { PublisherModels } from './model';
 import {
-  type NodeSiteSpec,
   type NodeTaskDoc,
   nodeSiteSpec,
   nodeTaskSettled,
@@ -29,25 +38,10 @@ import {
  * the token's node: a token never reads or claims another node's work.
  */
 
-/** The agent protocol's paths on the bridge (`{base_url}`). */
-export const NODE_AGENT_PATH = '/v1/node-agent';
-/** The header that carries the node token (lower case, as Node reports headers). */
-export const NODE_TOKEN_HEADER = 'x-node-token';
-/**
- * The longest a claim waits for work (`wait_ms`): a long-polled claim is one request where a polling
- * agent made twenty, so the bridge's per-address limit still counts every request an agent makes.
- */
-export const MAX_CLAIM_WAIT_MS = 20_000;
 /** How long a finished task stays in `publisher_node_tasks` unless PUBLISHER_NODE_TASK_RETENTION_MS says otherwise. */
 export const DEFAULT_TASK_RETENTION_MS = 3_600_000;
 /** While a claim waits, the tasks are read again this often (a task opened by another process). */
 const CLAIM_RECHECK_MS = 1_000;
-
-export interface DesiredSite {
-  site: NodeSiteSpec;
-  /** `running`: the agent keeps it up; `stopped`: routed as stopped (503); provisioning sites come as tasks. */
-  state: 'running' | 'stopped';
-}
 
 export class NodeAgentService {
   constructor(
@@ -85,7 +79,7 @@ export class NodeAgentService {
    * `lease` answers `held` to the agent process (`session`) that holds the node and `standby` to
    * the others, which neither claim nor run its sites until the holder's lease runs out.
    */
-  async heartbeat(node: ConnectedNodeDoc, edgePort: number | null, session?: string) {
+  async heartbeat(node: ConnectedNodeDoc, edgePort: number | null, session?: string): Promise<HeartbeatReply> {
     if (node.hosted) {
       const held = session ? await this.d.nodes.leaseHeartbeat(node._id, session, edgePort) : false;
       return {
@@ -197,28 +191,6 @@ export class NodeAgentService {
   }
 }
 
-const outcomeBody = z.union([
-  z.object({ ok: z.literal(true), result: z.record(z.unknown()).nullable().optional() }).strict(),
-  z
-    .object({
-      ok: z.literal(false),
-      code: z.string().min(1).max(100),
-      message: z.string().max(2000),
-      retriable: z.boolean().optional(),
-    })
-    .strict(),
-]);
-type TaskOutcome = z.infer<typeof outcomeBody>;
-
-const session = z.string().min(8).max(100);
-const heartbeatBody = z
-  .object({ edge_port: z.number().int().min(1).max(65535).nullable().optional(), session: session.optional() })
-  .strict();
-const claimBody = z.object({ session, wait_ms: z.number().int().min(0).max(MAX_CLAIM_WAIT_MS).optional() }).strict();
-const releaseBody = z.object({ session }).strict();
-const progressBody = z.object({ session, detail: z.string().max(1000) }).strict();
-const completeBody = z.object({ session, outcome: outcomeBody }).strict();
-
 function parse<T>(schema: z.ZodType<T>, body: unknown): T {
   const r = schema.safeParse(body ?? {});
   if (!r.success) throw badRequest('invalid_request', r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '));
@@ -238,16 +210,6 @@ const taskJson = (t: NodeTaskDoc) => ({
  * `Authorization`: the bridge reads that header as an API key for every request, and a node token
  * there would count as a failed key authentication of the agent's address (core/rate-limit.ts).
  */
-/** The calls of the agent protocol, as routes under NODE_AGENT_PATH. */
-const AGENT_CALLS: ReadonlyArray<readonly ['GET' | 'POST', string]> = [
-  ['POST', '/heartbeat'],
-  ['POST', '/tasks/claim'],
-  ['POST', '/lease/release'],
-  ['POST', '/tasks/:taskId/progress'],
-  ['POST', '/tasks/:taskId/result'],
-  ['GET', '/sites'],
-];
-
 export function nodeAgentRoutes(app: FastifyInstance, api: NodeAgentService): void {
   void app.register(async (scope) => {
     const agents = new WeakMap<object, ConnectedNodeDoc>();
@@ -320,26 +282,26 @@ async function route(
   signal?: AbortSignal,
 ): Promise<unknown> {
   if (method === 'POST' && p === '/heartbeat') {
-    const b = parse(heartbeatBody, body);
+    const b = parse(agentBodies.heartbeat, body);
     return api.heartbeat(node, b.edge_port ?? null, b.session);
   }
   if (method === 'POST' && p === '/tasks/claim') {
-    const b = parse(claimBody, body);
+    const b = parse(agentBodies.claim, body);
     const task = await api.claim(node, b.session, b.wait_ms ?? 0, signal);
     return { task: task ? taskJson(task) : null };
   }
   if (method === 'POST' && p === '/lease/release') {
-    await api.release(node, parse(releaseBody, body).session);
+    await api.release(node, parse(agentBodies.release, body).session);
     return { released: true };
   }
   const task = /^\/tasks\/([^/]+)\/(progress|result)$/.exec(p);
   if (method === 'POST' && task) {
     const taskId = decodeURIComponent(task[1]);
     if (task[2] === 'progress') {
-      const b = parse(progressBody, body);
+      const b = parse(agentBodies.progress, body);
       await api.progress(node, taskId, b.session, b.detail);
     } else {
-      const b = parse(completeBody, body);
+      const b = parse(agentBodies.result, body);
       await api.complete(node, taskId, b.session, b.outcome);
     }
     return { recorded: true };

@@ -2,6 +2,7 @@ import mongoose, { type Connection, type Model } from 'mongoose';
 import { EventEmitter } from 'node:events';
 import { PlatformError, retriable } from '../../core/errors';
 import { model } from '../../core/mongo';
+import { type AgentSite, isMachineStep } from '../../dataplane/agent/wire';
 import { decryptSecret, encryptSecret } from '../../core/secrets';
 import type { PublisherModels, SiteDoc } from './model';
 import { type ConnectedNodes, HOSTED_NODE_ID, NODE_SILENT_MS, nodeAgentAlive } from './nodes';
@@ -17,16 +18,6 @@ import type { Infrastructure, StepExtras, StepOutput } from './simulated-infrast
  * `node_unreachable` after the wait deadline (PUBLISHER_NODE_WAIT_MS, default 10 min).
  */
 
-/** What an agent needs to run a step on a site, without reading the platform's database. */
-export interface NodeSiteSpec {
-  siteId: string;
-  slug: string;
-  name: string;
-  url: string;
-  hosts: string[];
-  runtime: { name: string; version: string; integrity: string; memoryFloorMb: number };
-}
-
 export type NodeTaskStatus = 'pending' | 'claimed' | 'succeeded' | 'failed';
 
 export interface NodeTaskDoc {
@@ -39,7 +30,7 @@ export interface NodeTaskDoc {
   operationId: string;
   operationType: string;
   step: string;
-  site: NodeSiteSpec;
+  site: AgentSite;
   status: NodeTaskStatus;
   /** The agent process (a random id per start) that claimed it; another process may take it over. */
   claimedBy: string | null;
@@ -108,20 +99,6 @@ export function waitForNodeTask(nodeId: string, ms: number, signal?: AbortSignal
 export function nodeTaskSettled(taskId: string): void {
   opened.emit(`settled:${taskId}`);
 }
-
-/**
- * The steps of a hosted site that act on the machine (the hosted pool's node task); the others
- * (recovery data, no-op steps) stay with the platform's executor (docs/decisions/0225-hosted-pool-node.md).
- */
-export const MACHINE_STEPS = new Set([
-  'pull_image',
-  'start_runtime',
-  'configure_site',
-  'health_check',
-  'drain_traffic',
-  'stop_runtime',
-  'delete_site',
-]);
 
 /** Steps that move data the real executor does not handle yet: no node work either (0120, "still to do"). */
 const DATA_STEPS = new Set([
@@ -251,7 +228,7 @@ export class NodeRoutedInfrastructure implements Infrastructure {
     const siteId = extras.siteId ?? op?.resourceId ?? op?.projectId;
     const site = op && siteId ? await this.d.models.Site.findById(siteId).lean() : null;
     const connected = site?.deploymentMode === 'connected_node' && site.targetNodeId;
-    const onHostedNode = Boolean(site && !connected && this.d.hostedNode && MACHINE_STEPS.has(step));
+    const onHostedNode = Boolean(site && !connected && this.d.hostedNode && isMachineStep(step));
     if (!op || !site || (!connected && !onHostedNode)) {
       return this.d.hosted.perform(operationType, step, signal, op, idempotencyToken, extras);
     }
@@ -361,7 +338,7 @@ export class NodeRoutedInfrastructure implements Infrastructure {
 }
 
 /** The site as an agent runs it: its addresses and the exact release. */
-export function nodeSiteSpec(site: SiteDoc, version: string = site.runtimeVersion): NodeSiteSpec {
+export function nodeSiteSpec(site: SiteDoc, version: string = site.runtimeVersion): AgentSite {
   const runtime = findRuntime(version);
   if (!runtime) throw new PlatformError('release_unknown', 500, `runtime ${version} is not in the catalog`);
   const hosts = [new URL(site.siteUrl).hostname];

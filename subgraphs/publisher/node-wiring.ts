@@ -1,7 +1,8 @@
 import type { Connection, Model } from 'mongoose';
 import { encryptSecret } from '../../core/secrets';
 import type { PublisherModels, SiteDoc } from './model';
-import { type DesiredSite, NodeAgentService } from './node-agent-api';
+import type { DesiredSite } from '../../dataplane/agent/wire';
+import { NodeAgentService } from './node-agent-api';
 import { NodeRoutedInfrastructure, nodeSiteSpec, nodeTaskModel } from './node-tasks';
 import type { ConnectedNodes } from './nodes';
 import { type SiteCredentialsDoc, aad } from './real-infrastructure';

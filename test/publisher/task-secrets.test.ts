@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { NodeAgent } from '../../dataplane/agent/agent';
-import type { AgentTask } from '../../dataplane/agent/executors';
+import type { AgentTask } from '../../dataplane/agent/wire';
 import { startTestPlatform, uniqueName, type TestPlatform } from '../support/platform';
 import { PREFIX, projectPath, waitForOperation } from './support';
 

@@ -1,0 +1,117 @@
+import { z } from 'zod';
+
+/**
+ * The agent protocol's wire (docs/decisions/0170-node-agent.md, 0285-one-road-to-a-machine.md): the
+ * one file both sides import. The platform's side (subgraphs/publisher/node-agent-api.ts,
+ * node-tasks.ts) writes tasks and parses the agent's calls with these; the agent
+ * (dataplane/agent/agent.ts) reads tasks and sends calls typed by them. JSON over HTTP under
+ * NODE_AGENT_PATH, the node token in NODE_TOKEN_HEADER; the hosted node's in-process agent speaks
+ * the same calls without the socket.
+ */
+
+/** The agent protocol's paths on the bridge (`{base_url}`). */
+export const NODE_AGENT_PATH = '/v1/node-agent';
+/**
+ * The header that carries the node token (lower case, as Node reports headers). Not
+ * `Authorization`: the bridge reads that as an API key, and a node token there would count as a
+ * failed key authentication of the agent's address (core/rate-limit.ts).
+ */
+export const NODE_TOKEN_HEADER = 'x-node-token';
+/**
+ * The longest a claim waits for work (`wait_ms`): a long-polled claim is one request where a polling
+ * agent made twenty, so the bridge's per-address limit still counts every request an agent makes.
+ */
+export const MAX_CLAIM_WAIT_MS = 20_000;
+
+/** The calls of the protocol, as routes under NODE_AGENT_PATH. */
+export const AGENT_CALLS: ReadonlyArray<readonly ['GET' | 'POST', string]> = [
+  ['POST', '/heartbeat'],
+  ['POST', '/tasks/claim'],
+  ['POST', '/lease/release'],
+  ['POST', '/tasks/:taskId/progress'],
+  ['POST', '/tasks/:taskId/result'],
+  ['GET', '/sites'],
+];
+
+/**
+ * The steps of a site that act on the machine, each a task of the site's node (hosted or
+ * connected). The agent runs them with the site's runtime driver (dataplane/runtimes/).
+ */
+export const MACHINE_STEPS = [
+  'pull_image',
+  'start_runtime',
+  'configure_site',
+  'health_check',
+  'drain_traffic',
+  'stop_runtime',
+  'delete_site',
+] as const;
+export type MachineStep = (typeof MACHINE_STEPS)[number];
+
+export const isMachineStep = (step: string): step is MachineStep => (MACHINE_STEPS as readonly string[]).includes(step);
+
+/** What an agent needs to run a step on a site, without reading the platform's database. */
+export interface AgentSite {
+  siteId: string;
+  slug: string;
+  name: string;
+  url: string;
+  hosts: string[];
+  /** The exact release: `name` is the catalog's runtime name, which picks the driver. */
+  runtime: { name: string; version: string; integrity: string; memoryFloorMb: number };
+}
+
+/** A claimed task as the agent receives it. */
+export interface AgentTask {
+  id: string;
+  operation_id: string;
+  operation_type: string;
+  step: string;
+  site: AgentSite;
+}
+
+/** A site placed on the node with the state it should be in (the agent's reconcile). */
+export interface DesiredSite {
+  site: AgentSite;
+  /** `running`: the agent keeps it up; `stopped`: routed as stopped (503); provisioning sites come as tasks. */
+  state: 'running' | 'stopped';
+}
+
+const session = z.string().min(8).max(100);
+
+/** A task's outcome as the agent reports it. */
+export const taskOutcome = z.union([
+  z.object({ ok: z.literal(true), result: z.record(z.unknown()).nullable().optional() }).strict(),
+  z
+    .object({
+      ok: z.literal(false),
+      code: z.string().min(1).max(100),
+      message: z.string().max(2000),
+      retriable: z.boolean().optional(),
+    })
+    .strict(),
+]);
+export type TaskOutcome = z.infer<typeof taskOutcome>;
+
+/** The bodies of the calls. */
+export const agentBodies = {
+  heartbeat: z
+    .object({ edge_port: z.number().int().min(1).max(65535).nullable().optional(), session: session.optional() })
+    .strict(),
+  claim: z.object({ session, wait_ms: z.number().int().min(0).max(MAX_CLAIM_WAIT_MS).optional() }).strict(),
+  release: z.object({ session }).strict(),
+  progress: z.object({ session, detail: z.string().max(1000) }).strict(),
+  result: z.object({ session, outcome: taskOutcome }).strict(),
+};
+export type AgentBody<K extends keyof typeof agentBodies> = z.infer<(typeof agentBodies)[K]>;
+
+/** The heartbeat's answer (`lease` only on a leased node: the hosted one). */
+export interface HeartbeatReply {
+  node_id: string;
+  name: string;
+  status: string;
+  lease?: 'held' | 'standby';
+  lease_ms?: number;
+  heartbeat_interval_ms: number;
+  silent_after_ms: number;
+}
