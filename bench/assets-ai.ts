@@ -11,7 +11,7 @@
 import 'reflect-metadata';
 import sharp from 'sharp';
 import { LocalAiProvider } from '../subgraphs/assets/ai/provider';
-import { OcrEngine } from '../subgraphs/assets/text/ocr';
+import { OcrEngine } from '../subgraphs/assets/ai/ocr';
 import { startBenchPlatform } from './bench-platform';
 
 process.env.APOLLO_TELEMETRY_DISABLED = '1';

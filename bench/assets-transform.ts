@@ -16,7 +16,7 @@ import http from 'node:http';
 import path from 'node:path';
 import sharp from 'sharp';
 import { hammerInWorker } from './keep-alive-load';
-import type { AssetsService } from '../subgraphs/assets/service';
+import type { AssetsService } from '../subgraphs/assets/storage/service';
 import { startBenchPlatform } from './bench-platform';
 
 process.env.APOLLO_TELEMETRY_DISABLED = '1';

@@ -4,7 +4,7 @@ import { composeModules } from '../../core/area-module';
 import { ASSETS_MODULES, type AssetsServices } from './modules';
 import { type AssetsSettings, assetsSettingsSchema } from './settings';
 
-export { AssetsService } from './service';
+export { AssetsService } from './storage/service';
 export type { AssetsServices } from './modules';
 
 /** Assets: one area made of the modules listed in `modules.ts` (docs/decisions/0180-assets-modules.md). */

@@ -1,6 +1,6 @@
 // The order of these imports is the order of the types in schema/assets.graphql (type-graphql
 // registers a type when its file is first read): a new module goes before the last line.
-import { coreModule, type CoreModuleServices } from './module';
+import { coreModule, type CoreModuleServices } from './storage/module';
 import { collectionsModule, type CollectionsModuleServices } from './collections/module';
 import { bulkModule, type BulkModuleServices } from './bulk/module';
 import { webhooksModule, type WebhooksModuleServices } from './webhooks/module';

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
 import type { AiJobs } from '../../subgraphs/assets/ai/jobs';
-import { EICAR } from '../../subgraphs/assets/scanner';
-import type { AssetsService } from '../../subgraphs/assets/service';
+import { EICAR } from '../../subgraphs/assets/scanning/scanner';
+import type { AssetsService } from '../../subgraphs/assets/storage/service';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 
 const A = '/api/v1/assets';

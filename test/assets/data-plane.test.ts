@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { EICAR } from '../../subgraphs/assets/scanner';
+import { EICAR } from '../../subgraphs/assets/scanning/scanner';
 import { form, type Harness, PNG, startHarness } from './harness';
 
 /** The upload byte path and CDN delivery on bare Fastify (the bridge registers the same plugins). */

@@ -10,12 +10,12 @@ import { connectMongo, ensureIndexes } from '../../core/mongo';
 import type { Principal } from '../../core/principal';
 import { newId } from '../../core/ids';
 import { FsBlobStore } from '../../core/blobs/fs-blob-store';
-import { assetModels } from '../../subgraphs/assets/model';
-import { EicarScanner } from '../../subgraphs/assets/scanner';
-import { AssetsService } from '../../subgraphs/assets/service';
+import { assetModels } from '../../subgraphs/assets/records/model';
+import { EicarScanner } from '../../subgraphs/assets/scanning/scanner';
+import { AssetsService } from '../../subgraphs/assets/storage/service';
 import { assetsSettingsSchema } from '../../subgraphs/assets/settings';
-import { assetsUploadPlane } from '../../subgraphs/assets/upload-plane';
-import { assetsCdnPlane } from '../../subgraphs/assets/cdn-plane';
+import { assetsUploadPlane } from '../../subgraphs/assets/uploads/plane';
+import { assetsCdnPlane } from '../../subgraphs/assets/delivery/cdn-plane';
 
 /** The assets services and both data planes on bare Fastify, against the real MongoDB-wire server. */
 export interface Harness {

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Webhook } from 'standardwebhooks';
-import { EICAR } from '../../subgraphs/assets/scanner';
+import { EICAR } from '../../subgraphs/assets/scanning/scanner';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 
 /** Collections, saved searches, bulk jobs and webhooks through the real bridge (decision 0025). */

@@ -3,7 +3,7 @@ import { OutboxRelay } from '../../core/events/outbox';
 import { collect } from '../support/collect';
 import type { ObjectEvent } from '../../core/events/object-events';
 import type { Principal } from '../../core/principal';
-import { sweepAbandonedUploads } from '../../subgraphs/assets/workers';
+import { sweepAbandonedUploads } from '../../subgraphs/assets/storage/workers';
 import { form, type Harness, startHarness } from './harness';
 
 /** Asset records: list and cursors, revision guards, delete jobs, versions, object events. */

@@ -1,5 +1,5 @@
-import type { AssetsService } from '../../subgraphs/assets/service';
-import type { DerivativeDoc, TransformSpec, Transforms } from '../../subgraphs/assets/transforms';
+import type { AssetsService } from '../../subgraphs/assets/storage/service';
+import type { DerivativeDoc, TransformSpec, Transforms } from '../../subgraphs/assets/transforms/transforms';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 
 /**

@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
-import type { AssetsService } from '../../subgraphs/assets/service';
+import type { AssetsService } from '../../subgraphs/assets/storage/service';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 
 /** Image transformations and their delivery, through the real bridge, router and CDN listener. */

@@ -1,8 +1,8 @@
 import { defineModule } from '../../../core/area-module';
-import type { CoreModuleServices } from '../module';
-import { countAiCharge } from '../views/usage';
+import type { CoreModuleServices } from '../storage/module';
+import { countAiCharge } from '../usage/usage';
 import type { UsageModuleServices } from '../views/module';
-import { OcrEngine } from '../text/ocr';
+import { OcrEngine } from './ocr';
 import { AiConfigs } from './config';
 import { AI_OPERATION_TYPE, AiJobs } from './jobs';
 import { aiModels, type AiModels } from './model';

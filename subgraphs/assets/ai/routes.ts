@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { type AnyRoute, route } from '../../../core/rest-route';
-import { revisionHeader } from '../revisions';
-import { SCOPES } from '../service';
+import { revisionHeader } from '../revisions/revisions';
+import { SCOPES } from '../storage/service';
 import { AI_MODELS } from './evaluation';
 import { AI_ACTIONS, IMAGE_ACTIONS, MAX_MONTHLY_CAP_MICROS } from './pricing';
 

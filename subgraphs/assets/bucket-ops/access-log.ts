@@ -1,6 +1,6 @@
 import { newId } from '../../../core/ids';
 import type { Logger } from '../../../core/logger';
-import type { AssetsService } from '../service';
+import type { AssetsService } from '../storage/service';
 import type { AccessOperation, BucketOpsModels } from './model';
 import type { ObjstoreBuckets } from './objstore-buckets';
 

@@ -1,7 +1,7 @@
 import { decodeCursor, encodeCursor } from '../../../core/cursors';
 import { PlatformError } from '../../../core/errors';
 import type { Principal } from '../../../core/principal';
-import type { AssetsService } from '../service';
+import type { AssetsService } from '../storage/service';
 import { dayOf, decodeField } from './access-log';
 import type { AccessLogDoc, BucketDayDoc, BucketOpsModels } from './model';
 import type { ObjstoreBuckets } from './objstore-buckets';

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import type { AssetsService } from '../service';
-import { type Authenticate, sendError } from '../upload-plane';
+import type { AssetsService } from '../storage/service';
+import { type Authenticate, sendError } from '../uploads/plane';
 import type { InventoryExports } from './inventory';
 
 /**

@@ -1,7 +1,7 @@
 import { defineModule } from '../../../core/area-module';
 import type { ObjectBucketDirectory } from '../../../core/object-buckets';
-import type { CoreModuleServices } from '../module';
-import { bearerAuthenticate } from '../upload-plane';
+import type { CoreModuleServices } from '../storage/module';
+import { bearerAuthenticate } from '../uploads/plane';
 import { installCdnAccessLog, installUploadAccessLog } from './access-hooks';
 import { AccessLogWriter } from './access-log';
 import { BucketAnalyticsReader } from './analytics';

@@ -1,8 +1,8 @@
 import { PlatformError, notFound } from '../../../core/errors';
 import type { Principal } from '../../../core/principal';
-import type { BucketInput } from '../buckets';
-import type { BucketDoc } from '../model';
-import { SCOPES, type AssetsService } from '../service';
+import type { BucketInput } from '../buckets/buckets';
+import type { BucketDoc } from '../records/model';
+import { SCOPES, type AssetsService } from '../storage/service';
 import type { BucketOpsModels, ObjstoreBucketDoc } from './model';
 
 /** Default index object of website mode. */

@@ -1,6 +1,6 @@
 import type { Principal } from '../../../core/principal';
-import type { AssetDoc } from '../model';
-import type { AssetsService } from '../service';
+import type { AssetDoc } from '../records/model';
+import type { AssetsService } from '../storage/service';
 import type { ObjstoreBuckets } from './objstore-buckets';
 
 /** Spec 8: a bounded query returns at most 1,000 rows. */

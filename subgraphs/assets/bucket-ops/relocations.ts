@@ -4,8 +4,8 @@ import { newId } from '../../../core/ids';
 import { isDuplicateKey } from '../../../core/mongo';
 import { type OperationContext, type OperationEngine, willRetry } from '../../../core/operations/engine';
 import type { Principal } from '../../../core/principal';
-import type { AssetDoc, BucketDoc } from '../model';
-import { SCOPES, type AssetsService } from '../service';
+import type { AssetDoc, BucketDoc } from '../records/model';
+import { SCOPES, type AssetsService } from '../storage/service';
 import type { BucketOpsModels, RelocationDoc } from './model';
 import type { ObjstoreBuckets } from './objstore-buckets';
 

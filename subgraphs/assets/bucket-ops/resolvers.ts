@@ -1,7 +1,7 @@
 import { Arg, Ctx, ID, Int, Mutation, Query, Resolver } from 'type-graphql';
 import type { RequestContext } from '../../../core/subgraph-kit';
-import type { AssetsService } from '../service';
-import { BucketInputType, BucketType, toBucket } from '../types';
+import type { AssetsService } from '../storage/service';
+import { BucketInputType, BucketType, toBucket } from '../storage/types';
 import type { BucketOpsServices } from './module';
 import type { InventoryFormat } from './model';
 import {

@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { queryInt } from '../../../core/query-int';
 import { type AnyRoute, route } from '../../../core/rest-route';
-import { VISIBILITIES } from '../model';
-import { revisionHeader } from '../revisions';
-import { SCOPES } from '../service';
+import { VISIBILITIES } from '../records/model';
+import { revisionHeader } from '../revisions/revisions';
+import { SCOPES } from '../storage/service';
 import { ACCESS_LOG_PAGE_MAX } from './analytics';
 import { INVENTORY_FORMATS } from './model';
 import { QUERY_MAX_ROWS } from './query';

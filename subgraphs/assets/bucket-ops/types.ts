@@ -1,5 +1,5 @@
 import { Field, Float, ID, InputType, Int, ObjectType } from 'type-graphql';
-import { ReplicationPolicyInput } from '../types';
+import { ReplicationPolicyInput } from '../storage/types';
 import type { AccessLogDoc, InventoryExportDoc, ObjstoreBucketDoc, RelocationDoc } from './model';
 import type { BucketAnalytics } from './analytics';
 import type { ObjectRow } from './query';

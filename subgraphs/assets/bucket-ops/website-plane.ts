@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { notFound, sendVersion } from '../cdn-plane';
-import type { AssetDoc } from '../model';
-import type { AssetsService } from '../service';
+import { notFound, sendVersion } from '../delivery/cdn-plane';
+import type { AssetDoc } from '../records/model';
+import type { AssetsService } from '../storage/service';
 import { noteAccess, WEBSITE_ROUTE } from './access-hooks';
 import type { ObjstoreBuckets } from './objstore-buckets';
 

@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { type AnyRoute, route } from '../../core/rest-route';
-import { VISIBILITIES } from './model';
-import { revisionHeader } from './revisions';
-import { P, cacheControlText, ifMatch, str, tag } from './route-fields';
-import { SCOPES } from './service';
+import { type AnyRoute, route } from '../../../core/rest-route';
+import { VISIBILITIES } from '../records/model';
+import { revisionHeader } from '../revisions/revisions';
+import { P, cacheControlText, ifMatch, str, tag } from '../records/route-fields';
+import { SCOPES } from '../storage/service';
 
 const bucketBody = z
   .object({

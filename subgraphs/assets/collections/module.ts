@@ -1,5 +1,5 @@
 import { defineModule } from '../../../core/area-module';
-import type { CoreModuleServices } from '../module';
+import type { CoreModuleServices } from '../storage/module';
 import { organisationModels } from './model';
 import { AssetOrganisationResolver } from './resolvers';
 import { collectionRoutes } from './routes';

@@ -1,7 +1,7 @@
 import { Arg, Ctx, ID, Int, Mutation, Query, Resolver } from 'type-graphql';
 import type { RequestContext } from '../../../core/subgraph-kit';
-import type { AssetsService } from '../service';
-import { AssetListType, toAsset } from '../types';
+import type { AssetsService } from '../storage/service';
+import { AssetListType, toAsset } from '../storage/types';
 import type { Organisation } from './service';
 import {
   CollectionInput,

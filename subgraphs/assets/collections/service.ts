@@ -4,9 +4,9 @@ import { PlatformError, badRequest, notFound } from '../../../core/errors';
 import { newId } from '../../../core/ids';
 import { isDuplicateKey } from '../../../core/mongo';
 import type { Principal } from '../../../core/principal';
-import type { AssetDoc } from '../model';
-import { requiredRevision, revisionStale } from '../revisions';
-import { type AssetsService, type ListFilter, SORT_FIELDS, type SortKey } from '../service';
+import type { AssetDoc } from '../records/model';
+import { requiredRevision, revisionStale } from '../revisions/revisions';
+import { type AssetsService, type ListFilter, SORT_FIELDS, type SortKey } from '../storage/service';
 import type { CollectionDoc, OrganisationModels, SavedSearchDoc } from './model';
 
 /** Asset ids one collection holds at most. */

@@ -1,6 +1,6 @@
 import { defineModule } from '../../../core/area-module';
 import { externalSettings } from '../external-settings';
-import type { CoreModuleServices } from '../module';
+import type { CoreModuleServices } from '../storage/module';
 import { Connections } from './connections';
 import { connectionModel } from './model';
 import { AssetConnectionsResolver } from './resolvers';

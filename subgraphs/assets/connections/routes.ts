@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { type AnyRoute, route } from '../../../core/rest-route';
-import { revisionHeader } from '../revisions';
-import { SCOPES } from '../service';
+import { revisionHeader } from '../revisions/revisions';
+import { SCOPES } from '../storage/service';
 import { httpConfigSchema, httpSecretsSchema, s3ConfigSchema, s3SecretsSchema } from './config';
 
 const P = '/api/v1/assets/connections';

@@ -1,10 +1,10 @@
 import { create as contentDisposition } from 'content-disposition';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import rangeParser from 'range-parser';
-import { isHeaderSafe } from './asset-fields';
-import type { AssetDoc, AssetVersion } from './model';
-import type { AssetsService } from './service';
-import { type DerivativeDoc, decodeSpec } from './transforms';
+import { isHeaderSafe } from '../records/fields';
+import type { AssetDoc, AssetVersion } from '../records/model';
+import type { AssetsService } from '../storage/service';
+import { type DerivativeDoc, decodeSpec } from '../transforms/transforms';
 
 /**
  * A stored `Cache-Control` goes into the header only when it is header-safe (asset-fields.ts); a

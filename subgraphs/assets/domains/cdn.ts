@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { notFound, sendVersion } from '../cdn-plane';
-import type { AssetsService } from '../service';
+import { notFound, sendVersion } from '../delivery/cdn-plane';
+import type { AssetsService } from '../storage/service';
 import type { Domains } from './domains';
 
 /**

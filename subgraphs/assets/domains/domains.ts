@@ -7,8 +7,8 @@ import { PlatformError, notFound } from '../../../core/errors';
 import { newId } from '../../../core/ids';
 import { isDuplicateKey } from '../../../core/mongo';
 import type { Principal } from '../../../core/principal';
-import type { AssetDoc } from '../model';
-import { SCOPES, type AssetsService } from '../service';
+import type { AssetDoc } from '../records/model';
+import { SCOPES, type AssetsService } from '../storage/service';
 import type { DomainDoc } from './model';
 
 /** The CDN remembers which bucket a `Host` serves for 1 s (negative answers too). */

@@ -2,7 +2,7 @@ import { defineModule } from '../../../core/area-module';
 import { SystemDnsResolver } from '../../../core/dns/resolver';
 import { startDnsStandIn } from '../../../core/dns/stand-in-server';
 import { externalSettings } from '../external-settings';
-import type { CoreModuleServices } from '../module';
+import type { CoreModuleServices } from '../storage/module';
 import { domainsCdnPlane } from './cdn';
 import { Domains } from './domains';
 import { domainModel } from './model';

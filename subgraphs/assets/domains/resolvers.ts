@@ -1,6 +1,6 @@
 import { Arg, Ctx, ID, Mutation, Query, Resolver } from 'type-graphql';
 import type { RequestContext } from '../../../core/subgraph-kit';
-import type { AssetsService } from '../service';
+import type { AssetsService } from '../storage/service';
 import type { Domains } from './domains';
 import { DomainType, toDomain } from './types';
 

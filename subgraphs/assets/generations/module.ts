@@ -1,7 +1,7 @@
 import { defineModule } from '../../../core/area-module';
 import { IdempotencyStore } from '../../../core/idempotency';
 import type { AiModuleServices } from '../ai/module';
-import type { CoreModuleServices } from '../module';
+import type { CoreModuleServices } from '../storage/module';
 import { AssetGenerationsResolver } from './resolvers';
 import { generationRoutes } from './routes';
 import { Generations } from './service';

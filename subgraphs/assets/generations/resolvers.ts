@@ -2,7 +2,7 @@ import { Arg, Ctx, Int, Mutation, Resolver } from 'type-graphql';
 import type { RequestContext } from '../../../core/subgraph-kit';
 import type { AiJobs } from '../ai/jobs';
 import { AiJobType, toAiJob } from '../ai/types';
-import type { AssetsService } from '../service';
+import type { AssetsService } from '../storage/service';
 import type { Generations } from './service';
 
 /** Thin resolver of `POST /generations`. */

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { type AnyRoute, route } from '../../../core/rest-route';
-import { SCOPES } from '../service';
+import { SCOPES } from '../storage/service';
 import { GENERATION_MAX_EDGE, GENERATION_MAX_IMAGES, GENERATION_MIN_EDGE, GENERATION_PROMPT_MAX } from './service';
 
 const edge = z.number().int().min(GENERATION_MIN_EDGE).max(GENERATION_MAX_EDGE);

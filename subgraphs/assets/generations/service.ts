@@ -4,7 +4,7 @@ import type { Principal } from '../../../core/principal';
 import { PlatformError } from '../../../core/errors';
 import type { AiJobs } from '../ai/jobs';
 import type { AiJobDoc } from '../ai/model';
-import { type AssetsService, SCOPES } from '../service';
+import { type AssetsService, SCOPES } from '../storage/service';
 
 export const GENERATION_MAX_IMAGES = 4;
 export const GENERATION_MIN_EDGE = 64;

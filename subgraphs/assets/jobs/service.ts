@@ -6,8 +6,8 @@ import type { BulkJobDoc } from '../bulk/model';
 import type { BulkJobs } from '../bulk/service';
 import type { Migrations } from '../migrations/migrations';
 import type { MigrationDoc } from '../migrations/model';
-import type { JobDoc } from '../model';
-import type { AssetsService } from '../service';
+import type { JobDoc } from '../records/model';
+import type { AssetsService } from '../storage/service';
 import type { RunDoc } from '../workflows/model';
 import type { WorkflowService } from '../workflows/service';
 

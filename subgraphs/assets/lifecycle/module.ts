@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineModule } from '../../../core/area-module';
 import { periodicWorker } from '../../../core/periodic-worker';
-import type { CoreModuleServices } from '../module';
+import type { CoreModuleServices } from '../storage/module';
 import { Clock } from './clock';
 import { lifecycleRuleModel } from './model';
 import { AssetLifecycleResolver } from './resolvers';

@@ -1,6 +1,6 @@
 import { Arg, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import type { RequestContext } from '../../../core/subgraph-kit';
-import type { AssetsService } from '../service';
+import type { AssetsService } from '../storage/service';
 import type { LifecycleRuleDoc } from './model';
 import type { LifecycleRules } from './rules';
 

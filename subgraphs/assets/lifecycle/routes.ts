@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { type AnyRoute, route } from '../../../core/rest-route';
-import { SCOPES } from '../service';
+import { SCOPES } from '../storage/service';
 import { LIFECYCLE_ACTIONS } from './model';
 
 const P = '/api/v1/assets';

@@ -10,8 +10,8 @@ import { sleep } from '../../../core/sleep';
 import type { StagedBlob } from '../../../core/blobs/blob-store';
 import type { Connections } from '../connections/connections';
 import type { MigrationSource, SourceObject } from '../connections/sources';
-import type { AssetDoc } from '../model';
-import { SCOPES, type AssetsService } from '../service';
+import type { AssetDoc } from '../records/model';
+import { SCOPES, type AssetsService } from '../storage/service';
 import { type ItemStatus, type MigrationDoc, type MigrationItemDoc, type MigrationModels, TERMINAL_STATUSES } from './model';
 import { type MigrationReportType, type MigrationType, toItem, toMigration } from './types';
 

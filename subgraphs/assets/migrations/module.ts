@@ -1,8 +1,8 @@
 import { defineModule } from '../../../core/area-module';
 import type { ConnectionsModuleServices } from '../connections/module';
 import { externalSettings } from '../external-settings';
-import type { CoreModuleServices } from '../module';
-import { bearerAuthenticate } from '../upload-plane';
+import type { CoreModuleServices } from '../storage/module';
+import { bearerAuthenticate } from '../uploads/plane';
 import { MIGRATION_OPERATION, Migrations } from './migrations';
 import { migrationModels } from './model';
 import { migrationReportPlane } from './report-plane';

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { badRequest } from '../../../core/errors';
-import { type Authenticate, sendError } from '../upload-plane';
+import { type Authenticate, sendError } from '../uploads/plane';
 import type { Migrations } from './migrations';
 import { reportCsv, reportJson } from './report';
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { queryInt } from '../../../core/query-int';
 import { type AnyRoute, route } from '../../../core/rest-route';
-import { SCOPES } from '../service';
+import { SCOPES } from '../storage/service';
 import { MIGRATIONS_LIST_MAX } from './migrations';
 
 const P = '/api/v1/assets/migrations';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { OutboxEntry } from '../../core/events/outbox';
-import { OBJECT_EVENTS_TOPIC, type ObjectEvent, type ObjectEventType } from '../../core/events/object-events';
+import type { OutboxEntry } from '../../../core/events/outbox';
+import { OBJECT_EVENTS_TOPIC, type ObjectEvent, type ObjectEventType } from '../../../core/events/object-events';
 import type { AssetDoc } from './model';
 
 /**

@@ -1,4 +1,4 @@
-import { badRequest } from '../../core/errors';
+import { badRequest } from '../../../core/errors';
 import { VISIBILITIES, type Visibility } from './model';
 
 /**

@@ -1,6 +1,6 @@
 import { type Connection, type Model, Schema } from 'mongoose';
-import { type OutboxEntry, outboxPlugin } from '../../core/events/outbox';
-import { model } from '../../core/mongo';
+import { type OutboxEntry, outboxPlugin } from '../../../core/events/outbox';
+import { model } from '../../../core/mongo';
 
 /** Spec 3.3 states (`deleting` until the delete job has removed the bytes). */
 export const ASSET_STATUSES = ['processing', 'ready', 'quarantined', 'failed', 'deleting'] as const;

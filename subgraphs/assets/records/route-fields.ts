@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { HEADER_SAFE, MAX_CACHE_CONTROL_LENGTH } from './asset-fields';
+import { HEADER_SAFE, MAX_CACHE_CONTROL_LENGTH } from './fields';
 
 /** What the JSON route files of the Assets core module share (routes.ts and the `*-routes.ts` beside it). */
 export const P = '/api/v1/assets';

@@ -1,4 +1,4 @@
-import { PlatformError } from '../../core/errors';
+import { PlatformError } from '../../../core/errors';
 
 /**
  * Revisions guard buckets and assets (spec 9.4): the record's `revision` goes out as `ETag` and

@@ -1,6 +1,6 @@
-import type { AssetFile, AssetFiles } from '../../core/asset-files';
-import { isUuid } from '../../core/ids';
-import type { AssetDoc } from './model';
+import type { AssetFile, AssetFiles } from '../../../core/asset-files';
+import { isUuid } from '../../../core/ids';
+import type { AssetDoc } from '../records/model';
 import type { AssetsService } from './service';
 
 /**

@@ -1,21 +1,21 @@
 import path from 'node:path';
-import { defineModule } from '../../core/area-module';
-import { FsBlobStore } from '../../core/blobs/fs-blob-store';
-import { S3BlobStore, s3Client } from '../../core/blobs/s3-blob-store';
-import { OutboxRelay } from '../../core/events/outbox';
-import type { Ports } from '../../core/ports';
+import { defineModule } from '../../../core/area-module';
+import { FsBlobStore } from '../../../core/blobs/fs-blob-store';
+import { S3BlobStore, s3Client } from '../../../core/blobs/s3-blob-store';
+import { OutboxRelay } from '../../../core/events/outbox';
+import type { Ports } from '../../../core/ports';
 import { assetFilesPort } from './asset-files';
-import { assetsCdnPlane } from './cdn-plane';
-import { assetModels } from './model';
+import { assetsCdnPlane } from '../delivery/cdn-plane';
+import { assetModels } from '../records/model';
 import { AssetsResolver } from './resolvers';
-import { assetsRoutes } from './routes';
-import { ClamdScanner, EicarScanner } from './scanner';
+import { assetsRoutes } from '../routes';
+import { ClamdScanner, EicarScanner } from '../scanning/scanner';
 import { AssetsService } from './service';
-import type { AssetsSettings } from './settings';
-import { AssetTransformsResolver } from './transform-resolvers';
-import { assetsUploadPlane, bearerAuthenticate } from './upload-plane';
-import type { UsageModuleServices } from './views/module';
-import { RECORD_CHANGES_TOPIC, withRecordChange } from './webhooks/sources';
+import type { AssetsSettings } from '../settings';
+import { AssetTransformsResolver } from '../transforms/resolvers';
+import { assetsUploadPlane, bearerAuthenticate } from '../uploads/plane';
+import type { UsageModuleServices } from '../views/module';
+import { RECORD_CHANGES_TOPIC, withRecordChange } from '../webhooks/sources';
 import { assetsWorker } from './workers';
 
 export interface CoreModuleServices {

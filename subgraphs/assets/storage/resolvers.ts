@@ -1,6 +1,6 @@
 import { GraphQLJSONObject } from 'graphql-scalars';
 import { Arg, Ctx, ID, Int, Mutation, Query, Resolver } from 'type-graphql';
-import type { RequestContext } from '../../core/subgraph-kit';
+import type { RequestContext } from '../../../core/subgraph-kit';
 import type { AssetsService, SortKey } from './service';
 import {
   AssetJobType,

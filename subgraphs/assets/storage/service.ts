@@ -1,25 +1,25 @@
-import type { Config } from '../../core/config';
-import { decodeCursor, encodeCursor } from '../../core/cursors';
-import { PlatformError, badRequest, notFound } from '../../core/errors';
-import { checkCacheControl, checkKey, checkMetadataSize, checkOriginalName, checkVisibility } from './asset-fields';
-import { isDuplicateKey } from '../../core/mongo';
-import { type Principal, requireScope, requireWriter } from '../../core/principal';
-import type { BlobStore } from '../../core/blobs/blob-store';
-import { type BucketInput, Buckets } from './buckets';
-import { type ContentPolicy, DEFAULT_POLICY, policyOf } from './content-policy';
-import { objectEventEntry } from './events';
-import type { AssetDoc, AssetModels, AssetVersion, JobDoc } from './model';
-import { requiredRevision, revisionStale } from './revisions';
-import type { Scanner } from './scanner';
-import type { AssetsSettings } from './settings';
-import { UploadCapabilities } from './capabilities';
-import { UploadSessions } from './upload-sessions';
-import { Uploads } from './uploads';
-import { type DerivativeDoc, Transforms } from './transforms';
-import type { AssetAccess } from './asset-access';
-import { AssetDelivery } from './delivery';
+import type { Config } from '../../../core/config';
+import { decodeCursor, encodeCursor } from '../../../core/cursors';
+import { PlatformError, badRequest, notFound } from '../../../core/errors';
+import { checkCacheControl, checkKey, checkMetadataSize, checkOriginalName, checkVisibility } from '../records/fields';
+import { isDuplicateKey } from '../../../core/mongo';
+import { type Principal, requireScope, requireWriter } from '../../../core/principal';
+import type { BlobStore } from '../../../core/blobs/blob-store';
+import { type BucketInput, Buckets } from '../buckets/buckets';
+import { type ContentPolicy, DEFAULT_POLICY, policyOf } from '../scanning/content-policy';
+import { objectEventEntry } from '../records/events';
+import type { AssetDoc, AssetModels, AssetVersion, JobDoc } from '../records/model';
+import { requiredRevision, revisionStale } from '../revisions/revisions';
+import type { Scanner } from '../scanning/scanner';
+import type { AssetsSettings } from '../settings';
+import { UploadCapabilities } from '../uploads/capabilities';
+import { UploadSessions } from '../uploads/sessions';
+import { Uploads } from '../uploads/uploads';
+import { type DerivativeDoc, Transforms } from '../transforms/transforms';
+import type { AssetAccess } from '../uploads/asset-access';
+import { AssetDelivery } from '../delivery/delivery';
 import { DeleteJobs } from './delete-jobs';
-import { Replication } from './replication';
+import { Replication } from '../delivery/replication';
 
 export const SCOPES = {
   read: 'assets:read',
@@ -79,7 +79,7 @@ export interface AssetPatch {
 const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const assetNotFound = () => notFound('assets.not_found', 'asset not found');
 export const BRANCH_RE = /^[a-zA-Z0-9][a-zA-Z0-9._-]{0,63}$/;
-export { DELIVERY_CACHE_MS } from './delivery';
+export { DELIVERY_CACHE_MS } from '../delivery/delivery';
 
 /** What the composition gives the service besides its stores: answers from other areas and other modules. */
 export interface AssetsHooks {

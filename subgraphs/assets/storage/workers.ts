@@ -1,6 +1,6 @@
-import type { BackgroundWorker } from '../../core/area';
-import type { Logger } from '../../core/logger';
-import type { AssetDoc } from './model';
+import type { BackgroundWorker } from '../../../core/area';
+import type { Logger } from '../../../core/logger';
+import type { AssetDoc } from '../records/model';
 import type { AssetsService } from './service';
 
 /**

@@ -1,7 +1,7 @@
 import { defineModule } from '../../../core/area-module';
 import type { AiModuleServices } from '../ai/module';
-import type { CoreModuleServices } from '../module';
-import { countAiCharge } from '../views/usage';
+import type { CoreModuleServices } from '../storage/module';
+import { countAiCharge } from '../usage/usage';
 import type { UsageModuleServices } from '../views/module';
 import { TextExtractions } from './extractions';
 import { AssetTextResolver } from './resolvers';

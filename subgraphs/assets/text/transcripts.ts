@@ -6,8 +6,8 @@ import type { AiDataDoc, AiModels } from '../ai/model';
 import { creditsOf, periodOf, PRICE_MICROS } from '../ai/pricing';
 import type { AiSpend } from '../ai/spend';
 import { notProcessable } from '../ai/jobs';
-import { type AssetsService, SCOPES } from '../service';
-import type { AiCharge } from '../views/usage';
+import { type AssetsService, SCOPES } from '../storage/service';
+import type { AiCharge } from '../usage/usage';
 import { type SpeechToTextProvider, transcriptionUnavailable } from './speech';
 
 export interface StoredTranscript {

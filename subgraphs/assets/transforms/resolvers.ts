@@ -1,9 +1,9 @@
 import { GraphQLJSONObject } from 'graphql-scalars';
 import { Arg, Ctx, Field, Float, ID, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
-import type { RequestContext } from '../../core/subgraph-kit';
-import type { AssetsService } from './service';
+import type { RequestContext } from '../../../core/subgraph-kit';
+import type { AssetsService } from '../storage/service';
 import { canonicalSpec, type DerivativeDoc, type TransformationDoc } from './transforms';
-import { requirePrincipal } from '../../core/principal';
+import { requirePrincipal } from '../../../core/principal';
 
 @ObjectType('AssetTransformationEager')
 export class EagerType {

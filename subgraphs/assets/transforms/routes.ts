@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { type AnyRoute, route } from '../../core/rest-route';
-import { P, id, str, tag } from './route-fields';
-import { SCOPES } from './service';
+import { type AnyRoute, route } from '../../../core/rest-route';
+import { P, id, str, tag } from '../records/route-fields';
+import { SCOPES } from '../storage/service';
 import { FITS, FORMATS, GRAVITIES, MAX_EDGE, NAME as TRANSFORMATION_NAME } from './transforms';
 
 /** Spec "not shown" shapes: docs/contracts.md (legacy flat form, typed v2 form with an eager policy). */

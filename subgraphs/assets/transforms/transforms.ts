@@ -2,12 +2,12 @@ import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { type Model, Schema } from 'mongoose';
 import sharp from 'sharp';
-import { badRequest, conflict, notFound } from '../../core/errors';
-import { isDuplicateKey, model } from '../../core/mongo';
-import type { Principal } from '../../core/principal';
-import type { AssetDoc, AssetVersion } from './model';
-import type { AssetAccess } from './asset-access';
-import { TransformLimiter } from './transform-limiter';
+import { badRequest, conflict, notFound } from '../../../core/errors';
+import { isDuplicateKey, model } from '../../../core/mongo';
+import type { Principal } from '../../../core/principal';
+import type { AssetDoc, AssetVersion } from '../records/model';
+import type { AssetAccess } from '../uploads/asset-access';
+import { TransformLimiter } from './limiter';
 
 /**
  * Image transformations (decisions 0023, 0024): named definitions, derivatives computed with sharp

@@ -1,9 +1,9 @@
-import type { BlobStore } from '../../core/blobs/blob-store';
-import type { Config } from '../../core/config';
-import type { Principal } from '../../core/principal';
-import type { Buckets } from './buckets';
-import type { AssetDoc, AssetModels } from './model';
-import type { AssetsSettings } from './settings';
+import type { BlobStore } from '../../../core/blobs/blob-store';
+import type { Config } from '../../../core/config';
+import type { Principal } from '../../../core/principal';
+import type { Buckets } from '../buckets/buckets';
+import type { AssetDoc, AssetModels } from '../records/model';
+import type { AssetsSettings } from '../settings';
 import type { Uploads } from './uploads';
 
 /**

@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { badRequest } from '../../core/errors';
-import type { Principal } from '../../core/principal';
+import { badRequest } from '../../../core/errors';
+import type { Principal } from '../../../core/principal';
 import type { AssetAccess } from './asset-access';
 
 /** Browser upload capabilities (spec 5.7): 10 minutes by default, at most one hour. */

@@ -1,15 +1,15 @@
 import multipart from '@fastify/multipart';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Readable } from 'node:stream';
-import { badRequest, isPlatformError, notFound } from '../../core/errors';
-import type { Ports } from '../../core/ports';
-import type { Principal } from '../../core/principal';
-import type { StagedBlob } from '../../core/blobs/blob-store';
-import { noteAccessKey } from './bucket-ops/access-hooks';
-import { etagOf } from './revisions';
-import type { AssetsService } from './service';
+import { badRequest, isPlatformError, notFound } from '../../../core/errors';
+import type { Ports } from '../../../core/ports';
+import type { Principal } from '../../../core/principal';
+import type { StagedBlob } from '../../../core/blobs/blob-store';
+import { noteAccessKey } from '../bucket-ops/access-hooks';
+import { etagOf } from '../revisions/revisions';
+import type { AssetsService } from '../storage/service';
 import { parseUploadFields, type ReadAhead } from './uploads';
-import { assetView } from './views';
+import { assetView } from '../records/view';
 
 /** Routes of the upload byte path, under the assets prefix (spec 4.3). */
 export const ASSETS_PREFIX = '/api/v1/assets';
@@ -195,7 +195,7 @@ export async function assetsUploadPlane(app: FastifyInstance, assets: AssetsServ
 
   const handle =
     (
-      run: (p: Principal, form: ReadForm, req: FastifyRequest) => Promise<import('./model').AssetDoc>,
+      run: (p: Principal, form: ReadForm, req: FastifyRequest) => Promise<import('../records/model').AssetDoc>,
       status: number,
       /** Whether the form's bucket is looked up while the file streams (a replace keeps its asset's). */
       bucket: boolean,

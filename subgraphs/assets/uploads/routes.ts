@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import { type AnyRoute, route } from '../../core/rest-route';
+import { type AnyRoute, route } from '../../../core/rest-route';
 import { CAPABILITY_MAX_SECONDS } from './capabilities';
-import { VISIBILITIES } from './model';
-import { revisionHeader } from './revisions';
-import { P, cacheControlText, str, tag } from './route-fields';
-import { SCOPES } from './service';
+import { VISIBILITIES } from '../records/model';
+import { revisionHeader } from '../revisions/revisions';
+import { P, cacheControlText, str, tag } from '../records/route-fields';
+import { SCOPES } from '../storage/service';
 import { MAX_KEY_LENGTH } from './uploads';
 
 const sessionShared = {

@@ -1,12 +1,12 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import { PlatformError, badRequest, notFound } from '../../core/errors';
-import { hashInput } from '../../core/idempotency';
-import { newId } from '../../core/ids';
-import { isDuplicateKey } from '../../core/mongo';
-import type { Principal } from '../../core/principal';
-import { BlobTooLargeError } from '../../core/blobs/blob-store';
-import { type AssetDoc, type SessionDoc, partCount } from './model';
+import { PlatformError, badRequest, notFound } from '../../../core/errors';
+import { hashInput } from '../../../core/idempotency';
+import { newId } from '../../../core/ids';
+import { isDuplicateKey } from '../../../core/mongo';
+import type { Principal } from '../../../core/principal';
+import { BlobTooLargeError } from '../../../core/blobs/blob-store';
+import { type AssetDoc, type SessionDoc, partCount } from '../records/model';
 import type { AssetAccess } from './asset-access';
 import { parseUploadFields } from './uploads';
 

@@ -1,19 +1,26 @@
 import type { Readable } from 'node:stream';
 import { z } from 'zod';
-import { PlatformError, badRequest, notFound, paymentRequired } from '../../core/errors';
-import { newId } from '../../core/ids';
-import { isDuplicateKey } from '../../core/mongo';
-import type { Plan, Principal } from '../../core/principal';
-import { BlobTooLargeError, type BlobStore, type StagedBlob } from '../../core/blobs/blob-store';
-import type { Buckets } from './buckets';
-import { assetTypeOf, checkContent, type ContentPolicy, largestAllowed, policyOf, sniffMime } from './content-policy';
-import { objectEventEntry } from './events';
-import { type AssetDoc, type AssetModels, type BucketDoc, VISIBILITIES } from './model';
-import { requiredRevision, revisionStale } from './revisions';
-import type { Scanner } from './scanner';
-import type { AssetsSettings } from './settings';
+import { PlatformError, badRequest, notFound, paymentRequired } from '../../../core/errors';
+import { newId } from '../../../core/ids';
+import { isDuplicateKey } from '../../../core/mongo';
+import type { Plan, Principal } from '../../../core/principal';
+import { BlobTooLargeError, type BlobStore, type StagedBlob } from '../../../core/blobs/blob-store';
+import type { Buckets } from '../buckets/buckets';
+import { assetTypeOf, checkContent, type ContentPolicy, largestAllowed, policyOf, sniffMime } from '../scanning/content-policy';
+import { objectEventEntry } from '../records/events';
+import { type AssetDoc, type AssetModels, type BucketDoc, VISIBILITIES } from '../records/model';
+import { requiredRevision, revisionStale } from '../revisions/revisions';
+import type { Scanner } from '../scanning/scanner';
+import type { AssetsSettings } from '../settings';
 
-import { MAX_KEY_LENGTH, MAX_METADATA_BYTES, checkCacheControl, checkFolder, checkKey, checkMetadataSize } from './asset-fields';
+import {
+  MAX_KEY_LENGTH,
+  MAX_METADATA_BYTES,
+  checkCacheControl,
+  checkFolder,
+  checkKey,
+  checkMetadataSize,
+} from '../records/fields';
 
 export { MAX_KEY_LENGTH, MAX_METADATA_BYTES };
 

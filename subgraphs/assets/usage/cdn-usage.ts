@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { AssetsService } from '../service';
+import type { AssetsService } from '../storage/service';
 import type { UsageCounters } from './usage';
 
 /** Asset ids whose account this process has looked up (an asset never changes account). */

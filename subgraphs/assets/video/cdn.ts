@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { AssetsService } from '../service';
-import type { AssetDoc } from '../model';
+import type { AssetsService } from '../storage/service';
+import type { AssetDoc } from '../records/model';
 import {
   HLS_SEGMENT_MIME,
   VIDEO_KINDS,

@@ -1,5 +1,5 @@
 import { defineModule } from '../../../core/area-module';
-import type { CoreModuleServices } from '../module';
+import type { CoreModuleServices } from '../storage/module';
 import { videoCdnPlane } from './cdn';
 import { VIDEO_OUTPUT_OPERATION, VideoOutputs, videoOutputModel } from './outputs';
 

@@ -9,8 +9,8 @@ import sharp from 'sharp';
 import { model } from '../../../core/mongo';
 import { isDuplicateKey } from '../../../core/mongo';
 import type { OperationContext, OperationEngine } from '../../../core/operations/engine';
-import type { AssetDoc, AssetVersion } from '../model';
-import type { AssetsService } from '../service';
+import type { AssetDoc, AssetVersion } from '../records/model';
+import type { AssetsService } from '../storage/service';
 import { ffmpeg } from './ffmpeg';
 
 /** Operation type on the kernel engine: renders one video output. */

@@ -1,12 +1,12 @@
 import { defineModule } from '../../../core/area-module';
 import type { ObjectEvent } from '../../../core/events/object-events';
-import type { CoreModuleServices } from '../module';
+import type { CoreModuleServices } from '../storage/module';
 import { fromObjectEvent, fromRecordChange, RECORD_CHANGES_TOPIC, type RecordChange } from '../webhooks/sources';
 import { AuditStream, auditModel } from './audit';
-import { cdnUsageHook } from './cdn-usage';
+import { cdnUsageHook } from '../usage/cdn-usage';
 import { AssetViewsResolver } from './resolvers';
 import { viewRoutes } from './routes';
-import { UsageCounters, usageModel } from './usage';
+import { UsageCounters, usageModel } from '../usage/usage';
 
 export interface UsageModuleServices {
   usage: UsageCounters;

@@ -1,6 +1,6 @@
 import { defineModule } from '../../../core/area-module';
 import type { ObjectEvent } from '../../../core/events/object-events';
-import type { CoreModuleServices } from '../module';
+import type { CoreModuleServices } from '../storage/module';
 import { webhookModels } from './model';
 import { AssetWebhooksResolver } from './resolvers';
 import { webhookRoutes } from './routes';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { queryInt } from '../../../core/query-int';
 import { type AnyRoute, route } from '../../../core/rest-route';
-import { SCOPES } from '../service';
+import { SCOPES } from '../storage/service';
 import { ASSET_WEBHOOK_EVENT_TYPES } from './events';
 import { DELIVERIES_PAGE_MAX } from './service';
 

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { ObjectEvent } from '../../../core/events/object-events';
 import type { OutboxEntry } from '../../../core/events/outbox';
-import type { AssetDoc } from '../model';
-import type { AssetsService } from '../service';
+import type { AssetDoc } from '../records/model';
+import type { AssetsService } from '../storage/service';
 import { type AssetWebhookEmitter, type AssetWebhookEvent, stableId } from './events';
 
 /**

@@ -1,5 +1,5 @@
 import { defineModule } from '../../../core/area-module';
-import type { CoreModuleServices } from '../module';
+import type { CoreModuleServices } from '../storage/module';
 import { widgetPlane } from './widget-plane';
 
 /** The browser-upload widget (its script and page on the bridge listener). */

@@ -2,9 +2,9 @@ import { toJsonSchemaCompat } from '@modelcontextprotocol/sdk/server/zod-json-sc
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Principal } from '../../../core/principal';
-import type { AssetsService } from '../service';
-import { assetView } from '../views';
-import { tagAsset, transformAsset } from '../workflows/actions';
+import type { AssetsService } from '../storage/service';
+import { assetView } from '../records/view';
+import { tagAsset, transformAsset } from './actions';
 
 /**
  * The governed automation tools (spec 4.3 `/automation`, `/mcp`). Each declares the one scope it

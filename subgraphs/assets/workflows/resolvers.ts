@@ -3,7 +3,7 @@ import { Arg, Ctx, Field, ID, Int, Mutation, ObjectType, Query, Resolver } from 
 import { badRequest } from '../../../core/errors';
 import type { Principal } from '../../../core/principal';
 import type { RequestContext } from '../../../core/subgraph-kit';
-import { GOVERNED_TOOLS, toolView } from '../mcp/tools';
+import { GOVERNED_TOOLS, toolView } from './mcp-tools';
 import { catalogView } from './catalog';
 import { mayDecide, type Requester } from '../../../core/decision-rights';
 import type { ApprovalDoc, AuditDoc, RunDoc, WorkflowDoc, WorkflowVersionDoc } from './model';

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { queryInt } from '../../../core/query-int';
 import { type AnyRoute, route } from '../../../core/rest-route';
-import { revisionHeader } from '../revisions';
-import { SCOPES } from '../service';
+import { revisionHeader } from '../revisions/revisions';
+import { SCOPES } from '../storage/service';
 import { definitionSchema } from './catalog';
 import { APPROVAL_STATUSES } from './model';
 

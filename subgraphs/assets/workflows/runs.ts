@@ -3,7 +3,7 @@ import { newId } from '../../../core/ids';
 import { isDuplicateKey } from '../../../core/mongo';
 import type { OperationEngine } from '../../../core/operations/engine';
 import type { Principal } from '../../../core/principal';
-import type { AssetsService } from '../service';
+import type { AssetsService } from '../storage/service';
 import type { WorkflowDefinitions } from './definitions';
 import { runOperationId } from './ids';
 import { type ApprovalDoc, type RunDoc, TERMINAL_RUN, type WorkflowDoc, type WorkflowModels } from './model';

@@ -6,8 +6,8 @@ import type { OperationContext, OperationEngine } from '../../../core/operations
 import type { OperationEvent } from '../../../core/operations/store';
 import type { Ports } from '../../../core/ports';
 import type { Principal } from '../../../core/principal';
-import type { GovernedTool } from '../mcp/tools';
-import { SCOPES, type AssetsService } from '../service';
+import type { GovernedTool } from './mcp-tools';
+import { SCOPES, type AssetsService } from '../storage/service';
 import { WorkflowApprovals } from './approvals';
 import { GovernedToolCalls } from './automation';
 import { WorkflowDefinitions } from './definitions';

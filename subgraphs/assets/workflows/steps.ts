@@ -1,6 +1,6 @@
 import { badRequest } from '../../../core/errors';
 import type { EventBus } from '../../../core/events/event-bus';
-import type { AssetsService } from '../service';
+import type { AssetsService } from '../storage/service';
 import { moveAsset, tagAsset, transformAsset } from './actions';
 import { type StepDef, type StepType, STEP_CONFIGS } from './catalog';
 import type { RunDoc, RunStepDoc } from './model';
