@@ -3,6 +3,7 @@ import { queryInt } from '../../core/query-int';
 import { type AnyRoute, route } from '../../core/rest-route';
 import { ORIGINAL_NAME } from './asset-fields';
 import { bucketRoutes } from './bucket-routes';
+import { resultsQuery } from './bulk/routes';
 import { VISIBILITIES } from './model';
 import { revisionHeader } from './revisions';
 import { P, cacheControlText, id, ifMatch, str, tag } from './route-fields';
@@ -145,11 +146,12 @@ export const assetsRoutes: AnyRoute[] = [
   route({
     method: 'GET',
     path: `${P}/jobs/{jobID}`,
-    summary: 'Poll a job',
+    summary: 'Poll a job; a bulk job with one page of per-item results as at /bulk/{id} (`limit`, `cursor`)',
     tag,
     operation: 'get-job',
+    query: resultsQuery,
     scope: SCOPES.read,
-    variables: (r) => ({ id: r.params.jobID }),
+    variables: (r) => ({ id: r.params.jobID, limit: r.query.limit ?? null, cursor: r.query.cursor ?? null }),
     select: (d) => jobView(d.assetJob),
     status: 200,
     envelope: 'standard',

@@ -156,6 +156,57 @@ describe('assets: one job route for every kind of job', () => {
     expect((await job(key, '00000000-0000-4000-8000-000000000000')).body.error.code).toBe('assets.job_not_found');
   });
 
+  it("a bulk job's status_url answers its per-item results as /bulk/{id} does: which item failed with 412 or 404, paged", async () => {
+    const { key } = await t.createKey();
+    const a = await upload(key, await png(), 'a.png');
+    const b = await upload(key, await png(), 'b.png');
+    const bulk = await t.rest('POST', `${A}/bulk`, {
+      key,
+      body: {
+        items: [
+          { asset_id: a.id, revision: a.revision, action: 'add_tags', tags: ['ok'] },
+          { asset_id: b.id, revision: b.revision + 5, action: 'visibility', visibility: 'public' },
+          { asset_id: 'no-such-asset', revision: 1, action: 'delete' },
+        ],
+      },
+    });
+    expect(bulk.status).toBe(202);
+    const statusUrl = local(bulk.body.data.status_url);
+    const polled = await until(
+      () => t.rest('GET', statusUrl, { key }),
+      (r) => r.body.data?.status === 'succeeded',
+    );
+    const own = await t.rest('GET', `${A}/bulk/${bulk.body.data.job_id}`, { key });
+    expect(own.status).toBe(200);
+    expect(polled.body.data).toMatchObject({ kind: 'bulk', total: 3, succeeded: 1, failed: 2, next_cursor: '' });
+    // The same per-item results, field for field, as the bulk route answers them.
+    expect(polled.body.data.results).toEqual(own.body.data.results);
+    expect(polled.body.data.results.map((r: any) => [r.index, r.status, r.status_code, r.error_code])).toEqual([
+      [0, 'succeeded', 200, null],
+      [1, 'failed', 412, 'assets.revision_mismatch'],
+      [2, 'failed', 404, expect.any(String)],
+    ]);
+    expect(polled.body.data.results[1]).toMatchObject({ asset_id: b.id, revision: b.revision, delete_job_id: null });
+
+    // Paged with the bulk route's limit and cursor.
+    const first = await t.rest('GET', `${statusUrl}?limit=2`, { key });
+    expect(first.body.data.results.map((r: any) => r.index)).toEqual([0, 1]);
+    const next = await t.rest('GET', `${statusUrl}?limit=2&cursor=${encodeURIComponent(first.body.data.next_cursor)}`, { key });
+    expect(next.body.data.results.map((r: any) => r.index)).toEqual([2]);
+    expect(next.body.data.next_cursor).toBe('');
+    expect((await t.rest('GET', `${statusUrl}?limit=0`, { key })).status).toBe(400);
+
+    // GraphQL: the same page on the job's `bulk` record.
+    const gql = await t.gql(
+      `query($id: ID!) { assetJob(id: $id) { bulk(limit: 1) { results { index statusCode errorCode } nextCursor } } }`,
+      { id: bulk.body.data.job_id },
+      key,
+    );
+    expect(gql.errors).toBeUndefined();
+    expect(gql.data.assetJob.bulk.results).toEqual([{ index: 0, statusCode: 200, errorCode: null }]);
+    expect(gql.data.assetJob.bulk.nextCursor).not.toBe('');
+  });
+
   it('migration and workflow-run jobs are read and cancelled at /jobs/{id}, through REST and GraphQL', async () => {
     const { key } = await t.createKey();
     const conn = await t.rest('POST', `${A}/connections`, {

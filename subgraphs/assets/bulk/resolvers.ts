@@ -2,7 +2,7 @@ import { Arg, Ctx, ID, Int, Mutation, Query, Resolver } from 'type-graphql';
 import type { RequestContext } from '../../../core/subgraph-kit';
 import type { AssetsService } from '../service';
 import type { BulkJobs } from './service';
-import { BulkItemInputType, BulkJobType, toBulkJob, toBulkResult } from './types';
+import { BulkItemInputType, BulkJobType, toBulkJob, toBulkJobPage } from './types';
 
 /** Thin resolvers of bulk jobs. */
 @Resolver()
@@ -31,7 +31,6 @@ export class AssetBulkResolver {
     @Arg('cursor', () => String, { nullable: true }) cursor?: string,
   ): Promise<BulkJobType> {
     const job = await this.bulk.get(ctx.principal, id);
-    const page = await this.bulk.results(ctx.principal, id, limit, cursor);
-    return { ...toBulkJob(job, this.assets.cfg.baseUrl), results: page.items.map(toBulkResult), nextCursor: page.nextCursor };
+    return toBulkJobPage(job, await this.bulk.results(job, limit, cursor), this.assets.cfg.baseUrl);
   }
 }

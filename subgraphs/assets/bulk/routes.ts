@@ -24,7 +24,8 @@ const item = z.discriminatedUnion('action', [
   z.object({ ...target, action: z.literal(BULK_ACTIONS[2]), tags: z.array(str.min(1).max(128)).min(1).max(100) }).strict(),
 ]);
 const bulkBody = z.object({ items: z.array(item).min(1).max(BULK_MAX_ITEMS) }).strict();
-const resultsQuery = z.object({ limit: queryInt(1, BULK_RESULTS_PAGE_MAX).optional(), cursor: str.optional() }).strict();
+/** A page of a bulk job's per-item results (here and at `/jobs/{id}`). */
+export const resultsQuery = z.object({ limit: queryInt(1, BULK_RESULTS_PAGE_MAX).optional(), cursor: str.optional() }).strict();
 
 /** Spec 4.3 `POST /bulk` (and where its job is polled, with per-item results). */
 export const bulkRoutes: AnyRoute[] = [

@@ -28,6 +28,12 @@ export const bulkDeleteJobId = (jobId: string, index: number) => stableId(`bulk-
 
 type RawAsset = Pick<AssetDoc, '_id' | 'accountId' | 'revision' | 'status' | 'bucketId' | 'key'> & { bulkMarks?: string[] };
 
+/** A page of a job's per-item results; an item not applied yet shows as `pending`. */
+export interface BulkResultsPage {
+  items: (BulkResult | (Omit<BulkResult, 'status'> & { status: 'pending' }))[];
+  nextCursor: string;
+}
+
 export interface BulkItemInput {
   assetId: string;
   revision: number;
@@ -148,21 +154,15 @@ export class BulkJobs {
     return job;
   }
 
-  /** One page of results in item order; items not applied yet show as `pending`. */
-  async results(
-    p: Principal | null,
-    id: string,
-    limit?: number | null,
-    cursor?: string | null,
-  ): Promise<{ items: (BulkResult | (Omit<BulkResult, 'status'> & { status: 'pending' }))[]; nextCursor: string }> {
-    const job = await this.get(p, id);
+  /** One page of a job's results (read with `get`: the account's own) in item order. */
+  async results(job: BulkJobDoc, limit?: number | null, cursor?: string | null): Promise<BulkResultsPage> {
     const n = limit ?? BULK_RESULTS_PAGE_MAX;
     if (!Number.isInteger(n) || n < 1 || n > BULK_RESULTS_PAGE_MAX)
       throw badRequest('validation_failed', `limit is 1 to ${BULK_RESULTS_PAGE_MAX}`);
     const binding = `bulk:${job._id}`;
     const from = cursor ? decodeCursor<{ i: number }>(cursor, binding).i : 0;
     const to = Math.min(job.total, from + n);
-    const out: Awaited<ReturnType<BulkJobs['results']>>['items'] = [];
+    const out: BulkResultsPage['items'] = [];
     for (let c = Math.floor(from / BULK_CHUNK_SIZE); c * BULK_CHUNK_SIZE < to; c++) {
       const chunk = await this.m.Chunk.findById(`${job._id}:${c}`).lean<BulkChunkDoc>().exec();
       if (!chunk) break;

@@ -1,5 +1,6 @@
 import { Field, ID, InputType, Int, ObjectType } from 'type-graphql';
 import type { BulkJobDoc, BulkResult } from './model';
+import type { BulkResultsPage } from './service';
 
 @InputType('AssetBulkItemInput')
 export class BulkItemInputType {
@@ -59,4 +60,11 @@ export const toBulkJob = (j: BulkJobDoc, baseUrl: string): BulkJobType => ({
   createdAt: j.createdAt,
   startedAt: j.startedAt ?? null,
   finishedAt: j.finishedAt ?? null,
+});
+
+/** A bulk job with one page of its per-item results (`GET /bulk/{id}` and a bulk job at `/jobs/{id}`). */
+export const toBulkJobPage = (j: BulkJobDoc, page: BulkResultsPage, baseUrl: string): BulkJobType => ({
+  ...toBulkJob(j, baseUrl),
+  results: page.items.map(toBulkResult),
+  nextCursor: page.nextCursor,
 });

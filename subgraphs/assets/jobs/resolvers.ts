@@ -1,7 +1,7 @@
-import { Arg, Ctx, FieldResolver, ID, Mutation, Query, Resolver, Root } from 'type-graphql';
+import { Arg, Ctx, FieldResolver, ID, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
 import type { RequestContext } from '../../../core/subgraph-kit';
 import { AiJobType, toAiJob } from '../ai/types';
-import { BulkJobType, toBulkJob } from '../bulk/types';
+import { BulkJobType, toBulkJobPage } from '../bulk/types';
 import { MigrationType } from '../migrations/types';
 import type { AssetsService } from '../service';
 import { AssetJobType, jobStatusUrl, toJob } from '../types';
@@ -93,10 +93,17 @@ export class AssetJobsResolver {
     return toJobView(await this.jobs.cancel(ctx.principal, id), this.svc.cfg.baseUrl);
   }
 
-  @FieldResolver(() => BulkJobType, { nullable: true, description: 'A bulk job (kind `bulk`); its results at `detailUrl`.' })
-  bulk(@Root() j: AssetJobType): BulkJobType | null {
+  @FieldResolver(() => BulkJobType, {
+    nullable: true,
+    description: 'A bulk job (kind `bulk`) with one page of its per-item results, as `assetBulkJob` answers it.',
+  })
+  async bulk(
+    @Root() j: AssetJobType,
+    @Arg('limit', () => Int, { nullable: true }) limit?: number,
+    @Arg('cursor', () => String, { nullable: true }) cursor?: string,
+  ): Promise<BulkJobType | null> {
     const doc = sourceOf(j, 'bulk');
-    return doc && { ...toBulkJob(doc, this.svc.cfg.baseUrl), statusUrl: j.statusUrl };
+    return doc && toBulkJobPage(doc, await this.s.bulk.results(doc, limit, cursor), this.svc.cfg.baseUrl);
   }
 
   @FieldResolver(() => AiJobType, { nullable: true, description: 'An AI job with its result (kind `ai`).' })
