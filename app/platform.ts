@@ -6,6 +6,7 @@ import type { Connection } from 'mongoose';
 import { brokerHostPort, mongoHostPort } from '../core/addresses';
 import { type Config, config as processConfig } from '../core/config';
 import { IdempotencyStore } from '../core/idempotency';
+import { MissingKeyError, productionKeyProblems } from '../core/keys';
 import type { EventBus } from '../core/events/event-bus';
 import { createKafkaEventBus } from '../core/events/kafka-event-bus';
 import { TOPICS } from '../core/events/topics';
@@ -103,16 +104,35 @@ export interface Platform {
   stop(): Promise<void>;
 }
 
-/** A production start refused for its configuration (one sentence naming the variable). */
+/**
+ * A production start refused for its configuration: one sentence per missing or refused variable
+ * (the platform's keys, then the outside systems and their secrets), all in one message joined by `; `.
+ */
 export class ProductionConfigError extends Error {}
+
+/**
+ * The configuration a start runs with. In production nothing starts while a variable is missing,
+ * and every missing one is named at once: a key the configuration refused is reported together
+ * with the outside systems left unnamed, so a fresh deployment is fixed in one round.
+ */
+function startConfig(given: Config | undefined): Config {
+  let cfg: Config;
+  try {
+    cfg = given ?? processConfig();
+  } catch (e) {
+    if (!(e instanceof MissingKeyError) || process.env.NODE_ENV !== 'production') throw e;
+    throw new ProductionConfigError([...productionKeyProblems(process.env), ...productionProblems(process.env)].join('; '));
+  }
+  const problems = cfg.NODE_ENV === 'production' ? productionProblems(cfg.env) : [];
+  if (problems.length > 0) throw new ProductionConfigError(problems.join('; '));
+  return cfg;
+}
 
 /** Starts the platform (or one piece of it) against the configured MongoDB and Kafka. */
 export async function startPlatform(opts: PlatformOptions = {}): Promise<Platform> {
-  const cfg = opts.config ?? processConfig();
-  const production = cfg.NODE_ENV === 'production';
   // No development secret and no stand-in in production: refuse before anything starts.
-  const problem = production ? productionProblems(cfg.env)[0] : undefined;
-  if (problem) throw new ProductionConfigError(problem);
+  const cfg = startConfig(opts.config);
+  const production = cfg.NODE_ENV === 'production';
   const role: ProcessRole = opts.role ?? { kind: 'all' };
   const log = childLogger('platform', { role: role.kind === 'subgraph' ? `subgraph:${role.name}` : role.kind });
   const stops: Array<() => Promise<void>> = [];

@@ -12,7 +12,7 @@ import path from 'node:path';
  *   subgraph and the CLI agree without any setup.
  * - Production (`NODE_ENV=production`, as the Dockerfile sets): a missing key, or one of the
  *   values this repository ever shipped as a default, refuses to start in one sentence naming the
- *   variable.
+ *   variable (several such keys: their sentences in one message, joined by `; `).
  */
 export const KEY_NAMES = ['INTERNAL_SIGNING_KEY', 'SECRET_ENCRYPTION_KEY', 'CURSOR_SIGNING_KEY'] as const;
 export type KeyName = (typeof KEY_NAMES)[number];
@@ -32,6 +32,13 @@ export function productionKeyProblem(name: KeyName, value: string | undefined): 
   if (PUBLIC_DEFAULT_KEYS.has(value))
     return `${name} is a public default value and is refused when NODE_ENV=production (generate one with: openssl rand -hex 32)`;
   return null;
+}
+
+/** Every key a production start refuses, one sentence each (empty: the keys are fine). */
+export function productionKeyProblems(env: Partial<Record<string, string>>): string[] {
+  return KEY_NAMES.map((name) => productionKeyProblem(name, env[name]?.trim() || undefined)).filter(
+    (p): p is string => p !== null,
+  );
 }
 
 /**
@@ -81,15 +88,13 @@ export function resolveKeys(
   opts: { production: boolean; keysDir: string },
 ): Record<KeyName, string> {
   const out = {} as Record<KeyName, string>;
+  if (opts.production) {
+    const problems = productionKeyProblems(env);
+    if (problems.length > 0) throw new MissingKeyError(problems.join('; '));
+  }
   for (const name of KEY_NAMES) {
     const given = env[name]?.trim() || undefined;
-    if (opts.production) {
-      const problem = productionKeyProblem(name, given);
-      if (problem) throw new MissingKeyError(problem);
-      out[name] = given!;
-    } else {
-      out[name] = given ?? devKey(opts.keysDir, name);
-    }
+    out[name] = opts.production ? given! : (given ?? devKey(opts.keysDir, name));
   }
   return out;
 }
