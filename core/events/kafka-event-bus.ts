@@ -1,11 +1,12 @@
 import { sleep } from '../sleep';
-import { Kafka, Partitioners, logLevel, type Admin, type Consumer, type IHeaders, type LogEntry, type Producer } from 'kafkajs';
+import { Kafka, Partitioners, logLevel, type Admin, type Consumer, type IHeaders, type Producer } from 'kafkajs';
 import type { Message } from 'kafkajs';
 import { config } from '../config';
 import { isPlatformError } from '../errors';
 import { childLogger, type Logger } from '../logger';
 import { redactMessage } from '../operations/redact';
 import type { BusMessage, ConsumerLag, EventBus, ReceivedMessage, SubscribeOptions, Subscription } from './event-bus';
+import { kafkaLogCreator } from './kafka-log';
 import { dlqTopic } from './topics';
 import { SendQueue } from './send-queue';
 import { consumeInContext, countConsumed, startProducerSpans } from '../telemetry/kafka';
@@ -21,28 +22,14 @@ export interface KafkaEventBusOptions {
    * KAFKA_IDEMPOTENT=true), off for the single local broker, whose path stays as it was.
    */
   idempotent?: boolean;
+  /** Where the bus and kafkajs log (kafkajs's lines through `kafkaLogCreator`): the `kafka` child logger by default. */
+  log?: Logger;
 }
 
 /** Handler attempts per message before dead-lettering. */
 const DEFAULT_HANDLER_ATTEMPTS = 3;
 /** First pause between handler attempts, doubled each time, in milliseconds. */
 const HANDLER_RETRY_BASE_MS = 100;
-
-const LEVELS: Record<number, 'error' | 'warn' | 'info' | 'debug'> = {
-  [logLevel.ERROR]: 'error',
-  [logLevel.WARN]: 'warn',
-  [logLevel.INFO]: 'info',
-  [logLevel.DEBUG]: 'debug',
-};
-
-/** kafkajs's own log lines go to our logger, at warn and above. */
-function kafkaLogCreator(log: Logger) {
-  return () =>
-    ({ namespace, level, log: entry }: LogEntry) => {
-      const { message, timestamp: _ts, logger: _l, ...extra } = entry as LogEntry['log'] & { logger?: string };
-      log[LEVELS[level] ?? 'warn']({ namespace, ...extra }, message);
-    };
-}
 
 function headersToStrings(h: IHeaders | undefined): Record<string, string> {
   const out: Record<string, string> = {};
@@ -63,7 +50,7 @@ export class DeadLetterPublishError extends Error {
 
 class KafkaEventBus implements EventBus {
   private readonly kafka: Kafka;
-  private readonly log = childLogger('kafka');
+  private readonly log: Logger;
   private readonly numPartitions: number;
   private readonly idempotent: boolean;
   private producer: Promise<Producer> | undefined;
@@ -92,6 +79,7 @@ class KafkaEventBus implements EventBus {
   });
 
   constructor(opts: KafkaEventBusOptions) {
+    this.log = opts.log ?? childLogger('kafka');
     this.numPartitions = opts.numPartitions ?? 3;
     const brokers = opts.brokers ?? config().kafkaBrokers;
     this.idempotent = opts.idempotent ?? (brokers.length > 1 || process.env.KAFKA_IDEMPOTENT === 'true');
