@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import { camelKeys } from './field-names';
 
 /**
  * One documented REST route, as an area declares it: parse and validate the HTTP request, run one
@@ -48,7 +49,19 @@ export interface RouteDef<B = unknown, Q = Record<string, unknown>> {
    * operation to every route (of any area) whose path parameters it can then fill.
    */
   creates?: Record<string, string>;
-  variables: (req: RouteRequest<B, Q>) => Record<string, unknown>;
+  /**
+   * The variables the validated body and query become by rule instead of by hand: each top-level
+   * key in camelCase (`retention_days` → `retentionDays`, core/field-names.ts), absent keys absent.
+   * `body: 'input'` makes the body the variable `input`; `'.'` makes each of its keys a variable of
+   * its own (so does `query: '.'`). The zod schema that documents and validates the field is then
+   * its only REST spelling (docs/decisions/0295-one-declaration-per-body.md).
+   */
+  derive?: { body?: string; query?: '.' };
+  /**
+   * What `derive` cannot say: path parameters, headers, reshaped fields. Its keys win over the
+   * derived ones (a row derives the body and reshapes one field). Absent: nothing beyond `derive`.
+   */
+  variables?: (req: RouteRequest<B, Q>) => Record<string, unknown>;
   /** Picks the payload out of the operation's `data`. */
   select: (data: Record<string, unknown>) => unknown;
   /** HTTP status of a success. */
@@ -80,6 +93,16 @@ export function route<BS extends z.ZodTypeAny | undefined = undefined, QS extend
 }
 
 type InferOr<S, D> = S extends z.ZodTypeAny ? z.infer<S> : D;
+
+/** The operation's variables for a validated request: what the row derives, then its own mapping. */
+export function variablesOf(route: AnyRoute, req: RouteRequest): Record<string, unknown> {
+  const derived: Record<string, unknown> = {};
+  const body = route.derive?.body;
+  if (body === '.') Object.assign(derived, camelKeys(req.body as Record<string, unknown> | undefined));
+  else if (body) derived[body] = camelKeys(req.body as Record<string, unknown> | undefined);
+  if (route.derive?.query) Object.assign(derived, camelKeys(req.query));
+  return { ...derived, ...route.variables?.(req) };
+}
 
 /** A route row bound to its area: what the composition root hands the bridge. */
 export interface AreaRoute extends AnyRoute {

@@ -10,7 +10,7 @@ import type { GraphQLExecutor } from '../contract/graphql-executor';
 import { registerMethodNotAllowed } from './method-not-allowed';
 import { buildOpenApi } from '../contract/openapi';
 import { BYTE_ROUTES } from '../contract/openapi-byte-routes';
-import type { AreaRoute, EnvelopeKind } from '../core/rest-route';
+import { type AreaRoute, type EnvelopeKind, variablesOf } from '../core/rest-route';
 import { envelopeResolver, toFastifyPath } from './route-paths';
 import { bridgeUnavailable, withRetryAfter } from './retry-after';
 import { authFailuresError, EdgeLimits, installRateLimit, rateLimitedError } from '../core/rate-limit';
@@ -269,7 +269,7 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
           if (!parsed.success) return send(reply, route.envelope, 400, fromZod('query', parsed.error));
           query = parsed.data;
         }
-        const variables = route.variables({
+        const variables = variablesOf(route, {
           params: req.params as Record<string, string>,
           query: query as Record<string, unknown>,
           body,

@@ -58,11 +58,9 @@ function feedRoutes(feed: 'operation-activity' | 'agent-activity', s: ScopePath)
       query: listQuery,
       params: pathSchema(base),
       errors: [404],
-      variables: (r) => ({
-        ...scopeVars(r),
-        limit: r.query.limit === undefined ? null : String(r.query.limit),
-        cursor: r.query.cursor ?? null,
-      }),
+      derive: { query: '.' },
+      // The feed's `limit` argument is a string (contract v1).
+      variables: (r) => ({ ...scopeVars(r), limit: r.query.limit === undefined ? null : String(r.query.limit) }),
       select: (d) => d[op],
       status: 200,
       envelope: 'standard',
@@ -106,12 +104,8 @@ export const activityRoutes: AnyRoute[] = [
     params: pathSchema('/{approvalID}'),
     // 404 unknown approval; 409 hash changed, another decision recorded, withheld or withdrawn; 410 expired (spec 7.5).
     errors: [404, 409, 410],
-    variables: (r) => ({
-      approvalId: r.params.approvalID,
-      decision: r.body.decision,
-      actionHash: r.body.action_hash,
-      note: r.body.note ?? null,
-    }),
+    derive: { body: '.' },
+    variables: (r) => ({ approvalId: r.params.approvalID }),
     select: (d) => d.decideApproval,
     status: 200,
     envelope: 'standard',

@@ -96,7 +96,6 @@ export const mailRoutes: AnyRoute[] = [
     tag,
     operation: 'mail-migration-guides',
     public: true,
-    variables: () => ({}),
     select: (d) => d.mailMigrationGuides,
     status: 200,
     envelope: 'standard',
@@ -122,7 +121,7 @@ export const mailRoutes: AnyRoute[] = [
     body: checklistBody,
     // 409: the revision read is no longer current (spec 7.6).
     errors: [409],
-    variables: (r) => ({ ...r.body }),
+    derive: { body: '.' },
     select: (d) => d.updateMailMigrationChecklist,
     status: 200,
     envelope: 'standard',

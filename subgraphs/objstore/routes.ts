@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { camelKeys } from '../../core/field-names';
 import { queryInt } from '../../core/query-int';
 import { OBJECT_EVENT_TYPES } from '../../core/events/object-events';
 import { type AnyRoute, route } from '../../core/rest-route';
@@ -39,11 +38,9 @@ export const objstoreRoutes: AnyRoute[] = [
     operation: 'create-event-subscription',
     scope: 'assets:write',
     body: createBody,
-    variables: (r) => ({
-      ...bucket(r),
-      // The input's fields are the body's keys in camelCase (decision 0190).
-      input: camelKeys(r.body),
-    }),
+    // The input's fields are the body's keys in camelCase (decision 0295).
+    derive: { body: 'input' },
+    variables: bucket,
     select: (d) => d.objstoreCreateEventSubscription,
     status: 201,
     envelope,
@@ -80,11 +77,8 @@ export const objstoreRoutes: AnyRoute[] = [
     operation: 'update-event-subscription',
     scope: 'assets:write',
     body: updateBody,
-    variables: (r) => ({
-      ...bucket(r),
-      subscriptionId: r.params.subscriptionID,
-      input: camelKeys(r.body),
-    }),
+    derive: { body: 'input' },
+    variables: (r) => ({ ...bucket(r), subscriptionId: r.params.subscriptionID }),
     select: (d) => d.objstoreUpdateEventSubscription,
     status: 200,
     envelope,
@@ -110,7 +104,8 @@ export const objstoreRoutes: AnyRoute[] = [
     // A pull claims (changes the queue): a write, like the ack (decision 0099).
     scope: 'assets:write',
     query: pullQuery,
-    variables: (r) => ({ ...bucket(r), subscriptionId: r.params.subscriptionID, limit: r.query.limit ?? null }),
+    derive: { query: '.' },
+    variables: (r) => ({ ...bucket(r), subscriptionId: r.params.subscriptionID }),
     select: (d) => d.objstorePullDeliveries,
     status: 200,
     envelope,
@@ -123,12 +118,8 @@ export const objstoreRoutes: AnyRoute[] = [
     operation: 'ack-delivery',
     scope: 'assets:write',
     body: ackBody,
-    variables: (r) => ({
-      ...bucket(r),
-      deliveryId: r.params.deliveryID,
-      claimId: r.body?.claim_id ?? null,
-      retry: r.body?.retry ?? false,
-    }),
+    derive: { body: '.' },
+    variables: (r) => ({ ...bucket(r), deliveryId: r.params.deliveryID }),
     select: (d) => d.objstoreAckDelivery,
     status: 200,
     envelope,
@@ -141,12 +132,8 @@ export const objstoreRoutes: AnyRoute[] = [
     operation: 'delivery-history',
     scope: 'assets:read',
     query: historyQuery,
-    variables: (r) => ({
-      ...bucket(r),
-      subscriptionId: r.params.subscriptionID,
-      limit: r.query.limit ?? null,
-      cursor: r.query.cursor ?? null,
-    }),
+    derive: { query: '.' },
+    variables: (r) => ({ ...bucket(r), subscriptionId: r.params.subscriptionID }),
     select: (d) => d.objstoreDeliveryHistory,
     status: 200,
     envelope,

@@ -17,7 +17,7 @@ import {
 import type { ZodTypeAny } from 'zod';
 import { areaRoutes } from '../../app/areas';
 import { projectRoot } from '../../core/paths';
-import type { AreaRoute } from '../../core/rest-route';
+import { type AreaRoute, variablesOf } from '../../core/rest-route';
 import { camelCase, camelKeys, snakeCase } from '../../core/field-names';
 
 /**
@@ -75,7 +75,7 @@ function paramsOf(p: string): Record<string, string> {
 
 function run(r: AreaRoute, body: Record<string, unknown>): Record<string, unknown> | Error {
   try {
-    return r.variables({ params: paramsOf(r.path), query: {}, body, headers: {}, ip: '127.0.0.1' });
+    return variablesOf(r, { params: paramsOf(r.path), query: {}, body, headers: {}, ip: '127.0.0.1' });
   } catch (e) {
     return e as Error;
   }
@@ -231,7 +231,7 @@ describe('field spellings agree (zod body, variables, GraphQL input, document al
     const misspelled: AreaRoute = {
       ...row,
       variables: (req) => {
-        const v = row.variables(req) as { input: Record<string, unknown> };
+        const v = variablesOf(row, req) as { input: Record<string, unknown> };
         const { deliveryMode, ...rest } = v.input;
         return { ...v, input: { ...rest, delivery_mode: deliveryMode } };
       },
@@ -239,7 +239,7 @@ describe('field spellings agree (zod body, variables, GraphQL input, document al
     expect(spellingProblems([misspelled])).toEqual(
       expect.arrayContaining([expect.stringMatching(/body key delivery_mode lands on input\.delivery_mode/)]),
     );
-    const dropped: AreaRoute = { ...row, variables: (req) => ({ ...row.variables(req), input: {} }) };
+    const dropped: AreaRoute = { ...row, variables: (req) => ({ ...variablesOf(row, req), input: {} }) };
     expect(spellingProblems([dropped])).toEqual(
       expect.arrayContaining([expect.stringMatching(/body key url reaches no variable/)]),
     );
