@@ -3,6 +3,13 @@ import { config } from './config';
 import { badRequest } from './errors';
 
 /**
+ * The shape of every cursor `encodeCursor` writes: a base64url position, a dot and 22 base64url
+ * characters of its MAC. A REST query documents and validates a cursor with it (one schema);
+ * whether it is genuine is `decodeCursor`'s to say.
+ */
+export const CURSOR_PATTERN = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{22}$/;
+
+/**
  * Opaque, signed cursors. A cursor is bound to the listing it came from (`binding`: e.g. the sort
  * key and direction), so a cursor from one sort order is refused by another.
  */

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { CURSOR_PATTERN } from '../../core/cursors';
 import { queryInt } from '../../core/query-int';
 import { type AnyRoute, route } from '../../core/rest-route';
 import { DEFAULT_RELEASE_MEMORY_MB } from '../../dataplane/workerd';
@@ -82,7 +83,8 @@ const settingsBody = z.record(z.unknown());
 const pageQuery = z
   .object({
     limit: queryInt(1, MAX_PAGE).optional(),
-    cursor: z.string().max(2048).optional(),
+    // The shape of a cursor the list issued (core/cursors.ts); its signature is the list's to check.
+    cursor: z.string().max(2048).regex(CURSOR_PATTERN, 'is not a cursor this list issued').optional(),
   })
   .strict();
 const analyticsQuery = z.object({ range: z.string().max(16).optional() }).strict();
