@@ -52,7 +52,7 @@ async function main(): Promise<void> {
     console.log(
       `provisioning to first 200 (${cached ? 'runtime cached' : 'runtime uncached'}): ${Date.now() - t0} ms (install ${ensureMs} ms, start to first 200 through the edge ${Date.now() - t} ms)`,
     );
-    await sites.setUp('bench', { name: 'Bench', email: 'bench@example.test', blogTitle: 'Bench' });
+    await sites.configure('bench', { name: 'Bench', email: 'bench@example.test', title: 'Bench' });
     const headers = { host };
     for (let r = 0; r < rounds; r++) {
       // Straight to the site: its unix socket when it runs in the sandbox, else its port.

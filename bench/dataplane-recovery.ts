@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { FsBlobStore } from '../core/blobs/fs-blob-store';
 import { Edge } from '../dataplane/edge';
-import { siteRequest } from '../dataplane/ghost';
+import { setUpGhost, siteRequest } from '../dataplane/runtimes/ghost';
 import { RuntimeCache } from '../dataplane/runtime-cache';
 import { SiteBackups, siteBytes } from '../dataplane/site-backup';
 import { allocateSiteDatabase, dropSiteDatabase, newDatabasePassword, parseMysqlUrl } from '../dataplane/site-database';
@@ -77,7 +77,7 @@ async function main(): Promise<void> {
     let t = Date.now();
     let { port } = await sites.start(site);
     console.log(`${database ? 'MySQL' : 'SQLite'} site: first start (migrations) to healthy ${Date.now() - t} ms`);
-    const access = await sites.setUp(siteId, { name: 'Bench', email: 'bench@example.test', blogTitle: 'Bench' });
+    const access = await setUpGhost(sites.endpoint(siteId), url, { name: 'Bench', email: 'bench@example.test', title: 'Bench' });
     const api = new GhostAdminAPI({
       url: url.replace(/\/$/, ''),
       key: access.adminApiKey,

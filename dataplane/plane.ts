@@ -1,6 +1,7 @@
 import { Edge } from './edge';
 import { type ReconcileRegistry, Reconciler } from './reconcile';
 import { RuntimeCache } from './runtime-cache';
+import type { RuntimeDrivers } from './runtimes/driver';
 import { SiteHost } from './sites';
 import { resolveSandbox, type SandboxResolution } from './sandbox';
 import { Supervisor } from './supervisor';
@@ -30,6 +31,8 @@ export interface DataPlaneOptions {
   reconcileIntervalMs?: number;
   /** Where a failed reconcile pass is reported (the platform's log). */
   onReconcileError?: (area: string, err: Error) => void;
+  /** The runtimes this node runs (dataplane/runtimes/; default: Ghost). */
+  drivers?: RuntimeDrivers;
 }
 
 /** What areas see of the data plane (the `dataPlane` kernel port). */
@@ -68,7 +71,13 @@ export class DataPlane implements DataPlanePort {
     this.sandboxing = resolveSandbox();
     this.supervisor = new Supervisor({ sandbox: this.sandboxing.sandbox, sandboxRefusal: this.sandboxing.refusal });
     this.edge = new Edge({ port: o.edgePort, host: o.host });
-    this.sites = new SiteHost({ cache: this.cache, supervisor: this.supervisor, edge: this.edge, sitesRoot: o.sitesRoot });
+    this.sites = new SiteHost({
+      cache: this.cache,
+      supervisor: this.supervisor,
+      edge: this.edge,
+      sitesRoot: o.sitesRoot,
+      ...(o.drivers ? { drivers: o.drivers } : {}),
+    });
     this.reconciler = new Reconciler({ intervalMs: o.reconcileIntervalMs, onError: o.onReconcileError });
   }
 

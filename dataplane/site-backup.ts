@@ -7,7 +7,7 @@ import path from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { BlobStore } from '../core/blobs/blob-store';
-import { contentDir, databaseFile, notPlain } from './ghost';
+import { contentDir, databaseFile, notPlain } from './runtimes/ghost';
 import { dumpSiteDatabase, loadSiteDatabase, type MysqlSiteDatabase } from './site-database';
 
 /**

@@ -1,15 +1,17 @@
 import { readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Edge } from './edge';
-import { contentDir, GhostRunner, type GhostAdminAccess, type GhostOwner } from './ghost';
 import type { InstalledRuntime, ProgressFn, RuntimeCache, RuntimeSpec } from './runtime-cache';
+import { type DriverLayout, type DriverOwner, type DriverWorkload, type RuntimeDriver, RuntimeDrivers } from './runtimes/driver';
+import { ghostDriver } from './runtimes/ghost';
 import type { MysqlSiteDatabase } from './site-database';
 import { endpointOf, type Supervisor, type WorkloadStatus } from './supervisor';
 
 /**
- * The data plane as the publishing area's executor sees it (docs/decisions/0120-data-plane.md): one
- * object that keeps the runtime cache, the supervisor and the edge consistent for a site. A site is
- * routed only once it answers; stopping marks its routes first (503, no request reaches a dying
+ * The data plane as the node agent sees it (docs/decisions/0120-data-plane.md): one object that
+ * keeps the runtime cache, the supervisor and the edge consistent for a site, whatever software it
+ * runs: the site's runtime driver (dataplane/runtimes/, 0285) says what is particular to it. A site
+ * is routed only once it answers; stopping marks its routes first (503, no request reaches a dying
  * process); removing it releases its port, routes and files.
  */
 
@@ -21,7 +23,12 @@ export interface SiteHostOptions {
   sitesRoot: string;
   /** How long a start may take to answer (default 180 s: a first boot migrates the database). */
   healthTimeoutMs?: number;
+  /** The runtimes this node runs (default: Ghost). */
+  drivers?: RuntimeDrivers;
 }
+
+/** The drivers of a node that the options name none: the publishing runtime. */
+export const defaultDrivers = () => new RuntimeDrivers([ghostDriver]);
 
 export interface HostedSite {
   siteId: string;
@@ -64,13 +71,13 @@ export interface SiteProcess {
 }
 
 export class SiteHost {
-  readonly runner: GhostRunner;
+  readonly drivers: RuntimeDrivers;
   private readonly sites = new Map<string, HostedSite & { runtimeDir: string }>();
   /** Sites spawned and waiting for their first answer (`start`, `resume`). */
   private readonly starting = new Set<string>();
 
   constructor(private readonly o: SiteHostOptions) {
-    this.runner = new GhostRunner(o.supervisor);
+    this.drivers = o.drivers ?? defaultDrivers();
   }
 
   siteDir(siteId: string): string {
@@ -78,9 +85,15 @@ export class SiteHost {
     return path.join(this.o.sitesRoot, siteId);
   }
 
-  /** Installs the release into the cache unless it is there (the `pull_image` step). */
+  /** Installs the release unless it is there (the `pull_image` step): its driver's way, else the runtime cache. */
   pullRuntime(spec: RuntimeSpec, onProgress?: ProgressFn): Promise<InstalledRuntime> {
-    return this.o.cache.ensure(spec, onProgress);
+    const driver = this.drivers.get(spec.name);
+    return driver.install ? driver.install(spec, this.o.cache, onProgress) : this.o.cache.ensure(spec, onProgress);
+  }
+
+  /** Where a site's data lives on this node (its driver's layout): what backups capture and restore. */
+  layout(siteId: string, runtimeName: string): DriverLayout {
+    return this.drivers.get(runtimeName).layout(this.siteDir(siteId));
   }
 
   /**
@@ -96,29 +109,36 @@ export class SiteHost {
     const entry = { ...site, runtimeDir: runtime.dir };
     this.sites.set(site.siteId, entry);
     this.o.edge.setState(site.siteId, 'restoring');
-    const st = await this.runner.start({
-      id: site.siteId,
-      runtimeDir: runtime.dir,
-      siteDir: this.siteDir(site.siteId),
-      url: site.url,
-      memoryMb: site.memoryMb,
-      config: site.config,
-      database: site.database,
-    });
-    const health = await this.untilHealthy(site.siteId, site.url);
+    const driver = this.drivers.get(site.runtime.name);
+    const spec = await driver.workload(this.workload(entry));
+    if (this.o.supervisor.has(site.siteId)) await this.o.supervisor.remove(site.siteId);
+    await this.o.supervisor.add({ id: site.siteId, ...spec });
+    const st = this.o.supervisor.start(site.siteId);
+    const health = await this.untilHealthy(site.siteId);
     this.route(entry, st);
     return { port: st.port, version: health.version, bootMs: health.ms };
   }
 
-  /** The `health_check` step: the site answers over HTTP with its version. */
+  /** The `health_check` step: the site answers its driver's probe with its version. */
   async healthCheck(siteId: string): Promise<string> {
-    const site = this.get(siteId);
-    return (await this.runner.waitHealthy(siteId, site.url, this.o.healthTimeoutMs ?? 180_000)).version;
+    return (await this.waitHealthy(siteId)).version;
   }
 
-  /** Sets up the owner and the platform's integration (the `configure_site` step). */
-  setUp(siteId: string, owner: GhostOwner): Promise<GhostAdminAccess> {
-    return this.runner.setUp(siteId, this.get(siteId).url, owner);
+  /**
+   * The site's first set-up (the `configure_site` step): its driver's, answering what the platform
+   * keeps (Ghost: the owner's password and the platform's integration); nothing for a runtime without one.
+   */
+  async configure(siteId: string, owner: DriverOwner): Promise<Record<string, string>> {
+    const site = this.get(siteId);
+    const driver = this.drivers.get(site.runtime.name);
+    return driver.configure ? driver.configure(this.endpoint(siteId), this.workload(site), owner) : {};
+  }
+
+  /** Where the site's process is reached now (its port, or its sandbox's socket). */
+  endpoint(siteId: string): { port: number; socketPath?: string } {
+    const st = this.o.supervisor.status(siteId);
+    if (!st) throw new SiteHostError(`site ${siteId} is not supervised`);
+    return endpointOf(st);
   }
 
   /** Stops the process; its hosts answer 503 from the moment this is called. */
@@ -148,7 +168,7 @@ export class SiteHost {
   async resume(siteId: string): Promise<void> {
     const site = this.get(siteId);
     const st = this.o.supervisor.start(siteId);
-    await this.untilHealthy(siteId, site.url);
+    await this.untilHealthy(siteId);
     this.route(site, st);
   }
 
@@ -183,23 +203,25 @@ export class SiteHost {
   }
 
   /**
-   * Ends processes of this site that this supervisor did not start (found by the content path in their
-   * environment, Linux `/proc`): what a killed platform process left running.
+   * Ends processes of this site that this supervisor did not start (found by a driver's marker in
+   * their environment, Linux `/proc`): what a killed platform process left running.
    */
   private async killStray(siteId: string): Promise<void> {
-    const marker = `paths__contentPath=${contentDir(this.siteDir(siteId))}\0`;
+    const markers = this.drivers.all().map((d) => `${d.marker(this.siteDir(siteId))}\0`);
     const pids = await readdir('/proc').catch(() => [] as string[]);
     for (const pid of pids.filter((d) => /^\d+$/.test(d) && Number(d) !== process.pid)) {
-      const env = await readFile(`/proc/${pid}/environ`, 'latin1').catch(() => '');
-      if (!`${env}\0`.includes(marker)) continue;
+      const ours = async () => {
+        const env = `${await readFile(`/proc/${pid}/environ`, 'latin1').catch(() => '')}\0`;
+        return markers.some((m) => env.includes(m));
+      };
+      if (!(await ours())) continue;
       try {
         process.kill(Number(pid), 'SIGKILL');
       } catch {
         continue;
       }
       // Gone, or a zombie (its environment reads empty): the port and the database file are free.
-      const alive = async () => `${await readFile(`/proc/${pid}/environ`, 'latin1').catch(() => '')}\0`.includes(marker);
-      for (let i = 0; i < 100 && (await alive()); i++) await new Promise((r) => setTimeout(r, 50));
+      for (let i = 0; i < 100 && (await ours()); i++) await new Promise((r) => setTimeout(r, 50));
     }
   }
 
@@ -251,13 +273,52 @@ export class SiteHost {
     };
   }
 
-  private async untilHealthy(siteId: string, url: string): Promise<{ version: string; ms: number }> {
+  private async untilHealthy(siteId: string): Promise<{ version: string; ms: number }> {
     this.starting.add(siteId);
     try {
-      return await this.runner.waitHealthy(siteId, url, this.o.healthTimeoutMs ?? 180_000);
+      return await this.waitHealthy(siteId);
     } finally {
       this.starting.delete(siteId);
     }
+  }
+
+  /** Probes the site with its driver until it answers, it crashed for good, or the deadline passes. */
+  private async waitHealthy(siteId: string): Promise<{ version: string; ms: number }> {
+    const site = this.get(siteId);
+    const driver = this.drivers.get(site.runtime.name);
+    const w = this.workload(site);
+    const started = Date.now();
+    let last = 'no answer';
+    while (Date.now() - started < (this.o.healthTimeoutMs ?? 180_000)) {
+      const st = this.o.supervisor.status(siteId);
+      if (!st) throw new SiteHostError(`site ${siteId} is not supervised`);
+      if (st.state === 'failed') break;
+      if (st.state === 'running') {
+        try {
+          const version = await driver.probe(endpointOf(st), w);
+          if (version !== null) return { version, ms: Date.now() - started };
+          last = 'not serving yet';
+        } catch (e) {
+          last = (e as Error).message;
+        }
+      }
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    const tail = this.o.supervisor.logs(siteId).slice(-5).join(' | ');
+    throw new SiteHostError(`site ${siteId} did not become healthy (${last}); last output: ${tail}`);
+  }
+
+  /** What the site's driver is handed. */
+  private workload(site: HostedSite & { runtimeDir: string }): DriverWorkload {
+    return {
+      id: site.siteId,
+      runtimeDir: site.runtimeDir,
+      dir: this.siteDir(site.siteId),
+      url: site.url,
+      memoryMb: site.memoryMb,
+      config: site.config,
+      database: site.database,
+    };
   }
 
   private route(site: HostedSite, st: WorkloadStatus): void {
@@ -271,3 +332,10 @@ export class SiteHost {
     return s;
   }
 }
+
+/** A site that did not answer its probe in time, or is not supervised (the agent's `site_unhealthy`). */
+export class SiteHostError extends Error {
+  readonly code = 'site_unhealthy';
+}
+
+export type { RuntimeDriver };

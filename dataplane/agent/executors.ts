@@ -77,7 +77,11 @@ async function guard<T>(code: string, fn: () => Promise<T>, retriable = false): 
   }
 }
 
-/** Ghost from the runtime cache, supervised, behind the agent's edge: the hosted pool's data plane. */
+/**
+ * The node's own data plane: each site's runtime driver (dataplane/runtimes/) from the runtime
+ * cache, supervised in its sandbox, behind the agent's edge. The steps are the same for every
+ * runtime; the driver says what is particular.
+ */
 export class RealNodeExecutor implements NodeExecutor {
   readonly kind = 'real' as const;
   constructor(
@@ -108,16 +112,13 @@ export class RealNodeExecutor implements NodeExecutor {
         }
         return null;
       case 'configure_site': {
+        // The site's driver sets it up (Ghost: the owner and the platform's integration); the
+        // platform seals what comes back before it stores it.
         const ownerEmail = `owner@${new URL(site.url).hostname}`;
         const access = await guard('site_setup_failed', () =>
-          host.setUp(site.siteId, { name: `${site.name} owner`, email: ownerEmail, blogTitle: site.name }),
+          host.configure(site.siteId, { name: `${site.name} owner`, email: ownerEmail, title: site.name }),
         );
-        return {
-          owner_email: ownerEmail,
-          integration_id: access.integrationId,
-          admin_api_key: access.adminApiKey,
-          owner_password: access.ownerPassword,
-        };
+        return { owner_email: ownerEmail, ...access };
       }
       case 'health_check':
         await guard('health_check_failed', () => host.healthCheck(site.siteId).then(() => undefined));

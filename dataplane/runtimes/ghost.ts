@@ -2,10 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { lstat, mkdir, readdir, readlink, rm, symlink } from 'node:fs/promises';
 import path from 'node:path';
-import { type LocalReply, requestLocal } from '../core/outbound-http';
-import type { MysqlSiteDatabase } from './site-database';
-import type { SandboxEgress, SandboxSpec } from './sandbox';
-import { endpointOf, type Supervisor, type WorkloadStatus } from './supervisor';
+import { type LocalReply, requestLocal } from '../../core/outbound-http';
+import type { SandboxEgress, SandboxSpec } from '../sandbox';
+import type { DriverEndpoint, DriverOwner, DriverWorkload, RuntimeDriver } from './driver';
 
 /**
  * Runs the publishing software (Ghost, from the runtime cache) as a supervised site
@@ -15,30 +14,8 @@ import { endpointOf, type Supervisor, type WorkloadStatus } from './supervisor';
  * left open for anyone to claim) and a custom integration gives the platform an Admin API key.
  */
 
-export interface GhostSiteSpec {
-  /** The workload id (the site's id). */
-  id: string;
-  /** The installed release's directory (`RuntimeCache.ensure(...).dir`). */
-  runtimeDir: string;
-  /** The site's own directory: `content/` (themes, images, data/ghost.db, logs) lives under it. */
-  siteDir: string;
-  /** The public address the site is served at (through the edge), e.g. `http://blog.sites.localhost:8082/`. */
-  url: string;
-  /** V8 heap ceiling in MiB: the runtime's memory floor (or a plan's limit). */
-  memoryMb?: number;
-  /** Further Ghost configuration as environment (`mail__transport`, …). */
-  config?: Record<string, string>;
-  /** The site's MySQL database (docs/decisions/0220-mysql-adapter.md); the SQLite file when absent. */
-  database?: MysqlSiteDatabase;
-}
-
-export interface GhostOwner {
-  name: string;
-  email: string;
-  /** Default: a random one (the owner signs in through the password-reset mail). */
-  password?: string;
-  blogTitle: string;
-}
+/** A Ghost site as its driver sees it: `dir` holds `content/` (themes, images, data/ghost.db, logs). */
+export type GhostSiteSpec = DriverWorkload;
 
 export interface GhostAdminAccess {
   /** Ghost Admin API key (`id:secret`), for `@tryghost/admin-api`: store it encrypted. */
@@ -133,10 +110,10 @@ export function ghostEnv(spec: GhostSiteSpec, port: number): Record<string, stri
         }
       : {
           database__client: 'sqlite3',
-          database__connection__filename: databaseFile(spec.siteDir),
+          database__connection__filename: databaseFile(spec.dir),
           database__useNullAsDefault: 'true',
         }),
-    paths__contentPath: contentDir(spec.siteDir),
+    paths__contentPath: contentDir(spec.dir),
     // Logs go to the supervisor (stdout), not to files inside the content directory.
     logging__transports: '["stdout"]',
     logging__level: 'warn',
@@ -164,7 +141,7 @@ export function ghostSandbox(spec: GhostSiteSpec): SandboxSpec {
   if (mailHost) egress.push({ host: mailHost, port: Number(spec.config?.mail__options__port ?? 25) });
   return {
     mounts: [
-      { path: spec.siteDir, write: true },
+      { path: spec.dir, write: true },
       { path: spec.runtimeDir, write: false },
     ],
     memoryMb: (spec.memoryMb ?? 512) + SITE_MEMORY_HEADROOM_MB,
@@ -200,106 +177,90 @@ export function siteRequest(
   });
 }
 
-/** Runs Ghost sites on a supervisor. */
-export class GhostRunner {
-  constructor(readonly supervisor: Supervisor) {}
-
-  /** Prepares the content directory, registers the workload (allocating its port) and starts it. */
-  async start(spec: GhostSiteSpec): Promise<WorkloadStatus> {
-    await prepareContent(spec.runtimeDir, spec.siteDir);
-    if (this.supervisor.has(spec.id)) await this.supervisor.remove(spec.id);
-    await this.supervisor.add({
-      id: spec.id,
-      script: 'index.js',
-      cwd: spec.runtimeDir,
-      memoryMb: spec.memoryMb,
-      env: (port) => ghostEnv(spec, port),
-      sandbox: ghostSandbox(spec),
-    });
-    return this.supervisor.start(spec.id);
-  }
-
-  /**
-   * Waits until the site answers its Admin API's public site endpoint with 200 (Ghost boots,
-   * migrates its database, then serves), and returns the version it reports.
-   */
-  async waitHealthy(id: string, url: string, timeoutMs = 120_000): Promise<{ version: string; ms: number }> {
-    const started = Date.now();
-    let last = 'no answer';
-    while (Date.now() - started < timeoutMs) {
-      const st = this.supervisor.status(id);
-      if (!st) throw new GhostError('site_unhealthy', `site ${id} is not supervised`);
-      if (st.state === 'failed') break;
-      if (st.state === 'running') {
-        try {
-          const r = await siteRequest(endpointOf(st), url, 'GET', '/ghost/api/admin/site/', { timeoutMs: 5_000 });
-          if (r.status === 200) {
-            const site = (JSON.parse(r.body) as { site?: { version?: string } }).site;
-            return { version: site?.version ?? 'unknown', ms: Date.now() - started };
-          }
-          last = `status ${r.status}`;
-        } catch (e) {
-          last = (e as Error).message;
-        }
-      }
-      await new Promise((r) => setTimeout(r, 250));
-    }
-    const tail = this.supervisor.logs(id).slice(-5).join(' | ');
-    throw new GhostError('site_unhealthy', `site ${id} did not become healthy (${last}); last output: ${tail}`);
-  }
-
-  /** True when the site still has no owner (anyone reaching it could claim it). */
-  async isOpenForSetup(id: string, url: string): Promise<boolean> {
-    const r = await siteRequest(this.port(id), url, 'GET', '/ghost/api/admin/authentication/setup/');
-    const setup = (JSON.parse(r.body) as { setup?: { status: boolean }[] }).setup;
-    return setup?.[0]?.status === false;
-  }
-
-  /**
-   * Sets up the owner, signs in as them once (a first sign-in needs no device verification) and
-   * creates the platform's custom integration, answering its Admin API key.
-   */
-  async setUp(id: string, url: string, owner: GhostOwner, integrationName = 'Hosting platform'): Promise<GhostAdminAccess> {
-    const port = this.port(id);
-    const password = owner.password ?? `${randomBytes(18).toString('base64url')}!9a`;
-    const fail = (what: string, r: Reply) =>
-      new GhostError('site_setup_failed', `${what} answered ${r.status}: ${r.body.slice(0, 300)}`);
-    const setup = await siteRequest(port, url, 'POST', '/ghost/api/admin/authentication/setup/', {
-      body: { setup: [{ name: owner.name, email: owner.email, password, blogTitle: owner.blogTitle }] },
-    });
-    if (setup.status !== 201) throw fail('owner setup', setup);
-    const session = await siteRequest(port, url, 'POST', '/ghost/api/admin/session/', {
-      body: { username: owner.email, password },
-    });
-    if (session.status !== 201) throw fail('owner sign-in', session);
-    const cookie = (session.headers['set-cookie'] ?? []).map((c) => c.split(';')[0]).join('; ');
-    const created = await siteRequest(port, url, 'POST', '/ghost/api/admin/integrations/?include=api_keys', {
-      body: { integrations: [{ name: integrationName }] },
-      headers: { cookie },
-    });
-    if (created.status !== 201) throw fail('integration', created);
-    const integration = (
-      JSON.parse(created.body) as {
-        integrations: { id: string; api_keys: { type: string; id: string; secret: string }[] }[];
-      }
-    ).integrations[0];
-    const admin = integration.api_keys.find((k) => k.type === 'admin');
-    const content = integration.api_keys.find((k) => k.type === 'content');
-    if (!admin || !content) throw new GhostError('site_setup_failed', 'the integration has no API keys');
-    // The sign-in was only for this; end it.
-    await siteRequest(port, url, 'DELETE', '/ghost/api/admin/session/', { headers: { cookie } }).catch(() => undefined);
+/**
+ * The Ghost driver: a site is `index.js` of the release, run by Node with its content directory and
+ * SQLite file (or MySQL database) under its own directory; it answers once its Admin API's public
+ * site endpoint says 200 (Ghost boots, migrates its database, then serves), and its first set-up
+ * makes the owner at once (no site is left open for anyone to claim) and the platform's integration.
+ */
+export const ghostDriver: RuntimeDriver = {
+  name: 'ghost',
+  async workload(w) {
+    await prepareContent(w.runtimeDir, w.dir);
     return {
-      // The Admin API serialises an admin key's secret as `id:secret` already.
-      adminApiKey: admin.secret.includes(':') ? admin.secret : `${admin.id}:${admin.secret}`,
-      contentApiKey: content.secret,
-      integrationId: integration.id,
-      ownerPassword: password,
+      script: 'index.js',
+      cwd: w.runtimeDir,
+      memoryMb: w.memoryMb,
+      env: (port: number) => ghostEnv(w, port),
+      sandbox: ghostSandbox(w),
     };
-  }
+  },
+  async probe(at, w) {
+    const r = await siteRequest(at, w.url, 'GET', '/ghost/api/admin/site/', { timeoutMs: 5_000 });
+    if (r.status !== 200) return null;
+    return (JSON.parse(r.body) as { site?: { version?: string } }).site?.version ?? 'unknown';
+  },
+  async configure(at, w, owner) {
+    const access = await setUpGhost(at, w.url, owner);
+    return {
+      integration_id: access.integrationId,
+      admin_api_key: access.adminApiKey,
+      owner_password: access.ownerPassword,
+    };
+  },
+  layout: (dir) => ({ content: contentDir(dir), database: databaseFile(dir) }),
+  marker: (dir) => `paths__contentPath=${contentDir(dir)}`,
+};
 
-  private port(id: string): { port: number; socketPath?: string } {
-    const st = this.supervisor.status(id);
-    if (!st) throw new GhostError('site_unhealthy', `site ${id} is not supervised`);
-    return endpointOf(st);
-  }
+/** True when the site still has no owner (anyone reaching it could claim it). */
+export async function openForSetup(at: DriverEndpoint, url: string): Promise<boolean> {
+  const r = await siteRequest(at, url, 'GET', '/ghost/api/admin/authentication/setup/');
+  const setup = (JSON.parse(r.body) as { setup?: { status: boolean }[] }).setup;
+  return setup?.[0]?.status === false;
+}
+
+/**
+ * Sets up the owner, signs in as them once (a first sign-in needs no device verification) and
+ * creates the platform's custom integration, answering its Admin API key.
+ */
+export async function setUpGhost(
+  port: DriverEndpoint,
+  url: string,
+  owner: DriverOwner & { password?: string },
+  integrationName = 'Hosting platform',
+): Promise<GhostAdminAccess> {
+  const password = owner.password ?? `${randomBytes(18).toString('base64url')}!9a`;
+  const fail = (what: string, r: Reply) =>
+    new GhostError('site_setup_failed', `${what} answered ${r.status}: ${r.body.slice(0, 300)}`);
+  const setup = await siteRequest(port, url, 'POST', '/ghost/api/admin/authentication/setup/', {
+    body: { setup: [{ name: owner.name, email: owner.email, password, blogTitle: owner.title }] },
+  });
+  if (setup.status !== 201) throw fail('owner setup', setup);
+  const session = await siteRequest(port, url, 'POST', '/ghost/api/admin/session/', {
+    body: { username: owner.email, password },
+  });
+  if (session.status !== 201) throw fail('owner sign-in', session);
+  const cookie = (session.headers['set-cookie'] ?? []).map((c) => c.split(';')[0]).join('; ');
+  const created = await siteRequest(port, url, 'POST', '/ghost/api/admin/integrations/?include=api_keys', {
+    body: { integrations: [{ name: integrationName }] },
+    headers: { cookie },
+  });
+  if (created.status !== 201) throw fail('integration', created);
+  const integration = (
+    JSON.parse(created.body) as {
+      integrations: { id: string; api_keys: { type: string; id: string; secret: string }[] }[];
+    }
+  ).integrations[0];
+  const admin = integration.api_keys.find((k) => k.type === 'admin');
+  const content = integration.api_keys.find((k) => k.type === 'content');
+  if (!admin || !content) throw new GhostError('site_setup_failed', 'the integration has no API keys');
+  // The sign-in was only for this; end it.
+  await siteRequest(port, url, 'DELETE', '/ghost/api/admin/session/', { headers: { cookie } }).catch(() => undefined);
+  return {
+    // The Admin API serialises an admin key's secret as `id:secret` already.
+    adminApiKey: admin.secret.includes(':') ? admin.secret : `${admin.id}:${admin.secret}`,
+    contentApiKey: content.secret,
+    integrationId: integration.id,
+    ownerPassword: password,
+  };
 }

@@ -2,13 +2,12 @@ import { randomBytes } from 'node:crypto';
 import type { Model } from 'mongoose';
 import { PlatformError } from '../../core/errors';
 import { decryptSecret, encryptSecret } from '../../core/secrets';
-import { databaseFile } from '../../dataplane/ghost';
 import type { DataPlanePort } from '../../dataplane/plane';
 import { BackupError, type SealedPart, type SiteBackups, withDatabase } from '../../dataplane/site-backup';
 import { withSiteDatabase } from '../../dataplane/site-database';
 import type { HostedSite } from '../../dataplane/sites';
 import type { CaptureDoc, PublisherModels, RecoveryPointDoc, SiteDoc } from './model';
-import type { SiteCredentialsDoc } from './real-infrastructure';
+import type { SiteCredentialsDoc } from './site-credentials';
 import type { SiteDatabases } from './site-databases';
 import { findRuntime, runtimeSpec } from './runtime-catalog';
 import type { StepOutput } from './simulated-infrastructure';
@@ -173,6 +172,13 @@ export class RecoveryData {
     return (await this.d.dataPlane().sites.pullRuntime(runtimeSpec(this.catalogEntry(version)))).dir;
   }
 
+  /** The site's SQLite file, where its runtime's driver keeps it on this node. */
+  private databaseFile(site: SiteDoc): string {
+    const file = this.d.dataPlane().sites.layout(site._id, runtimeSpec(this.catalogEntry(site.runtimeVersion)).name).database;
+    if (!file) throw new PlatformError('site_setup_failed', 500, `the runtime of site ${site._id} keeps no database file`);
+    return file;
+  }
+
   private catalogEntry(version: string) {
     const r = findRuntime(version);
     if (!r) throw new PlatformError('release_unknown', 500, `runtime ${version} is not in the catalog`);
@@ -200,7 +206,7 @@ export class RecoveryData {
     const session = mysql
       ? <T>(fn: Parameters<typeof withSiteDatabase<T>>[1]) => withSiteDatabase(mysql, fn)
       : async <T>(fn: Parameters<typeof withSiteDatabase<T>>[1]) =>
-          withDatabase(await this.runtimeDir(copy.runtimeVersion), databaseFile(this.d.dataPlane().sites.siteDir(copy._id)), fn);
+          withDatabase(await this.runtimeDir(copy.runtimeVersion), this.databaseFile(copy), fn);
     await session(async (db) => {
       const found = await db.get<{ id: string }>(
         "SELECT id FROM api_keys WHERE integration_id = ? AND type = 'admin'",

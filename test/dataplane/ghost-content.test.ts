@@ -1,7 +1,7 @@
 import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { contentDir, databaseFile, ghostEnv, prepareContent } from '../../dataplane/ghost';
+import { contentDir, databaseFile, ghostEnv, prepareContent } from '../../dataplane/runtimes/ghost';
 
 describe('data plane Ghost site layout', () => {
   let work: string;
@@ -50,7 +50,7 @@ describe('data plane Ghost site layout', () => {
       {
         id: 's',
         runtimeDir: '/rt',
-        siteDir: '/sites/s',
+        dir: '/sites/s',
         url: 'http://s.sites.localhost:8082/',
         config: { mail__transport: 'SMTP' },
       },

@@ -4,7 +4,7 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Edge } from '../../dataplane/edge';
-import { type GhostAdminAccess } from '../../dataplane/ghost';
+import { type GhostAdminAccess, openForSetup, setUpGhost } from '../../dataplane/runtimes/ghost';
 import { RuntimeCache } from '../../dataplane/runtime-cache';
 import { SiteHost } from '../../dataplane/sites';
 import { Supervisor } from '../../dataplane/supervisor';
@@ -57,7 +57,6 @@ describe('a real Ghost site from the runtime cache, through the edge', () => {
   const edge = new Edge({ port: 0 });
   const sitesRoot = mkdtempSync(path.join(tmpdir(), 'ghost-sites-'));
   const sites = new SiteHost({ cache: new RuntimeCache(), supervisor: sup, edge, sitesRoot });
-  const runner = sites.runner;
   const id = `site-${randomBytes(4).toString('hex')}`;
   let host: string;
   let url: string;
@@ -104,10 +103,10 @@ describe('a real Ghost site from the runtime cache, through the edge', () => {
   });
 
   it('is set up before anyone else can claim it, and answers an Admin API key that works', async () => {
-    expect(await runner.isOpenForSetup(id, url)).toBe(true);
-    access = await runner.setUp(id, url, { name: 'Site Owner', email: 'owner@example.test', blogTitle: 'Real blog' });
+    expect(await openForSetup(sites.endpoint(id), url)).toBe(true);
+    access = await setUpGhost(sites.endpoint(id), url, { name: 'Site Owner', email: 'owner@example.test', title: 'Real blog' });
     expect(access.adminApiKey).toMatch(/^[0-9a-f]{24}:[0-9a-f]{64}$/);
-    expect(await runner.isOpenForSetup(id, url)).toBe(false);
+    expect(await openForSetup(sites.endpoint(id), url)).toBe(false);
     // A second setup (someone trying to claim the site) is refused.
     const claim = await viaEdge(edge.port, host, 'POST', '/ghost/api/admin/authentication/setup/', {
       headers: { 'content-type': 'application/json', origin: `http://${host}` },
@@ -138,7 +137,7 @@ describe('a real Ghost site from the runtime cache, through the edge', () => {
     const home = await viaEdge(edge.port, host, 'GET', '/');
     expect(home.status).toBe(200);
     expect(home.body).toContain('Hello from the platform');
-    expect(await runner.isOpenForSetup(id, url)).toBe(false);
+    expect(await openForSetup(sites.endpoint(id), url)).toBe(false);
   });
 
   it('moves the site to the successor release: the database is migrated, the post is kept, the full version is the new one', async () => {
@@ -168,7 +167,7 @@ describe('a real Ghost site from the runtime cache, through the edge', () => {
       memoryMb: 512,
     });
     expect(port).not.toBe(sites.metadata(id).port);
-    await sites.setUp(other, { name: 'Other Owner', email: 'other@example.test', blogTitle: 'Other blog' });
+    await sites.configure(other, { name: 'Other Owner', email: 'other@example.test', title: 'Other blog' });
     const home = await viaEdge(edge.port, otherHost, 'GET', '/');
     expect(home.body).toContain('Other blog');
     expect(home.body).not.toContain('Hello from the platform');

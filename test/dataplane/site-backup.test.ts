@@ -14,7 +14,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { FsBlobStore } from '../../core/blobs/fs-blob-store';
-import { contentDir, databaseFile } from '../../dataplane/ghost';
+import { contentDir, databaseFile } from '../../dataplane/runtimes/ghost';
 import { RuntimeCache } from '../../dataplane/runtime-cache';
 import { RECOVERY_POINT_REGION, SiteBackups, withDatabase } from '../../dataplane/site-backup';
 

@@ -12,7 +12,7 @@ import {
   siteDatabaseName,
   siteUserName,
 } from '../../dataplane/site-database';
-import { databaseFile } from '../../dataplane/ghost';
+import { databaseFile } from '../../dataplane/runtimes/ghost';
 import { mariadbUp } from '../../infra/mariadb';
 import { startTestPlatform, type TestPlatform, uniqueName } from '../support/platform';
 import { viaEdge } from '../support/edge';

@@ -1,0 +1,104 @@
+import type { InstalledRuntime, ProgressFn, RuntimeCache, RuntimeSpec } from '../runtime-cache';
+import type { MysqlSiteDatabase } from '../site-database';
+import type { WorkloadSpec } from '../supervisor';
+
+/**
+ * A runtime driver (docs/decisions/0285-one-road-to-a-machine.md): what one kind of hosted software
+ * needs to run on a node, behind one interface, as Nomad's task drivers and the kubelet's container
+ * runtime interface split it. The site host (dataplane/sites.ts), the supervisor, the edge and the
+ * node agent know this interface and the catalog's runtime name, never the software: adding a
+ * runtime is one driver file here plus its entries in the area's catalog.
+ *
+ * The host owns the generic part of a workload's life: install (the runtime cache), the supervisor
+ * entry and its sandbox, waiting for the probe, routing the edge, stopping, removing. The driver
+ * says what is particular: the files a first start needs, the command and environment, the
+ * sandbox's mounts and egress, what "answers" means, the first set-up, and where its data lives
+ * for backups.
+ */
+
+/** A workload as the host hands it to its driver. */
+export interface DriverWorkload {
+  /** The workload id (the site's id). */
+  id: string;
+  /** The installed release's directory. */
+  runtimeDir: string;
+  /** The workload's own directory (`<sites root>/<id>/`), read-write inside its sandbox. */
+  dir: string;
+  /** The public address it is served at, through the edge. */
+  url: string;
+  /** The release's memory floor (or a plan's limit), in MiB. */
+  memoryMb?: number;
+  /** Further configuration as environment (mail, …). */
+  config?: Record<string, string>;
+  /** Its MySQL database, when it has one instead of a file. */
+  database?: MysqlSiteDatabase;
+}
+
+/** Where a workload can be reached: a port on loopback, or the sandbox's unix socket. */
+export interface DriverEndpoint {
+  port: number;
+  socketPath?: string;
+}
+
+/** Who owns a freshly set-up site (the `configure_site` step). */
+export interface DriverOwner {
+  name: string;
+  email: string;
+  title: string;
+}
+
+/** Where a workload keeps its data on the node (what backups capture and restore). */
+export interface DriverLayout {
+  /** The directory of its files (content, uploads). */
+  content: string;
+  /** Its database file, when it keeps one (SQLite); absent for a runtime without one. */
+  database?: string;
+}
+
+export interface RuntimeDriver {
+  /** The runtime's name in the catalog's specs (`RuntimeSpec.name`), e.g. `ghost`. */
+  readonly name: string;
+  /** Installs the release; default: the runtime cache (an npm package checked against its integrity). */
+  install?(spec: RuntimeSpec, cache: RuntimeCache, onProgress?: ProgressFn): Promise<InstalledRuntime>;
+  /** Prepares the workload's files and answers how the supervisor runs it (everything but its id). */
+  workload(w: DriverWorkload): Promise<Omit<WorkloadSpec, 'id'>>;
+  /**
+   * One probe of a running workload: answers the version it reports once it serves, or null while it
+   * does not yet (the host calls it again until its deadline); a throw counts as "not yet" too.
+   */
+  probe(at: DriverEndpoint, w: DriverWorkload): Promise<string | null>;
+  /** The first set-up of a fresh workload (an owner, the platform's access); answers what the platform keeps. */
+  configure?(at: DriverEndpoint, w: DriverWorkload, owner: DriverOwner): Promise<Record<string, string>>;
+  /** Where the workload's data lives under its directory. */
+  layout(dir: string): DriverLayout;
+  /**
+   * A `NAME=value` entry of the environment of the workload kept in `dir` that no other workload
+   * has: how the host finds a process of it that a killed platform process left running (Linux
+   * `/proc/<pid>/environ`).
+   */
+  marker(dir: string): string;
+}
+
+/** The drivers a node runs, by runtime name. */
+export class RuntimeDrivers {
+  private readonly byName = new Map<string, RuntimeDriver>();
+
+  constructor(drivers: Iterable<RuntimeDriver>) {
+    for (const d of drivers) this.add(d);
+  }
+
+  add(driver: RuntimeDriver): void {
+    if (this.byName.has(driver.name)) throw new Error(`a driver for runtime ${driver.name} is registered already`);
+    this.byName.set(driver.name, driver);
+  }
+
+  all(): RuntimeDriver[] {
+    return [...this.byName.values()];
+  }
+
+  get(name: string): RuntimeDriver {
+    const d = this.byName.get(name);
+    if (!d) throw new Error(`this node has no driver for runtime ${name} (it runs ${[...this.byName.keys()].join(', ')})`);
+    return d;
+  }
+}
