@@ -1,9 +1,20 @@
 import mongoose, { type Connection, type Model } from 'mongoose';
 import { model } from '../../core/mongo';
 import type { ConnectionKind, EnvironmentName, ReleaseStatus } from './limits';
-import type { EnvironmentPin } from './runtime';
 
 /** One connection per project: `_id` is the project id, so every read is an exact key lookup. */
+/**
+ * The environment a release was deployed with, pinned: later edits reach it only by a new deploy.
+ * Its secrets stay sealed for the environment record they belong to (commerce/runtime.ts opens them
+ * only to build the process environment).
+ */
+export interface EnvironmentPin {
+  environmentId: string;
+  revision: number;
+  fields: Record<string, string | null>;
+  secrets: Record<string, string>;
+}
+
 export interface ConnectionDoc {
   _id: string;
   accountId: string;

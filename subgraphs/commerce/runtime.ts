@@ -1,7 +1,7 @@
 import { decryptSecret } from '../../core/secrets';
 import { secretAad } from './connections';
 import type { ConnectionKind } from './limits';
-import type { EnvironmentDoc } from './model';
+import type { EnvironmentDoc, EnvironmentPin } from './model';
 
 /**
  * What a release pins of its environment (docs/decisions/0130-commerce-runtime.md): the revision,
@@ -9,13 +9,6 @@ import type { EnvironmentDoc } from './model';
  * secrets stay sealed for the environment record they belong to; they are opened only to build the
  * process environment, which is never part of an API answer.
  */
-export interface EnvironmentPin {
-  environmentId: string;
-  revision: number;
-  fields: Record<string, string | null>;
-  secrets: Record<string, string>;
-}
-
 export function pinEnvironment(doc: EnvironmentDoc | null): EnvironmentPin | null {
   return doc ? { environmentId: doc._id, revision: doc.revision, fields: { ...doc.fields }, secrets: { ...doc.secrets } } : null;
 }

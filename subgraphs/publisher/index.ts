@@ -7,16 +7,19 @@ import { periodicWorker } from '../../core/periodic-worker';
 import { SiteBackups } from '../../dataplane/site-backup';
 import { backupStore } from './backup-store';
 import '../../core/site-actions';
-import { nodeAgentRoutes, type NodeAgentService } from './node-agent-api';
+import { nodeAgentRoutes } from './node-agent-api';
 import { nodeCliCommands } from './node-cli';
 import { connectedNodeServices } from './node-wiring';
 import { ConnectedNodes } from './nodes';
 import { ProjectSiteResolver, PublisherResolver } from './resolvers';
+import { publisherByteRoutes } from './byte-routes';
 import { publisherRoutes } from './routes';
 import { PublisherService } from './service';
+import type { PublisherServices } from './area-services';
 import { publisherSettings } from './settings';
 import { publisherModels, type SiteDoc } from './model';
-import { RealInfrastructure, siteCredentialsModel } from './real-infrastructure';
+import { RealInfrastructure } from './real-infrastructure';
+import { siteCredentialsModel } from './site-credentials';
 import { hostedNodeWorker } from './node-hosted';
 import { isRunning } from './site-locks';
 import { SiteDatabases, siteDatabaseModel } from './site-databases';
@@ -25,21 +28,7 @@ import { ProjectRef } from './types';
 
 export { PublisherService } from './service';
 
-/** The publishing area's services: the sites, connected nodes, the simulated infrastructure and the feature flag. */
-export interface PublisherServices {
-  sites: PublisherService;
-  nodes: ConnectedNodes;
-  /** Tests inject faults and change step delays here. */
-  simulated: SimulatedInfrastructure;
-  /** The executor in force (`PUBLISHER_EXECUTOR`): the simulated one above, or the real one. */
-  infra: Infrastructure;
-  /** Sites set up by the real executor: the operator's access to their admin (`platform sites admin-key`). */
-  real: RealInfrastructure;
-  /** The feature flag in force (tests flip it). */
-  features: { publisherEnabled: boolean };
-  /** What node agents may do over the bridge (`node-agent-api.ts`). */
-  nodeAgent: NodeAgentService;
-}
+export type { PublisherServices } from './area-services';
 
 /** The publishing area: runtime catalog, sites and their operations; extends `Project` with its `site`. */
 export default defineArea({
@@ -136,6 +125,7 @@ export default defineArea({
     ),
   ],
   routes: publisherRoutes,
+  byteRoutes: publisherByteRoutes,
   http: { bridge: (app, s) => nodeAgentRoutes(app, s.nodeAgent) },
   feeds: [operationFeed],
   standIns: [

@@ -1,5 +1,5 @@
 import { type CliCommand, CliUsageError } from '../../core/area';
-import type { PublisherServices } from './index';
+import type { PublisherServices } from './area-services';
 import { nodeView } from './nodes';
 
 const viewJson = (v: ReturnType<typeof nodeView>) => ({

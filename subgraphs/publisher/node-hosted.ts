@@ -3,7 +3,7 @@ import type { AreaContext, BackgroundWorker } from '../../core/area';
 import { isPlatformError } from '../../core/errors';
 import { NodeAgent } from '../../dataplane/agent/agent';
 import type { DataPlane } from '../../dataplane/plane';
-import type { PublisherServices } from './index';
+import type { PublisherServices } from './area-services';
 import { nodeAgentCall } from './node-agent-api';
 import type { PublisherSettings } from './settings';
 

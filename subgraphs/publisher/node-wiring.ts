@@ -5,7 +5,7 @@ import type { DesiredSite } from '../../dataplane/agent/wire';
 import { NodeAgentService } from './node-agent-api';
 import { NodeRoutedInfrastructure, nodeSiteSpec, nodeTaskModel } from './node-tasks';
 import type { ConnectedNodes } from './nodes';
-import { type SiteCredentialsDoc, aad } from './real-infrastructure';
+import { aad, type SiteCredentialsDoc } from './site-credentials';
 import type { Infrastructure } from './simulated-infrastructure';
 
 /**

@@ -1,7 +1,6 @@
-import mongoose, { type Connection, type Model } from 'mongoose';
-import { PlatformError, retriable } from '../../core/errors';
-import { model } from '../../core/mongo';
-import { decryptSecret, encryptSecret } from '../../core/secrets';
+import type { Model } from 'mongoose';
+import { PlatformError } from '../../core/errors';
+import { decryptSecret } from '../../core/secrets';
 import type { DataPlanePort } from '../../dataplane/plane';
 import type { SiteBackups } from '../../dataplane/site-backup';
 import type { MysqlSiteDatabase } from '../../dataplane/site-database';
@@ -10,54 +9,20 @@ import { providerKeyAad } from './mail-settings';
 import type { PublisherModels, SiteDoc } from './model';
 import { findRuntime, runtimeSpec, stepRelease } from './runtime-catalog';
 import { type RealFault, RecoveryData } from './recovery-data';
+import { aad, type SiteCredentialsDoc } from './site-credentials';
 import type { SiteDatabases } from './site-databases';
 import type { Infrastructure, StepExtras, StepOutput } from './simulated-infrastructure';
 
 /**
- * The publishing area's real executor (docs/decisions/0120-data-plane.md): the same `perform`
- * seam as `SimulatedInfrastructure`, acting on the data plane's site host. A site is Ghost from
- * the runtime cache, run as a supervised process with its own SQLite file and content directory
- * under `<DATA_DIR>/sites/<site id>/`, served through the edge at its `site_url`.
- *
- * What is real: `pull_image` (install into the cache, progress in the step's detail),
- * `start_runtime`, `configure_site` (owner and the platform's integration, Admin API key sealed
- * with core/secrets.ts), `health_check` (over HTTP), `drain_traffic`/`stop_runtime` (503 first,
- * then the process), `delete_site` (routes, port and files released), and the release an upgrade,
- * a restore or a rollback starts. The data steps of recovery points, restores, staging copies and
- * rollbacks move real bytes through the blob store (./recovery-data.ts,
- * docs/decisions/0150-recovery-point-bytes.md).
+ * The publishing area's side of real sites (docs/decisions/0120-data-plane.md, 0285): the same
+ * `perform` seam as `SimulatedInfrastructure`, for the steps that are the platform's own. Every
+ * machine step (install, start, set-up, probe, drain, stop, delete) is a task of the site's node,
+ * hosted or connected, that its agent runs with the site's runtime driver (node-tasks.ts,
+ * dataplane/agent/). What stays here: the site's MySQL database (`allocate_database`, 0220), the
+ * sealed admin access the agent's set-up answered, the mail configuration a site starts with, and
+ * the data steps of recovery points, restores, staging copies and rollbacks, which move real bytes
+ * through the blob store (./recovery-data.ts, docs/decisions/0150-recovery-point-bytes.md).
  */
-
-/** The platform's access to a site it set up: the Admin API key and the owner's password, sealed. */
-export interface SiteCredentialsDoc {
-  _id: string;
-  accountId: string;
-  ownerEmail: string;
-  integrationId: string;
-  adminApiKeyCiphertext: string;
-  ownerPasswordCiphertext: string;
-  createdAt: Date;
-}
-
-const credentialsSchema = new mongoose.Schema<SiteCredentialsDoc>(
-  {
-    _id: String,
-    accountId: { type: String, required: true },
-    ownerEmail: { type: String, required: true },
-    integrationId: { type: String, required: true },
-    adminApiKeyCiphertext: { type: String, required: true },
-    ownerPasswordCiphertext: { type: String, required: true },
-    createdAt: { type: Date, required: true },
-  },
-  { collection: 'publisher_site_credentials', versionKey: false },
-);
-
-export function siteCredentialsModel(conn: Connection): Model<SiteCredentialsDoc> {
-  return model(conn, 'publisher', 'SiteCredentials', credentialsSchema);
-}
-
-/** What binds a sealed credential to its site and field: copied elsewhere, it does not open. */
-export const aad = (siteId: string, field: string) => `publisher.site_credentials:${siteId}:${field}`;
 
 /**
  * Steps with nothing to do on this data plane: the content directory (and a SQLite file) come into
@@ -65,9 +30,6 @@ export const aad = (siteId: string, field: string) => `publisher.site_credential
  * `allocate_database` creates a MySQL database and user when `PUBLISHER_MYSQL_URL` is set (0220).
  */
 const NO_OP_STEPS = new Set(['create_volume', 'migrate_database']);
-
-/** How long `pull_image` may take: a cold install of Ghost builds native modules (20 min measured on a loaded machine). */
-const PULL_TIMEOUT_MS = 45 * 60_000;
 
 export interface RealInfrastructureDeps {
   models: PublisherModels;
@@ -104,10 +66,6 @@ export class RealInfrastructure implements Infrastructure {
     this.data.injectFault(fault);
   }
 
-  stepTimeoutMs(step: string): number | undefined {
-    return step === 'pull_image' || step === 'start_runtime' ? PULL_TIMEOUT_MS : undefined;
-  }
-
   async perform(
     operationType: string,
     step: string,
@@ -121,55 +79,14 @@ export class RealInfrastructure implements Infrastructure {
     const siteId = extras.siteId ?? op.resourceId ?? op.projectId;
     const site = await this.d.models.Site.findById(siteId).lean();
     if (!site) throw new PlatformError('site_not_found', 404, `site ${siteId} not found`);
-    const host = this.d.dataPlane().sites;
     const version = await stepRelease(this.d.models, operationType, step, site, op.input);
     await this.data.faultAt(operationType, step, version, siteId);
     if (RecoveryData.handles(step))
       return this.data.perform(operationType, step, site, version, op.input, (v) => this.hosted(site, v));
-    switch (step) {
-      case 'allocate_database':
-        await this.d.databases?.allocate(siteId);
-        return;
-      case 'pull_image': {
-        const runtime = this.runtime(version);
-        try {
-          await host.pullRuntime(runtimeSpec(runtime), (p) => extras.progress?.(`${p.phase}: ${p.detail}`));
-        } catch (e) {
-          throw retriable('image_pull_failed', `installing ${runtime.image} failed: ${(e as Error).message}`);
-        }
-        return;
-      }
-      case 'start_runtime': {
-        const wanted = await this.hosted(site, version);
-        if (host.isHosted(siteId) && host.releaseOf(siteId) === wanted.runtime.version) {
-          await this.guard('site_unhealthy', () => host.resume(siteId));
-        } else {
-          await this.guard('site_unhealthy', () =>
-            host.start(wanted, (p) => extras.progress?.(`${p.phase}: ${p.detail}`)).then(() => undefined),
-          );
-        }
-        return;
-      }
-      case 'configure_site':
-        await this.configure(site);
-        return;
-      case 'health_check':
-        await this.guard('health_check_failed', () => host.healthCheck(siteId).then(() => undefined));
-        return;
-      case 'drain_traffic':
-        if (host.isHosted(siteId)) host.drain(siteId);
-        return;
-      case 'stop_runtime':
-        if (host.isHosted(siteId)) await host.stop(siteId);
-        return;
-      case 'delete_site':
-        await host.remove(siteId);
-        await this.d.databases?.drop(siteId);
-        await this.d.credentials.deleteOne({ _id: siteId });
-        return;
-      default:
-        throw new PlatformError('unknown_step', 500, `the real infrastructure has no step ${step}`);
-    }
+    // Every machine step is a task of the site's node (node-tasks.ts); what stays here is the
+    // platform's own side: the site's MySQL database and the recovery data.
+    if (step === 'allocate_database') return void (await this.d.databases?.allocate(siteId));
+    throw new PlatformError('unknown_step', 500, `${step} is a machine step: the site's node runs it`);
   }
 
   /** The platform's side of a machine step the hosted node runs (node-tasks.ts): a fault injected for it. */
@@ -200,24 +117,6 @@ export class RealInfrastructure implements Infrastructure {
       adminApiKey: decryptSecret(creds.adminApiKeyCiphertext, aad(siteId, 'admin_api_key')),
       ownerEmail: creds.ownerEmail,
     };
-  }
-
-  /** The owner and the platform's integration, once: a site already set up keeps its credentials. */
-  private async configure(site: SiteDoc): Promise<void> {
-    if (await this.d.credentials.exists({ _id: site._id })) return;
-    const ownerEmail = `owner@${new URL(site.siteUrl).hostname}`;
-    const access = await this.guard('site_setup_failed', () =>
-      this.d.dataPlane().sites.setUp(site._id, { name: `${site.name} owner`, email: ownerEmail, blogTitle: site.name }),
-    );
-    await this.d.credentials.create({
-      _id: site._id,
-      accountId: site.accountId,
-      ownerEmail,
-      integrationId: access.integrationId,
-      adminApiKeyCiphertext: encryptSecret(access.adminApiKey, aad(site._id, 'admin_api_key')),
-      ownerPasswordCiphertext: encryptSecret(access.ownerPassword, aad(site._id, 'owner_password')),
-      createdAt: new Date(),
-    });
   }
 
   private runtime(version: string) {
@@ -275,15 +174,6 @@ export class RealInfrastructure implements Infrastructure {
       });
     }
     return config;
-  }
-
-  private async guard<T>(code: string, fn: () => Promise<T>): Promise<T> {
-    try {
-      return await fn();
-    } catch (e) {
-      if (e instanceof PlatformError) throw e;
-      throw new PlatformError(code, 500, (e as Error).message);
-    }
   }
 }
 

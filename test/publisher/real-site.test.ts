@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readlinkSync } from 'node:fs';
 import { decryptSecret } from '../../core/secrets';
-import { aad } from '../../subgraphs/publisher/real-infrastructure';
+import { aad } from '../../subgraphs/publisher/site-credentials';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 import { viaEdge } from '../support/edge';
 import { type AdminAccess, adminApi as adminApiOf, adminKey as adminKeyOf } from './ghost-admin';
