@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream';
 import { STATUS_CODES } from 'node:http';
 import { WebSocket, WebSocketServer, type RawData } from 'ws';
 import { sessionIdOf } from '../core/console-sessions';
-import type { ConsoleOptions } from './console';
+import type { ConsoleOptions } from './console-options';
 import { requestSite } from './same-origin';
 
 /** The console's open sockets, by session: signing out closes them. */

@@ -3,7 +3,7 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { projectRoot } from '../core/paths';
-import type { ConsoleOptions } from './console';
+import type { ConsoleOptions } from './console-options';
 
 /** Content types of what a Vite build writes (anything else is served as bytes). */
 const TYPES: Record<string, string> = {

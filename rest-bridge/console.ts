@@ -9,6 +9,7 @@ import type { BridgeError } from './envelopes';
 import { successEnvelope } from './envelopes';
 import { attachConsoleSocket, type ConsoleSockets } from './console-socket';
 import { registerConsoleStatic } from './console-static';
+import type { ConsoleOptions } from './console-options';
 import { requestSite } from './same-origin';
 
 /**
@@ -17,17 +18,7 @@ import { requestSite } from './same-origin';
  * and graphql-ws for the single-page app, and its files. The session rules live in the kernel
  * (core/console-sessions.ts); this file only carries them over HTTP.
  */
-export interface ConsoleOptions {
-  sessions: ConsoleSessions;
-  /** The bridge's own address (BASE_URL), read per request: a test's random port is known only after listen. */
-  baseUrl: () => string;
-  /** {cdn_url}: console pages show its images and videos. */
-  cdnUrl?: () => string;
-  /** The router's graphql-ws address (`ws://host:port/graphql`), where console sockets are proxied. */
-  routerWsUrl: () => string | undefined;
-  /** The built single-page app (default: dist/console/ under the project root). */
-  staticDir?: string;
-}
+export type { ConsoleOptions };
 
 declare module 'fastify' {
   interface FastifyRequest {
