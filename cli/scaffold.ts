@@ -184,15 +184,15 @@ export function routeFiles(
   const params = [...routePath.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
   const hasBody = method !== 'GET' && method !== 'DELETE';
   const vars = params.map((p) => `${camel(p.replace(/ID$/, 'Id'))}: r.params.${p}`);
-  // The input is the body with its keys in camelCase (decision 0190).
-  if (hasBody) vars.push('input: camelKeys(r.body)');
+  // The input is the body with its keys in camelCase, derived by rule (decision 0295).
   const row = `  route({
     method: '${method}',
     path: '${routePath}',
     summary: 'TODO: what this route does, in one line',
     tag: '${pascal(area)}',
-    operation: '${operation}',${hasBody ? '\n    body: z.object({}).strict(),' : ''}
-    variables: (r) => ({ ${vars.join(', ')} }),
+    operation: '${operation}',${hasBody ? "\n    body: z.object({}).strict(),\n    derive: { body: 'input' }," : ''}${
+      vars.length ? `\n    variables: (r) => ({ ${vars.join(', ')} }),` : ''
+    }
     select: (d) => d.${field},
     status: ${method === 'POST' ? 201 : 200},
     envelope: 'standard',
@@ -228,14 +228,7 @@ export async function newRoute(target: string, method: string, routePath: string
   if (existsSync(docFile)) throw new CliUsageError(`${path.relative(root, docFile)} exists already`);
   await mkdir(path.dirname(docFile), { recursive: true });
   await writeFile(docFile, document);
-  let routes = await readFile(routesFile, 'utf8');
-  if (row.includes('camelKeys(') && !/import[^;]*\bcamelKeys\b/.test(routes)) {
-    const kernel = path
-      .relative(path.dirname(routesFile), path.join(root, 'core', 'field-names'))
-      .split(path.sep)
-      .join('/');
-    routes = `import { camelKeys } from '${kernel}';\n${routes}`;
-  }
+  const routes = await readFile(routesFile, 'utf8');
   const end = routes.lastIndexOf('];');
   await writeFile(routesFile, routes.slice(0, end) + row + routes.slice(end));
   return [path.relative(root, docFile), path.relative(root, routesFile)];

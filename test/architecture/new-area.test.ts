@@ -68,11 +68,11 @@ describe('npm run new:route', () => {
     expect(operation).toBe('patch-assets-collections');
     expect(row).toContain("route({\n    method: 'PATCH',\n    path: '/api/v1/assets/collections/{collectionID}'");
     expect(row).toContain('body: z.object({}).strict()');
-    expect(row).toContain('variables: (r) => ({ collectionId: r.params.collectionID, input: camelKeys(r.body) })');
+    expect(row).toContain("derive: { body: 'input' },\n    variables: (r) => ({ collectionId: r.params.collectionID }),");
     expect(document).toContain('mutation PatchAssetsCollections($collectionId: ID!)');
   });
 
-  it('imports camelKeys into routes.ts once, when a row with a body needs it', async () => {
+  it('appends rows whose input is derived from the body, with nothing to import', async () => {
     const root = await mkdtemp(path.join(tmpdir(), 'new-route-'));
     try {
       const file = path.join(root, 'subgraphs', 'demo', 'routes.ts');
@@ -84,8 +84,12 @@ describe('npm run new:route', () => {
       await newRoute('demo', 'POST', '/api/v1/demo/things', root);
       await newRoute('demo', 'PATCH', '/api/v1/demo/things/{thingID}', root);
       const text = await readFile(file, 'utf8');
-      expect(text.match(/import \{ camelKeys \} from '..\/..\/core\/field-names';/g)).toHaveLength(1);
-      expect(text.match(/input: camelKeys\(r\.body\)/g)).toHaveLength(2);
+      expect(text.match(/derive: \{ body: 'input' \}/g)).toHaveLength(2);
+      expect(text.match(/^import /gm)).toHaveLength(1);
+      // A row without path parameters needs no mapping of its own.
+      expect(text).toContain(
+        "operation: 'post-demo-things',\n    body: z.object({}).strict(),\n    derive: { body: 'input' },\n    select:",
+      );
     } finally {
       await rm(root, { recursive: true, force: true });
     }
