@@ -84,7 +84,7 @@ describe("kafkajs's log lines while the broker settles", () => {
         (obj: Record<string, unknown>, msg: string) => calls.push([level, obj, msg]),
       ]),
     ) as unknown as Logger;
-    const write = kafkaLogCreator(log)(logLevel.WARN);
+    const write = kafkaLogCreator(log)();
     write({
       namespace: 'Connection',
       level: logLevel.ERROR,
