@@ -9,6 +9,7 @@ import { childLogger } from '../core/logger';
 import type { OperationEngine } from '../core/operations/engine';
 import { projectRoot } from '../core/paths';
 import { Ports } from '../core/ports';
+import type { ByteRoute } from '../core/rest-byte-route';
 import type { AreaRoute } from '../core/rest-route';
 import { parse } from 'graphql';
 import { areaScopes } from '../core/scopes';
@@ -209,6 +210,11 @@ export function areaRoutes(): AreaRoute[] {
   });
 }
 
+/** Every area's byte routes: the OpenAPI descriptions of what its data planes serve on the bridge. */
+export function areaByteRoutes(): ByteRoute[] {
+  return areas().flatMap((area) => area.byteRoutes ?? []);
+}
+
 /**
  * An operation's document with the fragments it spreads appended: the area's `_fragments.graphql`
  * and the kernel's (the operation face).
@@ -249,5 +255,6 @@ export async function compositionInput(basePort: number): Promise<CompositionInp
     subgraphs: built.map((b) => ({ built: b, url: `http://127.0.0.1:${subgraphPort(b.name, basePort)}/graphql` })),
     feeds: areaFeeds(),
     routes: areaRoutes(),
+    byteRoutes: areaByteRoutes(),
   };
 }

@@ -42,6 +42,7 @@ import { BackgroundJoin } from './background-join';
 import {
   type AreaServices,
   areaFeeds,
+  areaByteRoutes,
   areaRoutes,
   areas,
   buildAreas,
@@ -338,6 +339,7 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
       executor,
       routes: areaRoutes(),
       dataPlanes: planes,
+      byteRoutes: areaByteRoutes(),
       trustProxy: cfg.TRUST_PROXY,
       rateLimitPerMinute: cfg.RATE_LIMIT_PER_MINUTE,
       authFailuresPerMinute: cfg.AUTH_FAILURES_PER_MINUTE,

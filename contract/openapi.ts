@@ -1,8 +1,9 @@
 import { STATUS_CODES } from 'node:http';
 import type { ZodTypeAny } from 'zod';
 import { zodToJsonSchema } from 'zod-to-json-schema';
+import type { ByteRoute } from '../core/rest-byte-route';
 import type { AreaRoute, EnvelopeKind } from '../core/rest-route';
-import { BYTE_ROUTES, type ByteRoute } from './openapi-byte-routes';
+import { PLATFORM_ROUTES } from './openapi-byte-routes';
 
 type Json = Record<string, unknown>;
 
@@ -188,9 +189,11 @@ function refusedBeforeTheBridge(path: string): Json {
 
 /**
  * OpenAPI 3.1 generated from the route rows (what `schema/openapi.json` holds), with the routes no
- * row describes (the bridge's own and the areas' byte routes, `./openapi-byte-routes.ts`).
+ * row describes: the bridge's own (`./openapi-byte-routes.ts`) and the areas' byte routes (each
+ * area's `byteRoutes`, declared in `subgraphs/<area>/byte-routes.ts`).
  */
-export function buildOpenApi(routes: readonly AreaRoute[], byteRoutes: readonly ByteRoute[] = BYTE_ROUTES): Json {
+export function buildOpenApi(routes: readonly AreaRoute[], areaByteRoutes: readonly ByteRoute[] = []): Json {
+  const byteRoutes = [...PLATFORM_ROUTES, ...areaByteRoutes];
   const paths: Record<string, Json> = {};
   const kinds = new Set<EnvelopeKind>();
   const ids = operationIds(routes);

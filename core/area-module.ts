@@ -3,6 +3,7 @@ import type { ActivitySource } from './activity-source';
 import type { AreaContext, AreaDefinition, BackgroundWorker, ConsumerDefinition, StandInDefinition } from './area';
 import type { OperationExecutor } from './operations/engine';
 import type { Ports } from './ports';
+import type { ByteRoute } from './rest-byte-route';
 import type { AnyRoute } from './rest-route';
 
 type ResolverClass = new (...args: any[]) => object;
@@ -28,6 +29,8 @@ export interface ModuleDefinition<S extends object = object, D extends object = 
   resolvers?: ResolverClass[];
   /** REST rows, in the order the OpenAPI document lists them. */
   routes?: AnyRoute[];
+  /** OpenAPI descriptions of the module's `http.bridge` routes (what no row describes). */
+  byteRoutes?: ByteRoute[];
   provides?(services: A, ports: Ports): void;
   executors?(services: A): Record<string, OperationExecutor>;
   consumers?(services: A, ctx: AreaContext<any>): ConsumerDefinition[];
@@ -61,6 +64,7 @@ type ComposedHooks<S> = Pick<
   | 'consumers'
   | 'workers'
   | 'routes'
+  | 'byteRoutes'
   | 'standIns'
   | 'http'
   | 'activitySources'
@@ -94,6 +98,7 @@ export function composeModules<S extends object>(
     consumers: (s, ctx) => modules.flatMap((m) => m.consumers?.(s, ctx) ?? []),
     workers: (s, ctx) => modules.flatMap((m) => m.workers?.(s, ctx) ?? []),
     routes: all((m) => m.routes),
+    byteRoutes: all((m) => m.byteRoutes),
     standIns: all((m) => m.standIns),
     activitySources: all((m) => m.activitySources),
     // Only the listeners some module serves: an area with no CDN routes gets no CDN listener.

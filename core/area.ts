@@ -10,6 +10,7 @@ import type { OperationEngine, OperationExecutor } from './operations/engine';
 import type { BackgroundWorker } from './periodic-worker';
 import type { Ports } from './ports';
 import type { Principal } from './principal';
+import type { ByteRoute } from './rest-byte-route';
 import type { AnyRoute } from './rest-route';
 import type { SubgraphDefinition } from './subgraph-kit';
 
@@ -156,6 +157,8 @@ export interface AreaDefinition<S = unknown, C = any, N extends string = string>
   workers?(services: S, ctx: AreaContext<C>): BackgroundWorker[];
   /** REST rows; documents in `subgraphs/<area>/operations/<operation>.graphql`. */
   routes?: AnyRoute[];
+  /** OpenAPI descriptions of the `http.bridge` routes no row describes (`subgraphs/<area>/byte-routes.ts`). */
+  byteRoutes?: ByteRoute[];
   cli?: CliCommand<S>[];
   feeds?: FeedDefinition<any, any>[];
   standIns?: StandInDefinition[];

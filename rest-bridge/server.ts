@@ -9,7 +9,8 @@ import { areaError, type BridgeError, errorEnvelope, successEnvelope } from './e
 import type { GraphQLExecutor } from '../contract/graphql-executor';
 import { registerMethodNotAllowed } from './method-not-allowed';
 import { buildOpenApi } from '../contract/openapi';
-import { BYTE_ROUTES } from '../contract/openapi-byte-routes';
+import { PLATFORM_ROUTES } from '../contract/openapi-byte-routes';
+import type { ByteRoute } from '../core/rest-byte-route';
 import { type AreaRoute, type EnvelopeKind, variablesOf } from '../core/rest-route';
 import { envelopeResolver, toFastifyPath } from './route-paths';
 import { bridgeUnavailable, withRetryAfter } from './retry-after';
@@ -35,6 +36,8 @@ export interface BridgeOptions {
   routes: AreaRoute[];
   /** Raw byte routes of the areas (uploads, signed inbound hooks), each in its own Fastify scope. */
   dataPlanes?: Array<(app: FastifyInstance) => void | Promise<void>>;
+  /** What the data planes serve, as their areas describe it (the composition root's `areaByteRoutes()`). */
+  byteRoutes?: readonly ByteRoute[];
   /** TRUST_PROXY: proxies whose X-Forwarded-For names the client. */
   trustProxy?: string;
   /** Requests per minute per key (default DEFAULT_RATE_LIMIT_PER_MINUTE). */
@@ -100,8 +103,9 @@ function fromZod(where: 'body' | 'query', e: ZodError): BridgeError {
 /** The REST bridge: every documented route → one fixed GraphQL operation → the area's envelope. */
 export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance> {
   const routes = opts.routes;
+  const byteRoutes = [...PLATFORM_ROUTES, ...(opts.byteRoutes ?? [])];
   // Byte routes count too: the commerce webhook receiver's path answers 404/405/429 as commerce.
-  const envelopeForPath = envelopeResolver([...routes, ...BYTE_ROUTES]);
+  const envelopeForPath = envelopeResolver([...routes, ...byteRoutes]);
   const app = Fastify({
     logger: false,
     bodyLimit: DEFAULT_BODY_LIMIT,
@@ -229,7 +233,7 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
     const ok = Object.values(checks).every((v) => v === 'ok' || v === 'degraded');
     return reply.status(ok ? 200 : 503).send({ status: ok ? 'ready' : 'not_ready', checks });
   });
-  const openapi = buildOpenApi(routes);
+  const openapi = buildOpenApi(routes, opts.byteRoutes);
   app.get('/api/v1/openapi.json', async () => openapi);
   installMetricsRoute(app);
 
@@ -293,6 +297,6 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
     });
   }
   if (opts.console) registerConsole(app, opts.console, { limits, executor: opts.executor, send: consoleSend });
-  registerMethodNotAllowed(app, [...routes, ...BYTE_ROUTES]);
+  registerMethodNotAllowed(app, [...routes, ...byteRoutes]);
   return app;
 }

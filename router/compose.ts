@@ -4,6 +4,7 @@ import { readFile, writeFile, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { FeedDefinition } from '../core/area';
 import { projectRoot } from '../core/paths';
+import type { ByteRoute } from '../core/rest-byte-route';
 import type { AreaRoute } from '../core/rest-route';
 import type { BuiltSubgraph } from '../core/subgraph-kit';
 import { buildOpenApi } from '../contract/openapi';
@@ -19,11 +20,13 @@ export interface ComposedFiles {
   supergraphSdl: string;
 }
 
-/** What composition is made of: the areas' subgraphs (with their URLs), feeds and REST rows. */
+/** What composition is made of: the areas' subgraphs (with their URLs), feeds, REST rows and byte routes. */
 export interface CompositionInput {
   subgraphs: Array<{ built: BuiltSubgraph; url: string }>;
   feeds: readonly FeedDefinition<unknown, Record<string, unknown>>[];
   routes: readonly AreaRoute[];
+  /** The areas' byte routes (what their data planes serve), for the OpenAPI document. */
+  byteRoutes?: readonly ByteRoute[];
 }
 
 /** Composes the supergraph offline from every subgraph's SDL, plus the feeds' and routes' documents. */
@@ -41,7 +44,7 @@ export function composeSupergraph(input: CompositionInput): ComposedFiles {
   // The whole schema for tools (codegen, GraphiQL): what introspection of the router answers.
   const api = result.schema.toAPISchema().toGraphQLJSSchema();
   files['schema.graphql'] = GENERATED + printSchema(toolsSchema(api, input.feeds)).trimEnd() + '\n';
-  files['openapi.json'] = `${JSON.stringify(buildOpenApi(input.routes), null, 2)}\n`;
+  files['openapi.json'] = `${JSON.stringify(buildOpenApi(input.routes, input.byteRoutes), null, 2)}\n`;
   return { files, supergraphSdl: result.supergraphSdl };
 }
 

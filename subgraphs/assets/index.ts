@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import { defineArea } from '../../core/area';
 import { composeModules } from '../../core/area-module';
+import { assetsByteRoutes } from './byte-routes';
 import { ASSETS_MODULES, type AssetsServices } from './modules';
 import { type AssetsSettings, assetsSettingsSchema } from './settings';
 
@@ -14,4 +15,6 @@ export default defineArea<AssetsServices, AssetsSettings>({
   // The kernel's ZodType<C> wants input = output; these settings are strings in, numbers out.
   config: assetsSettingsSchema as unknown as z.ZodType<AssetsSettings>,
   ...composeModules<AssetsServices>(ASSETS_MODULES, 'assets'),
+  // What the modules' data planes serve on the bridge, described in one file of the area.
+  byteRoutes: assetsByteRoutes,
 });

@@ -8,6 +8,7 @@ import { Ledger } from './ledger';
 import { PRODUCTS, billingModels } from './model';
 import { DEV_WEBHOOK_SECRET, type PaymentProvider, TestPaymentProvider } from './payment-provider';
 import { BillingResolver } from './resolvers';
+import { billingByteRoutes } from './byte-routes';
 import { billingRoutes } from './routes';
 import { BillingService } from './service';
 import { startPaymentProviderStandIn } from './stand-in/payment-provider';
@@ -49,6 +50,7 @@ export default defineArea<BillingService, Settings>({
     ports.provide('credits', { recordUsage: (u) => services.recordUsage(u) });
   },
   routes: billingRoutes,
+  byteRoutes: billingByteRoutes,
   http: { bridge: (app, services) => paymentWebhooks(app, services) },
   standIns: [
     {

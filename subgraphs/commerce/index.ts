@@ -11,6 +11,7 @@ import { isPlatformError } from '../../core/errors';
 import { COMMERCE_BODY_LIMIT } from './limits';
 import { COMMERCE_OPERATION_TYPES } from './operation-view';
 import { CommerceResolver } from './resolvers';
+import { commerceByteRoutes } from './byte-routes';
 import { commerceRoutes } from './routes';
 import { type CommerceService, CommerceService as Service, WEBHOOK_RECEIVER_PATH, webhookSecretOf } from './service';
 import { startCommerceStandIn } from './stand-in';
@@ -188,6 +189,7 @@ export default defineArea<CommerceService, z.infer<typeof commerceConfig>>({
     [COMMERCE_OPERATION_TYPES.release]: (ctx) => s.releases.runRelease(ctx),
   }),
   routes: commerceRoutes,
+  byteRoutes: commerceByteRoutes,
   cli: commerceCli,
   standIns: [
     {

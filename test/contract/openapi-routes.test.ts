@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { areaRoutes, areas } from '../../app/areas';
+import { areaByteRoutes, areaRoutes, areas } from '../../app/areas';
 import { childLogger } from '../../core/logger';
 import { buildBridge } from '../../rest-bridge/server';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
@@ -56,6 +56,7 @@ describe('the OpenAPI document has every route the bridge serves', () => {
       executor: { execute: async () => ({ data: null }) as never },
       routes: areaRoutes(),
       dataPlanes: planes,
+      byteRoutes: areaByteRoutes(),
       log: childLogger('openapi-routes-test'),
       ready: async () => ({}),
     });

@@ -1,0 +1,101 @@
+import { MAX_CLAIM_WAIT_MS, NODE_AGENT_PATH } from '../../dataplane/agent/wire';
+import { type ByteRoute, byteOperation, errors, json, type Json, pathParam, STANDARD_SUCCESS } from '../../core/rest-byte-route';
+
+/**
+ * The publisher's routes outside the rows: the node agent's protocol (./node-agent-api.ts;
+ * docs/decisions/0170-node-agent.md), authenticated by the node's token in `X-Node-Token`, scoped to
+ * that node's own work.
+ */
+export const publisherByteRoutes: ByteRoute[] = nodeAgentByteRoutes();
+
+/** The six calls of a node agent (`nodes agent`): heartbeat, claim, lease release, progress, result, desired sites. */
+export function nodeAgentByteRoutes(): ByteRoute[] {
+  const session = { type: 'string', minLength: 8, maxLength: 100, description: 'The agent process that holds its claims.' };
+  const answer = (description: string): Json => ({
+    '200': { description, content: json(STANDARD_SUCCESS) },
+    ...errors([400, 401, 409, 413, 415, 429]),
+  });
+  const body = (properties: Json, required: string[]): Json => ({
+    required: true,
+    content: json({ type: 'object', additionalProperties: false, required, properties }),
+  });
+  const taskId = pathParam('taskId');
+  const route = (method: 'GET' | 'POST', p: string, id: string, summary: string, rest: Json): ByteRoute => ({
+    method,
+    path: `${NODE_AGENT_PATH}${p}`,
+    envelope: 'standard',
+    operation: byteOperation(`publisher.nodeAgent.${id}`, 'publisher', summary, 'node', rest as never),
+  });
+  return [
+    route('POST', '/heartbeat', 'heartbeat', 'A node agent is alive (every 5 s); answers the node and its status', {
+      requestBody: body({ edge_port: { type: ['integer', 'null'], minimum: 1, maximum: 65535 }, session }, []),
+      responses: answer(
+        'the node, its status, the heartbeat period and, for the hosted node, whether this session holds its lease',
+      ),
+    }),
+    route('POST', '/tasks/claim', 'claim', "Claims this node's oldest open task (null when none)", {
+      requestBody: body(
+        {
+          session,
+          wait_ms: {
+            type: 'integer',
+            minimum: 0,
+            maximum: MAX_CLAIM_WAIT_MS,
+            description: 'How long to wait for a task (a long poll).',
+          },
+        },
+        ['session'],
+      ),
+      responses: answer('`task` or null'),
+    }),
+    route(
+      'POST',
+      '/lease/release',
+      'releaseLease',
+      "A stopping agent gives up the hosted node's lease (a no-op for other nodes)",
+      {
+        requestBody: body({ session }, ['session']),
+        responses: answer('released'),
+      },
+    ),
+    route('POST', '/tasks/{taskId}/progress', 'progress', "Records a claimed task's progress (the step's detail)", {
+      parameters: [taskId],
+      requestBody: body({ session, detail: { type: 'string', maxLength: 1000 } }, ['session', 'detail']),
+      responses: answer('recorded'),
+    }),
+    route('POST', '/tasks/{taskId}/result', 'result', "A claimed task's outcome; a task this agent no longer holds is 409", {
+      parameters: [taskId],
+      requestBody: body(
+        {
+          session,
+          outcome: {
+            oneOf: [
+              {
+                type: 'object',
+                additionalProperties: false,
+                required: ['ok'],
+                properties: { ok: { const: true }, result: { type: ['object', 'null'] } },
+              },
+              {
+                type: 'object',
+                additionalProperties: false,
+                required: ['ok', 'code', 'message'],
+                properties: {
+                  ok: { const: false },
+                  code: { type: 'string', minLength: 1, maxLength: 100 },
+                  message: { type: 'string', maxLength: 2000 },
+                  retriable: { type: 'boolean' },
+                },
+              },
+            ],
+          },
+        },
+        ['session', 'outcome'],
+      ),
+      responses: answer('recorded'),
+    }),
+    route('GET', '/sites', 'sites', 'The sites placed on this node and the state each should be in', {
+      responses: answer('`sites`'),
+    }),
+  ];
+}
