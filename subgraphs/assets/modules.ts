@@ -1,23 +1,24 @@
 // The order of these imports is the order of the types in schema/assets.graphql (type-graphql
 // registers a type when its file is first read): a new module goes before the last line.
-import { coreModule, type CoreModuleServices } from './storage/module';
-import { collectionsModule, type CollectionsModuleServices } from './collections/module';
-import { bulkModule, type BulkModuleServices } from './bulk/module';
-import { webhooksModule, type WebhooksModuleServices } from './webhooks/module';
-import { connectionsModule, type ConnectionsModuleServices } from './connections/module';
-import { domainsModule, type DomainsModuleServices } from './domains/module';
-import { migrationsModule, type MigrationsModuleServices } from './migrations/module';
-import { widgetModule } from './widget/module';
-import { bucketOpsModule, type BucketOpsServices } from './bucket-ops/module';
-import { lifecycleModule, type LifecycleModuleServices } from './lifecycle/module';
-import { usageModule, type UsageModuleServices, viewsModule, type ViewsModuleServices } from './views/module';
-import { videoModule, type VideoModuleServices } from './video/module';
-import { workflowsModule, type WorkflowsModuleServices } from './workflows/module';
-import { aiModule, type AiModuleServices } from './ai/module';
-import { generationsModule, type GenerationsModuleServices } from './generations/module';
-import { textModule, type TextModuleServices } from './text/module';
+import { coreModule, type CoreModuleServices } from './storage';
+import { collectionsModule, type CollectionsModuleServices } from './collections';
+import { bulkModule, type BulkModuleServices } from './bulk';
+import { webhooksModule, type WebhooksModuleServices } from './webhooks';
+import { connectionsModule, type ConnectionsModuleServices } from './connections';
+import { domainsModule, type DomainsModuleServices } from './domains';
+import { migrationsModule, type MigrationsModuleServices } from './migrations';
+import { widgetModule } from './widget';
+import { bucketOpsModule, type BucketOpsServices } from './bucket-ops';
+import { lifecycleModule, type LifecycleModuleServices } from './lifecycle';
+import { type UsageModuleServices, usageModule } from './usage';
+import { viewsModule, type ViewsModuleServices } from './views';
+import { videoModule, type VideoModuleServices } from './video';
+import { workflowsModule, type WorkflowsModuleServices } from './workflows';
+import { aiModule, type AiModuleServices } from './ai';
+import { generationsModule, type GenerationsModuleServices } from './generations';
+import { textModule, type TextModuleServices } from './text';
 // Last: its resolver reads the kinds' types.
-import { jobsModule } from './jobs/module';
+import { jobsModule } from './jobs';
 
 /**
  * Every module of Assets, in order (docs/decisions/0180-assets-modules.md). A module's services are

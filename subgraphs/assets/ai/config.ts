@@ -1,11 +1,11 @@
 import { badRequest } from '../../../core/errors';
 import type { Principal } from '../../../core/principal';
-import { requiredRevision, revisionStale } from '../revisions/revisions';
-import type { AssetsService } from '../storage/service';
-import { SCOPES } from '../storage/service';
 import { AI_MODELS, type AiModel, DEFAULT_AI_MODEL } from './evaluation';
 import type { AiConfigDoc, AiModels } from './model';
 import { AI_ACTIONS, type AiAction, DEFAULT_MONTHLY_CAP_MICROS, MAX_MONTHLY_CAP_MICROS } from './pricing';
+import { requiredRevision, revisionStale } from '../revisions';
+import type { AssetsService } from '../storage';
+import { SCOPES } from '../records';
 
 /** An account without a stored configuration: every action enabled, the default cap, revision 0. */
 export const defaultAiConfig = (accountId: string): AiConfigDoc => ({

@@ -4,8 +4,6 @@ import { newId } from '../../../core/ids';
 import type { OperationContext, OperationEngine } from '../../../core/operations/engine';
 import type { Ports } from '../../../core/ports';
 import type { Principal } from '../../../core/principal';
-import type { AssetDoc } from '../records/model';
-import { type AssetsService, SCOPES } from '../storage/service';
 import type { OcrEngine } from './ocr';
 import { OCR_ENGINE, OCR_LANGUAGE } from './ocr';
 import type { AiConfigs } from './config';
@@ -13,7 +11,9 @@ import { evaluateModel, gatedProvider } from './evaluation';
 import type { AiDataDoc, AiJobDoc, AiModels } from './model';
 import { type AiAction, creditsOf, periodOf, PRICE_MICROS } from './pricing';
 import type { AiSpend } from './spend';
-import type { AiCharge } from '../usage/usage';
+import { type AssetDoc, SCOPES } from '../records';
+import type { AiCharge } from '../usage';
+import type { AssetsService } from '../storage';
 
 /** Operation type of every AI job on the kernel engine. */
 export const AI_OPERATION_TYPE = 'assets.ai';

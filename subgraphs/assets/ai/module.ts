@@ -1,7 +1,4 @@
 import { defineModule } from '../../../core/area-module';
-import type { CoreModuleServices } from '../storage/module';
-import { countAiCharge } from '../usage/usage';
-import type { UsageModuleServices } from '../views/module';
 import { OcrEngine } from './ocr';
 import { AiConfigs } from './config';
 import { AI_OPERATION_TYPE, AiJobs } from './jobs';
@@ -9,6 +6,8 @@ import { aiModels, type AiModels } from './model';
 import { AssetAiResolver } from './resolvers';
 import { aiRoutes } from './routes';
 import { AiSpend } from './spend';
+import type { CoreModuleServices } from '../storage';
+import { countAiCharge, type UsageModuleServices } from '../usage';
 
 export interface AiModuleServices {
   aiModels: AiModels;

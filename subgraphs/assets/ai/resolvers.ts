@@ -1,6 +1,5 @@
 import { Arg, Ctx, ID, Int, Mutation, Query, Resolver } from 'type-graphql';
 import type { RequestContext } from '../../../core/subgraph-kit';
-import type { AssetsService } from '../storage/service';
 import type { AiConfigs } from './config';
 import { evaluateModel } from './evaluation';
 import type { AiJobs } from './jobs';
@@ -8,6 +7,7 @@ import { type ImageAction, IMAGE_ACTIONS, periodOf, PRICE_MICROS } from './prici
 import type { AiSpend } from './spend';
 import { AiConfigInputType, AiConfigType, AiDataType, AiJobType, toAiConfig, toAiData, toAiJob } from './types';
 import { badRequest } from '../../../core/errors';
+import type { AssetsService } from '../storage';
 
 export interface AiServices {
   aiJobs: AiJobs;

@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { type AnyRoute, route } from '../../../core/rest-route';
-import { revisionHeader } from '../revisions/revisions';
-import { SCOPES } from '../storage/service';
 import { AI_MODELS } from './evaluation';
 import { AI_ACTIONS, IMAGE_ACTIONS, MAX_MONTHLY_CAP_MICROS } from './pricing';
+import { revisionHeader } from '../revisions';
+import { SCOPES } from '../records';
 
 const P = '/api/v1/assets';
 const tag = 'Assets';

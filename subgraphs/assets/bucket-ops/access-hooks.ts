@@ -1,19 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AccessLogWriter, RawAccess } from './access-log';
 import type { AccessOperation } from './model';
-
-/**
- * What a handler knows that the hooks cannot see: the access key of an upload, the bucket and key
- * a website request resolved to. Kept beside the request (a WeakMap: gone with the request).
- */
-const notes = new WeakMap<FastifyRequest, Partial<RawAccess>>();
-
-export function noteAccess(req: FastifyRequest, note: Partial<RawAccess>): void {
-  notes.set(req, { ...notes.get(req), ...note });
-}
-
-/** The access key of an authenticated data-plane request (called by the upload plane). */
-export const noteAccessKey = (req: FastifyRequest, keyId: string) => noteAccess(req, { accessKeyId: keyId });
+import { accessNoteOf, noteAccess } from '../planes';
 
 const num = (v: unknown) => {
   const n = Number(Array.isArray(v) ? v[0] : v);
@@ -29,7 +17,7 @@ function entry(req: FastifyRequest, reply: FastifyReply, operation: AccessOperat
     requestId: String(req.id),
     accessKeyId: null,
     at: new Date(),
-    ...notes.get(req),
+    ...accessNoteOf(req),
   };
 }
 

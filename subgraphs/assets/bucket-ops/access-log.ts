@@ -1,8 +1,8 @@
 import { newId } from '../../../core/ids';
 import type { Logger } from '../../../core/logger';
-import type { AssetsService } from '../storage/service';
 import type { AccessOperation, BucketOpsModels } from './model';
 import type { ObjstoreBuckets } from './objstore-buckets';
+import type { AssetsService } from '../storage';
 
 /** Entries waiting in memory at most; beyond it new ones are dropped (and counted), never blocking. */
 export const ACCESS_LOG_MAX_PENDING = 50_000;

@@ -1,10 +1,10 @@
 import { decodeCursor, encodeCursor } from '../../../core/cursors';
 import { PlatformError } from '../../../core/errors';
 import type { Principal } from '../../../core/principal';
-import type { AssetsService } from '../storage/service';
 import { dayOf, decodeField } from './access-log';
 import type { AccessLogDoc, BucketDayDoc, BucketOpsModels } from './model';
 import type { ObjstoreBuckets } from './objstore-buckets';
+import type { AssetsService } from '../storage';
 
 /** Spec 8: the default analytics window is the previous 30 days. */
 export const ANALYTICS_DEFAULT_DAYS = 30;

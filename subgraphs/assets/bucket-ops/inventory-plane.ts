@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
-import type { AssetsService } from '../storage/service';
-import { type Authenticate, sendError } from '../uploads/plane';
 import type { InventoryExports } from './inventory';
+import type { AssetsService } from '../storage';
+import { type Authenticate, sendError } from '../planes';
 
 /**
  * `GET /api/v1/buckets/{bucketID}/inventory-exports/{exportID}/file` on the bridge listener: the

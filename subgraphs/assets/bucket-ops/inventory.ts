@@ -4,11 +4,11 @@ import { newId } from '../../../core/ids';
 import { type OperationContext, type OperationEngine, willRetry } from '../../../core/operations/engine';
 import type { Principal } from '../../../core/principal';
 import { csvCell } from '../csv';
-import type { AssetDoc, BucketDoc } from '../records/model';
-import type { AssetsService } from '../storage/service';
 import type { BucketOpsModels, InventoryExportDoc, InventoryFormat } from './model';
 import type { ObjstoreBuckets } from './objstore-buckets';
 import { objectFilter, objectRow, type ObjectRow } from './query';
+import type { AssetDoc, BucketDoc } from '../records';
+import type { AssetsService } from '../storage';
 
 export const INVENTORY_OPERATION = 'assets.inventory_export';
 /** Objects read per page while the file is written. */

@@ -1,34 +1,20 @@
 import { defineModule } from '../../../core/area-module';
 import type { ObjectBucketDirectory } from '../../../core/object-buckets';
-import type { CoreModuleServices } from '../storage/module';
-import { bearerAuthenticate } from '../uploads/plane';
 import { installCdnAccessLog, installUploadAccessLog } from './access-hooks';
 import { AccessLogWriter } from './access-log';
 import { BucketAnalyticsReader } from './analytics';
 import { INVENTORY_OPERATION, InventoryExports } from './inventory';
 import { inventoryFilePlane } from './inventory-plane';
 import { bucketOpsModels } from './model';
+import type { BucketOpsServices } from './services';
 import { ObjstoreBuckets } from './objstore-buckets';
 import { BucketQuery } from './query';
 import { RELOCATION_OPERATION, Relocations } from './relocations';
 import { BucketOpsResolver } from './resolvers';
 import { bucketOpsRoutes } from './routes';
 import { websitePlane } from './website-plane';
-
-/**
- * Object-store bucket operations (decision 0029): `/objstore-buckets`, storage, relocation,
- * and the bucket's analytics, access logs, inventory exports, bounded query and website mode.
- */
-export interface BucketOpsServices {
-  bucketOps: {
-    buckets: ObjstoreBuckets;
-    relocations: Relocations;
-    analytics: BucketAnalyticsReader;
-    accessLog: AccessLogWriter;
-    inventory: InventoryExports;
-    query: BucketQuery;
-  };
-}
+import type { CoreModuleServices } from '../storage';
+import { bearerAuthenticate } from '../planes';
 
 /** Object-store bucket operations: a module of Assets (its list: `subgraphs/assets/modules.ts`). */
 export const bucketOpsModule = defineModule<BucketOpsServices, CoreModuleServices>({

@@ -1,9 +1,9 @@
 import { PlatformError, notFound } from '../../../core/errors';
 import type { Principal } from '../../../core/principal';
-import type { BucketInput } from '../buckets/buckets';
-import type { BucketDoc } from '../records/model';
-import { SCOPES, type AssetsService } from '../storage/service';
 import type { BucketOpsModels, ObjstoreBucketDoc } from './model';
+import type { BucketInput } from '../buckets';
+import { type BucketDoc, SCOPES } from '../records';
+import type { AssetsService } from '../storage';
 
 /** Default index object of website mode. */
 export const DEFAULT_INDEX_OBJECT = 'index.html';

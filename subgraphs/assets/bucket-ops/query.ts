@@ -1,7 +1,7 @@
 import type { Principal } from '../../../core/principal';
-import type { AssetDoc } from '../records/model';
-import type { AssetsService } from '../storage/service';
 import type { ObjstoreBuckets } from './objstore-buckets';
+import type { AssetDoc } from '../records';
+import type { AssetsService } from '../storage';
 
 /** Spec 8: a bounded query returns at most 1,000 rows. */
 export const QUERY_MAX_ROWS = 1000;

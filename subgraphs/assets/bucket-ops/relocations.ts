@@ -4,10 +4,10 @@ import { newId } from '../../../core/ids';
 import { isDuplicateKey } from '../../../core/mongo';
 import { type OperationContext, type OperationEngine, willRetry } from '../../../core/operations/engine';
 import type { Principal } from '../../../core/principal';
-import type { AssetDoc, BucketDoc } from '../records/model';
-import { SCOPES, type AssetsService } from '../storage/service';
 import type { BucketOpsModels, RelocationDoc } from './model';
 import type { ObjstoreBuckets } from './objstore-buckets';
+import { type AssetDoc, type BucketDoc, SCOPES } from '../records';
+import type { AssetsService } from '../storage';
 
 /** Operation type of a relocation on the kernel engine. */
 export const RELOCATION_OPERATION = 'assets.bucket_relocation';

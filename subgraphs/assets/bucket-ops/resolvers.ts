@@ -1,8 +1,6 @@
 import { Arg, Ctx, ID, Int, Mutation, Query, Resolver } from 'type-graphql';
 import type { RequestContext } from '../../../core/subgraph-kit';
-import type { AssetsService } from '../storage/service';
-import { BucketInputType, BucketType, toBucket } from '../storage/types';
-import type { BucketOpsServices } from './module';
+import type { BucketOpsServices } from './services';
 import type { InventoryFormat } from './model';
 import {
   AccessLogPageType,
@@ -19,6 +17,7 @@ import {
   toRelocation,
   toWebsite,
 } from './types';
+import { type AssetsService, BucketInputType, BucketType, toBucket } from '../storage';
 
 /** Thin resolvers of the object-store bucket operations (decision 0029). */
 @Resolver()

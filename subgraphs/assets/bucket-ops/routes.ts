@@ -1,12 +1,11 @@
 import { z } from 'zod';
 import { queryInt } from '../../../core/query-int';
 import { type AnyRoute, route } from '../../../core/rest-route';
-import { VISIBILITIES } from '../records/model';
-import { revisionHeader } from '../revisions/revisions';
-import { SCOPES } from '../storage/service';
 import { ACCESS_LOG_PAGE_MAX } from './analytics';
 import { INVENTORY_FORMATS } from './model';
 import { QUERY_MAX_ROWS } from './query';
+import { VISIBILITIES, SCOPES } from '../records';
+import { revisionHeader } from '../revisions';
 
 /**
  * Spec 4.3 object-store bucket routes (`/api/v1/assets/objstore-buckets`, `…/buckets/{id}/storage`,

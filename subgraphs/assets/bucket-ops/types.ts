@@ -1,8 +1,8 @@
 import { Field, Float, ID, InputType, Int, ObjectType } from 'type-graphql';
-import { ReplicationPolicyInput } from '../storage/types';
 import type { AccessLogDoc, InventoryExportDoc, ObjstoreBucketDoc, RelocationDoc } from './model';
 import type { BucketAnalytics } from './analytics';
 import type { ObjectRow } from './query';
+import { ReplicationPolicyInput } from '../storage';
 
 @InputType('ObjstoreStorageInput', { description: 'Storage settings of an object-store bucket (spec 2.3 attributes).' })
 export class StorageInputType {

@@ -1,9 +1,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { notFound, sendVersion } from '../delivery/cdn-plane';
-import type { AssetDoc } from '../records/model';
-import type { AssetsService } from '../storage/service';
-import { noteAccess, WEBSITE_ROUTE } from './access-hooks';
 import type { ObjstoreBuckets } from './objstore-buckets';
+import { WEBSITE_ROUTE } from './access-hooks';
+import { notFound, sendVersion } from '../delivery';
+import type { AssetDoc } from '../records';
+import type { AssetsService } from '../storage';
+import { noteAccess } from '../planes';
 
 /**
  * Website mode on the CDN (`{cdn_url}/w/{bucketID}/{key}`): a key ending in `/` (or the bucket

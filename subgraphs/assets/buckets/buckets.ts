@@ -1,9 +1,8 @@
 import { PlatformError, badRequest, notFound } from '../../../core/errors';
 import { newId } from '../../../core/ids';
 import { isDuplicateKey } from '../../../core/mongo';
-import type { AssetModels, BucketDoc, Visibility } from '../records/model';
-import { requiredRevision, revisionStale } from '../revisions/revisions';
-import { checkCacheControl, checkVisibility } from '../records/fields';
+import { type AssetModels, type BucketDoc, type Visibility, checkCacheControl, checkVisibility } from '../records';
+import { requiredRevision, revisionStale } from '../revisions';
 
 /** The bucket an upload without `bucket` goes to; made on first use. */
 export const DEFAULT_BUCKET_NAME = 'default';

@@ -1,9 +1,7 @@
 import { z } from 'zod';
 import { type AnyRoute, route } from '../../../core/rest-route';
-import { VISIBILITIES } from '../records/model';
-import { revisionHeader } from '../revisions/revisions';
-import { P, cacheControlText, ifMatch, str, tag } from '../records/route-fields';
-import { SCOPES } from '../storage/service';
+import { VISIBILITIES, P, cacheControlText, ifMatch, str, tag, SCOPES } from '../records';
+import { revisionHeader } from '../revisions';
 
 const bucketBody = z
   .object({

@@ -1,9 +1,9 @@
 import { defineModule } from '../../../core/area-module';
-import type { CoreModuleServices } from '../storage/module';
 import { organisationModels } from './model';
 import { AssetOrganisationResolver } from './resolvers';
 import { collectionRoutes } from './routes';
 import { Organisation } from './service';
+import type { CoreModuleServices } from '../storage';
 
 export interface CollectionsModuleServices {
   /** Collections and saved searches. */

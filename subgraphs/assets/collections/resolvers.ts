@@ -1,7 +1,5 @@
 import { Arg, Ctx, ID, Int, Mutation, Query, Resolver } from 'type-graphql';
 import type { RequestContext } from '../../../core/subgraph-kit';
-import type { AssetsService } from '../storage/service';
-import { AssetListType, toAsset } from '../storage/types';
 import type { Organisation } from './service';
 import {
   CollectionInput,
@@ -14,6 +12,7 @@ import {
   toCollection,
   toSavedSearch,
 } from './types';
+import { type AssetsService, AssetListType, toAsset } from '../storage';
 
 /** Thin resolvers of collections and saved searches. */
 @Resolver()

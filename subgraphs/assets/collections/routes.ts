@@ -1,9 +1,10 @@
 import { z } from 'zod';
 import { queryInt } from '../../../core/query-int';
 import { type AnyRoute, route } from '../../../core/rest-route';
-import { revisionHeader } from '../revisions/revisions';
-import { SCOPES, SORT_FIELDS } from '../storage/service';
 import { COLLECTION_MAX_ASSETS, ORG_LIST_LIMIT_MAX, SEARCH_FILTER_FIELDS } from './service';
+import { revisionHeader } from '../revisions';
+import { SORT_FIELDS } from '../storage';
+import { SCOPES } from '../records';
 
 /** Spec 4.3 `/collections` and `/saved-searches` (item routes `/{id}`, docs/contracts.md, names inside the areas). */
 const P = '/api/v1/assets';

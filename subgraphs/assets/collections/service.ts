@@ -4,10 +4,10 @@ import { PlatformError, badRequest, notFound } from '../../../core/errors';
 import { newId } from '../../../core/ids';
 import { isDuplicateKey } from '../../../core/mongo';
 import type { Principal } from '../../../core/principal';
-import type { AssetDoc } from '../records/model';
-import { requiredRevision, revisionStale } from '../revisions/revisions';
-import { type AssetsService, type ListFilter, SORT_FIELDS, type SortKey } from '../storage/service';
 import type { CollectionDoc, OrganisationModels, SavedSearchDoc } from './model';
+import type { AssetDoc } from '../records';
+import { requiredRevision, revisionStale } from '../revisions';
+import { type AssetsService, type ListFilter, SORT_FIELDS, type SortKey } from '../storage';
 
 /** Asset ids one collection holds at most. */
 export const COLLECTION_MAX_ASSETS = 1000;

@@ -4,11 +4,12 @@ import { newId } from '../../../core/ids';
 import { isDuplicateKey } from '../../../core/mongo';
 import type { Principal } from '../../../core/principal';
 import { decryptSecret, encryptSecret } from '../../../core/secrets';
-import { requiredRevision, revisionStale } from '../revisions/revisions';
-import { SCOPES, type AssetsService } from '../storage/service';
 import { type HttpConfig, type S3Config, parseConfig, parseSecrets } from './config';
 import { CONNECTION_TYPES, type ConnectionDoc, type ConnectionType } from './model';
 import { HttpSource, type MigrationSource, S3Source, type SourceOptions } from './sources';
+import { requiredRevision, revisionStale } from '../revisions';
+import type { AssetsService } from '../storage';
+import { SCOPES } from '../records';
 
 export interface ConnectionInput {
   name?: string;

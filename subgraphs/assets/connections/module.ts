@@ -1,10 +1,10 @@
 import { defineModule } from '../../../core/area-module';
 import { externalSettings } from '../external-settings';
-import type { CoreModuleServices } from '../storage/module';
 import { Connections } from './connections';
 import { connectionModel } from './model';
 import { AssetConnectionsResolver } from './resolvers';
 import { connectionRoutes } from './routes';
+import type { CoreModuleServices } from '../storage';
 
 export interface ConnectionsModuleServices {
   connections: Connections;

@@ -1,8 +1,8 @@
 import { Arg, Ctx, ID, Mutation, Query, Resolver } from 'type-graphql';
 import type { RequestContext } from '../../../core/subgraph-kit';
-import type { AssetsService } from '../storage/service';
 import type { Connections } from './connections';
 import { ConnectionInputType, ConnectionType, toConnection } from './types';
+import type { AssetsService } from '../storage';
 
 /** Thin resolvers of connections (the rules are in connections.ts). */
 @Resolver()

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { type AnyRoute, route } from '../../../core/rest-route';
-import { revisionHeader } from '../revisions/revisions';
-import { SCOPES } from '../storage/service';
 import { httpConfigSchema, httpSecretsSchema, s3ConfigSchema, s3SecretsSchema } from './config';
+import { revisionHeader } from '../revisions';
+import { SCOPES } from '../records';
 
 const P = '/api/v1/assets/connections';
 const tag = 'Assets';

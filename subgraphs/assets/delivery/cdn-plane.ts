@@ -1,10 +1,16 @@
 import { create as contentDisposition } from 'content-disposition';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import rangeParser from 'range-parser';
-import { isHeaderSafe } from '../records/fields';
-import type { AssetDoc, AssetVersion } from '../records/model';
-import type { AssetsService } from '../storage/service';
-import { type DerivativeDoc, decodeSpec } from '../transforms/transforms';
+import type { BlobStore } from '../../../core/blobs/blob-store';
+import type { AssetDelivery } from './delivery';
+import { isHeaderSafe, type AssetDoc, type AssetVersion } from '../records';
+import { type DerivativeDoc, decodeSpec, type Transforms } from '../transforms';
+
+/** What the CDN listener needs of Assets: the bytes, the delivery decisions, the transformations. `AssetsService` gives it. */
+export type CdnHost = Pick<AssetDelivery, 'anyAsset' | 'publicCurrent' | 'publicDelivery' | 'signedDelivery'> & {
+  readonly blobs: Pick<BlobStore, 'read'>;
+  readonly transforms: Pick<Transforms, 'named' | 'materialise' | 'verify' | 'source'>;
+};
 
 /**
  * A stored `Cache-Control` goes into the header only when it is header-safe (asset-fields.ts); a
@@ -64,7 +70,7 @@ export function ifRangeHolds(header: string | string[] | undefined, etag: string
 export async function sendVersion(
   req: FastifyRequest,
   reply: FastifyReply,
-  assets: AssetsService,
+  assets: CdnHost,
   found: { asset: AssetDoc; version: AssetVersion; region: string },
   cacheControl: string,
 ): Promise<FastifyReply> {
@@ -107,7 +113,7 @@ interface DeliveryParams {
 }
 
 /** The `{cdn_url}` listener's asset routes (spec 4.3 delivery addresses). */
-export async function assetsCdnPlane(app: FastifyInstance, assets: AssetsService): Promise<void> {
+export async function assetsCdnPlane(app: FastifyInstance, assets: CdnHost): Promise<void> {
   app.route<{ Params: DeliveryParams }>({
     method: ['GET', 'HEAD'],
     url: '/assets/:id/versions/:version/:filename',
@@ -176,7 +182,7 @@ export async function assetsCdnPlane(app: FastifyInstance, assets: AssetsService
 async function sendDerivative(
   req: FastifyRequest,
   reply: FastifyReply,
-  assets: AssetsService,
+  assets: CdnHost,
   d: DerivativeDoc,
   cacheControl: string,
 ): Promise<FastifyReply> {

@@ -2,7 +2,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { BlobStore } from '../../../core/blobs/blob-store';
 import type { Config } from '../../../core/config';
 import { newId } from '../../../core/ids';
-import type { AssetDoc, AssetModels, AssetVersion, GrantDoc } from '../records/model';
+import type { AssetDoc, AssetModels, AssetVersion, GrantDoc } from '../records';
 
 /**
  * Public delivery remembers a resolved asset for 1 s (a CDN edge caches far longer): the hot path

@@ -1,5 +1,5 @@
 import type { BlobStore } from '../../../core/blobs/blob-store';
-import type { AssetDoc, AssetModels } from '../records/model';
+import type { AssetDoc, AssetModels } from '../records';
 
 /** Replication of current bytes into an asset's replica regions (the assets worker runs it). */
 export class Replication {

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
-import { notFound, sendVersion } from '../delivery/cdn-plane';
-import type { AssetsService } from '../storage/service';
 import type { Domains } from './domains';
+import { notFound, sendVersion } from '../delivery';
+import type { AssetsService } from '../storage';
 
 /**
  * Custom-domain delivery on the `{cdn_url}` listener: a request whose `Host` is a verified domain

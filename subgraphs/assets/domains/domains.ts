@@ -7,9 +7,9 @@ import { PlatformError, notFound } from '../../../core/errors';
 import { newId } from '../../../core/ids';
 import { isDuplicateKey } from '../../../core/mongo';
 import type { Principal } from '../../../core/principal';
-import type { AssetDoc } from '../records/model';
-import { SCOPES, type AssetsService } from '../storage/service';
 import type { DomainDoc } from './model';
+import { type AssetDoc, SCOPES } from '../records';
+import type { AssetsService } from '../storage';
 
 /** The CDN remembers which bucket a `Host` serves for 1 s (negative answers too). */
 export const HOST_CACHE_MS = 1000;

@@ -2,12 +2,12 @@ import { defineModule } from '../../../core/area-module';
 import { SystemDnsResolver } from '../../../core/dns/resolver';
 import { startDnsStandIn } from '../../../core/dns/stand-in-server';
 import { externalSettings } from '../external-settings';
-import type { CoreModuleServices } from '../storage/module';
 import { domainsCdnPlane } from './cdn';
 import { Domains } from './domains';
 import { domainModel } from './model';
 import { AssetDomainsResolver } from './resolvers';
 import { domainRoutes } from './routes';
+import type { CoreModuleServices } from '../storage';
 
 export interface DomainsModuleServices {
   domains: Domains;

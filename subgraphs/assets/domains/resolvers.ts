@@ -1,8 +1,8 @@
 import { Arg, Ctx, ID, Mutation, Query, Resolver } from 'type-graphql';
 import type { RequestContext } from '../../../core/subgraph-kit';
-import type { AssetsService } from '../storage/service';
 import type { Domains } from './domains';
 import { DomainType, toDomain } from './types';
+import type { AssetsService } from '../storage';
 
 /** Thin resolvers of custom domains (the rules are in domains.ts). */
 @Resolver()

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { type AnyRoute, route } from '../../../core/rest-route';
-import { SCOPES } from '../storage/service';
+import { SCOPES } from '../records';
 
 const P = '/api/v1/assets/domains';
 const tag = 'Assets';

@@ -1,10 +1,10 @@
 import { defineModule } from '../../../core/area-module';
 import { IdempotencyStore } from '../../../core/idempotency';
-import type { AiModuleServices } from '../ai/module';
-import type { CoreModuleServices } from '../storage/module';
 import { AssetGenerationsResolver } from './resolvers';
 import { generationRoutes } from './routes';
 import { Generations } from './service';
+import type { AiModuleServices } from '../ai';
+import type { CoreModuleServices } from '../storage';
 
 export interface GenerationsModuleServices {
   generations: Generations;

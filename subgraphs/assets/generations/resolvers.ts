@@ -1,9 +1,8 @@
 import { Arg, Ctx, Int, Mutation, Resolver } from 'type-graphql';
 import type { RequestContext } from '../../../core/subgraph-kit';
-import type { AiJobs } from '../ai/jobs';
-import { AiJobType, toAiJob } from '../ai/types';
-import type { AssetsService } from '../storage/service';
 import type { Generations } from './service';
+import { type AiJobs, AiJobType, toAiJob } from '../ai';
+import type { AssetsService } from '../storage';
 
 /** Thin resolver of `POST /generations`. */
 @Resolver()

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { type AnyRoute, route } from '../../../core/rest-route';
-import { SCOPES } from '../storage/service';
 import { GENERATION_MAX_EDGE, GENERATION_MAX_IMAGES, GENERATION_MIN_EDGE, GENERATION_PROMPT_MAX } from './service';
+import { SCOPES } from '../records';
 
 const edge = z.number().int().min(GENERATION_MIN_EDGE).max(GENERATION_MAX_EDGE);
 const generationBody = z

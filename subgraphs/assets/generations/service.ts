@@ -2,9 +2,9 @@ import type { IdempotencyStore } from '../../../core/idempotency';
 import { newId } from '../../../core/ids';
 import type { Principal } from '../../../core/principal';
 import { PlatformError } from '../../../core/errors';
-import type { AiJobs } from '../ai/jobs';
-import type { AiJobDoc } from '../ai/model';
-import { type AssetsService, SCOPES } from '../storage/service';
+import type { AiJobs, AiJobDoc } from '../ai';
+import type { AssetsService } from '../storage';
+import { SCOPES } from '../records';
 
 export const GENERATION_MAX_IMAGES = 4;
 export const GENERATION_MIN_EDGE = 64;

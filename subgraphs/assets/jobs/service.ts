@@ -1,15 +1,11 @@
 import { conflict, isPlatformError, notFound } from '../../../core/errors';
 import type { Principal } from '../../../core/principal';
-import type { AiJobs } from '../ai/jobs';
-import type { AiJobDoc } from '../ai/model';
-import type { BulkJobDoc } from '../bulk/model';
-import type { BulkJobs } from '../bulk/service';
-import type { Migrations } from '../migrations/migrations';
-import type { MigrationDoc } from '../migrations/model';
-import type { JobDoc } from '../records/model';
-import type { AssetsService } from '../storage/service';
-import type { RunDoc } from '../workflows/model';
-import type { WorkflowService } from '../workflows/service';
+import type { AiJobs, AiJobDoc } from '../ai';
+import type { BulkJobDoc, BulkJobs } from '../bulk';
+import type { Migrations, MigrationDoc } from '../migrations';
+import type { JobDoc } from '../records';
+import type { AssetsService } from '../storage';
+import type { RunDoc, WorkflowService } from '../workflows';
 
 /** Every kind of job id the Assets area hands out (`job_id` in a 202 answer). */
 export type FoundJob =

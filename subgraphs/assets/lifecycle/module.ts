@@ -1,12 +1,12 @@
 import { z } from 'zod';
 import { defineModule } from '../../../core/area-module';
 import { periodicWorker } from '../../../core/periodic-worker';
-import type { CoreModuleServices } from '../storage/module';
 import { Clock } from './clock';
 import { lifecycleRuleModel } from './model';
 import { AssetLifecycleResolver } from './resolvers';
 import { lifecycleRoutes } from './routes';
 import { LifecycleRules } from './rules';
+import type { CoreModuleServices } from '../storage';
 
 export const lifecycleSettingsSchema = z.object({
   /** How often the lifecycle worker looks at the rules, in ms (1 minute). */

@@ -1,8 +1,8 @@
 import { Arg, Ctx, Field, ID, InputType, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import type { RequestContext } from '../../../core/subgraph-kit';
-import type { AssetsService } from '../storage/service';
 import type { LifecycleRuleDoc } from './model';
 import type { LifecycleRules } from './rules';
+import type { AssetsService } from '../storage';
 
 @ObjectType('AssetLifecycleRule', { description: 'A lifecycle rule (spec 2.3), run by the assets worker.' })
 export class LifecycleRuleType {

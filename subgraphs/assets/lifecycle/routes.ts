@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { type AnyRoute, route } from '../../../core/rest-route';
-import { SCOPES } from '../storage/service';
 import { LIFECYCLE_ACTIONS } from './model';
+import { SCOPES } from '../records';
 
 const P = '/api/v1/assets';
 const tag = 'Assets';

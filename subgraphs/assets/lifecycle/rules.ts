@@ -3,11 +3,11 @@ import { newId } from '../../../core/ids';
 import type { Logger } from '../../../core/logger';
 import { isDuplicateKey } from '../../../core/mongo';
 import type { Principal } from '../../../core/principal';
-import type { AssetDoc, AssetVersion } from '../records/model';
-import { type AssetsService, SCOPES } from '../storage/service';
 import { Clock } from './clock';
 import type { LifecycleAction, LifecycleRuleDoc } from './model';
 import type { Model } from 'mongoose';
+import { type AssetDoc, type AssetVersion, SCOPES } from '../records';
+import type { AssetsService } from '../storage';
 
 /** Rules an account may hold (spec 8 leaves it open: docs/spec-decisions.md). */
 export const MAX_RULES_PER_ACCOUNT = 100;

@@ -8,12 +8,18 @@ import type { OperationContext, OperationEngine } from '../../../core/operations
 import type { Principal } from '../../../core/principal';
 import { sleep } from '../../../core/sleep';
 import type { StagedBlob } from '../../../core/blobs/blob-store';
-import type { Connections } from '../connections/connections';
-import type { MigrationSource, SourceObject } from '../connections/sources';
-import type { AssetDoc } from '../records/model';
-import { SCOPES, type AssetsService } from '../storage/service';
-import { type ItemStatus, type MigrationDoc, type MigrationItemDoc, type MigrationModels, TERMINAL_STATUSES } from './model';
+import {
+  type ItemCounts,
+  type ItemStatus,
+  type MigrationDoc,
+  type MigrationItemDoc,
+  type MigrationModels,
+  TERMINAL_STATUSES,
+} from './model';
 import { type MigrationReportType, type MigrationType, toItem, toMigration } from './types';
+import type { Connections, MigrationSource, SourceObject } from '../connections';
+import { type AssetDoc, SCOPES } from '../records';
+import type { AssetsService } from '../storage';
 
 /** The engine's operation type of a migration run. */
 export const MIGRATION_OPERATION = 'assets_migration';
@@ -25,8 +31,6 @@ const BATCH = 16;
 export const COPY_CONCURRENCY = 4;
 export const MIGRATIONS_LIST_DEFAULT = 25;
 export const MIGRATIONS_LIST_MAX = 100;
-
-export type ItemCounts = Record<ItemStatus | 'total', number>;
 
 const migrationNotFound = () => notFound('assets.migration_not_found', 'migration not found');
 

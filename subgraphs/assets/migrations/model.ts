@@ -13,6 +13,8 @@ export const TERMINAL_STATUSES: MigrationStatus[] = ['succeeded', 'completed_wit
 /** An item's states: `pending` → `copying` → `copied` | `failed` (retryable) | `cancelled`. */
 export const ITEM_STATUSES = ['pending', 'copying', 'copied', 'failed', 'cancelled'] as const;
 export type ItemStatus = (typeof ITEM_STATUSES)[number];
+/** How many items of a migration are in each status, and in all. */
+export type ItemCounts = Record<ItemStatus | 'total', number>;
 
 export interface MigrationDoc {
   _id: string;

@@ -1,13 +1,13 @@
 import { defineModule } from '../../../core/area-module';
-import type { ConnectionsModuleServices } from '../connections/module';
 import { externalSettings } from '../external-settings';
-import type { CoreModuleServices } from '../storage/module';
-import { bearerAuthenticate } from '../uploads/plane';
 import { MIGRATION_OPERATION, Migrations } from './migrations';
 import { migrationModels } from './model';
 import { migrationReportPlane } from './report-plane';
 import { AssetMigrationsResolver } from './resolvers';
 import { migrationRoutes } from './routes';
+import type { ConnectionsModuleServices } from '../connections';
+import type { CoreModuleServices } from '../storage';
+import { bearerAuthenticate } from '../planes';
 
 export interface MigrationsModuleServices {
   migrations: Migrations;

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { badRequest } from '../../../core/errors';
-import { type Authenticate, sendError } from '../uploads/plane';
 import type { Migrations } from './migrations';
 import { reportCsv, reportJson } from './report';
+import { type Authenticate, sendError } from '../planes';
 
 /**
  * `GET /api/v1/assets/migrations/{id}/report` on the bridge listener: a download, not an envelope.

@@ -1,8 +1,8 @@
 import { Arg, Ctx, ID, Int, Mutation, Query, Resolver } from 'type-graphql';
 import type { RequestContext } from '../../../core/subgraph-kit';
-import type { AssetsService } from '../storage/service';
 import type { Migrations } from './migrations';
 import { MigrationInputType, MigrationItemType, MigrationListType, MigrationReportType, MigrationType, toItem } from './types';
+import type { AssetsService } from '../storage';
 
 /** Thin resolvers of migrations (the rules and the run are in migrations.ts). */
 @Resolver()

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { queryInt } from '../../../core/query-int';
 import { type AnyRoute, route } from '../../../core/rest-route';
-import { SCOPES } from '../storage/service';
 import { MIGRATIONS_LIST_MAX } from './migrations';
+import { SCOPES } from '../records';
 
 const P = '/api/v1/assets/migrations';
 const tag = 'Assets';

@@ -1,6 +1,5 @@
 import { Field, ID, InputType, Int, ObjectType, Float } from 'type-graphql';
-import type { ItemCounts } from './migrations';
-import type { MigrationDoc, MigrationItemDoc } from './model';
+import type { ItemCounts, MigrationDoc, MigrationItemDoc } from './model';
 
 @ObjectType('AssetMigrationCounts', { description: 'Items by status.' })
 export class MigrationCountsType {

@@ -1,6 +1,6 @@
 import { fromBuffer } from 'file-type';
 import { PlatformError } from '../../../core/errors';
-import type { AccountStateDoc, AssetType, BucketDoc } from '../records/model';
+import type { AccountStateDoc, AssetType, BucketDoc } from '../records';
 
 /** Defaults of the content policy (spec 8: numeric values not shown; docs/spec-decisions.md). */
 export const DEFAULT_POLICY = {

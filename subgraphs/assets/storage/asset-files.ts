@@ -1,7 +1,7 @@
 import type { AssetFile, AssetFiles } from '../../../core/asset-files';
 import { isUuid } from '../../../core/ids';
-import type { AssetDoc } from '../records/model';
 import type { AssetsService } from './service';
+import type { AssetDoc } from '../records';
 
 /**
  * The Assets side of the `assetFiles` port: an account's asset as a file another area may send on

@@ -1,11 +1,10 @@
 import { PlatformError, notFound } from '../../../core/errors';
 import { newId } from '../../../core/ids';
 import type { Principal } from '../../../core/principal';
-import { objectEventEntry } from '../records/events';
-import type { AssetDoc, AssetModels, JobDoc } from '../records/model';
-import { requiredRevision } from '../revisions/revisions';
 import type { AssetsSettings } from '../settings';
-import type { Uploads } from '../uploads/uploads';
+import { objectEventEntry, type AssetDoc, type AssetModels, type JobDoc } from '../records';
+import { requiredRevision } from '../revisions';
+import type { Uploads } from '../uploads';
 
 const assetNotFound = () => notFound('assets.not_found', 'asset not found');
 const jobNotFound = () => notFound('assets.job_not_found', 'job not found');

@@ -5,18 +5,18 @@ import { S3BlobStore, s3Client } from '../../../core/blobs/s3-blob-store';
 import { OutboxRelay } from '../../../core/events/outbox';
 import type { Ports } from '../../../core/ports';
 import { assetFilesPort } from './asset-files';
-import { assetsCdnPlane } from '../delivery/cdn-plane';
-import { assetModels } from '../records/model';
 import { AssetsResolver } from './resolvers';
 import { assetsRoutes } from '../routes';
-import { ClamdScanner, EicarScanner } from '../scanning/scanner';
 import { AssetsService } from './service';
 import type { AssetsSettings } from '../settings';
-import { AssetTransformsResolver } from '../transforms/resolvers';
-import { assetsUploadPlane, bearerAuthenticate } from '../uploads/plane';
-import type { UsageModuleServices } from '../views/module';
-import { RECORD_CHANGES_TOPIC, withRecordChange } from '../webhooks/sources';
 import { assetsWorker } from './workers';
+import { assetsCdnPlane } from '../delivery';
+import { assetModels, RECORD_CHANGES_TOPIC, withRecordChange } from '../records';
+import { ClamdScanner, EicarScanner } from '../scanning';
+import { AssetTransformsResolver } from '../transforms';
+import type { UsageModuleServices } from '../usage';
+import { assetsUploadPlane } from '../uploads';
+import { bearerAuthenticate } from '../planes';
 
 export interface CoreModuleServices {
   assets: AssetsService;

@@ -1,34 +1,30 @@
 import type { Config } from '../../../core/config';
 import { decodeCursor, encodeCursor } from '../../../core/cursors';
 import { PlatformError, badRequest, notFound } from '../../../core/errors';
-import { checkCacheControl, checkKey, checkMetadataSize, checkOriginalName, checkVisibility } from '../records/fields';
 import { isDuplicateKey } from '../../../core/mongo';
 import { type Principal, requireScope, requireWriter } from '../../../core/principal';
 import type { BlobStore } from '../../../core/blobs/blob-store';
-import { type BucketInput, Buckets } from '../buckets/buckets';
-import { type ContentPolicy, DEFAULT_POLICY, policyOf } from '../scanning/content-policy';
-import { objectEventEntry } from '../records/events';
-import type { AssetDoc, AssetModels, AssetVersion, JobDoc } from '../records/model';
-import { requiredRevision, revisionStale } from '../revisions/revisions';
-import type { Scanner } from '../scanning/scanner';
 import type { AssetsSettings } from '../settings';
-import { UploadCapabilities } from '../uploads/capabilities';
-import { UploadSessions } from '../uploads/sessions';
-import { Uploads } from '../uploads/uploads';
-import { type DerivativeDoc, Transforms } from '../transforms/transforms';
-import type { AssetAccess } from '../uploads/asset-access';
-import { AssetDelivery } from '../delivery/delivery';
 import { DeleteJobs } from './delete-jobs';
-import { Replication } from '../delivery/replication';
-
-export const SCOPES = {
-  read: 'assets:read',
-  write: 'assets:write',
-  process: 'assets:process',
-  generate: 'assets:generate',
-  publish: 'assets:publish',
-  admin: 'assets:admin',
-} as const;
+import {
+  checkCacheControl,
+  checkKey,
+  checkMetadataSize,
+  checkOriginalName,
+  checkVisibility,
+  objectEventEntry,
+  type AssetDoc,
+  type AssetModels,
+  type AssetVersion,
+  type JobDoc,
+  SCOPES,
+} from '../records';
+import { type BucketInput, Buckets } from '../buckets';
+import { type ContentPolicy, DEFAULT_POLICY, policyOf, type Scanner } from '../scanning';
+import { requiredRevision, revisionStale } from '../revisions';
+import { UploadCapabilities, UploadSessions, Uploads, type AssetAccess } from '../uploads';
+import { type DerivativeDoc, Transforms } from '../transforms';
+import { AssetDelivery, Replication } from '../delivery';
 
 /** Spec 4.3 sort keys and their stored fields. */
 export const SORT_FIELDS = {

@@ -1,7 +1,6 @@
 import { GraphQLJSON, GraphQLJSONObject } from 'graphql-scalars';
 import { Directive, Field, Float, ID, InputType, Int, ObjectType } from 'type-graphql';
-import { type AssetDoc, type AssetVersion, type BucketDoc, type JobDoc, type SessionDoc, partCount } from '../records/model';
-import { publicUrl } from '../records/view';
+import { type AssetDoc, type AssetVersion, type BucketDoc, type JobDoc, type SessionDoc, partCount, publicUrl } from '../records';
 
 @ObjectType('Asset', { description: 'A stored asset of the account (spec 2.3).' })
 @Directive('@key(fields: "id")')

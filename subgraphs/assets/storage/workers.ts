@@ -1,7 +1,7 @@
 import type { BackgroundWorker } from '../../../core/area';
 import type { Logger } from '../../../core/logger';
-import type { AssetDoc } from '../records/model';
 import type { AssetsService } from './service';
+import type { AssetDoc } from '../records';
 
 /**
  * Pause between idle rounds of the assets worker, in milliseconds. Writes in this process wake it

@@ -1,8 +1,7 @@
 import { notFound } from '../../../core/errors';
 import type { Principal } from '../../../core/principal';
-import type { AiJobs } from '../ai/jobs';
-import type { AiDataDoc, AiJobDoc } from '../ai/model';
-import type { AssetsService } from '../storage/service';
+import type { AiJobs, AiDataDoc, AiJobDoc } from '../ai';
+import type { AssetsService } from '../storage';
 
 export const extractionNotFound = () => notFound('assets.extraction_not_found', 'no text extraction for this asset');
 

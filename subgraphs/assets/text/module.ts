@@ -1,13 +1,12 @@
 import { defineModule } from '../../../core/area-module';
-import type { AiModuleServices } from '../ai/module';
-import type { CoreModuleServices } from '../storage/module';
-import { countAiCharge } from '../usage/usage';
-import type { UsageModuleServices } from '../views/module';
 import { TextExtractions } from './extractions';
 import { AssetTextResolver } from './resolvers';
 import { textRoutes } from './routes';
 import { speechProvider } from './speech';
 import { Transcripts } from './transcripts';
+import type { AiModuleServices } from '../ai';
+import type { CoreModuleServices } from '../storage';
+import { countAiCharge, type UsageModuleServices } from '../usage';
 
 export interface TextModuleServices {
   textExtractions: TextExtractions;

@@ -1,10 +1,10 @@
 import { Arg, Ctx, ID, Mutation, Query, Resolver } from 'type-graphql';
 import type { RequestContext } from '../../../core/subgraph-kit';
-import type { AiJobs } from '../ai/jobs';
-import type { AssetsService } from '../storage/service';
 import type { TextExtractions } from './extractions';
 import type { Transcripts } from './transcripts';
 import { TextExtractionType, toExtraction, toTranscript, TranscriptType } from './types';
+import type { AiJobs } from '../ai';
+import type { AssetsService } from '../storage';
 
 export interface TextServices {
   aiJobs: AiJobs;

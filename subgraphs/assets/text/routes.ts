@@ -1,5 +1,5 @@
 import { type AnyRoute, route } from '../../../core/rest-route';
-import { SCOPES } from '../storage/service';
+import { SCOPES } from '../records';
 
 const P = '/api/v1/assets';
 const tag = 'Assets';

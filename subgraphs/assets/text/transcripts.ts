@@ -1,14 +1,20 @@
 import { conflict, notFound } from '../../../core/errors';
 import type { Ports } from '../../../core/ports';
 import type { Principal } from '../../../core/principal';
-import type { AiConfigs } from '../ai/config';
-import type { AiDataDoc, AiModels } from '../ai/model';
-import { creditsOf, periodOf, PRICE_MICROS } from '../ai/pricing';
-import type { AiSpend } from '../ai/spend';
-import { notProcessable } from '../ai/jobs';
-import { type AssetsService, SCOPES } from '../storage/service';
-import type { AiCharge } from '../usage/usage';
 import { type SpeechToTextProvider, transcriptionUnavailable } from './speech';
+import {
+  type AiConfigs,
+  type AiDataDoc,
+  type AiModels,
+  creditsOf,
+  periodOf,
+  PRICE_MICROS,
+  type AiSpend,
+  notProcessable,
+} from '../ai';
+import type { AiCharge } from '../usage';
+import type { AssetsService } from '../storage';
+import { SCOPES } from '../records';
 
 export interface StoredTranscript {
   assetId: string;

@@ -1,7 +1,7 @@
 import { GraphQLJSONObject } from 'graphql-scalars';
 import { Field, Float, ID, Int, ObjectType } from 'type-graphql';
-import type { AiJobDoc } from '../ai/model';
 import type { StoredTranscript } from './transcripts';
+import type { AiJobDoc } from '../ai';
 
 @ObjectType('AssetTextExtraction', { description: 'An OCR extraction: a job (`job_id`, `status`, `status_url`) and its text.' })
 export class TextExtractionType {

@@ -1,8 +1,7 @@
 import { GraphQLJSONObject } from 'graphql-scalars';
 import { Arg, Ctx, Field, Float, ID, Int, Mutation, ObjectType, Query, Resolver } from 'type-graphql';
 import type { RequestContext } from '../../../core/subgraph-kit';
-import type { AssetsService } from '../storage/service';
-import { canonicalSpec, type DerivativeDoc, type TransformationDoc } from './transforms';
+import { canonicalSpec, type DerivativeDoc, type TransformationDoc, type Transforms } from './transforms';
 import { requirePrincipal } from '../../../core/principal';
 
 @ObjectType('AssetTransformationEager')
@@ -60,7 +59,7 @@ const toDerivative = (d: DerivativeDoc): DerivativeType => ({
 /** Thin resolvers over `Transforms` (decisions 0023, 0024). */
 @Resolver()
 export class AssetTransformsResolver {
-  constructor(private readonly svc: AssetsService) {}
+  constructor(private readonly svc: { readonly transforms: Transforms }) {}
 
   @Query(() => [TransformationType])
   async assetTransformations(@Ctx() ctx: RequestContext): Promise<TransformationType[]> {

@@ -1,8 +1,7 @@
 import { z } from 'zod';
 import { type AnyRoute, route } from '../../../core/rest-route';
-import { P, id, str, tag } from '../records/route-fields';
-import { SCOPES } from '../storage/service';
 import { FITS, FORMATS, GRAVITIES, MAX_EDGE, NAME as TRANSFORMATION_NAME } from './transforms';
+import { P, id, str, tag, SCOPES } from '../records';
 
 /** Spec "not shown" shapes: docs/contracts.md (legacy flat form, typed v2 form with an eager policy). */
 const edge = z.number().int().min(1).max(MAX_EDGE).nullable().optional();

@@ -5,9 +5,9 @@ import sharp from 'sharp';
 import { badRequest, conflict, notFound } from '../../../core/errors';
 import { isDuplicateKey, model } from '../../../core/mongo';
 import type { Principal } from '../../../core/principal';
-import type { AssetDoc, AssetVersion } from '../records/model';
-import type { AssetAccess } from '../uploads/asset-access';
 import { TransformLimiter } from './limiter';
+import type { AssetDoc, AssetVersion } from '../records';
+import type { AssetAccess } from '../uploads';
 
 /**
  * Image transformations (decisions 0023, 0024): named definitions, derivatives computed with sharp

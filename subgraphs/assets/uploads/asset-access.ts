@@ -1,10 +1,10 @@
 import type { BlobStore } from '../../../core/blobs/blob-store';
 import type { Config } from '../../../core/config';
 import type { Principal } from '../../../core/principal';
-import type { Buckets } from '../buckets/buckets';
-import type { AssetDoc, AssetModels } from '../records/model';
 import type { AssetsSettings } from '../settings';
 import type { Uploads } from './uploads';
+import type { Buckets } from '../buckets';
+import type { AssetDoc, AssetModels } from '../records';
 
 /**
  * What the upload sessions, upload capabilities and transformations need of Assets: the records,

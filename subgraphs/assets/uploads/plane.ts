@@ -1,45 +1,27 @@
 import multipart from '@fastify/multipart';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Readable } from 'node:stream';
-import { badRequest, isPlatformError, notFound } from '../../../core/errors';
-import type { Ports } from '../../../core/ports';
+import { badRequest, notFound } from '../../../core/errors';
 import type { Principal } from '../../../core/principal';
 import type { StagedBlob } from '../../../core/blobs/blob-store';
-import { noteAccessKey } from '../bucket-ops/access-hooks';
-import { etagOf } from '../revisions/revisions';
-import type { AssetsService } from '../storage/service';
+import type { AssetAccess } from './asset-access';
+import type { UploadSessions } from './sessions';
 import { parseUploadFields, type ReadAhead } from './uploads';
-import { assetView } from '../records/view';
+import { etagOf } from '../revisions';
+import { assetView } from '../records';
+import { noteAccessKey, ASSETS_PREFIX, type Authenticate, sendError } from '../planes';
 
-/** Routes of the upload byte path, under the assets prefix (spec 4.3). */
-export const ASSETS_PREFIX = '/api/v1/assets';
+/**
+ * What the upload byte path (plane.ts) needs of Assets: the access above, the upload sessions, and
+ * dropping an asset from the delivery cache once a replace lands. `AssetsService` gives it.
+ */
+export interface UploadHost extends AssetAccess {
+  readonly sessions: UploadSessions;
+  forget(assetId: string): void;
+}
+
 /** Text fields of a form, each at most 64 KiB; a form holds at most 32 of them and exactly one file. */
 const FIELD_LIMITS = { fieldSize: 64 * 1024, fields: 32, files: 1, parts: 40 };
-
-/** How the data plane learns the caller (it runs outside GraphQL, so the router's check does not). */
-export type Authenticate = (req: FastifyRequest) => Promise<Principal | null>;
-
-/** The bearer key of `Authorization`, resolved by the kernel's authenticator port. */
-export function bearerAuthenticate(ports: Ports): Authenticate {
-  return async (req) => {
-    const m = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '');
-    return m ? ports.get('authenticator').authenticate(m[1]) : null;
-  };
-}
-
-export function sendError(reply: FastifyReply, e: unknown, log: FastifyRequest['log']): FastifyReply {
-  if (isPlatformError(e)) {
-    return reply.status(e.status).send({ success: false, error: { code: e.code, message: e.message, details: e.details } });
-  }
-  const code = (e as { code?: string }).code;
-  if (typeof code === 'string' && code.startsWith('FST_')) {
-    return reply
-      .status(400)
-      .send({ success: false, error: { code: 'validation_failed', message: (e as Error).message, details: {} } });
-  }
-  log.error({ err: e }, 'assets data plane failed');
-  return reply.status(500).send({ success: false, error: { code: 'internal', message: 'internal error', details: {} } });
-}
 
 export interface ReadForm {
   staged: StagedBlob | null;
@@ -73,7 +55,7 @@ export interface ReadForm {
  */
 export async function readForm(
   req: FastifyRequest,
-  assets: AssetsService,
+  assets: UploadHost,
   principal: Principal,
   opts: { ahead?: { bucket: boolean } } = {},
 ): Promise<ReadForm> {
@@ -142,7 +124,7 @@ export async function readForm(
 }
 
 /** A refused form: its staged bytes and its quota hold go back (idempotent). */
-export async function releaseForm(assets: AssetsService, principal: Principal, form: ReadForm): Promise<void> {
+export async function releaseForm(assets: UploadHost, principal: Principal, form: ReadForm): Promise<void> {
   let held = form.held;
   const settling = form.settling;
   const holding = form.holding;
@@ -163,7 +145,7 @@ export async function releaseForm(assets: AssetsService, principal: Principal, f
  * multipart framing's few hundred bytes counted: the asset is stored and must not be given back).
  */
 export async function keepForm(
-  assets: AssetsService,
+  assets: UploadHost,
   principal: Principal,
   form: ReadForm,
   log: FastifyRequest['log'],
@@ -187,7 +169,7 @@ export async function keepForm(
  * by the composition root in its own encapsulated scope, so its multipart parser touches nothing
  * else on the listener.
  */
-export async function assetsUploadPlane(app: FastifyInstance, assets: AssetsService, authenticate: Authenticate): Promise<void> {
+export async function assetsUploadPlane(app: FastifyInstance, assets: UploadHost, authenticate: Authenticate): Promise<void> {
   // Raw-byte session routes in their own scope (no body parsers but a pass-through).
   await app.register(async (scope) => assetsSessionPlane(scope, assets));
   // No size cap here: the content policy caps the stream while it is staged.
@@ -267,7 +249,7 @@ export async function assetsUploadPlane(app: FastifyInstance, assets: AssetsServ
  * `X-Content-SHA256`). The capability in the path authorises them. Bodies are raw bytes of any
  * content type, streamed to the blob store unparsed.
  */
-export async function assetsSessionPlane(app: FastifyInstance, assets: AssetsService): Promise<void> {
+export async function assetsSessionPlane(app: FastifyInstance, assets: UploadHost): Promise<void> {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_req, payload, done) => done(null, payload));
   const capabilityRefused = () => notFound('assets.upload_session_not_found', 'upload session not found');

@@ -1,11 +1,9 @@
 import { z } from 'zod';
 import { type AnyRoute, route } from '../../../core/rest-route';
 import { CAPABILITY_MAX_SECONDS } from './capabilities';
-import { VISIBILITIES } from '../records/model';
-import { revisionHeader } from '../revisions/revisions';
-import { P, cacheControlText, str, tag } from '../records/route-fields';
-import { SCOPES } from '../storage/service';
 import { MAX_KEY_LENGTH } from './uploads';
+import { VISIBILITIES, P, cacheControlText, str, tag, SCOPES } from '../records';
+import { revisionHeader } from '../revisions';
 
 const sessionShared = {
   bucket: str.min(1).optional(),

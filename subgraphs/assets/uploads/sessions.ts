@@ -6,9 +6,9 @@ import { newId } from '../../../core/ids';
 import { isDuplicateKey } from '../../../core/mongo';
 import type { Principal } from '../../../core/principal';
 import { BlobTooLargeError } from '../../../core/blobs/blob-store';
-import { type AssetDoc, type SessionDoc, partCount } from '../records/model';
 import type { AssetAccess } from './asset-access';
 import { parseUploadFields } from './uploads';
+import { type AssetDoc, type SessionDoc, partCount } from '../records';
 
 /** Spec 8 leaves these numbers open (docs/spec-decisions.md): */
 /** A session can be used for 24 hours. */

@@ -5,22 +5,23 @@ import { newId } from '../../../core/ids';
 import { isDuplicateKey } from '../../../core/mongo';
 import type { Plan, Principal } from '../../../core/principal';
 import { BlobTooLargeError, type BlobStore, type StagedBlob } from '../../../core/blobs/blob-store';
-import type { Buckets } from '../buckets/buckets';
-import { assetTypeOf, checkContent, type ContentPolicy, largestAllowed, policyOf, sniffMime } from '../scanning/content-policy';
-import { objectEventEntry } from '../records/events';
-import { type AssetDoc, type AssetModels, type BucketDoc, VISIBILITIES } from '../records/model';
-import { requiredRevision, revisionStale } from '../revisions/revisions';
-import type { Scanner } from '../scanning/scanner';
 import type { AssetsSettings } from '../settings';
-
+import type { Buckets } from '../buckets';
+import { assetTypeOf, checkContent, type ContentPolicy, largestAllowed, policyOf, sniffMime, type Scanner } from '../scanning';
 import {
+  objectEventEntry,
+  type AssetDoc,
+  type AssetModels,
+  type BucketDoc,
+  VISIBILITIES,
   MAX_KEY_LENGTH,
   MAX_METADATA_BYTES,
   checkCacheControl,
   checkFolder,
   checkKey,
   checkMetadataSize,
-} from '../records/fields';
+} from '../records';
+import { requiredRevision, revisionStale } from '../revisions';
 
 export { MAX_KEY_LENGTH, MAX_METADATA_BYTES };
 

@@ -1,6 +1,9 @@
 import type { FastifyInstance } from 'fastify';
-import type { AssetsService } from '../storage/service';
 import type { UsageCounters } from './usage';
+import type { AssetModels } from '../records';
+
+/** What the counter reads of Assets: the asset records (an asset's account). */
+export type CountedAssets = { readonly m: Pick<AssetModels, 'Asset'> };
 
 /** Asset ids whose account this process has looked up (an asset never changes account). */
 const OWNERS_MAX = 50_000;
@@ -11,7 +14,7 @@ const OWNERS_MAX = 50_000;
  * `/tr/`). It hooks `onResponse`, after the bytes went out, so it adds nothing to the response
  * time; the owner of an asset id is remembered after one look-up by `_id`.
  */
-export function cdnUsageHook(app: FastifyInstance, assets: AssetsService, usage: UsageCounters): void {
+export function cdnUsageHook(app: FastifyInstance, assets: CountedAssets, usage: UsageCounters): void {
   const owners = new Map<string, string | null>();
   const ownerOf = async (id: string): Promise<string | null> => {
     const known = owners.get(id);

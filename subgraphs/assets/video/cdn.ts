@@ -1,6 +1,4 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { AssetsService } from '../storage/service';
-import type { AssetDoc } from '../records/model';
 import {
   HLS_SEGMENT_MIME,
   VIDEO_KINDS,
@@ -10,6 +8,8 @@ import {
   type VideoOutputDoc,
   type VideoOutputs,
 } from './outputs';
+import type { AssetsService } from '../storage';
+import type { AssetDoc } from '../records';
 
 /** How long a first request waits for its output before answering 202 (the job goes on). */
 export const VIDEO_WAIT_MS = 15_000;

@@ -1,7 +1,7 @@
 import { defineModule } from '../../../core/area-module';
-import type { CoreModuleServices } from '../storage/module';
 import { videoCdnPlane } from './cdn';
 import { VIDEO_OUTPUT_OPERATION, VideoOutputs, videoOutputModel } from './outputs';
+import type { CoreModuleServices } from '../storage';
 
 export interface VideoModuleServices {
   video: VideoOutputs;

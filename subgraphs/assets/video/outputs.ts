@@ -9,9 +9,9 @@ import sharp from 'sharp';
 import { model } from '../../../core/mongo';
 import { isDuplicateKey } from '../../../core/mongo';
 import type { OperationContext, OperationEngine } from '../../../core/operations/engine';
-import type { AssetDoc, AssetVersion } from '../records/model';
-import type { AssetsService } from '../storage/service';
 import { ffmpeg } from './ffmpeg';
+import type { AssetDoc, AssetVersion } from '../records';
+import type { AssetsService } from '../storage';
 
 /** Operation type on the kernel engine: renders one video output. */
 export const VIDEO_OUTPUT_OPERATION = 'assets.video_output';

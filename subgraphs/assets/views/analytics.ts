@@ -1,7 +1,7 @@
 import { PlatformError } from '../../../core/errors';
 import type { Principal } from '../../../core/principal';
-import type { AssetsService } from '../storage/service';
-import { type UsageCounters, type UsageCounts, USAGE_FIELDS, dayOf, zeroCounts } from '../usage/usage';
+import type { AssetsService } from '../storage';
+import { type UsageCounters, type UsageCounts, USAGE_FIELDS, dayOf, zeroCounts } from '../usage';
 
 /** Default window: the 30 days up to today (UTC); longest window one year and a day. */
 export const ANALYTICS_DEFAULT_DAYS = 30;

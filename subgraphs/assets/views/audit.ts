@@ -3,8 +3,8 @@ import { decodeCursor, encodeCursor } from '../../../core/cursors';
 import { PlatformError } from '../../../core/errors';
 import { model } from '../../../core/mongo';
 import type { Principal } from '../../../core/principal';
-import type { AssetsService } from '../storage/service';
-import type { AssetWebhookEvent } from '../webhooks/events';
+import type { AssetsService } from '../storage';
+import type { AssetWebhookEvent } from '../webhooks';
 
 /** Spec 8 leaves the page open: 1–100, default 25 (as the activity lists). */
 export const EVENTS_PAGE_DEFAULT = 25;

@@ -1,11 +1,11 @@
 import { GraphQLJSONObject } from 'graphql-scalars';
 import { Arg, Ctx, Field, Float, ID, Int, ObjectType, Query, Resolver } from 'type-graphql';
 import type { RequestContext } from '../../../core/subgraph-kit';
-import type { AssetsService } from '../storage/service';
 import { analytics } from './analytics';
 import type { AuditEventDoc, AuditStream } from './audit';
 import { summarise } from './summary';
-import type { UsageCounters, UsageCounts } from '../usage/usage';
+import type { AssetsService } from '../storage';
+import type { UsageCounters, UsageCounts } from '../usage';
 
 @ObjectType('AssetDeliveryUsage')
 class DeliveryUsageType {

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { queryInt } from '../../../core/query-int';
 import { type AnyRoute, route } from '../../../core/rest-route';
-import { SCOPES } from '../storage/service';
 import { EVENTS_PAGE_MAX } from './audit';
+import { SCOPES } from '../records';
 
 const P = '/api/v1/assets';
 const tag = 'Assets';

@@ -1,5 +1,5 @@
 import type { Principal } from '../../../core/principal';
-import type { AssetsService } from '../storage/service';
+import type { AssetsService } from '../storage';
 
 /** Duplicate groups shown, largest waste first; ids shown per group (spec 8 leaves both open). */
 export const DUPLICATE_GROUPS_MAX = 100;

@@ -1,12 +1,13 @@
 import { defineModule } from '../../../core/area-module';
 import type { ObjectEvent } from '../../../core/events/object-events';
-import type { CoreModuleServices } from '../storage/module';
 import { webhookModels } from './model';
 import { AssetWebhooksResolver } from './resolvers';
 import { webhookRoutes } from './routes';
 import { AssetWebhooks } from './service';
 import { webhookSettingsSchema } from './settings';
-import { emitAll, fromObjectEvent, fromRecordChange, RECORD_CHANGES_TOPIC, type RecordChange } from './sources';
+import { emitAll, fromObjectEvent, fromRecordChange } from './sources';
+import type { CoreModuleServices } from '../storage';
+import { RECORD_CHANGES_TOPIC, type RecordChange } from '../records';
 
 export interface WebhooksModuleServices {
   webhooks: AssetWebhooks;

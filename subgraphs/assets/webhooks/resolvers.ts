@@ -1,6 +1,5 @@
 import { Arg, Ctx, ID, Int, Mutation, Query, Resolver } from 'type-graphql';
 import type { RequestContext } from '../../../core/subgraph-kit';
-import type { AssetsService } from '../storage/service';
 import type { AssetWebhooks } from './service';
 import {
   DeliveryPageType,
@@ -12,6 +11,7 @@ import {
   toDelivery,
   toWebhook,
 } from './types';
+import type { AssetsService } from '../storage';
 
 /** Thin resolvers of asset webhooks and their deliveries. */
 @Resolver()

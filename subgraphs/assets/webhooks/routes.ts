@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { queryInt } from '../../../core/query-int';
 import { type AnyRoute, route } from '../../../core/rest-route';
-import { SCOPES } from '../storage/service';
 import { ASSET_WEBHOOK_EVENT_TYPES } from './events';
 import { DELIVERIES_PAGE_MAX } from './service';
+import { SCOPES } from '../records';
 
 const P = '/api/v1/assets';
 const tag = 'Assets';

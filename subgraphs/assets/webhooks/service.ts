@@ -10,10 +10,11 @@ import type { Logger } from '../../../core/logger';
 import { type UrlRefusals, checkUrlShape, postPinned, resolveTarget } from '../../../core/outbound-http';
 import type { Principal } from '../../../core/principal';
 import { decryptSecret, encryptSecret } from '../../../core/secrets';
-import { SCOPES, type AssetsService } from '../storage/service';
 import { ASSET_WEBHOOK_EVENT_TYPES, type AssetWebhookEmitter, type AssetWebhookEvent, stableId } from './events';
 import type { DeliveryDoc, WebhookDoc, WebhookModels } from './model';
 import { RESPONSE_EXCERPT_BYTES, type WebhookSettings } from './settings';
+import type { AssetsService } from '../storage';
+import { SCOPES } from '../records';
 
 /** Webhooks per account. */
 export const WEBHOOKS_MAX = 25;

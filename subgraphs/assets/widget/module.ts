@@ -1,6 +1,6 @@
 import { defineModule } from '../../../core/area-module';
-import type { CoreModuleServices } from '../storage/module';
 import { widgetPlane } from './widget-plane';
+import type { CoreModuleServices } from '../storage';
 
 /** The browser-upload widget (its script and page on the bridge listener). */
 export const widgetModule = defineModule<object, object, CoreModuleServices>({

@@ -3,12 +3,11 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { PlatformError, badRequest } from '../../../core/errors';
 import type { Principal } from '../../../core/principal';
 import type { StagedBlob } from '../../../core/blobs/blob-store';
-import type { BucketDoc } from '../records/model';
-import { etagOf } from '../revisions/revisions';
-import type { AssetsService } from '../storage/service';
-import { parseUploadFields } from '../uploads/uploads';
-import { type ReadForm, readForm, releaseForm, sendError } from '../uploads/plane';
-import { assetView } from '../records/view';
+import { type BucketDoc, assetView } from '../records';
+import { etagOf } from '../revisions';
+import type { AssetsService } from '../storage';
+import { parseUploadFields, type ReadForm, readForm, releaseForm } from '../uploads';
+import { sendError } from '../planes';
 
 /** The widget's address (spec 4.3: relative to `{base_url}`, outside `/api/v1`). */
 export const WIDGET_PATH = '/assets/widget';

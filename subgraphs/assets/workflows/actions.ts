@@ -1,7 +1,7 @@
 import { PlatformError } from '../../../core/errors';
 import type { Principal } from '../../../core/principal';
-import { etagOf } from '../revisions/revisions';
-import type { AssetsService } from '../storage/service';
+import { etagOf } from '../revisions';
+import type { AssetsService } from '../storage';
 
 /**
  * The asset changes a workflow step or an approved automation tool call makes, through the same

@@ -3,11 +3,11 @@ import { PlatformError, badRequest } from '../../../core/errors';
 import { newId } from '../../../core/ids';
 import type { OperationContext, OperationEngine } from '../../../core/operations/engine';
 import { type Principal, requireScope, requireWriter } from '../../../core/principal';
-import type { AssetsService } from '../storage/service';
 import { type GovernedTool, toolNamed } from './mcp-tools';
 import { DEFAULT_APPROVAL_TTL_S } from './catalog';
 import { actionOperationId, approvalHash } from './ids';
 import type { ApprovalDoc, AuditDoc, WorkflowModels } from './model';
+import type { AssetsService } from '../storage';
 
 /** `/automation` shows this many recent audits. */
 export const RECENT_AUDITS = 50;

@@ -5,10 +5,10 @@ import { isDuplicateKey } from '../../../core/mongo';
 import type { Ports } from '../../../core/ports';
 import type { Principal } from '../../../core/principal';
 import { encryptSecret } from '../../../core/secrets';
-import { requiredRevision, revisionStale } from '../revisions/revisions';
 import { type Definition, definitionSchema, findings, normalised } from './catalog';
 import type { WorkflowDoc, WorkflowModels, WorkflowVersionDoc } from './model';
 import { MAX_PAGE, type Page, pageOf } from './paging';
+import { requiredRevision, revisionStale } from '../revisions';
 
 export const workflowNotFound = () => notFound('assets.workflow_not_found', 'workflow not found');
 

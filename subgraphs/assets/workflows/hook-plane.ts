@@ -2,10 +2,10 @@ import type { FastifyInstance } from 'fastify';
 import { Webhook } from 'standardwebhooks';
 import { PlatformError, badRequest, notFound } from '../../../core/errors';
 import { decryptSecret } from '../../../core/secrets';
-import { ASSETS_PREFIX, sendError } from '../uploads/plane';
 import { derivedId } from './ids';
 import type { HookDoc, WorkflowDoc } from './model';
 import type { WorkflowService } from './service';
+import { ASSETS_PREFIX, sendError } from '../planes';
 
 /**
  * `POST {base_url}/api/v1/assets/workflow-hooks/{token}` (spec 4.3, 5.8): the public receiver that

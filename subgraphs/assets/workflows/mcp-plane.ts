@@ -12,10 +12,10 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isPlatformError, notFound, unauthenticated } from '../../../core/errors';
 import type { Logger } from '../../../core/logger';
 import type { Principal } from '../../../core/principal';
-import { ASSETS_PREFIX, type Authenticate, sendError } from '../uploads/plane';
 import { toApproval } from './resolvers';
 import type { WorkflowService } from './service';
 import { GOVERNED_TOOLS, type GovernedTool, toolArguments, toolInputJsonSchema } from './mcp-tools';
+import { ASSETS_PREFIX, type Authenticate, sendError } from '../planes';
 
 /**
  * `{base_url}/api/v1/assets/mcp` (spec 4.3 "any `/mcp`"): a stateless Model Context Protocol

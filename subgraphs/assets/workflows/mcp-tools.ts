@@ -2,9 +2,9 @@ import { toJsonSchemaCompat } from '@modelcontextprotocol/sdk/server/zod-json-sc
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Principal } from '../../../core/principal';
-import type { AssetsService } from '../storage/service';
-import { assetView } from '../records/view';
 import { tagAsset, transformAsset } from './actions';
+import type { AssetsService } from '../storage';
+import { assetView } from '../records';
 
 /**
  * The governed automation tools (spec 4.3 `/automation`, `/mcp`). Each declares the one scope it

@@ -4,8 +4,6 @@ import { TOPICS } from '../../../core/events/topics';
 import type { OperationEvent } from '../../../core/operations/store';
 import { periodicWorker } from '../../../core/periodic-worker';
 import { assetsMcpPlane } from './mcp-plane';
-import type { CoreModuleServices } from '../storage/module';
-import { bearerAuthenticate } from '../uploads/plane';
 import { assetsWorkflowHookPlane } from './hook-plane';
 import { APPROVALS_TOPIC, approvalActivitySource } from './activity';
 import { workflowModels } from './model';
@@ -14,6 +12,8 @@ import { APPROVAL_SWEEP_MS } from './approvals';
 import { OP_AUTOMATION_ACTION } from './automation';
 import { OP_WORKFLOW_RUN } from './runs';
 import { WorkflowService } from './service';
+import type { CoreModuleServices } from '../storage';
+import { bearerAuthenticate } from '../planes';
 
 export interface WorkflowsModuleServices {
   workflows: WorkflowService;

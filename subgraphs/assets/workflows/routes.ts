@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import { queryInt } from '../../../core/query-int';
 import { type AnyRoute, route } from '../../../core/rest-route';
-import { revisionHeader } from '../revisions/revisions';
-import { SCOPES } from '../storage/service';
 import { definitionSchema } from './catalog';
 import { APPROVAL_STATUSES } from './model';
+import { revisionHeader } from '../revisions';
+import { SCOPES } from '../records';
 
 /**
  * Spec 4.3 workflow and automation rows (decision 0027). The MCP transport and the public

@@ -3,12 +3,12 @@ import { newId } from '../../../core/ids';
 import { isDuplicateKey } from '../../../core/mongo';
 import type { OperationEngine } from '../../../core/operations/engine';
 import type { Principal } from '../../../core/principal';
-import type { AssetsService } from '../storage/service';
 import type { WorkflowDefinitions } from './definitions';
 import { runOperationId } from './ids';
 import { type ApprovalDoc, type RunDoc, TERMINAL_RUN, type WorkflowDoc, type WorkflowModels } from './model';
 import { type Page, pageOf } from './paging';
 import { withStep } from './steps';
+import type { AssetsService } from '../storage';
 
 /** The operation type a run's segment runs as (registered in the module's `executors`). */
 export const OP_WORKFLOW_RUN = 'assets.workflow_run';

@@ -7,7 +7,6 @@ import type { OperationEvent } from '../../../core/operations/store';
 import type { Ports } from '../../../core/ports';
 import type { Principal } from '../../../core/principal';
 import type { GovernedTool } from './mcp-tools';
-import { SCOPES, type AssetsService } from '../storage/service';
 import { WorkflowApprovals } from './approvals';
 import { GovernedToolCalls } from './automation';
 import { WorkflowDefinitions } from './definitions';
@@ -15,6 +14,8 @@ import type { ApprovalDoc, AuditDoc, RunDoc, WorkflowDoc, WorkflowModels, Workfl
 import type { Page } from './paging';
 import { RunExecutor } from './run-executor';
 import { WorkflowRuns } from './runs';
+import type { AssetsService } from '../storage';
+import { SCOPES } from '../records';
 
 export interface WorkflowDeps {
   models: WorkflowModels;

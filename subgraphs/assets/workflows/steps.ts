@@ -1,9 +1,9 @@
 import { badRequest } from '../../../core/errors';
 import type { EventBus } from '../../../core/events/event-bus';
-import type { AssetsService } from '../storage/service';
 import { moveAsset, tagAsset, transformAsset } from './actions';
 import { type StepDef, type StepType, STEP_CONFIGS } from './catalog';
 import type { RunDoc, RunStepDoc } from './model';
+import type { AssetsService } from '../storage';
 
 /** What performing a step needs: the assets it changes and where a `notify` step publishes. */
 export interface StepDeps {

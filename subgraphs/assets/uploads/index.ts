@@ -1,0 +1,13 @@
+/**
+ * Uploads: streamed multipart uploads and replaces, upload sessions and parts, upload capabilities, the upload byte path.
+ *
+ * The module's face: the only file other Assets modules and the registry import
+ * (docs/decisions/0290-assets-module-faces.md).
+ */
+export type { AssetAccess } from './asset-access';
+export { UploadCapabilities } from './capabilities';
+export { assetsUploadPlane, readForm, type ReadForm, releaseForm } from './plane';
+export { UploadSessions } from './sessions';
+export { parseUploadFields, Uploads } from './uploads';
+// TEMPORARY while another helper's uncommitted routes.ts imports MAX_KEY_LENGTH from './uploads'.
+export { MAX_KEY_LENGTH } from './uploads';
