@@ -30,6 +30,11 @@ export interface RetrySchedule {
 
 export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
 
+/** The wait after failed attempt number `count` (1-based): `min(max, base · 2^(count-1))`. */
+export function retryWaitMs(count: number, schedule: Pick<RetrySchedule, 'retryBaseMs' | 'retryMaxMs'>): number {
+  return Math.min(schedule.retryMaxMs, schedule.retryBaseMs * 2 ** Math.max(0, count - 1));
+}
+
 /**
  * What attempt number `count` (1-based) leads to: a 2xx succeeds; otherwise the delivery waits
  * `min(max, base · 2^(count-1))` for its next attempt, or fails when the attempts are used up or its
@@ -44,7 +49,7 @@ export function attemptOutcome(
 ): { ok: boolean; status: DeliveryStatus; nextAttemptAt: Date | null } {
   const ok = statusCode !== null && statusCode >= 200 && statusCode < 300;
   const exhausted = !ok && (endpointGone || count >= schedule.maxAttempts);
-  const wait = Math.min(schedule.retryMaxMs, schedule.retryBaseMs * 2 ** (count - 1));
+  const wait = retryWaitMs(count, schedule);
   const status: DeliveryStatus = ok ? 'succeeded' : exhausted ? 'failed' : 'pending';
   return { ok, status, nextAttemptAt: status === 'pending' ? new Date(done.getTime() + wait) : null };
 }

@@ -1,27 +1,19 @@
 import type { Model } from 'mongoose';
-import { DueWorkLoop } from '../due-work-loop';
 import type { Logger } from '../logger';
 import { isDuplicateKey } from '../mongo';
-import { attemptOutcome, type DeliveryStatus, type RetrySchedule } from './engine';
-import type { DeliveryAttempt, DeliveryRecord } from './record';
+import type { RetrySchedule } from './engine';
+import type { DeliveryRecord } from './record';
+import { type Claimed, DeliveryRunner, type DeliveryRunnerOptions, type DeliveryStore } from './runner';
 
-/** Deliveries one round claims at the most. */
-export const DRAIN_BATCH = 20;
+export { DRAIN_BATCH, type RecordedAttempt } from './runner';
 
 /** A due delivery as the drain reads it: its id, the lease it is claimed against, and what `hold` asked for. */
 export type DueDelivery<D extends DeliveryRecord> = Pick<D, '_id' | 'leaseUntil'> & Partial<D>;
 
-/** What one attempt led to, as the record of it was written. */
-export interface RecordedAttempt {
-  ok: boolean;
-  status: DeliveryStatus;
-  /** 1-based number of this attempt. */
-  count: number;
-  attempt: DeliveryAttempt;
-  done: Date;
-}
-
-export interface DeliveryWorkerOptions<D extends DeliveryRecord, E> {
+export interface DeliveryWorkerOptions<D extends DeliveryRecord, E> extends Omit<
+  DeliveryRunnerOptions<D, E, DueDelivery<D>>,
+  'store' | 'paused' | 'concurrency'
+> {
   /** Names the loop in its log lines. */
   name: string;
   log: Logger;
@@ -30,56 +22,86 @@ export interface DeliveryWorkerOptions<D extends DeliveryRecord, E> {
   schedule: RetrySchedule;
   /** How long a claim holds; a worker that dies mid-send loses it after this long. */
   leaseMs: number;
-  /** The longest wait between rounds. */
-  pollMs: number;
-  /** The endpoint a delivery goes to, or null when it was deleted (the delivery then fails). */
-  endpoint(d: D): Promise<E | null>;
-  /** Signs and sends one attempt; a failure is an attempt with an error, never a throw. */
-  send(endpoint: E, d: D): Promise<DeliveryAttempt>;
   /** Fields of a due delivery `hold` reads, besides `_id` and `leaseUntil`. */
   dueFields?: string[];
-  /** Of the due deliveries, those to attempt now; it puts off the others itself (Assets: one asset's in order). */
-  hold?(due: DueDelivery<D>[], now: Date): Promise<DueDelivery<D>[]>;
-  /** More to `$push` with the attempt's record, in the same write (mail: the delivery's event into its outbox). */
-  alsoPush?(d: D, recorded: RecordedAttempt): Record<string, unknown>;
-  /** A delivery ended, succeeded or failed for good (Assets: the next one of its asset may go). */
-  ended?(d: D): Promise<void>;
 }
 
 /**
- * The kernel's webhook delivery worker (docs/decisions/0230-one-delivery-engine.md): over an area's
- * delivery records it claims due deliveries with a lease (a conditional update on the lease read,
- * so of two workers racing exactly one wins), attempts them through the area's `send`, records
- * every attempt and schedules the next by `attemptOutcome`. A claim that lapses (its worker died
- * mid-send) is claimed again, and the same `webhook-id` goes out again. Runs on `DueWorkLoop`.
+ * The delivery records of `core/delivery/record.ts` as a store: a claim is a lease (`leaseUntil`),
+ * taken with a conditional update on the lease that was read; the result is written under it.
  */
-export class DeliveryWorker<D extends DeliveryRecord, E> {
-  private readonly loop: DueWorkLoop;
+function recordStore<D extends DeliveryRecord>(
+  model: Model<D>,
+  leaseMs: number,
+  dueFields: string[],
+): DeliveryStore<D, DueDelivery<D>> {
   /** The model without the area's own fields: the engine's queries touch only the record's. */
+  const m = model as unknown as Model<DeliveryRecord>;
+  return {
+    async due(now, limit) {
+      const fields: Record<string, 1> = { _id: 1, leaseUntil: 1 };
+      for (const f of dueFields) fields[f] = 1;
+      return m
+        .find(
+          { status: 'pending', $or: [{ nextAttemptAt: { $lte: now }, leaseUntil: null }, { leaseUntil: { $lte: now } }] },
+          fields,
+        )
+        .limit(limit)
+        .lean<DueDelivery<D>[]>()
+        .exec();
+    },
+    async claim(due, now) {
+      const lease = new Date(now.getTime() + leaseMs);
+      const d = await m
+        .findOneAndUpdate(
+          { _id: due._id, status: 'pending', leaseUntil: due.leaseUntil ?? null },
+          { $set: { leaseUntil: lease } },
+          { new: true },
+        )
+        .lean<D>()
+        .exec();
+      return d ? { d, count: d.attempts.length + 1, fence: lease } : null;
+    },
+    async record(claimed, recorded, nextAttemptAt, alsoPush) {
+      const result = await m.updateOne(
+        { _id: claimed.d._id, status: 'pending', leaseUntil: claimed.fence as Date },
+        {
+          $set: { status: recorded.status, nextAttemptAt, leaseUntil: null, updatedAt: recorded.done },
+          $push: { attempts: recorded.attempt, ...alsoPush },
+        },
+      );
+      return result.modifiedCount === 1;
+    },
+    async nextDueInMs(now) {
+      const next = await m
+        .findOne({ status: 'pending' }, { nextAttemptAt: 1, leaseUntil: 1 })
+        .sort({ nextAttemptAt: 1 })
+        .lean<Pick<DeliveryRecord, 'nextAttemptAt' | 'leaseUntil'>>()
+        .exec();
+      const at = next?.leaseUntil ?? next?.nextAttemptAt;
+      return at ? new Date(at).getTime() - now.getTime() : null;
+    },
+  };
+}
+
+/**
+ * The kernel's webhook delivery worker (docs/decisions/0230-one-delivery-engine.md): the delivery
+ * runner (`./runner.ts`) over an area's delivery records. It claims due deliveries with a lease (a
+ * conditional update on the lease read, so of two workers racing exactly one wins), attempts them
+ * through the area's `send`, records every attempt and schedules the next by `attemptOutcome`. A
+ * claim that lapses (its worker died mid-send) is claimed again, and the same `webhook-id` goes
+ * out again.
+ */
+export class DeliveryWorker<D extends DeliveryRecord, E> extends DeliveryRunner<D, E, DueDelivery<D>> {
+  private readonly store: DeliveryStore<D, DueDelivery<D>>;
+  /** The model without the area's own fields. */
   private readonly m: Model<DeliveryRecord>;
 
-  constructor(private readonly opts: DeliveryWorkerOptions<D, E>) {
-    this.m = opts.model as unknown as Model<DeliveryRecord>;
-    this.loop = new DueWorkLoop({
-      name: opts.name,
-      log: opts.log,
-      pollMs: opts.pollMs,
-      drain: () => this.drain(),
-      nextDueInMs: () => this.nextDueInMs(),
-    });
-  }
-
-  start(): void {
-    this.loop.start();
-  }
-
-  stop(): Promise<void> {
-    return this.loop.stop();
-  }
-
-  /** New work was written in this process: run a round now. */
-  nudge(): void {
-    this.loop.nudge();
+  constructor(options: DeliveryWorkerOptions<D, E>) {
+    const store = recordStore(options.model, options.leaseMs, options.dueFields ?? []);
+    super({ ...options, store });
+    this.store = store;
+    this.m = options.model as unknown as Model<DeliveryRecord>;
   }
 
   /** Writes a new delivery once: false when one with its id exists (a redelivered event). */
@@ -95,7 +117,7 @@ export class DeliveryWorker<D extends DeliveryRecord, E> {
 
   /** Queues another attempt now, whatever the delivery's state (the same `webhook-id` and body); null when none matches. */
   async requeue(filter: { _id: string; accountId: string }, projection: Record<string, 0>): Promise<D | null> {
-    const now = new Date();
+    const now = new Date(this.now());
     const d = await this.m
       .findOneAndUpdate(
         filter,
@@ -108,33 +130,9 @@ export class DeliveryWorker<D extends DeliveryRecord, E> {
     return d;
   }
 
-  /** Claims and attempts up to `DRAIN_BATCH` due deliveries (due, or claimed by a worker whose lease lapsed); false when none was. */
-  async drain(): Promise<boolean> {
-    const now = new Date();
-    const fields: Record<string, 1> = { _id: 1, leaseUntil: 1 };
-    for (const f of this.opts.dueFields ?? []) fields[f] = 1;
-    const due = await this.m
-      .find(
-        { status: 'pending', $or: [{ nextAttemptAt: { $lte: now }, leaseUntil: null }, { leaseUntil: { $lte: now } }] },
-        fields,
-      )
-      .limit(DRAIN_BATCH)
-      .lean<DueDelivery<D>[]>()
-      .exec();
-    const ready = this.opts.hold ? await this.opts.hold(due, now) : due;
-    await Promise.all(ready.map((d) => this.attempt(d._id, d.leaseUntil ?? null)));
-    return ready.length > 0;
-  }
-
   /** Until the first pending delivery falls due (or its lapsing claim does), in ms; null when none is pending. */
-  async nextDueInMs(): Promise<number | null> {
-    const next = await this.m
-      .findOne({ status: 'pending' }, { nextAttemptAt: 1, leaseUntil: 1 })
-      .sort({ nextAttemptAt: 1 })
-      .lean<Pick<DeliveryRecord, 'nextAttemptAt' | 'leaseUntil'>>()
-      .exec();
-    const at = next?.leaseUntil ?? next?.nextAttemptAt;
-    return at ? new Date(at).getTime() - Date.now() : null;
+  nextDueInMs(): Promise<number | null> {
+    return this.store.nextDueInMs(new Date(this.now()));
   }
 
   /**
@@ -142,34 +140,12 @@ export class DeliveryWorker<D extends DeliveryRecord, E> {
    * unclaimed): of two workers that read the same state, one gets it, the other null.
    */
   async claim(id: string, leaseUntil: Date | null): Promise<{ d: D; lease: Date } | null> {
-    const lease = new Date(Date.now() + this.opts.leaseMs);
-    const d = await this.m
-      .findOneAndUpdate({ _id: id, status: 'pending', leaseUntil }, { $set: { leaseUntil: lease } }, { new: true })
-      .lean<D>()
-      .exec();
-    return d ? { d, lease } : null;
+    const claimed: Claimed<D> | null = await this.store.claim({ _id: id, leaseUntil } as DueDelivery<D>, new Date(this.now()));
+    return claimed ? { d: claimed.d, lease: claimed.fence as Date } : null;
   }
 
   /** One attempt of one delivery: claim, send, record, schedule the next. */
-  async attempt(id: string, leaseUntil: Date | null): Promise<void> {
-    const claimed = await this.claim(id, leaseUntil);
-    if (!claimed) return;
-    const { d, lease } = claimed;
-    const endpoint = await this.opts.endpoint(d);
-    const attempt: DeliveryAttempt =
-      endpoint !== null
-        ? await this.opts.send(endpoint, d)
-        : { statusCode: null, durationMs: 0, at: new Date(), responseExcerpt: null, error: 'the webhook was deleted' };
-    const done = new Date();
-    const count = d.attempts.length + 1;
-    const { ok, status, nextAttemptAt } = attemptOutcome(attempt.statusCode, count, this.opts.schedule, endpoint === null, done);
-    const recorded = await this.m.updateOne(
-      { _id: id, status: 'pending', leaseUntil: lease },
-      {
-        $set: { status, nextAttemptAt, leaseUntil: null, updatedAt: done },
-        $push: { attempts: attempt, ...(this.opts.alsoPush?.(d, { ok, status, count, attempt, done }) ?? {}) },
-      },
-    );
-    if (recorded.modifiedCount === 1 && status !== 'pending') await this.opts.ended?.(d);
+  override attempt(due: DueDelivery<D> | string, leaseUntil: Date | null = null): Promise<void> {
+    return super.attempt(typeof due === 'string' ? ({ _id: due, leaseUntil } as DueDelivery<D>) : due);
   }
 }

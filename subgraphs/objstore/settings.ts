@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { retryWaitMs } from '../../core/delivery/engine';
 
 /** Spec 8: a pull claim lasts 15 minutes. */
 export const CLAIM_LEASE_MS = 15 * 60 * 1000;
@@ -44,7 +45,7 @@ export const defaultSettings = (over: Partial<ObjstoreSettings> = {}): ObjstoreS
   ...over,
 });
 
-/** Delay before the next push attempt after `failures` failures: 30 s, 60 s, 120 s … capped at 1 h. */
+/** Delay before the next push attempt after `failures` failures: 30 s, 60 s, 120 s … capped at 1 h (the kernel's schedule). */
 export function pushBackoffMs(failures: number, baseMs: number, capMs: number): number {
-  return Math.min(capMs, baseMs * 2 ** Math.max(0, failures - 1));
+  return retryWaitMs(failures, { retryBaseMs: baseMs, retryMaxMs: capMs });
 }
