@@ -5,7 +5,7 @@ import { assetsByteRoutes } from './byte-routes';
 import { ASSETS_MODULES, type AssetsServices } from './modules';
 import { type AssetsSettings, assetsSettingsSchema } from './settings';
 
-export { AssetsService } from './storage/service';
+export type { AssetsService } from './storage';
 export type { AssetsServices } from './modules';
 
 /** Assets: one area made of the modules listed in `modules.ts` (docs/decisions/0180-assets-modules.md). */

@@ -5,3 +5,4 @@
  * (docs/decisions/0290-assets-module-faces.md).
  */
 export { type BucketInput, Buckets } from './buckets';
+export { bucketRoutes } from './routes';

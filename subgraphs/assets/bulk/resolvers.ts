@@ -1,6 +1,6 @@
 import { Arg, Ctx, ID, Int, Mutation, Query, Resolver } from 'type-graphql';
 import type { RequestContext } from '../../../core/subgraph-kit';
-import type { AssetsService } from '../service';
+import type { AssetsService } from '../storage';
 import type { BulkJobs } from './service';
 import { BulkItemInputType, BulkJobType, toBulkJob, toBulkJobPage } from './types';
 

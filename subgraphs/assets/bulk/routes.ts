@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { queryInt } from '../../../core/query-int';
 import { type AnyRoute, route } from '../../../core/rest-route';
-import { SCOPES } from '../service';
+import { SCOPES } from '../records';
 import { BULK_ACTIONS } from './model';
 import { BULK_MAX_ITEMS, BULK_RESULTS_PAGE_MAX } from './service';
 

@@ -4,9 +4,9 @@ import { newId } from '../../../core/ids';
 import { isDuplicateKey } from '../../../core/mongo';
 import type { OperationContext, OperationEngine } from '../../../core/operations/engine';
 import type { Principal } from '../../../core/principal';
-import type { AssetDoc, JobDoc } from '../model';
-import type { AssetsService } from '../service';
-import { type AssetWebhookEmitter, noWebhooks, stableId } from '../webhooks/events';
+import type { AssetDoc, JobDoc } from '../records';
+import type { AssetsService } from '../storage';
+import { type AssetWebhookEmitter, noWebhooks, stableId } from '../webhooks';
 import { BULK_ACTIONS, type BulkChunkDoc, type BulkItem, type BulkJobDoc, type BulkModels, type BulkResult } from './model';
 
 /** Items one bulk request carries at most. */

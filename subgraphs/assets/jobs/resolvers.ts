@@ -1,11 +1,10 @@
 import { Arg, Ctx, FieldResolver, ID, Int, Mutation, Query, Resolver, Root } from 'type-graphql';
 import type { RequestContext } from '../../../core/subgraph-kit';
-import { AiJobType, toAiJob } from '../ai/types';
-import { BulkJobType, toBulkJobPage } from '../bulk/types';
-import { MigrationType } from '../migrations/types';
-import type { AssetsService } from '../service';
-import { AssetJobType, jobStatusUrl, toJob } from '../types';
-import { RunType, toRun } from '../workflows/resolvers';
+import { AiJobType, toAiJob } from '../ai';
+import { BulkJobType, toBulkJobPage } from '../bulk';
+import { MigrationType } from '../migrations';
+import { AssetJobType, type AssetsService, jobStatusUrl, toJob } from '../storage';
+import { RunType, toRun } from '../workflows';
 import { AssetJobs, type FoundJob, type JobSources } from './service';
 
 const A = '/api/v1/assets';

@@ -16,6 +16,7 @@ export {
   isHeaderSafe,
   MAX_KEY_LENGTH,
   MAX_METADATA_BYTES,
+  ORIGINAL_NAME,
 } from './fields';
 export {
   type AccountStateDoc,

@@ -6,4 +6,14 @@
  */
 export { coreModule, type CoreModuleServices } from './module';
 export { type AssetsService, type ListFilter, SORT_FIELDS, type SortKey } from './service';
-export { AssetListType, BucketInputType, BucketType, ReplicationPolicyInput, toAsset, toBucket } from './types';
+export {
+  AssetJobType,
+  AssetListType,
+  BucketInputType,
+  BucketType,
+  jobStatusUrl,
+  ReplicationPolicyInput,
+  toAsset,
+  toBucket,
+  toJob,
+} from './types';

@@ -6,7 +6,7 @@ import { OutboxRelay } from '../../../core/events/outbox';
 import type { Ports } from '../../../core/ports';
 import { assetFilesPort } from './asset-files';
 import { AssetsResolver } from './resolvers';
-import { assetsRoutes } from '../routes';
+import { assetsRoutes } from './routes';
 import { AssetsService } from './service';
 import type { AssetsSettings } from '../settings';
 import { assetsWorker } from './workers';

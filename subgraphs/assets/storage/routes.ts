@@ -1,37 +1,15 @@
 import { z } from 'zod';
-import { queryInt } from '../../core/query-int';
-import { type AnyRoute, route } from '../../core/rest-route';
-import { ORIGINAL_NAME } from './asset-fields';
-import { bucketRoutes } from './bucket-routes';
-import { resultsQuery } from './bulk/routes';
-import { VISIBILITIES } from './model';
-import { revisionHeader } from './revisions';
-import { P, cacheControlText, id, ifMatch, str, tag } from './route-fields';
-import { BRANCH_RE, SCOPES, SORT_FIELDS } from './service';
-import { transformRoutes } from './transform-routes';
-import { MAX_KEY_LENGTH } from './uploads';
-import { uploadRoutes } from './upload-routes';
-import { workflowRoutes } from './workflows/routes';
+import { queryInt } from '../../../core/query-int';
+import { type AnyRoute, route } from '../../../core/rest-route';
+import { bucketRoutes } from '../buckets';
+import { cacheControlText, id, ifMatch, MAX_KEY_LENGTH, ORIGINAL_NAME, P, SCOPES, str, tag, VISIBILITIES } from '../records';
+import { revisionHeader } from '../revisions';
+import { transformRoutes } from '../transforms';
+import { uploadRoutes } from '../uploads';
+import { BRANCH_RE, SORT_FIELDS } from './service';
 
 /** The key rules of asset-fields.ts, in words (a rule across segments that a JSON Schema pattern does not state simply). */
 const KEY_RULE = 'no `.` or `..` path segments, no backslash, no leading `/`, no control characters';
-/**
- * `/jobs/{jobID}` answers any kind of job as its own route does (the kind's fields at the top, so
- * a client polling `status_url` reads `result`, `counts` or `steps` where it always did), plus the
- * common `kind`, `status_url` (this route) and `detail_url` (the kind's own route).
- */
-const JOB_DETAILS = ['bulk', 'ai', 'migration', 'workflow_run'] as const;
-function jobView(job: unknown): unknown {
-  if (!job || typeof job !== 'object') return job;
-  const common: Record<string, unknown> = { ...(job as Record<string, unknown>) };
-  let detail: Record<string, unknown> = {};
-  for (const k of JOB_DETAILS) {
-    if (common[k] && typeof common[k] === 'object') detail = common[k] as Record<string, unknown>;
-    delete common[k];
-  }
-  return { ...common, ...detail, status_url: common.status_url };
-}
-
 const listQuery = z
   .object({
     bucket: str.optional(),
@@ -143,32 +121,6 @@ export const assetsRoutes: AnyRoute[] = [
     envelope: 'standard',
   }),
   ...bucketRoutes,
-  route({
-    method: 'GET',
-    path: `${P}/jobs/{jobID}`,
-    summary: 'Poll a job; a bulk job with one page of per-item results as at /bulk/{id} (`limit`, `cursor`)',
-    tag,
-    operation: 'get-job',
-    query: resultsQuery,
-    scope: SCOPES.read,
-    variables: (r) => ({ id: r.params.jobID, limit: r.query.limit ?? null, cursor: r.query.cursor ?? null }),
-    select: (d) => jobView(d.assetJob),
-    status: 200,
-    envelope: 'standard',
-  }),
-  route({
-    method: 'POST',
-    path: `${P}/jobs/{jobID}/cancel`,
-    summary: 'Cancel a job where its kind allows (delete: while queued; migration; workflow run); 409 otherwise',
-    tag,
-    operation: 'cancel-job',
-    scope: SCOPES.write,
-    errors: [409],
-    variables: (r) => ({ id: r.params.jobID }),
-    select: (d) => jobView(d.cancelAssetJob),
-    status: 200,
-    envelope: 'standard',
-  }),
   route({
     method: 'GET',
     path: `${P}/{assetID}`,
@@ -343,5 +295,4 @@ export const assetsRoutes: AnyRoute[] = [
     envelope: 'standard',
   }),
   ...transformRoutes,
-  ...workflowRoutes,
 ];

@@ -75,7 +75,6 @@ export interface AssetPatch {
 const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const assetNotFound = () => notFound('assets.not_found', 'asset not found');
 export const BRANCH_RE = /^[a-zA-Z0-9][a-zA-Z0-9._-]{0,63}$/;
-export { DELIVERY_CACHE_MS } from '../delivery/delivery';
 
 /** What the composition gives the service besides its stores: answers from other areas and other modules. */
 export interface AssetsHooks {

@@ -5,4 +5,5 @@
  * (docs/decisions/0290-assets-module-faces.md).
  */
 export { AssetTransformsResolver } from './resolvers';
+export { transformRoutes } from './routes';
 export { decodeSpec, type DerivativeDoc, Transforms } from './transforms';

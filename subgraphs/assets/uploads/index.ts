@@ -7,7 +7,6 @@
 export type { AssetAccess } from './asset-access';
 export { UploadCapabilities } from './capabilities';
 export { assetsUploadPlane, readForm, type ReadForm, releaseForm } from './plane';
+export { uploadRoutes } from './routes';
 export { UploadSessions } from './sessions';
 export { parseUploadFields, Uploads } from './uploads';
-// TEMPORARY while another helper's uncommitted routes.ts imports MAX_KEY_LENGTH from './uploads'.
-export { MAX_KEY_LENGTH } from './uploads';

@@ -8,7 +8,7 @@ import type { AssetAccess } from './asset-access';
 import type { UploadSessions } from './sessions';
 import { parseUploadFields, type ReadAhead } from './uploads';
 import { etagOf } from '../revisions';
-import { assetView } from '../records';
+import { type AssetDoc, assetView } from '../records';
 import { noteAccessKey, ASSETS_PREFIX, type Authenticate, sendError } from '../planes';
 
 /**
@@ -177,7 +177,7 @@ export async function assetsUploadPlane(app: FastifyInstance, assets: UploadHost
 
   const handle =
     (
-      run: (p: Principal, form: ReadForm, req: FastifyRequest) => Promise<import('../records/model').AssetDoc>,
+      run: (p: Principal, form: ReadForm, req: FastifyRequest) => Promise<AssetDoc>,
       status: number,
       /** Whether the form's bucket is looked up while the file streams (a replace keeps its asset's). */
       bucket: boolean,

@@ -7,5 +7,4 @@
 export { workflowsModule, type WorkflowsModuleServices } from './module';
 export type { RunDoc } from './model';
 export { RunType, toRun } from './resolvers';
-export { workflowRoutes } from './routes';
 export type { WorkflowService } from './service';

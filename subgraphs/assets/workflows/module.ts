@@ -8,6 +8,7 @@ import { assetsWorkflowHookPlane } from './hook-plane';
 import { APPROVALS_TOPIC, approvalActivitySource } from './activity';
 import { workflowModels } from './model';
 import { AssetWorkflowsResolver } from './resolvers';
+import { workflowRoutes } from './routes';
 import { APPROVAL_SWEEP_MS } from './approvals';
 import { OP_AUTOMATION_ACTION } from './automation';
 import { OP_WORKFLOW_RUN } from './runs';
@@ -36,6 +37,8 @@ export const workflowsModule = defineModule<WorkflowsModuleServices, CoreModuleS
     }),
   }),
   resolvers: [AssetWorkflowsResolver],
+  // Its rows, listed right after the core's (the OpenAPI document keeps their order).
+  routes: workflowRoutes,
   // Approvals are agent actions (core/agent-actions.ts): decided on either route, performed here.
   provides: (s, ports) => agentActionPerformers(ports).register('assets.', { perform: (d) => s.workflows.applyDecision(d) }),
   executors: (s) => ({
