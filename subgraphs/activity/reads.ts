@@ -1,7 +1,7 @@
 import type { FilterQuery, Model } from 'mongoose';
-import { decodeCursor, encodeCursor } from '../../core/cursors';
 import { PlatformError, badRequest, notFound } from '../../core/errors';
 import { isUuid } from '../../core/ids';
+import { findPage, keysetAfter, type KeysetPage } from '../../core/keyset';
 import type { ActivityItemDoc, ActivityModels, AgentActionDoc } from './model';
 
 /** Spec 8: `limit` 1–100, default 25; pending and current each capped at 1,000. */
@@ -45,60 +45,31 @@ export function parseLimit(raw: unknown): number {
   return n;
 }
 
-export function parseCursor(raw: unknown, binding: string): { s: string; i: string } | null {
+/** The query's cursor, checked (400 `invalid_cursor` before anything is read); null for the first page. */
+export function parseCursor(raw: unknown, binding: string): string | null {
   if (raw === undefined) return null;
   if (typeof raw !== 'string' || raw.length === 0) throw badRequest('invalid_cursor', 'cursor must not be empty');
-  let p: { s?: unknown; i?: unknown };
   try {
-    p = decodeCursor(raw, binding);
+    keysetAfter({ field: 'sortAt', binding }, raw);
   } catch (e) {
     if (e instanceof PlatformError) throw e;
     throw badRequest('invalid_cursor', 'cursor is malformed');
   }
-  if (typeof p.s !== 'string' || typeof p.i !== 'string' || Number.isNaN(Date.parse(p.s))) {
-    throw badRequest('invalid_cursor', 'cursor is malformed');
-  }
-  return { s: p.s, i: p.i };
+  return raw;
 }
 
-/** Rows after the cursor in (time desc, id desc) order. */
-function after(field: string, c: { s: string; i: string } | null) {
-  if (!c) return {};
-  const at = new Date(c.s);
-  return { $or: [{ [field]: { $lt: at } }, { [field]: at, _id: { $lt: c.i } }] };
-}
+export type Page<T> = KeysetPage<T>;
 
-export interface Page<T> {
-  items: T[];
-  hasMore: boolean;
-  nextCursor: string | null;
-}
-
-/** Rows newest first by `field`, then id: one page after the cursor, and the `current` ones capped. */
-
-async function keysetPage<T extends { _id: string }, F extends keyof T & string>(
+/** Rows newest first by `field`, then id: one page after the cursor (`core/keyset.ts`), and the `current` ones capped. */
+function keysetPage<T extends { _id: string }>(
   model: Model<T>,
-  field: F,
+  field: keyof T & string,
   filter: FilterQuery<T>,
   limit: number,
-  cursor: { s: string; i: string } | null,
+  cursor: string | null,
   binding: string,
 ): Promise<Page<T>> {
-  const rows = await model
-    .find({ ...filter, current: false, ...after(field, cursor) } as FilterQuery<T>)
-    .sort({ [field]: -1, _id: -1 })
-    .limit(limit + 1)
-    .lean<T[]>()
-    .exec();
-  const hasMore = rows.length > limit;
-  const items = rows.slice(0, limit);
-  const last = items[items.length - 1];
-  return {
-    items,
-    hasMore,
-    nextCursor:
-      hasMore && last ? encodeCursor({ s: (last[field] as unknown as Date).toISOString(), i: last._id }, binding) : null,
-  };
+  return findPage<T>(model, { ...filter, current: false }, { field, binding, limit, cursor });
 }
 
 async function capped<T extends { _id: string }>(model: Model<T>, field: keyof T & string, filter: FilterQuery<T>) {
@@ -115,7 +86,7 @@ export const itemPage = (
   models: ActivityModels,
   filter: FilterQuery<ActivityItemDoc>,
   limit: number,
-  cursor: { s: string; i: string } | null,
+  cursor: string | null,
   binding: string,
 ): Promise<Page<ActivityItemDoc>> => keysetPage(models.Item, 'sortAt', filter, limit, cursor, binding);
 
@@ -126,7 +97,7 @@ export const actionPage = (
   models: ActivityModels,
   filter: FilterQuery<AgentActionDoc>,
   limit: number,
-  cursor: { s: string; i: string } | null,
+  cursor: string | null,
   binding: string,
 ): Promise<Page<AgentActionDoc>> => keysetPage(models.Action, 'createdAt', filter, limit, cursor, binding);
 

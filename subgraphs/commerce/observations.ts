@@ -1,4 +1,4 @@
-import { encodeCursor } from '../../core/cursors';
+import { findPage } from '../../core/keyset';
 import { newId } from '../../core/ids';
 import { isDuplicateKey } from '../../core/mongo';
 import { type AnalyticsView, buildAnalytics, normalizeRange, rangeStart } from './analytics';
@@ -83,22 +83,12 @@ export class Observations {
 
   async list(projectId: string, limit = DEFAULT_PAGE, cursor: string | null = null) {
     const size = Math.min(Math.max(1, Math.floor(limit) || DEFAULT_PAGE), MAX_PAGE);
-    const filter: Record<string, unknown> = { projectId };
-    if (cursor) {
-      const p = readCursor<{ t: string; id: string }>(cursor, `webhooks:${projectId}`);
-      filter.$or = [{ receivedAt: { $lt: new Date(p.t) } }, { receivedAt: new Date(p.t), _id: { $lt: p.id } }];
-    }
-    const rows = await this.models.Webhook.find(filter)
-      .sort({ receivedAt: -1, _id: -1 })
-      .limit(size + 1)
-      .lean();
-    const page = rows.slice(0, size);
-    const last = page[page.length - 1];
-    const nextCursor =
-      rows.length > size && last
-        ? encodeCursor({ t: last.receivedAt.toISOString(), id: last._id }, `webhooks:${projectId}`)
-        : null;
-    return { items: page.map(view), nextCursor };
+    const page = await findPage<WebhookObservationDoc>(
+      this.models.Webhook,
+      { projectId },
+      { field: 'receivedAt', binding: `webhooks:${projectId}`, decode: readCursor, limit: size, cursor },
+    );
+    return { items: page.items.map(view), nextCursor: page.nextCursor };
   }
 
   async get(projectId: string, webhookId: string): Promise<WebhookView> {

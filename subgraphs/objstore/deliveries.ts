@@ -1,5 +1,5 @@
 import { badRequest, conflict } from '../../core/errors';
-import { decodeCursor, encodeCursor } from '../../core/cursors';
+import { findPage } from '../../core/keyset';
 import { type Principal, requireScope, requireWriter } from '../../core/principal';
 import type { AttemptDoc, DeliveryDoc, ObjstoreModels } from './model';
 import type { PullQueue } from './pull-queue';
@@ -64,22 +64,14 @@ export class DeliveryLog {
     if (limit !== undefined && limit !== null && (limit < 1 || limit > HISTORY_PAGE_MAX)) {
       throw badRequest('invalid_limit', `limit must be between 1 and ${HISTORY_PAGE_MAX}`);
     }
-    const size = limit ?? HISTORY_PAGE_MAX;
-    const binding = `objstore-history:${subscriptionId}`;
-    const filter: Record<string, unknown> = { subscriptionId };
-    if (cursor) {
-      const p = decodeCursor<{ c: string; i: string }>(cursor, binding);
-      const c = new Date(p.c);
-      filter.$or = [{ createdAt: { $lt: c } }, { createdAt: c, _id: { $lt: p.i } }];
-    }
-    const docs = await this.models.Delivery.find(filter)
-      .sort({ createdAt: -1, _id: -1 })
-      .limit(size + 1)
-      .lean();
-    const page = docs.slice(0, size);
-    const last = page[page.length - 1];
-    const nextCursor = docs.length > size && last ? encodeCursor({ c: last.createdAt.toISOString(), i: last._id }, binding) : '';
-    return { items: page.map(deliveryView), nextCursor };
+    const page = await findPage<DeliveryDoc>(
+      this.models.Delivery,
+      { subscriptionId },
+      { field: 'createdAt', binding: `objstore-history:${subscriptionId}`, limit: limit ?? HISTORY_PAGE_MAX, cursor },
+    );
+    // No next page is an empty cursor here (the area's published answer).
+    const nextCursor = page.nextCursor ?? '';
+    return { items: page.items.map(deliveryView), nextCursor };
   }
 
   /**

@@ -3,8 +3,8 @@ import { webhookHeaders } from '../../../core/delivery/engine';
 import { type DeliveryAttempt, newDelivery } from '../../../core/delivery/record';
 import { DeliveryWorker, type RecordedAttempt } from '../../../core/delivery/worker';
 import { Webhook } from 'standardwebhooks';
-import { decodeCursor, encodeCursor } from '../../../core/cursors';
 import { badRequest, notFound } from '../../../core/errors';
+import { findPage } from '../../../core/keyset';
 import { outboxPush } from '../../../core/events/outbox';
 import { newId } from '../../../core/ids';
 import type { Logger } from '../../../core/logger';
@@ -124,14 +124,6 @@ function dateOf(value: string | null | undefined, name: string): Date | null {
   if (Number.isNaN(d.getTime())) throw badRequest('invalid_time', `${name} is not an RFC 3339 time`);
   return d;
 }
-
-type Page = { createdAt: string; id: string };
-const pageFilter = (cursor: string | null | undefined, binding: string) => {
-  if (!cursor) return {};
-  const p = decodeCursor<Page>(cursor, binding);
-  const t = new Date(p.createdAt);
-  return { $or: [{ createdAt: { $lt: t } }, { createdAt: t, _id: { $lt: p.id } }] };
-};
 
 /** The record a sealed signing secret belongs to (its AAD). */
 const secretAad = (webhookId: string) => `mail_webhooks:${webhookId}:secret`;
@@ -343,18 +335,13 @@ export class WebhookService {
     const from = dateOf(q.from, 'from');
     const to = dateOf(q.to, 'to');
     if (from || to) filter.createdAt = { ...(from ? { $gte: from } : {}), ...(to ? { $lt: to } : {}) };
-    const binding = `events:${p.accountId}`;
-    const docs = await this.models.Event.find({ ...filter, ...pageFilter(q.cursor, binding) })
-      .sort({ createdAt: -1, _id: -1 })
-      .limit(limit + 1)
-      .lean();
-    const items = docs.slice(0, limit);
-    const last = items[items.length - 1];
-    const nextCursor =
-      docs.length > limit && last
-        ? encodeCursor({ createdAt: new Date(last.createdAt).toISOString(), id: last._id }, binding)
-        : null;
-    return { items, nextCursor };
+    const page = await findPage<EventDoc>(this.models.Event, filter, {
+      field: 'createdAt',
+      binding: `events:${p.accountId}`,
+      limit,
+      cursor: q.cursor,
+    });
+    return { items: page.items, nextCursor: page.nextCursor };
   }
 
   // --- deliveries -----------------------------------------------------------------------------
@@ -373,18 +360,14 @@ export class WebhookService {
         throw badRequest('invalid_status', 'status is pending, succeeded or failed');
       filter.status = q.status;
     }
-    const binding = `deliveries:${webhookId}`;
-    const docs = await this.models.Delivery.find({ ...filter, ...pageFilter(q.cursor, binding) }, { body: 0, outbox: 0 })
-      .sort({ createdAt: -1, _id: -1 })
-      .limit(limit + 1)
-      .lean();
-    const items = docs.slice(0, limit).map((d) => deliveryView(d as DeliveryDoc));
-    const last = items[items.length - 1];
-    const nextCursor =
-      docs.length > limit && last
-        ? encodeCursor({ createdAt: new Date(last.createdAt).toISOString(), id: last.id }, binding)
-        : null;
-    return { items, nextCursor };
+    const page = await findPage<DeliveryDoc>(this.models.Delivery, filter, {
+      field: 'createdAt',
+      binding: `deliveries:${webhookId}`,
+      limit,
+      cursor: q.cursor,
+      projection: { body: 0, outbox: 0 },
+    });
+    return { items: page.items.map(deliveryView), nextCursor: page.nextCursor };
   }
 
   async delivery(principal: Principal | null, deliveryId: string): Promise<DeliveryView> {
