@@ -23,6 +23,19 @@ export interface UploadHost extends AssetAccess {
 /** Text fields of a form, each at most 64 KiB; a form holds at most 32 of them and exactly one file. */
 const FIELD_LIMITS = { fieldSize: 64 * 1024, fields: 32, files: 1, parts: 40 };
 
+/**
+ * The multipart parser's own refusals of a body that is not a well-formed form — busboy's "Unexpected
+ * end of multipart data" (a body that ends inside a part's headers or before the closing boundary),
+ * a part "terminated early due to unexpected end of multipart data", "Boundary not found" — as the
+ * client's 400. They reach `readForm` as plain errors, from the part iterator or from the file stream
+ * being staged; anything else (a store that failed) stays a 500.
+ */
+function malformedForm(e: unknown) {
+  const plain = e instanceof Error && Object.getPrototypeOf(e) === Error.prototype && !('code' in e);
+  if (!plain || !/multipart data|boundary not found/i.test(e.message)) return null;
+  return badRequest('validation_failed', `the multipart body is malformed: ${e.message}`);
+}
+
 export interface ReadForm {
   staged: StagedBlob | null;
   /**
@@ -114,7 +127,7 @@ export async function readForm(
     await taken();
   } catch (e) {
     await releaseForm(assets, principal, form);
-    throw e;
+    throw malformedForm(e) ?? e;
   }
   if (!form.staged) {
     await releaseForm(assets, principal, form);
