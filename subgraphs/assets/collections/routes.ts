@@ -25,11 +25,6 @@ const collectionBody = z
     asset_ids: z.array(str.min(1).max(64)).max(COLLECTION_MAX_ASSETS).optional(),
   })
   .strict();
-const collectionInput = (b: Partial<z.infer<typeof collectionBody>>) => ({
-  name: b.name,
-  description: b.description,
-  assetIds: b.asset_ids,
-});
 
 /** A saved search's filter object: the list route's filters plus `sort` and `direction`. */
 const filterObject = z
@@ -51,7 +46,7 @@ export const collectionRoutes: AnyRoute[] = [
     operation: 'list-collections',
     query: pageQuery,
     scope: SCOPES.read,
-    variables: ({ query: q }) => ({ limit: q.limit ?? null, cursor: q.cursor ?? null }),
+    derive: { query: '.' },
     select: (d) => d.assetCollections,
     status: 200,
     envelope: 'standard',
@@ -66,7 +61,7 @@ export const collectionRoutes: AnyRoute[] = [
     scope: SCOPES.write,
     errors: [404, 409],
     creates: { collectionID: '/data/id' },
-    variables: ({ body }) => ({ input: collectionInput(body) }),
+    derive: { body: 'input' },
     select: (d) => d.createAssetCollection,
     headers: revisionHeader,
     status: 201,
@@ -94,7 +89,8 @@ export const collectionRoutes: AnyRoute[] = [
     body: collectionBody.partial().strict(),
     scope: SCOPES.write,
     errors: [409, 412, 428],
-    variables: (r) => ({ id: r.params.collectionID, input: collectionInput(r.body), ifMatch: ifMatch(r) }),
+    derive: { body: 'input' },
+    variables: (r) => ({ id: r.params.collectionID, ifMatch: ifMatch(r) }),
     select: (d) => d.updateAssetCollection,
     headers: revisionHeader,
     status: 200,
@@ -121,7 +117,7 @@ export const collectionRoutes: AnyRoute[] = [
     operation: 'list-saved-searches',
     query: pageQuery,
     scope: SCOPES.read,
-    variables: ({ query: q }) => ({ limit: q.limit ?? null, cursor: q.cursor ?? null }),
+    derive: { query: '.' },
     select: (d) => d.assetSavedSearches,
     status: 200,
     envelope: 'standard',
@@ -136,7 +132,7 @@ export const collectionRoutes: AnyRoute[] = [
     scope: SCOPES.write,
     errors: [409],
     creates: { savedSearchID: '/data/id' },
-    variables: ({ body }) => ({ input: { name: body.name, filter: body.filter } }),
+    derive: { body: 'input' },
     select: (d) => d.createAssetSavedSearch,
     headers: revisionHeader,
     status: 201,
@@ -163,7 +159,8 @@ export const collectionRoutes: AnyRoute[] = [
     operation: 'run-saved-search',
     query: runQuery,
     scope: SCOPES.read,
-    variables: (r) => ({ id: r.params.savedSearchID, limit: r.query.limit ?? null, cursor: r.query.cursor ?? null }),
+    derive: { query: '.' },
+    variables: (r) => ({ id: r.params.savedSearchID }),
     select: (d) => d.assetSavedSearchResults,
     status: 200,
     envelope: 'standard',
@@ -177,7 +174,8 @@ export const collectionRoutes: AnyRoute[] = [
     body: savedSearchBody.partial().strict(),
     scope: SCOPES.write,
     errors: [409, 412, 428],
-    variables: (r) => ({ id: r.params.savedSearchID, input: { name: r.body.name, filter: r.body.filter }, ifMatch: ifMatch(r) }),
+    derive: { body: 'input' },
+    variables: (r) => ({ id: r.params.savedSearchID, ifMatch: ifMatch(r) }),
     select: (d) => d.updateAssetSavedSearch,
     headers: revisionHeader,
     status: 200,

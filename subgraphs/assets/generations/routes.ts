@@ -27,16 +27,10 @@ export const generationRoutes: AnyRoute[] = [
     scope: SCOPES.generate,
     errors: [402, 404, 409, 428],
     creates: { aiJobID: '/data/job_id' },
+    derive: { body: '.' },
     variables: (r) => {
       const h = r.headers['idempotency-key'];
-      return {
-        idempotencyKey: (Array.isArray(h) ? h[0] : h) || null,
-        prompt: r.body.prompt,
-        width: r.body.width ?? null,
-        height: r.body.height ?? null,
-        count: r.body.count ?? null,
-        bucket: r.body.bucket ?? null,
-      };
+      return { idempotencyKey: (Array.isArray(h) ? h[0] : h) || null };
     },
     select: (d) => d.createAssetGeneration,
     status: 202,

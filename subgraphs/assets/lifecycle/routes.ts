@@ -29,15 +29,8 @@ export const lifecycleRoutes: AnyRoute[] = [
     scope: SCOPES.write,
     errors: [409],
     creates: { ruleID: '/data/id' },
-    variables: ({ body }) => ({
-      input: {
-        name: body.name,
-        prefix: body.prefix ?? null,
-        action: body.action,
-        ageDays: body.age_days,
-        enabled: body.enabled ?? true,
-      },
-    }),
+    // The service enables a rule unless `enabled: false` is sent.
+    derive: { body: 'input' },
     select: (d) => d.createAssetLifecycleRule,
     status: 201,
     envelope: 'standard',
@@ -49,7 +42,6 @@ export const lifecycleRoutes: AnyRoute[] = [
     tag,
     operation: 'list-lifecycle-rules',
     scope: SCOPES.read,
-    variables: () => ({}),
     select: (d) => d.assetLifecycleRules,
     status: 200,
     envelope: 'standard',

@@ -33,9 +33,7 @@ export const migrationRoutes: AnyRoute[] = [
     // 404: the connection (or bucket) named is not one of the account's.
     errors: [404],
     creates: { migrationID: '/data/id' },
-    variables: (r) => ({
-      input: { connection: r.body.connection, bucket: r.body.bucket ?? null, folder: r.body.folder ?? null },
-    }),
+    derive: { body: 'input' },
     select: (d) => d.createAssetMigration,
     status: 202,
     envelope: 'standard',
@@ -48,7 +46,7 @@ export const migrationRoutes: AnyRoute[] = [
     operation: 'list-migrations',
     query: listQuery,
     scope: SCOPES.read,
-    variables: (r) => ({ limit: r.query.limit ?? null, cursor: r.query.cursor ?? null }),
+    derive: { query: '.' },
     select: (d) => d.assetMigrations,
     status: 200,
     envelope: 'standard',

@@ -71,7 +71,7 @@ export const uploadRoutes: AnyRoute[] = [
     scope: SCOPES.write,
     // 404: the bucket named is not one of the account's.
     errors: [404],
-    variables: (r) => ({ bucket: r.body.bucket ?? null, folder: r.body.folder ?? null, expiresIn: r.body.expires_in ?? null }),
+    derive: { body: '.' },
     select: (d) => d.createAssetUploadCapability,
     status: 201,
     envelope: 'standard',
