@@ -2,8 +2,9 @@ import http from 'node:http';
 import { isIP, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createProxyServer } from 'http-proxy-3';
-import { Counter } from 'prom-client';
 import { metricsText } from '../core/telemetry/metrics';
+import { cookiesDropped, counted, type EdgeEngineName, type EdgeRoute, hostKey, type RouteState } from './edge-common';
+import { type EdgeWatcher, NginxEdgeEngine, type NginxEngineOptions } from './edge-nginx';
 
 /**
  * The edge (docs/decisions/0120-data-plane.md; docs/contracts.md, "The data plane"): its own listener that
@@ -13,17 +14,17 @@ import { metricsText } from '../core/telemetry/metrics';
  * request than http-proxy-3's passes); websocket upgrades stay http-proxy-3's. Either way the edge streams both
  * ways and writes `X-Forwarded-*` itself. An unknown host answers 404, a route whose workload is
  * stopped or being restored answers 503, a workload that does not answer gives 502.
+ *
+ * That is the `node` engine. With the `nginx` engine (docs/decisions/0310-nginx-edge-engine.md,
+ * dataplane/edge-nginx.ts) nginx listens on the edge's address and forwards what the table routes;
+ * this class keeps the table, renders it into nginx's configuration on every change, and its node:http
+ * server becomes the control listener nginx hands the rest to (unknown hosts, stopped routes,
+ * `/metrics`, hosts nginx does not know yet), answering them as the node engine does.
  */
 
-export type RouteState = 'running' | 'stopped' | 'restoring';
-
-export interface EdgeRoute {
-  /** Where the workload listens: a sandboxed one on its unix socket (`socketPath`), else host and port. */
-  target: { host: string; port: number; socketPath?: string };
-  state: RouteState;
-  /** Who the route belongs to (a site id), for logs and metrics. */
-  owner?: string;
-}
+export type { EdgeAccess, EdgeEngineName, EdgeRoute, RouteState } from './edge-common';
+export { edgeEngineFromEnv, hostKey } from './edge-common';
+export { chooseEdgeEngine, type EdgeEngineChoice } from './edge-nginx';
 
 export interface EdgeOptions {
   /** Listening port (default `EDGE_PORT`, else 8082); 0 picks a free one. */
@@ -34,25 +35,10 @@ export interface EdgeOptions {
   upstreamTimeoutMs?: number;
   /** The scheme clients use to reach the edge, sent as `X-Forwarded-Proto` (default `EDGE_PUBLIC_SCHEME`, else http). */
   publicScheme?: 'http' | 'https';
+  /** `nginx` needs `nginx` (the binary and its folder); default `node`. */
+  engine?: EdgeEngineName;
+  nginx?: NginxEngineOptions;
 }
-
-const edgeRequests = new Counter({
-  name: 'edge_requests_total',
-  help: 'Requests the edge answered, by outcome.',
-  labelNames: ['outcome'] as const,
-});
-/** The counter's children, looked up once instead of by label on every request. */
-const counted = {
-  proxied: edgeRequests.labels('proxied'),
-  upstream_error: edgeRequests.labels('upstream_error'),
-  unknown_host: edgeRequests.labels('unknown_host'),
-  unavailable: edgeRequests.labels('unavailable'),
-  bad_request: edgeRequests.labels('bad_request'),
-};
-const cookiesDropped = new Counter({
-  name: 'edge_set_cookie_dropped_total',
-  help: "Set-Cookie headers of a workload the edge dropped because their Domain is wider than the request's host.",
-});
 
 /** `EDGE_PORT`, else 8082. */
 export function edgePortFromEnv(env: NodeJS.ProcessEnv = process.env): number {
@@ -66,15 +52,6 @@ export function edgePublicSchemeFromEnv(env: NodeJS.ProcessEnv = process.env): '
   if (v === '') return 'http';
   if (v === 'http' || v === 'https') return v;
   throw new Error(`EDGE_PUBLIC_SCHEME must be http or https (got ${JSON.stringify(env.EDGE_PUBLIC_SCHEME)})`);
-}
-
-/** The host name of a `Host` header: lower case, without port or trailing dot. */
-export function hostKey(hostHeader: string | undefined): string {
-  if (!hostHeader) return '';
-  let h = hostHeader.trim().toLowerCase();
-  if (h.startsWith('[')) h = h.slice(0, h.indexOf(']') + 1);
-  else if (h.includes(':')) h = h.slice(0, h.lastIndexOf(':'));
-  return h.endsWith('.') ? h.slice(0, -1) : h;
 }
 
 function plain(res: http.ServerResponse, status: number, text: string, extra: Record<string, string> = {}): void {
@@ -172,6 +149,8 @@ export class Edge {
   private readonly publicScheme: 'http' | 'https';
   /** Upgraded (websocket) client connections: the listener no longer tracks them, so close cuts them here. */
   private readonly upgraded = new Set<Duplex>();
+  /** The nginx engine, when chosen; the node:http server is then its control listener. */
+  private readonly nginx: NginxEdgeEngine | null;
 
   constructor(opts: EdgeOptions = {}) {
     this.requestedPort = opts.port ?? edgePortFromEnv();
@@ -202,26 +181,50 @@ export class Edge {
     });
     this.server = http.createServer((req, res) => void this.onRequest(req, res));
     this.server.on('upgrade', (req, socket, head) => this.onUpgrade(req, socket, head));
+    if ((opts.engine ?? 'node') === 'nginx' && !opts.nginx) throw new Error('the nginx edge engine needs its binary and folder');
+    this.nginx =
+      opts.engine === 'nginx' && opts.nginx
+        ? new NginxEdgeEngine(
+            { ...opts.nginx, host: this.listenHost, publicScheme: this.publicScheme, upstreamTimeoutMs: this.upstreamTimeoutMs },
+            () => this.routes,
+          )
+        : null;
+  }
+
+  /** Which engine serves the edge's address. */
+  get engine(): EdgeEngineName {
+    return this.nginx ? 'nginx' : 'node';
+  }
+
+  /** Resolves once the engine serves the newest table (at once for node; after nginx's reload for nginx). */
+  async settled(): Promise<void> {
+    await this.nginx?.settled();
+  }
+
+  /** Swaps the table in and tells the engine. */
+  private swap(next: ReadonlyMap<string, EdgeRoute>): void {
+    this.routes = next;
+    this.nginx?.changed();
   }
 
   /** Replaces the whole route table at once. Keys are host names (any case, with or without port). */
   setRoutes(table: Iterable<[string, EdgeRoute]> | Record<string, EdgeRoute>): void {
     const entries = Symbol.iterator in table ? [...(table as Iterable<[string, EdgeRoute]>)] : Object.entries(table);
-    this.routes = new Map(entries.map(([h, r]) => [hostKey(h), Object.freeze({ ...r, target: { ...r.target } })]));
+    this.swap(new Map(entries.map(([h, r]) => [hostKey(h), Object.freeze({ ...r, target: { ...r.target } })])));
   }
 
   /** Adds or replaces the routes of `hosts` (copy, then swap). */
   upsert(hosts: string[], route: EdgeRoute): void {
     const next = new Map(this.routes);
     for (const h of hosts) next.set(hostKey(h), Object.freeze({ ...route, target: { ...route.target } }));
-    this.routes = next;
+    this.swap(next);
   }
 
   /** Marks every route of `owner` with `state` (a stopped or restoring site answers 503). */
   setState(owner: string, state: RouteState): void {
     const next = new Map(this.routes);
     for (const [h, r] of next) if (r.owner === owner) next.set(h, Object.freeze({ ...r, state }));
-    this.routes = next;
+    this.swap(next);
   }
 
   /** Removes the routes of `hosts`, or every route of an owner with `{ owner }`. */
@@ -229,16 +232,20 @@ export class Edge {
     const next = new Map(this.routes);
     if (Array.isArray(hosts)) for (const h of hosts) next.delete(hostKey(h));
     else for (const [h, r] of next) if (r.owner === hosts.owner) next.delete(h);
-    this.routes = next;
+    this.swap(next);
   }
 
   route(host: string): EdgeRoute | undefined {
     return this.routes.get(hostKey(host));
   }
 
-  /** Lets a watcher see every request the edge receives (it must never answer: access logs, analytics). */
-  observe(watch: (req: http.IncomingMessage, res: http.ServerResponse) => void): void {
-    this.server.on('request', watch);
+  /**
+   * Lets a watcher see every request the edge receives (it must never answer: access logs, analytics).
+   * With nginx it is told from the access line once the answer has ended (`access` has its duration).
+   */
+  observe(watch: EdgeWatcher): void {
+    if (this.nginx) this.nginx.observe(watch);
+    else this.server.on('request', watch);
   }
 
   table(): ReadonlyMap<string, EdgeRoute> {
@@ -246,23 +253,34 @@ export class Edge {
   }
 
   async listen(): Promise<number> {
+    // With nginx the node:http server is the control listener, on loopback only.
+    const [port, host] = this.nginx ? [0, '127.0.0.1'] : [this.requestedPort, this.listenHost];
     await new Promise<void>((resolve, reject) => {
       this.server.once('error', reject);
-      this.server.listen(this.requestedPort, this.listenHost, () => {
+      this.server.listen(port, host, () => {
         this.server.off('error', reject);
         resolve();
       });
     });
+    if (this.nginx) {
+      const control = (this.server.address() as { port: number }).port;
+      await this.nginx.start(this.requestedPort, control).catch(async (err: unknown) => {
+        await new Promise((r) => this.server.close(r));
+        throw err;
+      });
+    }
     return this.port;
   }
 
   get port(): number {
+    if (this.nginx) return this.nginx.port || this.requestedPort;
     const a = this.server.address();
     return a && typeof a === 'object' ? a.port : this.requestedPort;
   }
 
   /** Stops accepting, lets answers in flight finish for up to `graceMs`, then cuts every connection. */
   async close(graceMs = 2_000): Promise<void> {
+    await this.nginx?.stop(graceMs);
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.server.closeIdleConnections();
     const timer = setTimeout(() => this.server.closeAllConnections(), graceMs);
@@ -271,6 +289,13 @@ export class Edge {
     await closed;
     clearTimeout(timer);
     this.agent.destroy();
+  }
+
+  /** The client's address: the socket's, or with nginx in front the one nginx wrote in `X-Forwarded-For`. */
+  private clientAddress(req: http.IncomingMessage): string | undefined {
+    if (!this.nginx) return req.socket.remoteAddress;
+    const fwd = req.headers['x-forwarded-for'];
+    return typeof fwd === 'string' ? fwd : req.socket.remoteAddress;
   }
 
   private async onRequest(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
@@ -287,7 +312,7 @@ export class Edge {
       if (
         req.url === '/metrics' &&
         (isIP(host.replace(/^\[|\]$/g, '')) !== 0 || host === 'localhost') &&
-        isLoopback(req.socket.remoteAddress)
+        isLoopback(this.clientAddress(req))
       ) {
         const m = await metricsText();
         res.writeHead(200, { 'content-type': m.contentType });
@@ -325,7 +350,7 @@ export class Edge {
     }
     const te = req.headers['transfer-encoding'];
     if (te !== undefined) headers['transfer-encoding'] = te;
-    headers['x-forwarded-for'] = req.socket.remoteAddress ?? '';
+    headers['x-forwarded-for'] = this.clientAddress(req) ?? '';
     headers['x-forwarded-port'] = requestedPort(req.headers.host, this.publicScheme);
     headers['x-forwarded-proto'] = this.publicScheme;
     headers['x-forwarded-host'] = req.headers.host ?? '';

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import WebSocket, { WebSocketServer } from 'ws';
 import { Edge, edgePortFromEnv, hostKey } from '../../dataplane/edge';
 import { freePort } from '../../dataplane/supervisor';
+import { EDGE_ENGINES, edgeWith } from './edge-engines';
 
 /** A tiny upstream: echoes what it saw, streams on /stream. */
 function upstream(name: string): Promise<{ server: http.Server; port: number; wss: WebSocketServer }> {
@@ -50,14 +51,14 @@ function get(
   });
 }
 
-describe('data plane edge', () => {
+describe.each(EDGE_ENGINES)('data plane edge (%s engine)', (engine) => {
   let edge: Edge;
   let a: Awaited<ReturnType<typeof upstream>>;
   let b: Awaited<ReturnType<typeof upstream>>;
 
   beforeAll(async () => {
     [a, b] = await Promise.all([upstream('a'), upstream('b')]);
-    edge = new Edge({ port: 0 });
+    edge = await edgeWith(engine, { port: 0 });
     await edge.listen();
   });
   afterAll(async () => {
@@ -68,12 +69,14 @@ describe('data plane edge', () => {
       u.server.close();
     }
   });
-  beforeEach(() => {
+  beforeEach(async () => {
     edge.setRoutes({
       'a.sites.localhost': { target: { host: '127.0.0.1', port: a.port }, state: 'running', owner: 'site-a' },
       'www.example.test': { target: { host: '127.0.0.1', port: a.port }, state: 'running', owner: 'site-a' },
       'b.sites.localhost': { target: { host: '127.0.0.1', port: b.port }, state: 'running', owner: 'site-b' },
     });
+    // The nginx engine serves a change once it has reloaded (the node engine at once).
+    await edge.settled();
   });
 
   it('reads EDGE_PORT, 8082 by default, and normalises host names', () => {
@@ -138,22 +141,27 @@ describe('data plane edge', () => {
 
   it('answers 503 for a stopped or restoring site, and serves it again once running', async () => {
     edge.setState('site-a', 'stopped');
+    await edge.settled();
     const stopped = await get(edge.port, 'a.sites.localhost');
     expect(stopped.status).toBe(503);
     expect(stopped.body).toMatch(/stopped/);
     expect((await get(edge.port, 'www.example.test')).status).toBe(503);
     expect((await get(edge.port, 'b.sites.localhost')).status).toBe(200);
     edge.setState('site-a', 'restoring');
+    await edge.settled();
     expect((await get(edge.port, 'a.sites.localhost')).body).toMatch(/restored/);
     edge.setState('site-a', 'running');
+    await edge.settled();
     expect((await get(edge.port, 'a.sites.localhost')).status).toBe(200);
   });
 
   it('swaps the whole table at once and removes routes by host or owner', async () => {
     edge.setRoutes([['c.sites.localhost', { target: { host: '127.0.0.1', port: b.port }, state: 'running' }]]);
+    await edge.settled();
     expect((await get(edge.port, 'a.sites.localhost')).status).toBe(404);
     expect(JSON.parse((await get(edge.port, 'c.sites.localhost')).body).name).toBe('b');
     edge.remove(['c.sites.localhost']);
+    await edge.settled();
     expect(edge.table().size).toBe(0);
     edge.upsert(['d.sites.localhost', 'e.sites.localhost'], {
       target: { host: '127.0.0.1', port: a.port },
@@ -162,6 +170,7 @@ describe('data plane edge', () => {
     });
     expect(edge.table().size).toBe(2);
     edge.remove({ owner: 'x' });
+    await edge.settled();
     expect(edge.table().size).toBe(0);
   });
 
@@ -188,12 +197,14 @@ describe('data plane edge', () => {
       });
     expect(await refused('nobody.sites.localhost')).toBe(404);
     edge.setState('site-b', 'stopped');
+    await edge.settled();
     expect(await refused('b.sites.localhost')).toBe(503);
   });
 
   it('answers 502 when the site does not answer', async () => {
     const dead = await freePort();
     edge.upsert(['dead.sites.localhost'], { target: { host: '127.0.0.1', port: dead }, state: 'running' });
+    await edge.settled();
     const r = await get(edge.port, 'dead.sites.localhost');
     expect(r.status).toBe(502);
     expect(r.headers['content-type']).toMatch(/^text\/plain/);

@@ -1,0 +1,164 @@
+import type { EdgeRoute } from './edge-common';
+
+/**
+ * The nginx engine's configuration (docs/decisions/0310-nginx-edge-engine.md), rendered from the
+ * edge's route table on every change. One server on the edge's address routes by `$host` through a
+ * `map` to an upstream per distinct target (a sandboxed workload's unix socket, else its loopback
+ * port), with kept-alive HTTP/1.1 connections. Whatever the map does not name (an unknown host, a
+ * stopped or restoring route, a host the config does not know yet) goes to the Node side's control
+ * listener, which answers exactly as the Node engine does (404, 503, `/metrics`) or forwards it
+ * with the newest table. nginx writes one JSON access line per request, which the Node side tails.
+ */
+
+export interface NginxEdgeConfigOptions {
+  /** The edge's listening address and port. */
+  host: string;
+  port: number;
+  /** The Node side's control listener (127.0.0.1). */
+  controlPort: number;
+  /** `X-Forwarded-Proto` (and `ws`/`wss` on upgrades). */
+  publicScheme: 'http' | 'https';
+  /** How long to wait on a workload's reads and writes, in ms. */
+  upstreamTimeoutMs: number;
+  /** The access log file (absolute). */
+  accessLog: string;
+  /** nginx's worker processes (default 1). */
+  workers?: number;
+  /** The user workers run as when nginx starts as root (the platform's own: sandboxed workloads' sockets are its). */
+  user?: string;
+}
+
+/** The fields of one access line (`log_format edge_json`). */
+export interface NginxEdgeAccessLine {
+  host: string;
+  method: string;
+  uri: string;
+  status: number;
+  /** Seconds, from the first byte read from the client to the last byte sent (ms resolution). */
+  duration: number;
+  /** `control` when the Node side answered, else `proxied`. */
+  kind: string;
+  /** The upstream's address(es) ('' when nginx answered alone, e.g. a 400 for two `Host` headers). */
+  upstream: string;
+  /** The time to the upstream's response head ('-' when none came). */
+  upstreamHeaderTime: string;
+  remote: string;
+}
+
+/** Host names nginx gets in its map; any other key is left to the control listener (the Node side forwards it). */
+const PLAIN_HOST = /^[a-z0-9](?:[a-z0-9.-]{0,251}[a-z0-9])?$/;
+
+function listenAddress(host: string, port: number): string {
+  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+function targetAddress(t: EdgeRoute['target']): string {
+  if (t.socketPath) {
+    if (/[\s;{}'"]/.test(t.socketPath)) throw new Error(`not a socket path for nginx: ${JSON.stringify(t.socketPath)}`);
+    return `unix:${t.socketPath}`;
+  }
+  return listenAddress(t.host, t.port);
+}
+
+/** The whole configuration for `routes` (the edge's table, keys already `hostKey`ed). */
+export function renderNginxEdgeConfig(routes: ReadonlyMap<string, EdgeRoute>, o: NginxEdgeConfigOptions): string {
+  const upstreams = new Map<string, string>();
+  const map: string[] = [];
+  for (const [host, route] of routes) {
+    if (route.state !== 'running' || !PLAIN_HOST.test(host)) continue;
+    const address = targetAddress(route.target);
+    let name = upstreams.get(address);
+    if (!name) upstreams.set(address, (name = `edge_target_${upstreams.size}`));
+    map.push(`    ${host} ${name};`);
+  }
+  const timeout = `${Math.max(1, Math.round(o.upstreamTimeoutMs))}ms`;
+  const ws = o.publicScheme === 'https' ? 'wss' : 'ws';
+  const defaultPort = o.publicScheme === 'https' ? '443' : '80';
+  const lines = [
+    ...(o.user ? [`user ${o.user};`] : []),
+    `worker_processes ${o.workers ?? 1};`,
+    'pid nginx.pid;',
+    'error_log error.log warn;',
+    'events { worker_connections 4096; }',
+    'http {',
+    '  client_body_temp_path tmp/body;',
+    '  proxy_temp_path tmp/proxy;',
+    '  fastcgi_temp_path tmp/fastcgi;',
+    '  uwsgi_temp_path tmp/uwsgi;',
+    '  scgi_temp_path tmp/scgi;',
+    // The edge's own answers are plain text (the workloads' keep theirs).
+    '  types { }',
+    '  default_type "text/plain; charset=utf-8";',
+    '  server_tokens off;',
+    '  keepalive_requests 10000;',
+    '  keepalive_timeout 75s;',
+    '  client_max_body_size 0;',
+    // Streamed both ways, as the Node engine does.
+    '  proxy_http_version 1.1;',
+    '  proxy_buffering off;',
+    '  proxy_request_buffering off;',
+    `  proxy_read_timeout ${timeout};`,
+    `  proxy_send_timeout ${timeout};`,
+    '  proxy_next_upstream off;',
+    // Clients' forwarding headers are dropped: the edge is the first hop and writes its own.
+    '  proxy_set_header Host $http_host;',
+    '  proxy_set_header X-Forwarded-For $remote_addr;',
+    '  proxy_set_header X-Forwarded-Proto $edge_proto;',
+    '  proxy_set_header X-Forwarded-Host $http_host;',
+    '  proxy_set_header X-Forwarded-Port $edge_port;',
+    ...['Forwarded', 'X-Forwarded-Server', 'X-Forwarded-Prefix', 'X-Forwarded-Ssl', 'X-Forwarded-Scheme'].map(
+      (h) => `  proxy_set_header ${h} "";`,
+    ),
+    '  proxy_set_header Upgrade $http_upgrade;',
+    '  proxy_set_header Connection $edge_connection;',
+    // A cookie for another domain than the request's host is bound to that host (nginx cannot drop one cookie).
+    '  proxy_cookie_domain $host $host;',
+    '  proxy_cookie_domain ~.+ $host;',
+    '  map $http_upgrade $edge_connection { default upgrade; "" keep-alive; }',
+    `  map $http_upgrade $edge_proto { default ${ws}; "" ${o.publicScheme}; }`,
+    `  map $http_host $edge_port { default ${defaultPort}; "~:(?<p>[0-9]+)$" $p; }`,
+    '  map $edge_upstream $edge_kind { edge_control control; default proxied; }',
+    '  map $host $edge_upstream {',
+    '    default edge_control;',
+    ...map,
+    '  }',
+    '  log_format edge_json escape=json \'{"host":"$host","method":"$request_method","uri":"$request_uri",' +
+      '"status":$status,"duration":$request_time,"kind":"$edge_kind","upstream":"$upstream_addr",' +
+      '"upstreamHeaderTime":"$upstream_header_time","remote":"$remote_addr"}\';',
+    `  access_log ${o.accessLog} edge_json;`,
+    `  upstream edge_control { server 127.0.0.1:${o.controlPort}; keepalive 16; }`,
+    ...[...upstreams].map(([address, name]) => `  upstream ${name} { server ${address}; keepalive 32; }`),
+    '  server {',
+    `    listen ${listenAddress(o.host, o.port)} default_server;`,
+    '    location / {',
+    '      proxy_pass http://$edge_upstream;',
+    '      error_page 502 504 = @unanswered;',
+    '    }',
+    '    location @unanswered {',
+    '      add_header Cache-Control no-store always;',
+    '      return 502 "The site is not answering.\\n";',
+    '    }',
+    '  }',
+    '}',
+    '',
+  ];
+  return lines.join('\n');
+}
+
+/** One access line, or null for a partial or foreign one. */
+export function parseAccessLine(line: string): NginxEdgeAccessLine | null {
+  if (!line.startsWith('{') || !line.endsWith('}')) return null;
+  try {
+    return JSON.parse(line) as NginxEdgeAccessLine;
+  } catch {
+    return null;
+  }
+}
+
+/** The Node engine's counter outcome(s) a line of a request nginx answered stands for (none for the control listener's). */
+export function outcomesOf(line: NginxEdgeAccessLine): Array<'proxied' | 'upstream_error' | 'bad_request'> {
+  if (line.upstream === '' && line.status === 400) return ['bad_request'];
+  if (line.kind === 'control') return [];
+  if ((line.status === 502 || line.status === 504) && !/\d/.test(line.upstreamHeaderTime)) return ['proxied', 'upstream_error'];
+  return ['proxied'];
+}

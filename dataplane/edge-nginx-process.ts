@@ -1,0 +1,218 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+
+/**
+ * The nginx engine's process (docs/decisions/0310-nginx-edge-engine.md): one master in the
+ * foreground as a child of the platform process, in a folder of its own (`-p PREFIX`), started with
+ * `setpriv --pdeathsig KILL` where util-linux has it so it dies with the platform even when that is
+ * killed; its workers (which outlive a killed master) are killed on the platform's exit and, at the
+ * next start, from the pid file. Configurations are written atomically (temp file, rename) and
+ * applied with SIGHUP; reloads are coalesced: at most one in flight, the newest text wins.
+ */
+
+/** The processes whose parent is `pid` (nginx's workers). */
+export function childPids(pid: number): number[] {
+  const out: number[] = [];
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) out.push(Number(d));
+    } catch {
+      /* gone */
+    }
+  }
+  return out;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function killQuietly(pid: number, signal: NodeJS.Signals = 'SIGKILL'): void {
+  try {
+    process.kill(pid, signal);
+  } catch {
+    /* gone */
+  }
+}
+
+/** The last lines of a file ('' when it cannot be read). */
+function tailOf(file: string, lines = 5): string {
+  try {
+    return fs.readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '';
+  }
+}
+
+/** `setpriv` from util-linux, when this machine has it. */
+function setprivPath(): string | null {
+  for (const dir of (process.env.PATH ?? '/usr/bin:/bin').split(':')) {
+    const p = path.join(dir, 'setpriv');
+    if (dir && fs.existsSync(p)) return p;
+  }
+  return null;
+}
+
+/** Writes `text` to `file` through a temp file and a rename, so a reader sees the old file or the new one. */
+export function writeAtomically(file: string, text: string): void {
+  const tmp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, text);
+  fs.renameSync(tmp, file);
+}
+
+/** A master left by an earlier platform process that was killed: it and its workers are stopped. */
+function killStale(prefix: string, binary: string): void {
+  let pid = 0;
+  try {
+    pid = Number(fs.readFileSync(path.join(prefix, 'nginx.pid'), 'utf8').trim());
+  } catch {
+    return;
+  }
+  if (!Number.isInteger(pid) || pid <= 1) return;
+  let exe = '';
+  try {
+    exe = fs.readlinkSync(`/proc/${pid}/exe`);
+  } catch {
+    return;
+  }
+  if (path.resolve(exe) !== path.resolve(binary)) return;
+  for (const w of childPids(pid)) killQuietly(w);
+  killQuietly(pid);
+}
+
+export class NginxEdgeProcess {
+  private exit: string | undefined;
+  private readonly child: ChildProcess;
+  private applying: Promise<void> | null = null;
+  private pending: string | null = null;
+  private readonly onExit = () => this.kill();
+
+  private constructor(
+    readonly binary: string,
+    readonly prefix: string,
+  ) {
+    const setpriv = setprivPath();
+    const args = ['-p', `${prefix}/`, '-c', 'nginx.conf', '-e', 'error.log', '-g', 'daemon off; master_process on;'];
+    this.child = setpriv
+      ? spawn(setpriv, ['--pdeathsig', 'KILL', binary, ...args], { stdio: 'ignore' })
+      : spawn(binary, args, { stdio: 'ignore' });
+    this.child.once('exit', (code, signal) => (this.exit = signal ?? `code ${code}`));
+    process.once('exit', this.onExit);
+  }
+
+  get confFile(): string {
+    return path.join(this.prefix, 'nginx.conf');
+  }
+  get errorLog(): string {
+    return path.join(this.prefix, 'error.log');
+  }
+  /** The master's pid (setpriv execs nginx in place). */
+  get pid(): number {
+    return this.child.pid!;
+  }
+  /** Why the master exited, if it did. */
+  get exited(): string | undefined {
+    return this.exit;
+  }
+
+  /**
+   * Writes `conf` into `prefix` (created) and starts nginx on it; resolves once `ready()` says the
+   * listener answers, and throws with the end of nginx's error log if it exits or does not answer.
+   */
+  static async start(binary: string, prefix: string, conf: string, ready: () => Promise<boolean>): Promise<NginxEdgeProcess> {
+    for (const d of ['tmp', 'logs']) fs.mkdirSync(path.join(prefix, d), { recursive: true });
+    killStale(prefix, binary);
+    writeAtomically(path.join(prefix, 'nginx.conf'), conf);
+    const p = new NginxEdgeProcess(binary, prefix);
+    const deadline = Date.now() + 15_000;
+    while (Date.now() < deadline && p.exit === undefined) {
+      if (await ready()) return p;
+      await sleep(25);
+    }
+    const why = tailOf(p.errorLog) || (p.exit ? `exited (${p.exit})` : 'no answer in 15 s');
+    p.kill();
+    throw new Error(`nginx did not start in ${prefix}: ${why}`);
+  }
+
+  /** The workers now running (after a reload, old ones may still be draining). */
+  workers(): number[] {
+    return childPids(this.pid);
+  }
+
+  /**
+   * Applies `conf`: at most one reload runs at a time; a call during one replaces what the next
+   * applies (a burst of changes costs one or two reloads). Resolves once `conf` (or a newer text) is live.
+   */
+  apply(conf: string): Promise<void> {
+    this.pending = conf;
+    if (!this.applying) {
+      this.applying = (async () => {
+        try {
+          while (this.pending !== null) {
+            const next = this.pending;
+            this.pending = null;
+            await this.reload(next);
+          }
+        } finally {
+          this.applying = null;
+        }
+      })();
+    }
+    return this.applying;
+  }
+
+  /** Resolves when no reload is in flight. */
+  async settled(): Promise<void> {
+    while (this.applying) await this.applying.catch(() => undefined);
+  }
+
+  /**
+   * SIGHUP with the new file in place: the master checks it, starts new workers that take new
+   * connections and lets the old ones finish. Resolves once a new worker runs and every old one has
+   * exited or stopped accepting (its title says "shutting down"); a config nginx refuses throws
+   * with its error log's end (the old workers keep serving).
+   */
+  private async reload(conf: string): Promise<void> {
+    if (this.exit !== undefined) throw new Error(`nginx exited (${this.exit})`);
+    const before = new Set(this.workers());
+    writeAtomically(this.confFile, conf);
+    this.child.kill('SIGHUP');
+    const draining = (pid: number) => {
+      try {
+        return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('shutting down');
+      } catch {
+        return true; // gone
+      }
+    };
+    const deadline = Date.now() + 10_000;
+    while (Date.now() < deadline && this.exit === undefined) {
+      const now = this.workers();
+      if (now.some((p) => !before.has(p)) && now.every((p) => !before.has(p) || draining(p))) return;
+      await sleep(5);
+    }
+    throw new Error(`nginx did not reload: ${tailOf(this.errorLog)}`);
+  }
+
+  /** SIGKILL to the workers and the master. */
+  private kill(): void {
+    for (const w of this.workers()) killQuietly(w);
+    this.child.kill('SIGKILL');
+  }
+
+  /** Graceful stop (SIGQUIT: requests in flight finish), SIGKILL after `graceMs`. */
+  async stop(graceMs = 2_000): Promise<void> {
+    process.off('exit', this.onExit);
+    if (this.exit !== undefined) {
+      this.kill();
+      return;
+    }
+    const workers = this.workers();
+    const done = new Promise<void>((r) => this.child.once('exit', () => r()));
+    this.child.kill('SIGQUIT');
+    const timer = setTimeout(() => this.kill(), graceMs);
+    await done;
+    clearTimeout(timer);
+    for (const w of workers) killQuietly(w);
+  }
+}
