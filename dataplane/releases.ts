@@ -1,10 +1,11 @@
 import http from 'node:http';
 import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { requestLocal } from '../core/outbound-http';
 import { type Edge, hostKey } from './edge';
 import { endpointOf, type Supervisor } from './supervisor';
-import { addBundle, type BundleKind } from './workerd';
+import { type DriverWorkload, RuntimeDrivers } from './runtimes/driver';
+import { appDriver, storefrontDriver } from './runtimes/bundles';
+import type { BundleKind } from './workerd';
 
 /**
  * Commerce releases on the data plane (docs/decisions/0130-commerce-runtime.md): each release is a
@@ -67,17 +68,11 @@ export interface ReleaseHostOptions {
   housekeepingMs?: number;
   /** The commerce platform's URL for a storefront's `COMMERCE_PLATFORM` binding (dataplane/workerd.ts), read at each start. */
   commercePlatformUrl?(): string | undefined;
+  /** The bundle runtimes, by kind (default: workerd's storefront and the node app: dataplane/runtimes/bundles.ts). */
+  drivers?: RuntimeDrivers;
 }
 
 export type GateResult = { healthy: true; ms: number } | { healthy: false; ms: number; last: string };
-
-/** `GET /` on the edge with the given `Host`: its status, or why it did not answer. */
-function probe(edgePort: number, host: string, timeoutMs: number): Promise<number | string> {
-  return requestLocal(edgePort, { headers: { host }, timeoutMs, maxBodyBytes: 0 }).then(
-    (r) => r.status,
-    (e: Error) => e.message,
-  );
-}
 
 export class ReleaseHost {
   private readonly buffer: AccessEntry[] = [];
@@ -87,9 +82,11 @@ export class ReleaseHost {
   private readonly timer: NodeJS.Timeout;
   private readonly upkeep: NodeJS.Timeout | null = null;
   private readonly rule: { windowMs: number; minRequests: number; errorRate: number };
+  private readonly drivers: RuntimeDrivers;
 
   constructor(private readonly o: ReleaseHostOptions) {
     this.rule = o.degradedRule ?? DEGRADED_RULE;
+    this.drivers = o.drivers ?? new RuntimeDrivers([storefrontDriver, appDriver]);
     // The edge answers; this only watches requests finish.
     o.edge.observe((req, res) => this.observe(req, res));
     this.timer = setInterval(() => this.tick(), o.flushMs ?? 1_000);
@@ -147,35 +144,50 @@ export class ReleaseHost {
     const { supervisor, edge } = this.o;
     this.healthy.delete(run.releaseId);
     if (supervisor.has(run.releaseId)) await supervisor.remove(run.releaseId);
-    const st = await addBundle(supervisor, {
-      id: run.releaseId,
-      kind: run.kind,
-      releaseDir: this.releaseDir(run.releaseId),
-      env: run.env,
-      memoryMb: run.memoryMb,
-      commercePlatformUrl: this.o.commercePlatformUrl?.(),
-    });
+    const w = this.workload(run);
+    const st = await supervisor.add({ id: run.releaseId, ...(await this.drivers.get(run.kind).workload(w)) });
     edge.upsert([releaseHost(run.releaseId)], {
       target: endpointOf(st),
       state: 'running',
       owner: run.releaseId,
     });
     supervisor.start(run.releaseId);
-    return this.gate(run.releaseId);
+    return this.gate(run.kind, w);
   }
 
-  private async gate(releaseId: string): Promise<GateResult> {
+  /** What the release's driver is handed: its directory holds the bundle, its own address is its route. */
+  private workload(run: ReleaseRun): DriverWorkload {
+    const dir = this.releaseDir(run.releaseId);
+    const commerce = this.o.commercePlatformUrl?.();
+    return {
+      id: run.releaseId,
+      runtimeDir: dir,
+      dir,
+      url: this.url(releaseHost(run.releaseId)),
+      memoryMb: run.memoryMb,
+      config: run.env,
+      ...(commerce ? { upstreams: { 'commerce-platform': commerce } } : {}),
+    };
+  }
+
+  /** The driver's probe through the edge (the release's own address), until it answers or the gate's time is up. */
+  private async gate(kind: BundleKind, w: DriverWorkload): Promise<GateResult> {
+    const driver = this.drivers.get(kind);
     const t0 = Date.now();
     const until = t0 + (this.o.healthGateMs ?? HEALTH_GATE_MS);
     let last = 'no answer';
     for (;;) {
-      const r = await probe(this.o.edge.port, releaseHost(releaseId), Math.max(1, Math.min(5_000, until - Date.now())));
-      if (typeof r === 'number' && r >= 200 && r < 300) return { healthy: true, ms: Date.now() - t0 };
-      last = typeof r === 'number' ? `HTTP ${r}` : r;
+      const timeoutMs = Math.max(1, Math.min(5_000, until - Date.now()));
+      try {
+        if ((await driver.probe({ port: this.o.edge.port }, w, timeoutMs)) !== null)
+          return { healthy: true, ms: Date.now() - t0 };
+      } catch (e) {
+        last = (e as Error).message;
+      }
       if (Date.now() + 250 >= until) break;
       await new Promise((res) => setTimeout(res, 250));
     }
-    await this.stop(releaseId);
+    await this.stop(w.id);
     return { healthy: false, ms: Date.now() - t0, last };
   }
 

@@ -207,7 +207,7 @@ export class SiteHost {
    * their environment, Linux `/proc`): what a killed platform process left running.
    */
   private async killStray(siteId: string): Promise<void> {
-    const markers = this.drivers.all().map((d) => `${d.marker(this.siteDir(siteId))}\0`);
+    const markers = this.drivers.all().flatMap((d) => (d.marker ? [`${d.marker(this.siteDir(siteId))}\0`] : []));
     const pids = await readdir('/proc').catch(() => [] as string[]);
     for (const pid of pids.filter((d) => /^\d+$/.test(d) && Number(d) !== process.pid)) {
       const ours = async () => {

@@ -1,16 +1,16 @@
-import { existsSync, realpathSync } from 'node:fs';
-import { chmod, mkdir, readdir, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { readdir, writeFile } from 'node:fs/promises';
 import { networkInterfaces } from 'node:os';
 import path from 'node:path';
 import type { SandboxEgress, SandboxSpec } from './sandbox';
-import type { Supervisor, WorkloadStatus } from './supervisor';
 
 /**
  * Commerce bundles as supervised processes (docs/decisions/0130-commerce-runtime.md; docs/contracts.md,
  * "The data plane"): a storefront bundle (a Worker-style module, `index.js` or
  * `dist/server/index.js`, default export `fetch(request, env, ctx)`) runs in `workerd` from npm with
  * a capnp config generated per release; an app bundle (`server.mjs`, a Node server on `PORT`) runs
- * with node. Both are workloads of the one shared supervisor (crash restarts, port, stop).
+ * with node. Both are workloads of the one shared supervisor (crash restarts, port, stop), started
+ * by their runtime drivers (./runtimes/bundles.ts); this file is workerd's part.
  *
  * The environment's values never touch the disk: the config declares each `env` name as a
  * `fromEnvironment` binding (a text binding whose value workerd reads from its own process
@@ -18,19 +18,6 @@ import type { Supervisor, WorkloadStatus } from './supervisor';
  */
 
 export type BundleKind = 'storefront' | 'app';
-
-/** The storefront framework's `env` names (docs/contracts.md, "The data plane"). */
-export const STOREFRONT_ENV_NAMES = [
-  'PUBLIC_STORE_DOMAIN',
-  'PUBLIC_STOREFRONT_API_TOKEN',
-  'PRIVATE_STOREFRONT_API_TOKEN',
-  'PUBLIC_STOREFRONT_ID',
-  'PUBLIC_CUSTOMER_ACCOUNT_API_CLIENT_ID',
-  'PUBLIC_CUSTOMER_ACCOUNT_API_URL',
-  'SESSION_SECRET',
-] as const;
-/** An app's env names (docs/contracts.md, "The data plane"); `PORT` is the supervisor's. */
-export const APP_ENV_NAMES = ['SHOPIFY_API_KEY', 'SHOPIFY_API_SECRET', 'SCOPES', 'SHOPIFY_APP_URL'] as const;
 
 /** Workers' compatibility date the generated configs pin (workerd accepts dates up to its own). */
 export const COMPATIBILITY_DATE = '2025-01-01';
@@ -203,19 +190,6 @@ async function jsModules(root: string, rel = ''): Promise<string[]> {
   return out.sort();
 }
 
-export interface BundleRun {
-  /** The workload id (the release id). */
-  id: string;
-  kind: BundleKind;
-  /** The release's directory: `bundle/` holds the unpacked bundle; the config and launcher go beside it. */
-  releaseDir: string;
-  /** The values for the process, by the framework's names (only these reach it, plus PATH and HOME). */
-  env: Record<string, string>;
-  memoryMb?: number;
-  /** A storefront's way to the commerce platform (its URL; `capnpConfig`). */
-  commercePlatformUrl?: string;
-}
-
 /** A release's memory limit when its environment sets none (docs/contracts.md, "Tenant isolation": at most 1 GiB). */
 export const DEFAULT_RELEASE_MEMORY_MB = 512;
 
@@ -224,60 +198,36 @@ export const DEFAULT_RELEASE_MEMORY_MB = 512;
  * and launcher, which the platform writes as root) read-only, so nothing the tenant plants there is
  * ever written through; egress only to the commerce platform, when it has one.
  */
-export function bundleSandbox(run: BundleRun, memoryMb: number): SandboxSpec {
+export function bundleSandbox(releaseDir: string, memoryMb: number, commercePlatformUrl?: string): SandboxSpec {
   const egress: SandboxEgress[] = [];
-  if (run.commercePlatformUrl) {
-    const u = new URL(run.commercePlatformUrl);
+  if (commercePlatformUrl) {
+    const u = new URL(commercePlatformUrl);
     egress.push({ host: u.hostname, port: portOf(u) });
   }
   return {
     mounts: [
-      { path: run.releaseDir, write: false },
-      { path: path.join(run.releaseDir, 'bundle'), write: true },
+      { path: releaseDir, write: false },
+      { path: path.join(releaseDir, 'bundle'), write: true },
     ],
     memoryMb,
     egress,
   };
 }
 
-/** Adds a release's process to the supervisor (storefront: workerd via its launcher; app: node server.mjs). */
-export async function addBundle(supervisor: Supervisor, run: BundleRun): Promise<WorkloadStatus> {
-  const bundleDir = path.join(run.releaseDir, 'bundle');
-  const memoryMb = run.memoryMb ?? DEFAULT_RELEASE_MEMORY_MB;
-  // The release directory is the platform's (read-only in the sandbox) but the workload's uid must enter it.
-  await mkdir(run.releaseDir, { recursive: true });
-  await chmod(run.releaseDir, 0o755);
-  if (run.kind === 'app') {
-    return supervisor.add({
-      id: run.id,
-      script: 'server.mjs',
-      cwd: bundleDir,
-      env: { ...run.env },
-      // V8's heap below the cgroup's limit, so a heap that grows fails in V8 before the kernel kills.
-      memoryMb: Math.max(64, memoryMb - 64),
-      sandbox: bundleSandbox(run, memoryMb),
-    });
-  }
+/**
+ * Writes a storefront release's workerd config and launcher beside its bundle. The config's socket
+ * address is a placeholder: the launcher names the real one at each start (the sandbox's unix
+ * socket, else the port the supervisor gave).
+ */
+export async function writeStorefrontFiles(
+  releaseDir: string,
+  envNames: readonly string[],
+  commercePlatformUrl?: string,
+): Promise<void> {
+  const bundleDir = path.join(releaseDir, 'bundle');
   const entry = storefrontEntry(bundleDir);
   if (!entry) throw new Error('the storefront bundle has no index.js or dist/server/index.js');
-  const status = await supervisor.add({
-    id: run.id,
-    script: 'launch.cjs',
-    cwd: run.releaseDir,
-    env: { ...run.env },
-    sandbox: { ...bundleSandbox(run, memoryMb), extraReadOnly: [realpathSync(workerdBinary())] },
-  });
-  const names = [...new Set([...STOREFRONT_ENV_NAMES, ...Object.keys(run.env)])];
-  await writeFile(
-    path.join(run.releaseDir, 'config.capnp'),
-    capnpConfig({
-      modules: await jsModules(bundleDir),
-      entry,
-      envNames: names,
-      port: status.port,
-      commercePlatformUrl: run.commercePlatformUrl,
-    }),
-  );
-  await writeFile(path.join(run.releaseDir, 'launch.cjs'), launcherSource(workerdBinary()));
-  return status;
+  const config = capnpConfig({ modules: await jsModules(bundleDir), entry, envNames, port: 0, commercePlatformUrl });
+  await writeFile(path.join(releaseDir, 'config.capnp'), config);
+  await writeFile(path.join(releaseDir, 'launch.cjs'), launcherSource(workerdBinary()));
 }

@@ -3,7 +3,8 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { sleep } from '../../core/sleep';
 import { DataPlane } from '../plane';
-import { type NodeExecutor, RealNodeExecutor, SimulatedNodeExecutor, StepFailure, type SiteExtras } from './executors';
+import { type NodeExecutor, RealNodeExecutor, StepFailure, type SiteExtras } from './executors';
+import { SimulatedNodeExecutor } from './simulated-executor';
 import {
   type AgentTask,
   type DesiredSite,

@@ -32,6 +32,8 @@ export interface DriverWorkload {
   config?: Record<string, string>;
   /** Its MySQL database, when it has one instead of a file. */
   database?: MysqlSiteDatabase;
+  /** Outside services it is bound to, by name, e.g. `{ 'commerce-platform': url }`: its only egress beside its database. */
+  upstreams?: Record<string, string>;
 }
 
 /** Where a workload can be reached: a port on loopback, or the sandbox's unix socket. */
@@ -64,9 +66,10 @@ export interface RuntimeDriver {
   workload(w: DriverWorkload): Promise<Omit<WorkloadSpec, 'id'>>;
   /**
    * One probe of a running workload: answers the version it reports once it serves, or null while it
-   * does not yet (the host calls it again until its deadline); a throw counts as "not yet" too.
+   * does not yet (the host calls it again until its deadline); a throw counts as "not yet" too, its
+   * message the reason shown if the deadline passes.
    */
-  probe(at: DriverEndpoint, w: DriverWorkload): Promise<string | null>;
+  probe(at: DriverEndpoint, w: DriverWorkload, timeoutMs?: number): Promise<string | null>;
   /** The first set-up of a fresh workload (an owner, the platform's access); answers what the platform keeps. */
   configure?(at: DriverEndpoint, w: DriverWorkload, owner: DriverOwner): Promise<Record<string, string>>;
   /** Where the workload's data lives under its directory. */
@@ -74,9 +77,10 @@ export interface RuntimeDriver {
   /**
    * A `NAME=value` entry of the environment of the workload kept in `dir` that no other workload
    * has: how the host finds a process of it that a killed platform process left running (Linux
-   * `/proc/<pid>/environ`).
+   * `/proc/<pid>/environ`). A runtime without one leaves no process behind (its launcher watches
+   * the platform and ends with it).
    */
-  marker(dir: string): string;
+  marker?(dir: string): string;
 }
 
 /** The drivers a node runs, by runtime name. */
