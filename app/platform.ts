@@ -35,7 +35,8 @@ import { initTracing } from '../core/telemetry/tracing';
 import path from 'node:path';
 import { projectRoot } from '../core/paths';
 import { DataPlane } from '../dataplane/plane';
-import type { Edge } from '../dataplane/edge';
+import { type Edge, edgeEngineFromEnv } from '../dataplane/edge';
+import { ensureNginxInstalled, nginxBinary } from '../infra/nginx';
 import type { Supervisor } from '../dataplane/supervisor';
 import type { ReconcileRegistry } from '../dataplane/reconcile';
 import { BackgroundJoin } from './background-join';
@@ -179,7 +180,16 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
   let dataPlane: DataPlane | undefined;
   let edgeUrl: string | undefined;
   if (opts.dataPlane ?? opts.workers ?? runsArea('publisher')) {
+    // EDGE_ENGINE=nginx: nginx from the pinned Debian package (installed once); if that fails, the node engine.
+    let installedNginx: string | undefined;
+    if (edgeEngineFromEnv(cfg.env) === 'nginx')
+      installedNginx = await ensureNginxInstalled().then(
+        () => nginxBinary(),
+        (err: Error) => void log.warn({ err: err.message }, 'nginx could not be installed for the edge'),
+      );
     dataPlane = new DataPlane({
+      env: cfg.env,
+      nginxBinary: installedNginx,
       edgePort: opts.edgePort ?? cfg.EDGE_PORT,
       host: cfg.HOST,
       sitesRoot: path.resolve(projectRoot(), cfg.DATA_DIR, 'sites'),
@@ -188,6 +198,7 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
       onReconcileError: (area, err) => log.warn({ area, err: err.message }, 'reconcile pass failed'),
     });
     edgeUrl = await dataPlane.start();
+    log.info({ edgeEngine: dataPlane.edge.engine, why: dataPlane.edgeEngine.note }, 'edge engine');
     // Which isolation hosted workloads get, chosen once here (docs/sandbox.md).
     const sb = dataPlane.sandboxing;
     if (sb.sandbox) log.info({ sandbox: 'on', bwrap: sb.sandbox.o.bwrap }, 'hosted workloads run in the tenant sandbox');

@@ -1,4 +1,5 @@
-import { Edge } from './edge';
+import path from 'node:path';
+import { chooseEdgeEngine, Edge, type EdgeEngineChoice } from './edge';
 import { type ReconcileRegistry, Reconciler } from './reconcile';
 import { RuntimeCache } from './runtime-cache';
 import type { RuntimeDrivers } from './runtimes/driver';
@@ -33,6 +34,10 @@ export interface DataPlaneOptions {
   onReconcileError?: (area: string, err: Error) => void;
   /** The runtimes this node runs (dataplane/runtimes/; default: Ghost). */
   drivers?: RuntimeDrivers;
+  /** `EDGE_ENGINE` and `EDGE_NGINX_BINARY` are read here (default: the process's environment). */
+  env?: NodeJS.ProcessEnv;
+  /** The nginx binary the composition root installed (infra/nginx.ts), for `EDGE_ENGINE=nginx`. */
+  nginxBinary?: string;
 }
 
 /** What areas see of the data plane (the `dataPlane` kernel port). */
@@ -64,13 +69,23 @@ export class DataPlane implements DataPlanePort {
   readonly reconciler: Reconciler;
   /** The tenant sandbox workloads run in, or what is missing for it (dataplane/sandbox.ts). */
   readonly sandboxing: SandboxResolution;
+  /** The edge's engine (`EDGE_ENGINE`) as resolved on this machine, with why (docs/decisions/0310-nginx-edge-engine.md). */
+  readonly edgeEngine: EdgeEngineChoice;
   private port: number | null = null;
 
   constructor(private readonly o: DataPlaneOptions) {
     this.cache = new RuntimeCache(o.cacheRoot ? { root: o.cacheRoot } : {});
     this.sandboxing = resolveSandbox();
     this.supervisor = new Supervisor({ sandbox: this.sandboxing.sandbox, sandboxRefusal: this.sandboxing.refusal });
-    this.edge = new Edge({ port: o.edgePort, host: o.host });
+    // nginx's folder beside the sites' (`<DATA_DIR>/edge-nginx/`); the node engine where nginx is missing.
+    this.edgeEngine = chooseEdgeEngine({
+      root: path.join(path.dirname(o.sitesRoot), 'edge-nginx'),
+      port: o.edgePort,
+      binary: o.nginxBinary,
+      env: o.env,
+    });
+    const { engine, nginx } = this.edgeEngine;
+    this.edge = new Edge({ port: o.edgePort, host: o.host, engine, ...(nginx ? { nginx } : {}) });
     this.sites = new SiteHost({
       cache: this.cache,
       supervisor: this.supervisor,

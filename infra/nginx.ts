@@ -4,11 +4,14 @@ import net from 'node:net';
 import path from 'node:path';
 import { InfraError, LOCAL_HOST, dataDir, portAnswers, sleep, tail } from './tools';
 import { type DebianPackage, installDebianPackages } from './debian';
+import { childPids } from '../dataplane/edge-nginx-process';
 
 /**
  * nginx from the Debian archive, run unprivileged as a native edge in front of local workloads: the
- * measured experiment of docs/decisions/0260-native-edge-measured.md (the platform's edge stays
- * `dataplane/edge.ts`). Installed like MariaDB (infra/mariadb.ts): the pinned .deb is fetched,
+ * measured experiment of docs/decisions/0260-native-edge-measured.md (`NginxServer`, `nginxEdgeConfig`,
+ * kept for bench/commerce-edge.ts), and the binary of the edge's nginx engine (`EDGE_ENGINE=nginx`,
+ * docs/decisions/0310-nginx-edge-engine.md: the composition root installs it and hands the path to
+ * the data plane, whose dataplane/edge-nginx*.ts render, run and tail it). Installed like MariaDB (infra/mariadb.ts): the pinned .deb is fetched,
  * checked against its SHA-256, extracted with `dpkg-deb -x` into <DATA_DIR>/nginx/base once and
  * reused. Only the `nginx` package is needed: it holds the binary with the proxy, map, upstream
  * keep-alive and websocket support built in; the libraries it links (libc, libcrypt, libpcre2-8,
@@ -186,19 +189,7 @@ export function freePort(): Promise<number> {
 }
 
 /** The processes whose parent is `pid` (nginx's workers). */
-export function childPids(pid: number): number[] {
-  const out: number[] = [];
-  for (const d of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
-      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) out.push(Number(d));
-    } catch {
-      /* gone */
-    }
-  }
-  return out;
-}
+export { childPids };
 
 /** One nginx master (in the foreground, a child of this process) and its workers, in its own folder. */
 export class NginxServer {
