@@ -7,6 +7,7 @@ import { childLogger, type Logger } from '../logger';
 import { redactMessage } from '../operations/redact';
 import type { BusMessage, ConsumerLag, EventBus, ReceivedMessage, SubscribeOptions, Subscription } from './event-bus';
 import { kafkaLogCreator } from './kafka-log';
+import { untilSettled } from './kafka-settling';
 import { dlqTopic } from './topics';
 import { SendQueue } from './send-queue';
 import { consumeInContext, countConsumed, startProducerSpans } from '../telemetry/kafka';
@@ -151,15 +152,25 @@ class KafkaEventBus implements EventBus {
 
   private async createTopics(topics: string[]): Promise<void> {
     try {
-      const admin = await this.getAdmin();
-      const existing = new Set(await admin.listTopics());
-      const toCreate = topics.filter((t) => !existing.has(t));
-      if (toCreate.length > 0) {
-        await admin.createTopics({
-          topics: toCreate.map((topic) => ({ topic, numPartitions: this.numPartitions })),
-          waitForLeaders: true,
-        });
-      }
+      // A fresh broker answers "no leader yet" for a while after a create: wait, don't fail the start.
+      // A topic asked for in an earlier attempt is not asked for again (its create went through, its
+      // leaders did not answer yet; a second create is refused, and kafkajs logs that as an error)
+      // even when the broker's topic list does not show it yet: its leaders are waited for instead.
+      const asked = new Set<string>();
+      await untilSettled(async () => {
+        const admin = await this.getAdmin();
+        const existing = new Set(await admin.listTopics());
+        const earlier = topics.filter((t) => asked.has(t));
+        const toCreate = topics.filter((t) => !existing.has(t) && !asked.has(t));
+        for (const t of toCreate) asked.add(t);
+        if (toCreate.length > 0) {
+          await admin.createTopics({
+            topics: toCreate.map((topic) => ({ topic, numPartitions: this.numPartitions })),
+            waitForLeaders: true,
+          });
+        }
+        if (earlier.length > 0) await admin.fetchTopicMetadata({ topics: earlier });
+      });
     } catch (e) {
       await this.resetAdmin();
       throw e;
@@ -199,6 +210,7 @@ class KafkaEventBus implements EventBus {
   async subscribe<T>(opts: SubscribeOptions<T>): Promise<Subscription> {
     if (this.closed) throw new Error('event bus is closed');
     await this.ensureTopics(opts.topics);
+    await this.awaitCoordinator(opts.groupId);
     const maxAttempts = Math.max(1, opts.maxAttempts ?? DEFAULT_HANDLER_ATTEMPTS);
     const log = this.log.child({ groupId: opts.groupId });
     const consumer = this.kafka.consumer({
@@ -275,6 +287,22 @@ class KafkaEventBus implements EventBus {
         await consumer.disconnect();
       },
     };
+  }
+
+  /**
+   * Waits until the broker names a coordinator for `groupId`. A fresh broker creates its offsets
+   * topic for the first group, and a consumer that joins before it is ready can crash for good
+   * (kafkajs does not restart one that found no coordinator); asking first keeps it from joining early.
+   */
+  private async awaitCoordinator(groupId: string): Promise<void> {
+    try {
+      await untilSettled(async () => {
+        await (await this.getAdmin()).describeGroups([groupId]);
+      });
+    } catch (e) {
+      await this.resetAdmin();
+      throw e;
+    }
   }
 
   /** A message no handler attempt could process: kept on `<topic>.dlq`, then the consumer moves on. */

@@ -1,5 +1,6 @@
 import { logLevel, type LogEntry } from 'kafkajs';
 import type { Logger } from '../logger';
+import { isSettlingMessage } from './kafka-settling';
 
 /**
  * kafkajs's own log lines, mapped onto the platform's logger (docs/decisions/0300-kafka-settling-log.md).
@@ -8,21 +9,11 @@ import type { Logger } from '../logger';
  * while a fresh broker settles (its `__consumer_offsets` topic is created by the first consumer
  * group, a new topic's leaders are elected, a group rebalances) the first start printed a dozen
  * "group coordinator is not available" lines although nothing was wrong. Those answers are
- * retried by kafkajs (a consumer that gives up on one restarts itself), so while the condition is
- * young they are logged at debug; one that lasts longer than `SETTLE_MS` is logged at its own
- * level again, since then something is wrong. Every other line keeps its level.
+ * retried (by kafkajs, and by the bus: `untilSettled`), so while the condition is young they are
+ * logged at debug; one that lasts longer than `SETTLE_MS` is logged at its own
+ * level again, since then something is wrong. Every other line keeps its level. Which answers
+ * are settling ones: `./kafka-settling.ts`.
  */
-
-/** The broker's "not settled yet, ask again" answers, as kafkajs words them (its error types in the comments). */
-export const SETTLING_ERRORS: ReadonlySet<string> = new Set([
-  'The group coordinator is not available', // GROUP_COORDINATOR_NOT_AVAILABLE
-  "The coordinator is loading and hence can't process requests for this group", // GROUP_LOAD_IN_PROGRESS
-  'This is not the correct coordinator for this group', // NOT_COORDINATOR_FOR_GROUP
-  'There is no leader for this topic-partition as we are in the middle of a leadership election', // LEADER_NOT_AVAILABLE
-  'This server is not the leader for that topic-partition', // NOT_LEADER_FOR_PARTITION
-  'This server does not host this topic-partition', // UNKNOWN_TOPIC_OR_PARTITION
-  'The group is rebalancing, so a rejoin is needed', // REBALANCE_IN_PROGRESS
-]);
 
 /** How long one settling answer may keep coming back before it is an error again: 30 s. */
 export const SETTLE_MS = 30_000;
@@ -63,7 +54,7 @@ export class KafkaLogLevels {
     const crash = namespace === 'Consumer' ? CRASH.exec(log.message) : null;
     const answer =
       crash?.[1] ?? (namespace === 'Connection' && log.message.startsWith('Response ') ? String(log.error ?? '') : '');
-    const settling = SETTLING_ERRORS.has(answer) && this.young(answer) && (own === 'error' || own === 'warn');
+    const settling = isSettlingMessage(answer) && this.young(answer) && (own === 'error' || own === 'warn');
     if (crash && settling) this.quietRestarts.add(group);
     else if (crash) this.quietRestarts.delete(group);
     return settling ? 'debug' : own;
