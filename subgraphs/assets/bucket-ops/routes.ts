@@ -1,11 +1,13 @@
 import { z } from 'zod';
 import { queryInt } from '../../../core/query-int';
+import { camelKeys } from '../../../core/field-names';
 import { type AnyRoute, route } from '../../../core/rest-route';
 import { ACCESS_LOG_PAGE_MAX } from './analytics';
 import { INVENTORY_FORMATS } from './model';
 import { QUERY_MAX_ROWS } from './query';
-import { VISIBILITIES, SCOPES } from '../records';
+import { SCOPES } from '../records';
 import { revisionHeader } from '../revisions';
+import { bucketBody } from '../buckets';
 
 /**
  * Spec 4.3 object-store bucket routes (`/api/v1/assets/objstore-buckets`, `…/buckets/{id}/storage`,
@@ -26,39 +28,33 @@ const rfc3339 = str.datetime({ offset: true });
 /** An object key as uploads accept it. */
 const objectKey = str.min(1).max(1024);
 
-const bucketBody = z
-  .object({
-    name: str
-      .min(1)
-      .max(63)
-      .regex(/^[a-z0-9][a-z0-9._-]*$/i, 'letters, digits, . _ -'),
-    default_visibility: z.enum(VISIBILITIES).optional(),
-    cache_control: str.min(1).max(256).optional(),
-    versioning: z.boolean().optional(),
-    retention_days: z.number().int().min(0).max(36500).nullable().optional(),
-    max_bytes: z.number().int().positive().nullable().optional(),
-    home_region: region.optional(),
-    replication_policy: z
-      .object({ regions: z.array(region).max(10) })
-      .strict()
-      .optional(),
-  })
-  .strict();
+/** The object-store bucket's fields: those of the Assets bucket body (buckets/body.ts), one rule each. */
+const objstoreBucketBody = bucketBody.pick({
+  name: true,
+  default_visibility: true,
+  cache_control: true,
+  versioning: true,
+  retention_days: true,
+  max_bytes: true,
+  home_region: true,
+  replication_policy: true,
+});
 
 const storageBody = z
   .object({
     /** The current bucket revision, when `If-Match` is not sent. */
     revision: z.number().int().positive().optional(),
-    default_visibility: z.enum(VISIBILITIES).optional(),
-    cache_control: str.min(1).max(256).optional(),
-    versioning: z.boolean().optional(),
-    retention_days: z.number().int().min(0).max(36500).nullable().optional(),
-    max_bytes: z.number().int().positive().nullable().optional(),
-    replication_policy: z
-      .object({ regions: z.array(region).max(10) })
-      .strict()
-      .optional(),
   })
+  .extend(
+    bucketBody.pick({
+      default_visibility: true,
+      cache_control: true,
+      versioning: true,
+      retention_days: true,
+      max_bytes: true,
+      replication_policy: true,
+    }).shape,
+  )
   .strict();
 
 const relocationBody = z.object({ region }).strict();
@@ -107,22 +103,11 @@ export const bucketOpsRoutes: AnyRoute[] = [
     summary: 'Create an object-store bucket (an Assets bucket that is an event source)',
     tag,
     operation: 'objstore-create-bucket',
-    body: bucketBody,
+    body: objstoreBucketBody,
     scope: SCOPES.admin,
     errors: [409, 422],
     creates: { bucketID: '/data/id' },
-    variables: ({ body }) => ({
-      input: {
-        name: body.name,
-        defaultVisibility: body.default_visibility,
-        cacheControl: body.cache_control,
-        versioning: body.versioning,
-        retentionDays: body.retention_days,
-        maxBytes: body.max_bytes,
-        homeRegion: body.home_region,
-        replicationPolicy: body.replication_policy,
-      },
-    }),
+    variables: ({ body }) => ({ input: camelKeys(body) }),
     select: (d) => d.createObjstoreBucket,
     headers: revisionHeader,
     status: 201,
@@ -140,14 +125,7 @@ export const bucketOpsRoutes: AnyRoute[] = [
     variables: (r) => ({
       bucketId: r.params.bucketID,
       ifMatch: ifMatch(r) ?? (r.body.revision !== undefined ? String(r.body.revision) : null),
-      input: {
-        defaultVisibility: r.body.default_visibility,
-        cacheControl: r.body.cache_control,
-        versioning: r.body.versioning,
-        retentionDays: r.body.retention_days,
-        maxBytes: r.body.max_bytes,
-        replicationPolicy: r.body.replication_policy,
-      },
+      input: camelKeys({ ...r.body, revision: undefined }),
     }),
     select: (d) => d.updateObjstoreBucketStorage,
     headers: revisionHeader,

@@ -25,6 +25,17 @@ export interface BucketInput {
 
 const bucketNotFound = () => notFound('assets.bucket_not_found', 'bucket not found');
 
+/** The longest retention a bucket takes, in days (100 years): the REST body (body.ts) documents the same. */
+export const RETENTION_DAYS_MAX = 36_500;
+
+function checkRetention(days: number | null | undefined): void {
+  if (days === undefined || days === null) return;
+  if (!Number.isInteger(days) || days < 0 || days > RETENTION_DAYS_MAX) {
+    const problem = `must be an integer from 0 to ${RETENTION_DAYS_MAX}`;
+    throw badRequest('validation_failed', `retention_days: ${problem}`, { fields: [{ field: 'retention_days', problem }] });
+  }
+}
+
 /** Buckets of an account's default Assets space; every change is guarded by the bucket revision. */
 export class Buckets {
   constructor(
@@ -56,6 +67,7 @@ export class Buckets {
   async create(accountId: string, input: BucketInput): Promise<BucketDoc> {
     if (!input.name) throw badRequest('validation_failed', 'name is required');
     if (input.cacheControl !== undefined) checkCacheControl(input.cacheControl);
+    checkRetention(input.retentionDays);
     if (input.defaultVisibility !== undefined) checkVisibility(input.defaultVisibility, 'default_visibility');
     const home = input.homeRegion ?? this.regions[0];
     this.checkRegions(input, home);
@@ -112,6 +124,7 @@ export class Buckets {
   async update(accountId: string, id: string, ifMatch: string | null | undefined, input: BucketInput): Promise<BucketDoc> {
     if (input.cacheControl !== undefined) checkCacheControl(input.cacheControl);
     if (input.defaultVisibility !== undefined) checkVisibility(input.defaultVisibility, 'default_visibility');
+    checkRetention(input.retentionDays);
     const revision = requiredRevision(ifMatch);
     const current = await this.get(accountId, id);
     this.checkRegions(input, input.homeRegion ?? current.homeRegion);

@@ -5,4 +5,5 @@
  * (docs/decisions/0290-assets-module-faces.md).
  */
 export { type BucketInput, Buckets } from './buckets';
+export { bucketBody } from './body';
 export { bucketRoutes } from './routes';

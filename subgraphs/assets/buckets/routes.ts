@@ -1,45 +1,9 @@
 import { z } from 'zod';
+import { camelKeys } from '../../../core/field-names';
 import { type AnyRoute, route } from '../../../core/rest-route';
-import { VISIBILITIES, P, cacheControlText, ifMatch, str, tag, SCOPES } from '../records';
+import { P, ifMatch, str, tag, SCOPES } from '../records';
 import { revisionHeader } from '../revisions';
-
-const bucketBody = z
-  .object({
-    name: str
-      .min(1)
-      .max(63)
-      .regex(/^[a-z0-9][a-z0-9._-]*$/i, 'letters, digits, . _ -'),
-    default_visibility: z.enum(VISIBILITIES).optional(),
-    cache_control: cacheControlText.optional(),
-    versioning: z.boolean().optional(),
-    retention_days: z.number().int().min(0).nullable().optional(),
-    max_bytes: z.number().int().positive().nullable().optional(),
-    allowed_mime_types: z.array(str.min(1).max(127)).max(100).nullable().optional(),
-    allowed_origins: z.array(str.min(1).max(255)).max(100).optional(),
-    home_region: str.min(1).max(63).optional(),
-    replication_policy: z
-      .object({ regions: z.array(str.min(1).max(63)).max(10) })
-      .strict()
-      .optional(),
-    lifecycle_policy: z.record(z.unknown()).nullable().optional(),
-    domain: str.min(1).max(253).nullable().optional(),
-  })
-  .strict();
-type BucketBody = z.infer<typeof bucketBody>;
-const bucketInput = (b: Partial<BucketBody>) => ({
-  name: b.name,
-  defaultVisibility: b.default_visibility,
-  cacheControl: b.cache_control,
-  versioning: b.versioning,
-  retentionDays: b.retention_days,
-  maxBytes: b.max_bytes,
-  allowedMimeTypes: b.allowed_mime_types,
-  allowedOrigins: b.allowed_origins,
-  homeRegion: b.home_region,
-  replicationPolicy: b.replication_policy,
-  lifecyclePolicy: b.lifecycle_policy,
-  domain: b.domain,
-});
+import { bucketBody } from './body';
 
 const policyBody = z
   .object({
@@ -75,7 +39,7 @@ export const bucketRoutes: AnyRoute[] = [
     scope: SCOPES.admin,
     // 409: a bucket with this name exists.
     errors: [409],
-    variables: ({ body }) => ({ input: bucketInput(body) }),
+    variables: ({ body }) => ({ input: camelKeys(body) }),
     select: (d) => d.createAssetBucket,
     headers: revisionHeader,
     status: 201,
@@ -91,7 +55,7 @@ export const bucketRoutes: AnyRoute[] = [
     scope: SCOPES.admin,
     // 428 without If-Match, 412 when it names another revision (spec 7.3); 409 duplicate key, non-empty bucket or job in progress.
     errors: [409, 412, 428],
-    variables: (r) => ({ id: r.params.bucketID, input: bucketInput(r.body), ifMatch: ifMatch(r) }),
+    variables: (r) => ({ id: r.params.bucketID, input: camelKeys(r.body), ifMatch: ifMatch(r) }),
     select: (d) => d.updateAssetBucket,
     headers: revisionHeader,
     status: 200,
