@@ -1,6 +1,6 @@
 import { defineModule } from '../../../core/area-module';
-import type { CoreModuleServices } from '../module';
-import type { WebhooksModuleServices } from '../webhooks/module';
+import type { CoreModuleServices } from '../storage';
+import type { WebhooksModuleServices } from '../webhooks';
 import { bulkModels } from './model';
 import { AssetBulkResolver } from './resolvers';
 import { bulkRoutes } from './routes';
