@@ -61,24 +61,50 @@ export function writeAtomically(file: string, text: string): void {
   fs.renameSync(tmp, file);
 }
 
-/** A master left by an earlier platform process that was killed: it and its workers are stopped. */
+/** The folders a process holds files open in (nginx holds its logs in its prefix). */
+function openFolders(pid: number): string[] {
+  try {
+    return fs.readdirSync(`/proc/${pid}/fd`).map((fd) => {
+      try {
+        return path.dirname(fs.readlinkSync(`/proc/${pid}/fd/${fd}`));
+      } catch {
+        return '';
+      }
+    });
+  } catch {
+    return [];
+  }
+}
+
+const alive = (pid: number) => fs.existsSync(`/proc/${pid}`);
+
+/**
+ * nginx processes left by an earlier platform process that was killed (a killed master's workers
+ * live on, still listening): those of `binary` with a log open in `prefix`, or in a sibling folder
+ * `run-<pid>-<n>` of a process that is gone (that folder is removed too).
+ */
 function killStale(prefix: string, binary: string): void {
-  let pid = 0;
-  try {
-    pid = Number(fs.readFileSync(path.join(prefix, 'nginx.pid'), 'utf8').trim());
-  } catch {
-    return;
+  const root = path.dirname(prefix);
+  const stale = (dir: string) => {
+    if (dir === prefix) return true;
+    const m = /^run-(\d+)-\d+$/.exec(path.basename(dir));
+    return path.dirname(dir) === root && m !== null && !alive(Number(m[1]));
+  };
+  const gone = new Set<string>();
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    const pid = Number(d);
+    try {
+      if (path.resolve(fs.readlinkSync(`/proc/${pid}/exe`)) !== path.resolve(binary)) continue;
+    } catch {
+      continue;
+    }
+    const dirs = openFolders(pid).filter(stale);
+    if (dirs.length === 0) continue;
+    killQuietly(pid);
+    for (const dir of dirs) if (dir !== prefix) gone.add(dir);
   }
-  if (!Number.isInteger(pid) || pid <= 1) return;
-  let exe = '';
-  try {
-    exe = fs.readlinkSync(`/proc/${pid}/exe`);
-  } catch {
-    return;
-  }
-  if (path.resolve(exe) !== path.resolve(binary)) return;
-  for (const w of childPids(pid)) killQuietly(w);
-  killQuietly(pid);
+  for (const dir of gone) fs.rmSync(dir, { recursive: true, force: true });
 }
 
 export class NginxEdgeProcess {

@@ -1,10 +1,12 @@
 import http from 'node:http';
 import { isIP, type Socket } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import type { Duplex } from 'node:stream';
 import { createProxyServer } from 'http-proxy-3';
 import { metricsText } from '../core/telemetry/metrics';
 import { cookiesDropped, counted, type EdgeEngineName, type EdgeRoute, hostKey, type RouteState } from './edge-common';
-import { type EdgeWatcher, NginxEdgeEngine, type NginxEngineOptions } from './edge-nginx';
+import { chooseEdgeEngine, type EdgeWatcher, NginxEdgeEngine, type NginxEngineOptions } from './edge-nginx';
 
 /**
  * The edge (docs/decisions/0120-data-plane.md; docs/contracts.md, "The data plane"): its own listener that
@@ -35,7 +37,10 @@ export interface EdgeOptions {
   upstreamTimeoutMs?: number;
   /** The scheme clients use to reach the edge, sent as `X-Forwarded-Proto` (default `EDGE_PUBLIC_SCHEME`, else http). */
   publicScheme?: 'http' | 'https';
-  /** `nginx` needs `nginx` (the binary and its folder); default `node`. */
+  /**
+   * `nginx` needs `nginx` (the binary and its folder). Unset: `EDGE_ENGINE` as `chooseEdgeEngine`
+   * resolves it (nginx's folder under the system's temp folder; node where nginx is missing).
+   */
   engine?: EdgeEngineName;
   nginx?: NginxEngineOptions;
 }
@@ -181,11 +186,19 @@ export class Edge {
     });
     this.server = http.createServer((req, res) => void this.onRequest(req, res));
     this.server.on('upgrade', (req, socket, head) => this.onUpgrade(req, socket, head));
-    if ((opts.engine ?? 'node') === 'nginx' && !opts.nginx) throw new Error('the nginx edge engine needs its binary and folder');
+    const chosen = opts.engine
+      ? { engine: opts.engine, nginx: opts.nginx }
+      : chooseEdgeEngine({ root: path.join(os.tmpdir(), 'edge-nginx'), port: this.requestedPort });
+    if (chosen.engine === 'nginx' && !chosen.nginx) throw new Error('the nginx edge engine needs its binary and folder');
     this.nginx =
-      opts.engine === 'nginx' && opts.nginx
+      chosen.engine === 'nginx' && chosen.nginx
         ? new NginxEdgeEngine(
-            { ...opts.nginx, host: this.listenHost, publicScheme: this.publicScheme, upstreamTimeoutMs: this.upstreamTimeoutMs },
+            {
+              ...chosen.nginx,
+              host: this.listenHost,
+              publicScheme: this.publicScheme,
+              upstreamTimeoutMs: this.upstreamTimeoutMs,
+            },
             () => this.routes,
           )
         : null;
