@@ -1,7 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import type { ZodTypeAny } from 'zod';
-import { zodToJsonSchema } from 'zod-to-json-schema';
-import type { ByteRoute } from '../core/rest-byte-route';
+import { type ByteRoute, jsonSchemaOf } from '../core/rest-byte-route';
 import type { AreaRoute, EnvelopeKind } from '../core/rest-route';
 import { PLATFORM_ROUTES } from './openapi-byte-routes';
 
@@ -47,11 +46,7 @@ export function errorStatuses(r: AreaRoute): number[] {
   return [...s].sort((a, b) => a - b);
 }
 
-function toSchema(schema: ZodTypeAny): Json {
-  const out = zodToJsonSchema(schema, { target: 'jsonSchema7', $refStrategy: 'none' }) as Json;
-  delete out.$schema;
-  return out;
-}
+const toSchema = (schema: ZodTypeAny): Json => jsonSchemaOf(schema);
 
 /** JSON Schema of each path parameter: the row's `params` schema, or a plain non-empty string. */
 function paramSchemas(r: AreaRoute): Record<string, Json> {

@@ -1,3 +1,5 @@
+import type { ZodTypeAny } from 'zod';
+import { zodToJsonSchema } from 'zod-to-json-schema';
 import type { EnvelopeKind } from './rest-route';
 
 /**
@@ -93,3 +95,16 @@ export const byteOperation = (
   ...(rest.requestBody ? { requestBody: rest.requestBody } : {}),
   responses: rest.responses,
 });
+
+/**
+ * The JSON Schema of a zod schema as the OpenAPI document states it (no `$schema`, no `$ref`s): a
+ * row's body and query, and a byte route's body from the schema its data plane parses with, so the
+ * document and the validation are one object. `descriptions` are added to top-level properties.
+ */
+export function jsonSchemaOf(schema: ZodTypeAny, descriptions: Record<string, string> = {}): Json {
+  const out = zodToJsonSchema(schema, { target: 'jsonSchema7', $refStrategy: 'none' }) as Json;
+  delete out.$schema;
+  const props = out.properties as Record<string, Json> | undefined;
+  for (const [name, description] of Object.entries(descriptions)) if (props?.[name]) props[name].description = description;
+  return out;
+}

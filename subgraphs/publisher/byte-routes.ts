@@ -1,5 +1,14 @@
-import { MAX_CLAIM_WAIT_MS, NODE_AGENT_PATH } from '../../dataplane/agent/wire';
-import { type ByteRoute, byteOperation, errors, json, type Json, pathParam, STANDARD_SUCCESS } from '../../core/rest-byte-route';
+import { agentBodies, NODE_AGENT_PATH } from '../../dataplane/agent/wire';
+import {
+  type ByteRoute,
+  byteOperation,
+  errors,
+  json,
+  type Json,
+  jsonSchemaOf,
+  pathParam,
+  STANDARD_SUCCESS,
+} from '../../core/rest-byte-route';
 
 /**
  * The publisher's routes outside the rows: the node agent's protocol (./node-agent-api.ts;
@@ -8,16 +17,23 @@ import { type ByteRoute, byteOperation, errors, json, type Json, pathParam, STAN
  */
 export const publisherByteRoutes: ByteRoute[] = nodeAgentByteRoutes();
 
-/** The six calls of a node agent (`nodes agent`): heartbeat, claim, lease release, progress, result, desired sites. */
+/**
+ * The six calls of a node agent (`nodes agent`): heartbeat, claim, lease release, progress, result,
+ * desired sites. Each body is documented from the schema the agent API parses it with
+ * (`agentBodies` of dataplane/agent/wire.ts), so the two cannot disagree (decision 0295).
+ */
 export function nodeAgentByteRoutes(): ByteRoute[] {
-  const session = { type: 'string', minLength: 8, maxLength: 100, description: 'The agent process that holds its claims.' };
+  const descriptions = {
+    session: 'The agent process that holds its claims.',
+    wait_ms: 'How long to wait for a task (a long poll).',
+  };
   const answer = (description: string): Json => ({
     '200': { description, content: json(STANDARD_SUCCESS) },
     ...errors([400, 401, 409, 413, 415, 429]),
   });
-  const body = (properties: Json, required: string[]): Json => ({
+  const body = (call: keyof typeof agentBodies): Json => ({
     required: true,
-    content: json({ type: 'object', additionalProperties: false, required, properties }),
+    content: json(jsonSchemaOf(agentBodies[call], descriptions)),
   });
   const taskId = pathParam('taskId');
   const route = (method: 'GET' | 'POST', p: string, id: string, summary: string, rest: Json): ByteRoute => ({
@@ -28,24 +44,13 @@ export function nodeAgentByteRoutes(): ByteRoute[] {
   });
   return [
     route('POST', '/heartbeat', 'heartbeat', 'A node agent is alive (every 5 s); answers the node and its status', {
-      requestBody: body({ edge_port: { type: ['integer', 'null'], minimum: 1, maximum: 65535 }, session }, []),
+      requestBody: body('heartbeat'),
       responses: answer(
         'the node, its status, the heartbeat period and, for the hosted node, whether this session holds its lease',
       ),
     }),
     route('POST', '/tasks/claim', 'claim', "Claims this node's oldest open task (null when none)", {
-      requestBody: body(
-        {
-          session,
-          wait_ms: {
-            type: 'integer',
-            minimum: 0,
-            maximum: MAX_CLAIM_WAIT_MS,
-            description: 'How long to wait for a task (a long poll).',
-          },
-        },
-        ['session'],
-      ),
+      requestBody: body('claim'),
       responses: answer('`task` or null'),
     }),
     route(
@@ -54,44 +59,18 @@ export function nodeAgentByteRoutes(): ByteRoute[] {
       'releaseLease',
       "A stopping agent gives up the hosted node's lease (a no-op for other nodes)",
       {
-        requestBody: body({ session }, ['session']),
+        requestBody: body('release'),
         responses: answer('released'),
       },
     ),
     route('POST', '/tasks/{taskId}/progress', 'progress', "Records a claimed task's progress (the step's detail)", {
       parameters: [taskId],
-      requestBody: body({ session, detail: { type: 'string', maxLength: 1000 } }, ['session', 'detail']),
+      requestBody: body('progress'),
       responses: answer('recorded'),
     }),
     route('POST', '/tasks/{taskId}/result', 'result', "A claimed task's outcome; a task this agent no longer holds is 409", {
       parameters: [taskId],
-      requestBody: body(
-        {
-          session,
-          outcome: {
-            oneOf: [
-              {
-                type: 'object',
-                additionalProperties: false,
-                required: ['ok'],
-                properties: { ok: { const: true }, result: { type: ['object', 'null'] } },
-              },
-              {
-                type: 'object',
-                additionalProperties: false,
-                required: ['ok', 'code', 'message'],
-                properties: {
-                  ok: { const: false },
-                  code: { type: 'string', minLength: 1, maxLength: 100 },
-                  message: { type: 'string', maxLength: 2000 },
-                  retriable: { type: 'boolean' },
-                },
-              },
-            ],
-          },
-        },
-        ['session', 'outcome'],
-      ),
+      requestBody: body('result'),
       responses: answer('recorded'),
     }),
     route('GET', '/sites', 'sites', 'The sites placed on this node and the state each should be in', {
