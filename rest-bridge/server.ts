@@ -8,6 +8,7 @@ import type { Logger } from '../core/logger';
 import { areaError, type BridgeError, errorEnvelope, successEnvelope } from './envelopes';
 import type { GraphQLExecutor } from '../contract/graphql-executor';
 import { registerMethodNotAllowed } from './method-not-allowed';
+import { installLingeringClose } from './lingering-close';
 import { buildOpenApi } from '../contract/openapi';
 import { PLATFORM_ROUTES } from '../contract/openapi-byte-routes';
 import type { ByteRoute } from '../core/rest-byte-route';
@@ -140,6 +141,7 @@ export async function buildBridge(opts: BridgeOptions): Promise<FastifyInstance>
   app.addHook('onSend', async (req, reply) => {
     reply.header('x-request-id', req.id);
   });
+  installLingeringClose(app);
   installAccessLog(app, opts.log, 'bridge');
   const authenticate =
     opts.authenticate ??
