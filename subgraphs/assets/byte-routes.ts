@@ -6,32 +6,30 @@ import {
   header,
   json,
   type Json,
+  jsonSchemaOf,
   pathParam,
   STANDARD_SUCCESS,
   STANDARD_WEBHOOK_HEADERS,
 } from '../../core/rest-byte-route';
+import { uploadFieldsSchema } from './uploads/uploads';
 
-/** The multipart form of an upload (`file` plus the text fields `uploadFieldsSchema` accepts). */
-const uploadForm = (fields: string[]): Json => {
-  const all: Record<string, Json> = {
-    file: { ...binary, description: 'The bytes; the type is sniffed from them.' },
-    bucket: { type: 'string', minLength: 1 },
-    key: { type: 'string', minLength: 1, maxLength: 1024 },
-    folder: { type: 'string', maxLength: 1024 },
-    visibility: { type: 'string', enum: ['public', 'private'] },
-    cache_control: { type: 'string', minLength: 1, maxLength: 256 },
-    metadata: { type: 'string', description: 'A JSON object, as text.' },
-    checksum_sha256: { type: 'string', pattern: '^[0-9a-fA-F]{64}$' },
-    tags: { type: 'string', maxLength: 4096, description: 'Comma-separated, or a JSON array of strings.' },
-    branch: { type: 'string', maxLength: 64 },
-  };
+/**
+ * The multipart form of an upload: `file` plus the text fields named, documented from the schema
+ * the data planes parse the form with (`uploadFieldsSchema`), so the two cannot disagree.
+ */
+const uploadForm = (fields: (keyof typeof uploadFieldsSchema.shape)[]): Json => {
+  const text = jsonSchemaOf(uploadFieldsSchema, {
+    metadata: 'A JSON object, as text.',
+    tags: 'Comma-separated, or a JSON array of strings.',
+  }).properties as Record<string, Json>;
+  const file = { ...binary, description: 'The bytes; the type is sniffed from them.' };
   return {
     'multipart/form-data': {
       schema: {
         type: 'object',
         additionalProperties: false,
         required: ['file'],
-        properties: Object.fromEntries(['file', ...fields].map((f) => [f, all[f]])),
+        properties: { file, ...Object.fromEntries(fields.map((f) => [f, text[f]])) },
       },
     },
   };

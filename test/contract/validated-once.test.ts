@@ -1,8 +1,12 @@
 import type { FastifyInstance } from 'fastify';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { ZodString } from 'zod';
 import { areaRoutes } from '../../app/areas';
 import { encodeCursor } from '../../core/cursors';
 import { childLogger } from '../../core/logger';
 import { buildBridge } from '../../rest-bridge/server';
+import { uploadFieldsSchema } from '../../subgraphs/assets/uploads/uploads';
 
 /**
  * A request outside the documented schema is refused by the one schema that documents it, before
@@ -74,6 +78,27 @@ describe('requests outside the documented schema are refused before any operatio
       const url = `/api/v1/assets/workflows/approvals/${ID}/${word}`;
       expect(await send('POST', url, { action_hash: 'a'.repeat(129) })).toEqual({ status: 400, code: 'invalid_request', ran: 0 });
       expect((await send('POST', url, { action_hash: 'a'.repeat(128) })).ran).toBe(1);
+    }
+  });
+});
+
+describe('byte routes are documented from the schema their data plane parses with', () => {
+  const doc = JSON.parse(readFileSync(path.join(__dirname, '..', '..', 'schema', 'openapi.json'), 'utf8'));
+
+  it('the upload forms state every length the form parser enforces (metadata: 16 KiB)', () => {
+    const forms: [string, string][] = [
+      ['/api/v1/assets/upload', 'post'],
+      ['/api/v1/assets/{assetID}/replace', 'put'],
+      ['/assets/widget', 'post'],
+    ];
+    for (const [p, method] of forms) {
+      const props = doc.paths[p][method].requestBody.content['multipart/form-data'].schema.properties;
+      for (const [field, schema] of Object.entries(props as Record<string, { maxLength?: number }>)) {
+        if (field === 'file') continue;
+        const parsed = (uploadFieldsSchema.shape as Record<string, { unwrap(): unknown }>)[field].unwrap();
+        const max = parsed instanceof ZodString ? parsed.maxLength : null;
+        expect([p, field, schema.maxLength ?? null]).toEqual([p, field, max]);
+      }
     }
   });
 });
