@@ -15,6 +15,7 @@ import { EicarScanner } from '../../subgraphs/assets/scanning/scanner';
 import { AssetsService } from '../../subgraphs/assets/storage/service';
 import { assetsSettingsSchema } from '../../subgraphs/assets/settings';
 import { assetsUploadPlane } from '../../subgraphs/assets/uploads/plane';
+import { installLingeringClose } from '../../rest-bridge/lingering-close';
 import { assetsCdnPlane } from '../../subgraphs/assets/delivery/cdn-plane';
 
 /** The assets services and both data planes on bare Fastify, against the real MongoDB-wire server. */
@@ -46,6 +47,8 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
   // Bearer keys of this harness: each `headers(p)` call mints one for `p`.
   const keys = new Map<string, Principal>();
   const bridge = Fastify();
+  // As on the bridge: a body refused while it arrives is drained after the answer.
+  installLingeringClose(bridge);
   await bridge.register(async (scope) =>
     assetsUploadPlane(scope, assets, async (req) => {
       const m = /^Bearer (\S+)$/.exec(req.headers.authorization ?? '');

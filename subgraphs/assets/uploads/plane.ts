@@ -213,8 +213,7 @@ export async function assetsUploadPlane(app: FastifyInstance, assets: UploadHost
       } catch (e) {
         // Nothing stays behind a refusal: the staged bytes and the quota hold go before the answer does.
         if (form && principal) await releaseForm(assets, principal, form).catch(() => undefined);
-        // Drain what the client still sends, so it reads our answer instead of a reset.
-        req.raw.resume();
+        // What the client still sends is drained by the bridge after this answer (rest-bridge/lingering-close.ts).
         return sendError(reply, e, req.log);
       }
     };
@@ -275,7 +274,6 @@ export async function assetsSessionPlane(app: FastifyInstance, assets: UploadHos
       reply.header('ETag', etagOf(asset.revision));
       return reply.status(201).send({ success: true, data: assetView(asset, assets.cfg.cdnUrl) });
     } catch (e) {
-      req.raw.resume();
       return sendError(reply, e, req.log);
     }
   });
@@ -300,7 +298,6 @@ export async function assetsSessionPlane(app: FastifyInstance, assets: UploadHos
         },
       });
     } catch (e) {
-      req.raw.resume();
       return sendError(reply, e, req.log);
     }
   });

@@ -99,7 +99,6 @@ export async function widgetPlane(app: FastifyInstance, assets: AssetsService): 
       return reply.status(201).send({ success: true, data: assetView(asset, assets.cfg.cdnUrl) });
     } catch (e) {
       if (form && principal) await releaseForm(assets, principal, form).catch(() => undefined);
-      req.raw.resume();
       return sendError(reply, e, req.log);
     }
   });
