@@ -72,6 +72,10 @@ export function renderNginxEdgeConfig(routes: ReadonlyMap<string, EdgeRoute>, o:
     map.push(`    ${host} ${name};`);
   }
   const timeout = `${Math.max(1, Math.round(o.upstreamTimeoutMs))}ms`;
+  // The map's hash: a bucket holds the longest name (release hosts are 56 bytes; names up to 253), the table every name.
+  const longest = Math.max(0, ...[...routes.keys()].map((h) => h.length));
+  const bucket = Math.max(64, 2 ** Math.ceil(Math.log2(longest + 32)));
+  const hashSize = Math.max(2048, 2 ** Math.ceil(Math.log2(map.length * 2 + 1)));
   const ws = o.publicScheme === 'https' ? 'wss' : 'ws';
   const defaultPort = o.publicScheme === 'https' ? '443' : '80';
   const lines = [
@@ -90,6 +94,9 @@ export function renderNginxEdgeConfig(routes: ReadonlyMap<string, EdgeRoute>, o:
     '  types { }',
     '  default_type "text/plain; charset=utf-8";',
     '  server_tokens off;',
+    // Before any map (nginx fixes them at the first one).
+    `  map_hash_bucket_size ${bucket};`,
+    `  map_hash_max_size ${hashSize};`,
     '  keepalive_requests 10000;',
     '  keepalive_timeout 75s;',
     '  client_max_body_size 0;',

@@ -45,6 +45,23 @@ function tailOf(file: string, lines = 5): string {
   }
 }
 
+const sizeOf = (file: string) => {
+  try {
+    return fs.statSync(file).size;
+  } catch {
+    return 0;
+  }
+};
+
+/** What a file holds from `offset` on ('' when it cannot be read). */
+function readFrom(file: string, offset: number): string {
+  try {
+    return fs.readFileSync(file).subarray(offset).toString('utf8');
+  } catch {
+    return '';
+  }
+}
+
 /** `setpriv` from util-linux, when this machine has it. */
 function setprivPath(): string | null {
   for (const dir of (process.env.PATH ?? '/usr/bin:/bin').split(':')) {
@@ -112,6 +129,7 @@ export class NginxEdgeProcess {
   private readonly child: ChildProcess;
   private applying: Promise<void> | null = null;
   private pending: string | null = null;
+  private failure: Error | null = null;
   private readonly onExit = () => this.kill();
 
   private constructor(
@@ -178,7 +196,11 @@ export class NginxEdgeProcess {
           while (this.pending !== null) {
             const next = this.pending;
             this.pending = null;
-            await this.reload(next);
+            this.failure = null;
+            await this.reload(next).catch((err: Error) => {
+              this.failure = err;
+              throw err;
+            });
           }
         } finally {
           this.applying = null;
@@ -188,9 +210,10 @@ export class NginxEdgeProcess {
     return this.applying;
   }
 
-  /** Resolves when no reload is in flight. */
+  /** Resolves when no reload is in flight; rejects when the last one failed (nginx serves an older table). */
   async settled(): Promise<void> {
     while (this.applying) await this.applying.catch(() => undefined);
+    if (this.failure) throw this.failure;
   }
 
   /**
@@ -202,6 +225,7 @@ export class NginxEdgeProcess {
   private async reload(conf: string): Promise<void> {
     if (this.exit !== undefined) throw new Error(`nginx exited (${this.exit})`);
     const before = new Set(this.workers());
+    const logFrom = sizeOf(this.errorLog);
     writeAtomically(this.confFile, conf);
     this.child.kill('SIGHUP');
     const draining = (pid: number) => {
@@ -215,6 +239,9 @@ export class NginxEdgeProcess {
     while (Date.now() < deadline && this.exit === undefined) {
       const now = this.workers();
       if (now.some((p) => !before.has(p)) && now.every((p) => !before.has(p) || draining(p))) return;
+      // A configuration nginx refuses: it says so in its error log and keeps the old one.
+      const said = readFrom(this.errorLog, logFrom);
+      if (said.includes('[emerg]')) throw new Error(`nginx refused the configuration: ${said.trim()}`);
       await sleep(5);
     }
     throw new Error(`nginx did not reload: ${tailOf(this.errorLog)}`);

@@ -209,7 +209,10 @@ export class Edge {
     return this.nginx ? 'nginx' : 'node';
   }
 
-  /** Resolves once the engine serves the newest table (at once for node; after nginx's reload for nginx). */
+  /**
+   * Resolves once the engine serves the newest table (at once for node; after nginx's reload for
+   * nginx); rejects when nginx refused it (it then serves the table before, the rest through the control listener).
+   */
   async settled(): Promise<void> {
     await this.nginx?.settled();
   }

@@ -174,6 +174,13 @@ describe.each(EDGE_ENGINES)('data plane edge (%s engine)', (engine) => {
     expect(edge.table().size).toBe(0);
   });
 
+  it("serves long host names (a release's address is 56 bytes; nginx's map needs its buckets sized for them)", async () => {
+    const long = `${'a'.repeat(200)}.releases.localhost`;
+    edge.upsert([long], { target: { host: '127.0.0.1', port: b.port }, state: 'running' });
+    await edge.settled();
+    expect(JSON.parse((await get(edge.port, long)).body).name).toBe('b');
+  });
+
   it('streams a response as it comes', async () => {
     const r = await get(edge.port, 'a.sites.localhost', '/stream');
     expect(r.body).toBe('first\nlast\n');
