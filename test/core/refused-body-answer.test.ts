@@ -37,7 +37,7 @@ describe('the bridge: an answer to a body refused while it arrives reaches the c
 
   /** `curl` sending `file`: the status and body it read (exit code 0: the answer arrived whole). */
   const curl = async (method: string, url: string, headers: Record<string, string>, file: string) => {
-    const args = ['-sS', '-X', method, '-o', '-', '-w', '\n%{http_code}', '--data-binary', `@${file}`];
+    const args = ['-sS', '--max-time', '15', '-X', method, '-o', '-', '-w', '\n%{http_code}', '--data-binary', `@${file}`];
     for (const [k, v] of Object.entries(headers)) args.push('-H', `${k}: ${v}`);
     const { stdout } = await promisify(execFile)('curl', [...args, url], { maxBuffer: 4 * MiB });
     const at = stdout.lastIndexOf('\n');
