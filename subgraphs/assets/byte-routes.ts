@@ -11,14 +11,15 @@ import {
   STANDARD_SUCCESS,
   STANDARD_WEBHOOK_HEADERS,
 } from '../../core/rest-byte-route';
-import { uploadFieldsSchema } from './uploads/uploads';
+import type { AnyZodObject } from 'zod';
 
 /**
  * The multipart form of an upload: `file` plus the text fields named, documented from the schema
- * the data planes parse the form with (`uploadFieldsSchema`), so the two cannot disagree.
+ * the data planes parse the form with (`form`: the uploads module's `uploadFieldsSchema`), so the two
+ * cannot disagree.
  */
-const uploadForm = (fields: (keyof typeof uploadFieldsSchema.shape)[]): Json => {
-  const text = jsonSchemaOf(uploadFieldsSchema, {
+const uploadForm = (form: AnyZodObject, fields: string[]): Json => {
+  const text = jsonSchemaOf(form, {
     metadata: 'A JSON object, as text.',
     tags: 'Comma-separated, or a JSON array of strings.',
   }).properties as Record<string, Json>;
@@ -46,9 +47,10 @@ const ASSET_ANSWER = (status: number): Json => ({
 /**
  * The Assets routes outside the rows, beside the data planes that serve them: multipart and
  * raw-byte uploads, the migration report, workflow hooks, the MCP endpoint, the upload widget and
- * inventory export files.
+ * inventory export files. The area's entry hands in the upload form's schema (this file, at the top
+ * of the area, imports no module: docs/decisions/0290-assets-module-faces.md).
  */
-export const assetsByteRoutes: ByteRoute[] = [
+export const assetsByteRoutes = (form: AnyZodObject): ByteRoute[] => [
   // Uploads (./uploads/plane.ts).
   {
     method: 'POST',
@@ -59,7 +61,16 @@ export const assetsByteRoutes: ByteRoute[] = [
         'A `multipart/form-data` body with one `file` part and optional text fields; the file streams to storage as it arrives. Checked against the content policy and quota before the asset is created.',
       requestBody: {
         required: true,
-        content: uploadForm(['bucket', 'key', 'folder', 'visibility', 'cache_control', 'metadata', 'checksum_sha256', 'tags']),
+        content: uploadForm(form, [
+          'bucket',
+          'key',
+          'folder',
+          'visibility',
+          'cache_control',
+          'metadata',
+          'checksum_sha256',
+          'tags',
+        ]),
       },
       responses: { ...ASSET_ANSWER(201), ...errors([400, 401, 402, 403, 404, 409, 413, 415, 422, 429, 503]) },
     }),
@@ -73,7 +84,7 @@ export const assetsByteRoutes: ByteRoute[] = [
         pathParam('assetID'),
         header('If-Match', false, { type: 'string' }, 'The revision (ETag) the replacement is based on; a stale one is a 412.'),
       ],
-      requestBody: { required: true, content: uploadForm(['checksum_sha256', 'branch']) },
+      requestBody: { required: true, content: uploadForm(form, ['checksum_sha256', 'branch']) },
       responses: { ...ASSET_ANSWER(200), ...errors([400, 401, 402, 403, 404, 409, 412, 413, 415, 422, 428, 429, 503]) },
     }),
   },
@@ -270,7 +281,7 @@ export const assetsByteRoutes: ByteRoute[] = [
           ),
           header('Origin', false, { type: 'string' }, "Must be one of the bucket's `allowed_origins`."),
         ],
-        requestBody: { required: true, content: uploadForm(['key', 'folder', 'metadata', 'checksum_sha256', 'tags']) },
+        requestBody: { required: true, content: uploadForm(form, ['key', 'folder', 'metadata', 'checksum_sha256', 'tags']) },
         responses: { ...ASSET_ANSWER(201), ...errors([400, 401, 402, 403, 404, 409, 413, 415, 422, 429, 503]) },
       },
     ),

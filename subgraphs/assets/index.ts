@@ -3,6 +3,7 @@ import { defineArea } from '../../core/area';
 import { composeModules } from '../../core/area-module';
 import { assetsByteRoutes } from './byte-routes';
 import { ASSETS_MODULES, type AssetsServices } from './modules';
+import { uploadFieldsSchema } from './uploads';
 import { type AssetsSettings, assetsSettingsSchema } from './settings';
 
 export type { AssetsService } from './storage';
@@ -16,5 +17,5 @@ export default defineArea<AssetsServices, AssetsSettings>({
   config: assetsSettingsSchema as unknown as z.ZodType<AssetsSettings>,
   ...composeModules<AssetsServices>(ASSETS_MODULES, 'assets'),
   // What the modules' data planes serve on the bridge, described in one file of the area.
-  byteRoutes: assetsByteRoutes,
+  byteRoutes: assetsByteRoutes(uploadFieldsSchema),
 });

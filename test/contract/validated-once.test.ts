@@ -6,7 +6,7 @@ import { areaRoutes } from '../../app/areas';
 import { encodeCursor } from '../../core/cursors';
 import { childLogger } from '../../core/logger';
 import { buildBridge } from '../../rest-bridge/server';
-import { uploadFieldsSchema } from '../../subgraphs/assets/uploads/uploads';
+import { uploadFieldsSchema } from '../../subgraphs/assets/uploads';
 
 /**
  * A request outside the documented schema is refused by the one schema that documents it, before

@@ -9,4 +9,4 @@ export { UploadCapabilities } from './capabilities';
 export { assetsUploadPlane, readForm, type ReadForm, releaseForm } from './plane';
 export { uploadRoutes } from './routes';
 export { UploadSessions } from './sessions';
-export { parseUploadFields, Uploads } from './uploads';
+export { parseUploadFields, uploadFieldsSchema, Uploads } from './uploads';
