@@ -35,9 +35,7 @@ export const connectionRoutes: AnyRoute[] = [
     scope: SCOPES.admin,
     errors: [409],
     creates: { connectionID: '/data/id' },
-    variables: (r) => ({
-      input: { name: r.body.name, type: r.body.type, config: r.body.config, secrets: r.body.secrets ?? null },
-    }),
+    derive: { body: 'input' },
     select: (d) => d.createAssetConnection,
     headers: revisionHeader,
     status: 201,
@@ -50,7 +48,6 @@ export const connectionRoutes: AnyRoute[] = [
     tag,
     operation: 'list-connections',
     scope: SCOPES.read,
-    variables: () => ({}),
     select: (d) => ({ items: d.assetConnections, next_cursor: '' }),
     status: 200,
     envelope: 'standard',
@@ -77,11 +74,9 @@ export const connectionRoutes: AnyRoute[] = [
     body: patchBody,
     scope: SCOPES.admin,
     errors: [409, 412],
-    variables: (r) => ({
-      id: r.params.connectionID,
-      ifMatch: ifMatch(r),
-      input: { name: r.body.name, config: r.body.config ?? null, secrets: r.body.secrets ?? null },
-    }),
+    // An absent `config` or `secrets` changes nothing (the service reads it as `{}`).
+    derive: { body: 'input' },
+    variables: (r) => ({ id: r.params.connectionID, ifMatch: ifMatch(r) }),
     select: (d) => d.updateAssetConnection,
     headers: revisionHeader,
     status: 200,
