@@ -18,7 +18,7 @@
 import { spawn } from 'node:child_process';
 import http from 'node:http';
 import net from 'node:net';
-import { chmodSync, cpSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createProxyServer } from 'http-proxy-3';
@@ -28,65 +28,14 @@ import { workerdBinary } from '../dataplane/workerd';
 import { NginxServer, nginxEdgeConfig, readNginxAccessLog } from '../infra/nginx';
 import { ReleaseHost, releaseHost } from '../dataplane/releases';
 import { Supervisor } from '../dataplane/supervisor';
-import type { LoadFigures, LoadTarget } from './load-stats';
+import { childrenOf, cpuOf, type Figures, loadInProcess, median, selfCpu } from './forwarder-kit';
 
 const FIXTURE = path.resolve(__dirname, '..', '..', 'test', 'fixtures', 'commerce', 'storefront');
-const TICK_US = 1e6 / 100; // USER_HZ is 100 on Linux
-
-type Figures = LoadFigures & { clientUs: number };
-
-/** The load generator in a process of its own: its CPU (reported per request) is neither the edge's nor workerd's. */
-function loadInProcess(target: LoadTarget, concurrency: number, seconds: number, warmup: number): Promise<Figures> {
-  const script = `const c0 = process.cpuUsage(); require(${JSON.stringify(path.join(__dirname, 'load-stats'))}).load(${JSON.stringify(target)}, ${concurrency}, ${seconds}, ${warmup}).then((f) => { const u = process.cpuUsage(c0); process.stdout.write(JSON.stringify({ ...f, clientUs: (u.user + u.system) / (f.requests + ${warmup}) })); }, (e) => { console.error(e.message); process.exit(1); });`;
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    child.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
-    child.on('error', reject);
-    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out) as Figures) : reject(new Error(`load exited ${code}`))));
-  });
-}
-
-/** utime + stime of a process, in µs (0 when it is gone). */
-function cpuOf(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) * TICK_US;
-  } catch {
-    return 0;
-  }
-}
-
-/** The children of a process (the launcher's child is workerd). */
-function childrenOf(pid: number): number[] {
-  const out: number[] = [];
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) out.push(Number(d));
-    } catch {
-      /* gone */
-    }
-  }
-  return out;
-}
-
 /** A forwarder measured; `cpu` (µs, from /proc) when it is not this process. */
 type Variant = { name: string; port: number; cpu?: () => number; workerdCpu?: () => number; log?: string };
 
 const wanted = () =>
   (process.env.BENCH_VARIANTS ?? 'edge,edge-unobserved,http-proxy-3,undici,undici-pipelined,tcp-pipe,nginx').split(',');
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
-const selfCpu = () => {
-  const u = process.cpuUsage();
-  return u.user + u.system;
-};
 
 /**
  * The other forwarders the edge was compared with (decision 0245), each on a port of its own in

@@ -89,7 +89,7 @@ function answers(host: string, port: number): Promise<boolean> {
 }
 
 /** The user nginx's workers run as when it starts as root: the platform's own, so they reach the workloads' sockets. */
-function workerUser(): string | undefined {
+export function nginxWorkerUser(): string | undefined {
   if (typeof process.getuid !== 'function' || process.getuid() !== 0) return undefined;
   return os.userInfo().username;
 }
@@ -142,7 +142,7 @@ export class NginxEdgeEngine {
       upstreamTimeoutMs: this.o.upstreamTimeoutMs,
       accessLog: this.accessLog,
       workers: this.o.workers,
-      user: workerUser(),
+      user: nginxWorkerUser(),
     });
   }
 
