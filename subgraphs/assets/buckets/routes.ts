@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { camelKeys } from '../../../core/field-names';
 import { type AnyRoute, route } from '../../../core/rest-route';
 import { P, ifMatch, str, tag, SCOPES } from '../records';
 import { revisionHeader } from '../revisions';
@@ -24,7 +23,6 @@ export const bucketRoutes: AnyRoute[] = [
     tag,
     operation: 'list-buckets',
     scope: SCOPES.read,
-    variables: () => ({}),
     select: (d) => d.assetBuckets,
     status: 200,
     envelope: 'standard',
@@ -39,7 +37,7 @@ export const bucketRoutes: AnyRoute[] = [
     scope: SCOPES.admin,
     // 409: a bucket with this name exists.
     errors: [409],
-    variables: ({ body }) => ({ input: camelKeys(body) }),
+    derive: { body: 'input' },
     select: (d) => d.createAssetBucket,
     headers: revisionHeader,
     status: 201,
@@ -55,7 +53,8 @@ export const bucketRoutes: AnyRoute[] = [
     scope: SCOPES.admin,
     // 428 without If-Match, 412 when it names another revision (spec 7.3); 409 duplicate key, non-empty bucket or job in progress.
     errors: [409, 412, 428],
-    variables: (r) => ({ id: r.params.bucketID, input: camelKeys(r.body), ifMatch: ifMatch(r) }),
+    derive: { body: 'input' },
+    variables: (r) => ({ id: r.params.bucketID, ifMatch: ifMatch(r) }),
     select: (d) => d.updateAssetBucket,
     headers: revisionHeader,
     status: 200,
@@ -82,7 +81,6 @@ export const bucketRoutes: AnyRoute[] = [
     tag,
     operation: 'get-policy',
     scope: SCOPES.read,
-    variables: () => ({}),
     select: (d) => d.assetContentPolicy,
     status: 200,
     envelope: 'standard',
@@ -95,15 +93,7 @@ export const bucketRoutes: AnyRoute[] = [
     operation: 'put-policy',
     body: policyBody,
     scope: SCOPES.admin,
-    variables: ({ body: b }) => ({
-      input: {
-        allowedMimeTypes: b.allowed_mime_types,
-        maxImageBytes: b.max_image_bytes,
-        maxVideoBytes: b.max_video_bytes,
-        maxOtherBytes: b.max_other_bytes,
-        requireScan: b.require_scan,
-      },
-    }),
+    derive: { body: 'input' },
     select: (d) => d.putAssetContentPolicy,
     status: 200,
     envelope: 'standard',
