@@ -18,7 +18,6 @@
  * 3; BENCH_CONCURRENCY, 8; BENCH_WARMUP, 300; BENCH_PROMOTE_SECONDS, 5; BENCH_PROMOTE_MS, 250). Not
  * part of `npm run bench`.
  */
-import { spawn } from 'node:child_process';
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -30,7 +29,7 @@ import { NginxEdgeProcess } from '../dataplane/edge-nginx-process';
 import { productionHost, ReleaseHost, releaseHost } from '../dataplane/releases';
 import { endpointOf, freePort, Supervisor } from '../dataplane/supervisor';
 import { ensureNginxInstalled, nginxBinary } from '../infra/nginx';
-import { childrenOf, cpuOf, type Figures, loadInProcess, median, selfCpu } from './forwarder-kit';
+import { childrenOf, cpuOf, type Figures, jsonOfScript, loadInProcess, median, selfCpu } from './forwarder-kit';
 
 const FIXTURE = path.resolve(__dirname, '..', '..', 'test', 'fixtures', 'commerce', 'storefront');
 const num = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
@@ -55,13 +54,7 @@ const one = () => new Promise((resolve) => {
 });
 const client = async () => { while (Date.now() < until) await one(); };
 Promise.all(Array.from({ length: ${concurrency} }, client)).then(() => { process.stdout.write(JSON.stringify({ ok, failed, errors })); agent.destroy(); });`;
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    child.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
-    child.on('error', reject);
-    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out) as Outcomes) : reject(new Error(`load exited ${code}`))));
-  });
+  return jsonOfScript<Outcomes>(script);
 }
 
 async function main(): Promise<void> {

@@ -12,12 +12,17 @@ export type Figures = LoadFigures & { clientUs: number };
 /** The load generator in a process of its own: its CPU (reported per request) is neither the forwarder's nor workerd's. */
 export function loadInProcess(target: LoadTarget, concurrency: number, seconds: number, warmup: number): Promise<Figures> {
   const script = `const c0 = process.cpuUsage(); require(${JSON.stringify(path.join(__dirname, 'load-stats'))}).load(${JSON.stringify(target)}, ${concurrency}, ${seconds}, ${warmup}).then((f) => { const u = process.cpuUsage(c0); process.stdout.write(JSON.stringify({ ...f, clientUs: (u.user + u.system) / (f.requests + ${warmup}) })); }, (e) => { console.error(e.message); process.exit(1); });`;
+  return jsonOfScript<Figures>(script);
+}
+
+/** Runs `script` in a Node process of its own and answers the JSON it writes to stdout. */
+export function jsonOfScript<T>(script: string): Promise<T> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
     child.on('error', reject);
-    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out) as Figures) : reject(new Error(`load exited ${code}`))));
+    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out) as T) : reject(new Error(`load exited ${code}`))));
   });
 }
 

@@ -45,6 +45,23 @@ export interface NginxEdgeAccessLine {
   remote: string;
 }
 
+/**
+ * The start of a configuration run in its own folder (`-p PREFIX`): workers, pid and error log in
+ * the folder, temp files under `tmp/`, and the `http {` block opened.
+ */
+export function nginxPreamble(workers: number): string[] {
+  return [
+    `worker_processes ${workers};`,
+    'pid nginx.pid;',
+    'error_log error.log warn;',
+    'events { worker_connections 4096; }',
+    'http {',
+    ...['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map(
+      (t) => `  ${t}_temp_path tmp/${t === 'client_body' ? 'body' : t};`,
+    ),
+  ];
+}
+
 /** Host names nginx gets in its map; any other key is left to the control listener (the Node side forwards it). */
 const PLAIN_HOST = /^[a-z0-9](?:[a-z0-9.-]{0,251}[a-z0-9])?$/;
 
@@ -80,16 +97,7 @@ export function renderNginxEdgeConfig(routes: ReadonlyMap<string, EdgeRoute>, o:
   const defaultPort = o.publicScheme === 'https' ? '443' : '80';
   const lines = [
     ...(o.user ? [`user ${o.user};`] : []),
-    `worker_processes ${o.workers ?? 1};`,
-    'pid nginx.pid;',
-    'error_log error.log warn;',
-    'events { worker_connections 4096; }',
-    'http {',
-    '  client_body_temp_path tmp/body;',
-    '  proxy_temp_path tmp/proxy;',
-    '  fastcgi_temp_path tmp/fastcgi;',
-    '  uwsgi_temp_path tmp/uwsgi;',
-    '  scgi_temp_path tmp/scgi;',
+    ...nginxPreamble(o.workers ?? 1),
     // The edge's own answers are plain text (the workloads' keep theirs).
     '  types { }',
     '  default_type "text/plain; charset=utf-8";',

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { InfraError, LOCAL_HOST, dataDir, portAnswers, sleep, tail } from './tools';
 import { type DebianPackage, installDebianPackages } from './debian';
 import { childPids } from '../dataplane/edge-nginx-process';
+import { nginxPreamble } from '../dataplane/edge-nginx-config';
 
 /**
  * nginx from the Debian archive, run unprivileged as a native edge in front of local workloads: the
@@ -112,16 +113,7 @@ export function nginxEdgeConfig(o: NginxEdgeOptions): string {
   const keepalive = o.upstreamKeepalive ?? 32;
   const log = o.accessLog ?? 'access.log';
   const lines: string[] = [
-    `worker_processes ${o.workers ?? 1};`,
-    'pid nginx.pid;',
-    'error_log error.log warn;',
-    'events { worker_connections 4096; }',
-    'http {',
-    '  client_body_temp_path tmp/body;',
-    '  proxy_temp_path tmp/proxy;',
-    '  fastcgi_temp_path tmp/fastcgi;',
-    '  uwsgi_temp_path tmp/uwsgi;',
-    '  scgi_temp_path tmp/scgi;',
+    ...nginxPreamble(o.workers ?? 1),
     '  server_tokens off;',
     '  keepalive_requests 100000;',
     '  keepalive_timeout 75s;',
