@@ -144,17 +144,8 @@ export const assetsRoutes: AnyRoute[] = [
     scope: SCOPES.write,
     // 428 without If-Match, 412 when it names another revision (spec 7.3); 409 duplicate key, non-empty bucket or job in progress.
     errors: [409, 412, 428],
-    variables: (r) => ({
-      id: id(r),
-      ifMatch: ifMatch(r),
-      input: {
-        bucket: r.body.bucket,
-        key: r.body.key,
-        originalName: r.body.original_name,
-        cacheControl: r.body.cache_control,
-        visibility: r.body.visibility,
-      },
-    }),
+    derive: { body: 'input' },
+    variables: (r) => ({ id: id(r), ifMatch: ifMatch(r) }),
     select: (d) => d.patchAsset,
     headers: revisionHeader,
     status: 200,
@@ -184,7 +175,8 @@ export const assetsRoutes: AnyRoute[] = [
     scope: SCOPES.write,
     // 428 without If-Match, 412 when it names another revision (spec 7.3).
     errors: [412, 428],
-    variables: (r) => ({ id: id(r), tags: r.body.tags, ifMatch: ifMatch(r) }),
+    derive: { body: '.' },
+    variables: (r) => ({ id: id(r), ifMatch: ifMatch(r) }),
     select: (d) => d.setAssetTags,
     headers: revisionHeader,
     status: 200,
@@ -273,7 +265,8 @@ export const assetsRoutes: AnyRoute[] = [
     scope: SCOPES.write,
     // 409: the branch exists (main always does).
     errors: [409],
-    variables: (r) => ({ id: id(r), name: r.body.name, fromVersion: r.body.from_version ?? null }),
+    derive: { body: '.' },
+    variables: (r) => ({ id: id(r) }),
     select: (d) => d.createAssetBranch,
     headers: revisionHeader,
     status: 201,
