@@ -24,6 +24,7 @@ import type { Ports } from '../core/ports';
 import type { FeedHub } from './feed-hub';
 import { attachSubscriptions, type SocketLimits } from './subscriptions';
 import { wholeSchemaIntrospection } from './tools-schema';
+import { SingleFetchGateway } from './single-fetch';
 
 export interface RouterOptions {
   supergraphSdl: string;
@@ -67,6 +68,8 @@ export function clientAddress(request: IncomingMessage, trustProxy: string[] | f
 /** The federated graph: gateway + Apollo Server, usable in-process (bridge) or over HTTP. */
 export class Router {
   readonly apollo: ApolloServer<GatewayContext>;
+  /** The gateway, with its single-fetch path (decision 0313). */
+  readonly gateway: SingleFetchGateway;
   private app?: FastifyInstance;
   private subs?: { close(): Promise<void> };
   private readonly limits: EdgeLimits;
@@ -77,16 +80,20 @@ export class Router {
       authFailuresPerMinute: opts.authFailuresPerMinute,
     });
     const local = new Map(opts.local.map((s) => [s.name, s]));
-    const gateway = new ApolloGateway({
-      supergraphSdl: opts.supergraphSdl,
-      buildService: ({ name, url }): GraphQLDataSource => {
-        const subgraph = local.get(name);
-        if (subgraph) return new InProcessDataSource(subgraph, opts.log);
-        return new SignedRemoteDataSource(name, { url: opts.remoteUrls?.[name] ?? url });
-      },
-    });
+    this.gateway = new SingleFetchGateway(
+      ({ wrap, didResolveQueryPlan }) =>
+        new ApolloGateway({
+          supergraphSdl: opts.supergraphSdl,
+          buildService: ({ name, url }): GraphQLDataSource => {
+            const subgraph = local.get(name);
+            if (subgraph) return wrap(name, new InProcessDataSource(subgraph, opts.log));
+            return wrap(name, new SignedRemoteDataSource(name, { url: opts.remoteUrls?.[name] ?? url }));
+          },
+          experimental_didResolveQueryPlan: didResolveQueryPlan,
+        }),
+    );
     this.apollo = new ApolloServer<GatewayContext>({
-      gateway,
+      gateway: this.gateway,
       formatError: (formatted, error) => formatPlatformError(formatted, error, opts.log),
       includeStacktraceInErrorResponses: false,
       introspection: introspectionAllowed(opts.nodeEnv),
