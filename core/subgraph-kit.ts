@@ -4,6 +4,7 @@ import { printSchemaWithDirectives } from '@graphql-tools/utils';
 import { type GraphQLFieldResolver, GraphQLScalarType, type GraphQLSchema, parse } from 'graphql';
 import { type AuthChecker, buildSchema, createResolversMap, getMetadataStorage, type NonEmptyArray } from 'type-graphql';
 import { badRequest, isPlatformError, type PlatformError } from './errors';
+import { isoDateSerializer } from './graphql-dates';
 import type { AreaScopes } from './scopes';
 import {
   ForgedPrincipalError,
@@ -170,12 +171,17 @@ export function storableJson<T>(value: T): T {
   return value;
 }
 
-/** A custom scalar whose inline literals parse to plain objects (see plainJson) and whose values are storable (storableJson). */
+/**
+ * A custom scalar whose inline literals parse to plain objects (see plainJson) and whose values are
+ * storable (storableJson); `DateTimeISO` writes Dates with isoDateSerializer.
+ */
 function withPlainLiterals(scalar: GraphQLScalarType): GraphQLScalarType {
   const config = scalar.toConfig();
   const { parseLiteral, parseValue } = config;
   return new GraphQLScalarType({
     ...config,
+    // Dates written without toISOString, to the same string (decision 0314).
+    ...(config.name === 'DateTimeISO' ? { serialize: isoDateSerializer(config.serialize) } : {}),
     parseValue: (value) => storableJson(parseValue ? parseValue(value) : value),
     parseLiteral: parseLiteral ? (ast, variables) => storableJson(plainJson(parseLiteral(ast, variables))) : undefined,
   });
