@@ -12,6 +12,9 @@
  *   layers    the metadata read one at a time through the bridge, the router (POST /graphql) and
  *             straight to the publisher subgraph (signed principal), against the plain handler:
  *             where the time goes, and the router's own overhead at p50/p99
+ *   path      the read path's changes one at a time and together (bench/read-path.ts): CPU ms per
+ *             request at c=1 via bridge, router and subgraph with the router's single-fetch path and
+ *             the ISO date writer off (before) and on (decisions 0313, 0314)
  *   cdn       a 100 KiB public asset from {cdn_url} vs a plain static file server (baselines/static-files.ts)
  *   upload    POST /api/v1/assets/upload of BENCH_UPLOAD_MIB (64) vs a raw loopback disk write (baselines/disk-writes.ts)
  *   events    publish → consume through the platform's event bus vs a bare kafkajs producer/consumer
@@ -185,7 +188,7 @@ async function main(): Promise<void> {
   try {
     engineLines = await engines(platform);
     const created = await platform.services.identity.createApiKey({ accountSlug: `bench-${id}`, plan: 'pro' });
-    if (wanted('reads') || wanted('layers')) await readsSection(platform, mongodbUri, created.key);
+    if (wanted('reads') || wanted('layers') || wanted('path')) await readsSection(platform, mongodbUri, created.key);
     const dir = await mkdtemp(path.join(os.tmpdir(), 'bench-'));
     try {
       if (wanted('cdn')) await cdnSection(platform, created.key, dir);

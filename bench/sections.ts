@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import { open, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Platform } from '../app/platform';
-import { operationDocument } from '../app/areas';
 import { PRINCIPAL_HEADER, signPrincipal } from '../core/principal';
 import { type PubSub, bareKafka, publishConsume } from './baselines/bare-kafka';
 import { rawLoopbackWrite } from './baselines/disk-writes';
@@ -27,6 +26,7 @@ import {
   wanted,
 } from './bench-kit';
 import type { LoadTarget } from './load-stats';
+import { layerTargets, readPathSection } from './read-path';
 
 /** The measured sections of `npm run bench` (bench/run-all.ts describes each and runs them in order). */
 
@@ -35,6 +35,7 @@ export async function readsSection(platform: Platform, mongodbUri: string, key: 
   const plain = await startPlainPublisher(mongodbUri);
   try {
     if (wanted('layers')) await layersSection(platform, plain.url, key, projectId);
+    if (wanted('path')) await readPathSection(platform, plain.url, key, projectId);
     if (!wanted('reads')) return;
     const headers = { authorization: `Bearer ${key}` };
     for (const [name, suffix, goals] of [
@@ -97,30 +98,7 @@ async function layersOf(
   suffix: string,
   operation: string,
 ): Promise<void> {
-  const path = `/api/v1/publisher/projects/${projectId}${suffix}`;
-  const auth = { authorization: `Bearer ${key}` };
-  const json = { 'content-type': 'application/json' };
-  const body = JSON.stringify({ query: operationDocument('publisher', operation), variables: { projectId } });
-  const principal = await platform.services.identity.authenticate(key);
-  const targets: Array<[string, () => LoadTarget]> = [
-    ['bridge (REST)', () => ({ url: `${platform.bridgeUrl}${path}`, headers: auth })],
-    ['router (POST /graphql)', () => ({ url: platform.routerUrl!, method: 'POST', headers: { ...auth, ...json }, body })],
-    [
-      'publisher subgraph',
-      () => {
-        // Signed as the router does; valid 30 s for this request id, so signed again per round.
-        const requestId = `bench-${randomBytes(6).toString('hex')}`;
-        const signed = signPrincipal(principal, { audience: 'publisher', requestId }, platform.config.INTERNAL_SIGNING_KEY);
-        return {
-          url: platform.subgraphUrls.publisher,
-          method: 'POST',
-          headers: { ...json, 'x-request-id': requestId, [PRINCIPAL_HEADER]: signed },
-          body,
-        };
-      },
-    ],
-    ['plain handler', () => ({ url: `${plainUrl}${path}`, headers: auth })],
-  ];
+  const targets = await layerTargets(platform, plainUrl, key, projectId, suffix, operation);
   const mean = await meansOfSerial(targets);
   const plainP50 = mean('plain handler', 'p50');
   const plainP99 = mean('plain handler', 'p99');
