@@ -102,12 +102,13 @@ const alive = (pid: number) => fs.existsSync(`/proc/${pid}`);
  */
 function killStale(prefix: string, binary: string): void {
   const root = path.dirname(prefix);
+  const ours = path.basename(root) === 'edge-nginx';
   const stale = (dir: string) => {
     if (dir === prefix) return true;
+    // Only in the engine's own folder (`…/edge-nginx/`), never beside a prefix elsewhere (e.g. the temp folder).
     const m = /^run-(\d+)-\d+$/.exec(path.basename(dir));
-    return path.dirname(dir) === root && m !== null && !alive(Number(m[1]));
+    return ours && path.dirname(dir) === root && m !== null && !alive(Number(m[1]));
   };
-  const gone = new Set<string>();
   for (const d of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue;
     const pid = Number(d);
@@ -116,12 +117,13 @@ function killStale(prefix: string, binary: string): void {
     } catch {
       continue;
     }
-    const dirs = openFolders(pid).filter(stale);
-    if (dirs.length === 0) continue;
-    killQuietly(pid);
-    for (const dir of dirs) if (dir !== prefix) gone.add(dir);
+    if (openFolders(pid).some(stale)) killQuietly(pid);
   }
-  for (const dir of gone) fs.rmSync(dir, { recursive: true, force: true });
+  // The folders of runs whose process is gone.
+  for (const name of fs.existsSync(root) ? fs.readdirSync(root) : []) {
+    const dir = path.join(root, name);
+    if (dir !== prefix && stale(dir)) fs.rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 export class NginxEdgeProcess {

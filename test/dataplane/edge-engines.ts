@@ -11,6 +11,7 @@ export const EDGE_ENGINES: EdgeEngineName[] = ['node', 'nginx'];
 export async function edgeWith(engine: EdgeEngineName, opts: EdgeOptions = {}): Promise<Edge> {
   if (engine === 'node') return new Edge({ ...opts, engine });
   await ensureNginxInstalled();
-  const prefix = path.join(mkdtempSync(path.join(tmpdir(), 'edge-nginx-')), 'nginx');
+  // Removed when the edge closes (ephemeral).
+  const prefix = mkdtempSync(path.join(tmpdir(), 'edge-nginx-'));
   return new Edge({ ...opts, engine, nginx: { binary: nginxBinary(), prefix, ephemeral: true } });
 }
