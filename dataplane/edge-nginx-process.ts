@@ -132,6 +132,10 @@ export class NginxEdgeProcess {
   private applying: Promise<void> | null = null;
   private pending: string | null = null;
   private failure: Error | null = null;
+  /** The text last asked for (at start or by `apply`). */
+  private wanted = '';
+  /** How many reloads were sent (a table change that renders the same text sends none). */
+  reloads = 0;
   private readonly onExit = () => this.kill();
 
   private constructor(
@@ -171,6 +175,7 @@ export class NginxEdgeProcess {
     killStale(prefix, binary);
     writeAtomically(path.join(prefix, 'nginx.conf'), conf);
     const p = new NginxEdgeProcess(binary, prefix);
+    p.wanted = conf;
     const deadline = Date.now() + 15_000;
     while (Date.now() < deadline && p.exit === undefined) {
       if (await ready()) return p;
@@ -187,10 +192,14 @@ export class NginxEdgeProcess {
   }
 
   /**
-   * Applies `conf`: at most one reload runs at a time; a call during one replaces what the next
+   * Applies `conf` (nothing when it is the text already asked for): at most one reload runs at a time; a call during one replaces what the next
    * applies (a burst of changes costs one or two reloads). Resolves once `conf` (or a newer text) is live.
    */
   apply(conf: string): Promise<void> {
+    // The same text again (a reconcile pass routing what is already routed): no reload, which would
+    // close the idle kept-alive client connections for nothing.
+    if (conf === this.wanted && !this.failure) return this.applying ?? Promise.resolve();
+    this.wanted = conf;
     this.pending = conf;
     if (!this.applying) {
       this.applying = (async () => {
@@ -229,6 +238,7 @@ export class NginxEdgeProcess {
     const before = new Set(this.workers());
     const logFrom = sizeOf(this.errorLog);
     writeAtomically(this.confFile, conf);
+    this.reloads += 1;
     this.child.kill('SIGHUP');
     const draining = (pid: number) => {
       try {

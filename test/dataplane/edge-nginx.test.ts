@@ -6,6 +6,7 @@ import { outcomesOf, parseAccessLine, renderNginxEdgeConfig } from '../../datapl
 import { NginxEdgeProcess } from '../../dataplane/edge-nginx-process';
 import { freePort } from '../../dataplane/supervisor';
 import { ensureNginxInstalled, nginxBinary } from '../../infra/nginx';
+import { edgeWith } from './edge-engines';
 
 /** The nginx engine's own parts (docs/decisions/0310-nginx-edge-engine.md): access lines, and what a killed run leaves. */
 
@@ -35,6 +36,27 @@ describe('the nginx edge engine', () => {
     expect(outcomesOf(line({ status: 400, upstream: '', kind: 'control' }))).toEqual(['bad_request']);
     expect(outcomesOf(line({ status: 404, kind: 'control' }))).toEqual([]); // counted by the control listener
     expect(parseAccessLine('{"host":"a"')).toBeNull();
+  });
+
+  it('reloads only when the rendered configuration changes (routing what is already routed costs nothing)', async () => {
+    const edge = await edgeWith('nginx', { port: 0 });
+    await edge.listen();
+    try {
+      const proc = (edge as unknown as { nginx: { proc: NginxEdgeProcess } }).nginx.proc;
+      const route = { target: { host: '127.0.0.1', port: 9 }, state: 'running' as const, owner: 'x' };
+      edge.upsert(['x.sites.localhost'], route);
+      await edge.settled();
+      const after = proc.reloads;
+      edge.upsert(['x.sites.localhost'], { ...route });
+      edge.setState('nobody', 'stopped');
+      await edge.settled();
+      expect(proc.reloads).toBe(after);
+      edge.setState('x', 'stopped');
+      await edge.settled();
+      expect(proc.reloads).toBe(after + 1);
+    } finally {
+      await edge.close();
+    }
   });
 
   it('stops the workers a killed master left listening, at the next start in the same folder', async () => {
