@@ -2,6 +2,7 @@ import http from 'node:http';
 import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { type Edge, hostKey } from './edge';
+import type { EdgeAccess } from './edge-common';
 import { endpointOf, type Supervisor } from './supervisor';
 import { type DriverWorkload, RuntimeDrivers } from './runtimes/driver';
 import { appDriver, storefrontDriver } from './runtimes/bundles';
@@ -88,7 +89,7 @@ export class ReleaseHost {
     this.rule = o.degradedRule ?? DEGRADED_RULE;
     this.drivers = o.drivers ?? new RuntimeDrivers([storefrontDriver, appDriver]);
     // The edge answers; this only watches requests finish.
-    o.edge.observe((req, res) => this.observe(req, res));
+    o.edge.observe((req, res, access) => this.observe(req, res, access));
     this.timer = setInterval(() => this.tick(), o.flushMs ?? 1_000);
     this.timer.unref();
     if (o.housekeeping) {
@@ -282,7 +283,8 @@ export class ReleaseHost {
     await this.flush();
   }
 
-  private observe(req: http.IncomingMessage, res: http.ServerResponse): void {
+  /** One request the edge received; `access` (the nginx engine's access line) carries its own duration. */
+  private observe(req: http.IncomingMessage, res: http.ServerResponse, access?: EdgeAccess): void {
     const host = hostKey(req.headers.host);
     const onRelease = host.endsWith(`.${RELEASES_DOMAIN}`);
     const onShop = host.endsWith(`.${SHOP_DOMAIN}`);
@@ -296,7 +298,7 @@ export class ReleaseHost {
     const at = new Date();
     res.once('close', () => {
       const status = res.headersSent ? res.statusCode : 499;
-      this.buffer.push({ projectId, releaseId, at, status, ms: performance.now() - start });
+      this.buffer.push({ projectId, releaseId, at, status, ms: access?.ms ?? performance.now() - start });
       if (releaseId) {
         const w = this.windows.get(releaseId) ?? [];
         w.push({ at: Date.now(), error: status >= 500 });
