@@ -2,7 +2,7 @@ import { readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Edge } from './edge';
 import type { InstalledRuntime, ProgressFn, RuntimeCache, RuntimeSpec } from './runtime-cache';
-import { type DriverLayout, type DriverOwner, type DriverWorkload, type RuntimeDriver, RuntimeDrivers } from './runtimes/driver';
+import { type DriverLayout, type DriverOwner, type DriverWorkload, RuntimeDrivers } from './runtimes/driver';
 import { ghostDriver } from './runtimes/ghost';
 import type { MysqlSiteDatabase } from './site-database';
 import { endpointOf, type Supervisor, type WorkloadStatus } from './supervisor';
@@ -337,5 +337,3 @@ export class SiteHost {
 export class SiteHostError extends Error {
   readonly code = 'site_unhealthy';
 }
-
-export type { RuntimeDriver };
