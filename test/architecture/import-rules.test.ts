@@ -24,7 +24,7 @@ describe('import rules of the area kit', () => {
 
   it('let areas import the data plane, and keep the data plane below every area', () => {
     expect(checkImport('subgraphs/publisher/executors.ts', 'dataplane/supervisor')).toBeNull();
-    expect(checkImport('dataplane/ghost.ts', 'dataplane/supervisor')).toBeNull();
+    expect(checkImport('dataplane/runtimes/ghost.ts', 'dataplane/supervisor')).toBeNull();
     expect(checkImport('dataplane/edge.ts', 'core/errors')).toBeNull();
     expect(checkImport('dataplane/edge.ts', 'subgraphs/publisher/model')).toMatch(/data plane/);
     expect(checkImport('dataplane/edge.ts', 'rest-bridge/server')).toMatch(/data plane/);
