@@ -46,18 +46,24 @@ function linger(req: IncomingMessage, socket: Socket): void {
   const first = socket.bytesRead;
   let seen = first;
   let lastByteAt = started;
+  // One listener per lingering, removed with its timer: a kept-alive socket that lingers after many
+  // refused requests does not collect them.
+  const stop = () => {
+    clearInterval(timer);
+    socket.off('close', stop);
+  };
   const timer = setInterval(() => {
-    if (req.complete || socket.destroyed) return clearInterval(timer);
+    if (req.complete || socket.destroyed) return stop();
     const now = Date.now();
     if (socket.bytesRead !== seen) {
       seen = socket.bytesRead;
       lastByteAt = now;
     }
     if (seen - first > LINGER_MAX_BYTES || now - started > LINGER_MS || now - lastByteAt > LINGER_IDLE_MS) {
-      clearInterval(timer);
+      stop();
       socket.destroy();
     }
   }, CHECK_MS);
   timer.unref();
-  socket.once('close', () => clearInterval(timer));
+  socket.once('close', stop);
 }
