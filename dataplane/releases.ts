@@ -4,7 +4,7 @@ import path from 'node:path';
 import { type Edge, hostKey } from './edge';
 import type { EdgeAccess } from './edge-common';
 import { endpointOf, type Supervisor } from './supervisor';
-import { type DriverWorkload, RuntimeDrivers } from './runtimes/driver';
+import { type DriverWorkload, probeUntil, RuntimeDrivers } from './runtimes/driver';
 import { appDriver, storefrontDriver } from './runtimes/bundles';
 import type { BundleKind } from './workerd';
 
@@ -173,23 +173,11 @@ export class ReleaseHost {
 
   /** The driver's probe through the edge (the release's own address), until it answers or the gate's time is up. */
   private async gate(kind: BundleKind, w: DriverWorkload): Promise<GateResult> {
-    const driver = this.drivers.get(kind);
-    const t0 = Date.now();
-    const until = t0 + (this.o.healthGateMs ?? HEALTH_GATE_MS);
-    let last = 'no answer';
-    for (;;) {
-      const timeoutMs = Math.max(1, Math.min(5_000, until - Date.now()));
-      try {
-        if ((await driver.probe({ port: this.o.edge.port }, w, timeoutMs)) !== null)
-          return { healthy: true, ms: Date.now() - t0 };
-      } catch (e) {
-        last = (e as Error).message;
-      }
-      if (Date.now() + 250 >= until) break;
-      await new Promise((res) => setTimeout(res, 250));
-    }
+    const deadline = Date.now() + (this.o.healthGateMs ?? HEALTH_GATE_MS);
+    const out = await probeUntil(this.drivers.get(kind), w, { at: () => ({ port: this.o.edge.port }), deadline });
+    if (out.ok) return { healthy: true, ms: out.ms };
     await this.stop(w.id);
-    return { healthy: false, ms: Date.now() - t0, last };
+    return { healthy: false, ms: out.ms, last: out.last };
   }
 
   /** The release passed its gate: the degraded rule watches it from now on. */

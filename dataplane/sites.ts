@@ -2,7 +2,7 @@ import { readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Edge } from './edge';
 import type { InstalledRuntime, ProgressFn, RuntimeCache, RuntimeSpec } from './runtime-cache';
-import { type DriverLayout, type DriverOwner, type DriverWorkload, RuntimeDrivers } from './runtimes/driver';
+import { type DriverLayout, type DriverOwner, type DriverWorkload, probeUntil, RuntimeDrivers } from './runtimes/driver';
 import { ghostDriver } from './runtimes/ghost';
 import type { MysqlSiteDatabase } from './site-database';
 import { endpointOf, type Supervisor, type WorkloadStatus } from './supervisor';
@@ -285,27 +285,19 @@ export class SiteHost {
   /** Probes the site with its driver until it answers, it crashed for good, or the deadline passes. */
   private async waitHealthy(siteId: string): Promise<{ version: string; ms: number }> {
     const site = this.get(siteId);
-    const driver = this.drivers.get(site.runtime.name);
-    const w = this.workload(site);
-    const started = Date.now();
-    let last = 'no answer';
-    while (Date.now() - started < (this.o.healthTimeoutMs ?? 180_000)) {
+    const status = () => {
       const st = this.o.supervisor.status(siteId);
       if (!st) throw new SiteHostError(`site ${siteId} is not supervised`);
-      if (st.state === 'failed') break;
-      if (st.state === 'running') {
-        try {
-          const version = await driver.probe(endpointOf(st), w);
-          if (version !== null) return { version, ms: Date.now() - started };
-          last = 'not serving yet';
-        } catch (e) {
-          last = (e as Error).message;
-        }
-      }
-      await new Promise((r) => setTimeout(r, 250));
-    }
+      return st;
+    };
+    const out = await probeUntil(this.drivers.get(site.runtime.name), this.workload(site), {
+      at: () => (status().state === 'running' ? endpointOf(status()) : null),
+      gaveUp: () => (status().state === 'failed' ? 'it kept crashing' : null),
+      deadline: Date.now() + (this.o.healthTimeoutMs ?? 180_000),
+    });
+    if (out.ok) return { version: out.version, ms: out.ms };
     const tail = this.o.supervisor.logs(siteId).slice(-5).join(' | ');
-    throw new SiteHostError(`site ${siteId} did not become healthy (${last}); last output: ${tail}`);
+    throw new SiteHostError(`site ${siteId} did not become healthy (${out.last}); last output: ${tail}`);
   }
 
   /** What the site's driver is handed. */

@@ -106,3 +106,43 @@ export class RuntimeDrivers {
     return d;
   }
 }
+
+/** How long the probe loop waits between probes: tight while a workload usually comes up, then easier. */
+export function probeDelayMs(elapsedMs: number): number {
+  return elapsedMs < 10_000 ? 50 : 250;
+}
+
+export type ProbeOutcome = { ok: true; version: string; ms: number } | { ok: false; last: string; ms: number };
+
+/**
+ * Probes a workload with its driver until it answers, the caller gives up on it, or the deadline
+ * passes (the site host's health wait and the release host's gate). `at` answers where to probe now,
+ * or null while there is nothing to probe yet (not spawned); `gaveUp` answers why to stop early
+ * (the supervisor gave up on a crashing process), or null.
+ */
+export async function probeUntil(
+  driver: RuntimeDriver,
+  w: DriverWorkload,
+  o: { at: () => DriverEndpoint | null; deadline: number; gaveUp?: () => string | null },
+): Promise<ProbeOutcome> {
+  const t0 = Date.now();
+  let last = 'no answer';
+  for (;;) {
+    const stop = o.gaveUp?.();
+    if (stop) return { ok: false, last: stop, ms: Date.now() - t0 };
+    const at = o.at();
+    if (at) {
+      try {
+        const timeoutMs = Math.max(1, Math.min(5_000, o.deadline - Date.now()));
+        const version = await driver.probe(at, w, timeoutMs);
+        if (version !== null) return { ok: true, version, ms: Date.now() - t0 };
+        last = 'not serving yet';
+      } catch (e) {
+        last = (e as Error).message;
+      }
+    }
+    const delay = probeDelayMs(Date.now() - t0);
+    if (Date.now() + delay >= o.deadline) return { ok: false, last, ms: Date.now() - t0 };
+    await new Promise((r) => setTimeout(r, delay));
+  }
+}
