@@ -109,4 +109,34 @@ describe('keyset paging', () => {
     };
     expect(() => keysetAfter({ ...keyset, decode }, nextCursor)).toThrow(expect.objectContaining({ code: 'area_cursor' }));
   });
+
+  it('a list oldest first continues after its cursor with $gt and sorts ascending', () => {
+    const asc = { ...keyset, order: 1 as const };
+    expect(keysetSort(asc)).toEqual({ createdAt: 1, _id: 1 });
+    const { nextCursor } = keysetPage(asc, [ROWS[4], ROWS[3], ROWS[2]], 2);
+    expect(keysetAfter(asc, nextCursor)).toEqual({
+      $or: [{ createdAt: { $gt: t(3) } }, { createdAt: t(3), _id: { $gt: 'c1' } }],
+    });
+  });
+
+  it("a list's own spelling writes the cursor it wrote by hand, byte for byte, and reads it back", () => {
+    const rows = [ROWS[0], ROWS[1]];
+    const iso = { ...keyset, position: { value: 't', id: 'id', form: 'iso' as const } };
+    expect(keysetPage(iso, rows, 1).nextCursor).toBe(encodeCursor({ t: t(5).toISOString(), id: 'e' }, keyset.binding));
+    const ms = { ...keyset, position: { value: 't', id: 'id', form: 'ms' as const } };
+    const msCursor = keysetPage(ms, rows, 1).nextCursor;
+    expect(msCursor).toBe(encodeCursor({ t: t(5).getTime(), id: 'e' }, keyset.binding));
+    expect(keysetAfter(ms, msCursor)).toEqual({ $or: [{ createdAt: { $lt: t(5) } }, { createdAt: t(5), _id: { $lt: 'e' } }] });
+    const raw = { ...keyset, field: 'size', position: { value: 'v', id: 'id', form: 'raw' as const } };
+    const sized = [
+      { _id: 'b', createdAt: t(1), size: 0 },
+      { _id: 'a', createdAt: t(1), size: 0 },
+    ];
+    const rawCursor = keysetPage(raw, sized, 1).nextCursor;
+    expect(rawCursor).toBe(encodeCursor({ v: 0, id: 'b' }, keyset.binding));
+    expect(keysetAfter(raw, rawCursor)).toEqual({ $or: [{ size: { $lt: 0 } }, { size: 0, _id: { $lt: 'b' } }] });
+    expect(() => keysetAfter(ms, encodeCursor({ t: 'x', id: 'e' }, keyset.binding))).toThrow(
+      expect.objectContaining({ code: 'invalid_cursor' }),
+    );
+  });
 });

@@ -1,5 +1,6 @@
-import { decodeCursor, encodeCursor } from '../../../core/cursors';
+import { decodeCursor } from '../../../core/cursors';
 import { PlatformError } from '../../../core/errors';
+import { findPage } from '../../../core/keyset';
 import type { Principal } from '../../../core/principal';
 import { dayOf, decodeField } from './access-log';
 import type { AccessLogDoc, BucketDayDoc, BucketOpsModels } from './model';
@@ -33,6 +34,15 @@ export interface BucketAnalytics {
  * documents (`$inc`-grown by the access-log writer), each read by its exact `_id` — never a scan of
  * the logs. Stored bytes and object count are the bucket's objects as they are now.
  */
+/** A cursor this list gave, else 422 `validation_failed` (the access-log list's answer to a foreign or forged one). */
+function decodeOurs(cursor: string, binding: string): Record<string, unknown> {
+  try {
+    return decodeCursor(cursor, binding);
+  } catch {
+    throw new PlatformError('validation_failed', 422, 'cursor is not one this list gave');
+  }
+}
+
 export class BucketAnalyticsReader {
   constructor(
     private readonly m: BucketOpsModels,
@@ -107,27 +117,11 @@ export class BucketAnalyticsReader {
     const { accountId } = this.assets.reader(p);
     await this.buckets.require(accountId, bucketId);
     const binding = `access-logs:${bucketId}`;
-    const filter: Record<string, unknown> = { bucketId };
-    if (cursor) {
-      let c: { at: string; id: string };
-      try {
-        c = decodeCursor<{ at: string; id: string }>(cursor, binding);
-      } catch {
-        throw new PlatformError('validation_failed', 422, 'cursor is not one this list gave');
-      }
-      const at = new Date(c.at);
-      filter.$or = [{ at: { $lt: at } }, { at, _id: { $lt: c.id } }];
-    }
-    const items = await this.m.AccessLog.find(filter)
-      .sort({ at: -1, _id: -1 })
-      .limit(limit + 1)
-      .lean<AccessLogDoc[]>()
-      .exec();
-    const page = items.slice(0, limit);
-    const last = page[page.length - 1];
-    return {
-      items: page,
-      nextCursor: items.length > limit && last ? encodeCursor({ at: last.at.toISOString(), id: last._id }, binding) : '',
-    };
+    const page = await findPage<AccessLogDoc>(
+      this.m.AccessLog,
+      { bucketId },
+      { field: 'at', binding, position: { value: 'at', id: 'id', form: 'iso' }, decode: decodeOurs, limit, cursor },
+    );
+    return { items: page.items, nextCursor: page.nextCursor ?? '' };
   }
 }

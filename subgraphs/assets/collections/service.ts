@@ -1,7 +1,7 @@
-import type { FilterQuery, Model } from 'mongoose';
-import { decodeCursor, encodeCursor } from '../../../core/cursors';
+import type { Model } from 'mongoose';
 import { PlatformError, badRequest, notFound } from '../../../core/errors';
 import { newId } from '../../../core/ids';
+import { findPage } from '../../../core/keyset';
 import { isDuplicateKey } from '../../../core/mongo';
 import type { Principal } from '../../../core/principal';
 import type { CollectionDoc, OrganisationModels, SavedSearchDoc } from './model';
@@ -55,22 +55,12 @@ async function page<T extends Named>(
   if (!Number.isInteger(n) || n < 1 || n > ORG_LIST_LIMIT_MAX)
     throw badRequest('validation_failed', `limit is 1 to ${ORG_LIST_LIMIT_MAX}`);
   const binding = `${kind}:${accountId}`;
-  const filter: Record<string, unknown> = { accountId };
-  if (cursor) {
-    const pos = decodeCursor<{ t: string; id: string }>(cursor, binding);
-    const t = new Date(pos.t);
-    filter.$or = [{ createdAt: { $lt: t } }, { createdAt: t, _id: { $lt: pos.id } }];
-  }
-  const docs = (await model
-    .find(filter as FilterQuery<T>)
-    .sort({ createdAt: -1, _id: -1 })
-    .limit(n + 1)
-    .lean()
-    .exec()) as unknown as T[];
-  const items = docs.slice(0, n);
-  const last = items[items.length - 1];
-  const nextCursor = docs.length > n && last ? encodeCursor({ t: last.createdAt.toISOString(), id: last._id }, binding) : '';
-  return { items, nextCursor };
+  const page = await findPage<T>(
+    model,
+    { accountId },
+    { field: 'createdAt', binding, position: { value: 't', id: 'id', form: 'iso' }, limit: n, cursor },
+  );
+  return { items: page.items, nextCursor: page.nextCursor ?? '' };
 }
 
 /** The same rules as the REST rows, for GraphQL callers. */

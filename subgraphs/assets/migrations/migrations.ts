@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { posix } from 'node:path';
 import { Transform } from 'node:stream';
-import { decodeCursor, encodeCursor } from '../../../core/cursors';
 import { PlatformError, badRequest, conflict, notFound } from '../../../core/errors';
 import { newId } from '../../../core/ids';
+import { findPage } from '../../../core/keyset';
 import type { OperationContext, OperationEngine } from '../../../core/operations/engine';
 import type { Principal } from '../../../core/principal';
 import { sleep } from '../../../core/sleep';
@@ -132,22 +132,12 @@ export class Migrations {
   async list(p: Principal | null, args: { limit?: number | null; cursor?: string | null }) {
     const { accountId } = this.assets.reader(p);
     const limit = Math.min(Math.max(args.limit ?? MIGRATIONS_LIST_DEFAULT, 1), MIGRATIONS_LIST_MAX);
-    const filter: Record<string, unknown> = { accountId };
-    if (args.cursor) {
-      const pos = decodeCursor<{ c: string; id: string }>(args.cursor, 'migrations');
-      const c = new Date(pos.c);
-      filter.$or = [{ createdAt: { $lt: c } }, { createdAt: c, _id: { $lt: pos.id } }];
-    }
-    const docs = await this.m.Migration.find(filter)
-      .sort({ createdAt: -1, _id: -1 })
-      .limit(limit + 1)
-      .lean<MigrationDoc[]>()
-      .exec();
-    const page = docs.slice(0, limit);
-    const last = page[page.length - 1];
-    const nextCursor =
-      docs.length > limit && last ? encodeCursor({ c: last.createdAt.toISOString(), id: last._id }, 'migrations') : '';
-    return { items: page, nextCursor };
+    const page = await findPage<MigrationDoc>(
+      this.m.Migration,
+      { accountId },
+      { field: 'createdAt', binding: 'migrations', position: { value: 'c', id: 'id', form: 'iso' }, limit, cursor: args.cursor },
+    );
+    return { items: page.items, nextCursor: page.nextCursor ?? '' };
   }
 
   async counts(migrationId: string): Promise<ItemCounts> {

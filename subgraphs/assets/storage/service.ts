@@ -1,5 +1,5 @@
 import type { Config } from '../../../core/config';
-import { decodeCursor, encodeCursor } from '../../../core/cursors';
+import { findPage } from '../../../core/keyset';
 import { PlatformError, badRequest, notFound } from '../../../core/errors';
 import { isDuplicateKey } from '../../../core/mongo';
 import { type Principal, requireScope, requireWriter } from '../../../core/principal';
@@ -260,26 +260,17 @@ export class AssetsService implements AssetAccess {
     const total = await this.m.Asset.countDocuments(filter);
     // The cursor is bound to the sort, the direction and the filter: reused elsewhere it is refused.
     const binding = `${sort}:${direction}:${JSON.stringify(f)}`;
-    const query: Record<string, unknown> = { ...filter };
-    if (args.cursor) {
-      const pos = decodeCursor<{ v: unknown; id: string }>(args.cursor, binding);
-      const v = field === 'createdAt' || field === 'updatedAt' ? new Date(pos.v as string) : pos.v;
-      const op = direction === 'asc' ? '$gt' : '$lt';
-      const after = { $or: [{ [field]: { [op]: v } }, { [field]: v, _id: { [op]: pos.id } }] };
-      query.$and = [...((query.$and as unknown[]) ?? []), after];
-    }
-    const dir = direction === 'asc' ? 1 : -1;
-    const docs = await this.m.Asset.find(query, { outbox: 0 })
-      .sort({ [field]: dir, _id: dir })
-      .limit(limit + 1)
-      .lean<AssetDoc[]>()
-      .exec();
-    const more = docs.length > limit;
-    const page = more ? docs.slice(0, limit) : docs;
-    const last = page[page.length - 1];
-    const nextCursor =
-      more && last ? encodeCursor({ v: (last as unknown as Record<string, unknown>)[field], id: last._id }, binding) : '';
-    return { assets: page, total, nextCursor };
+    const page = await findPage<AssetDoc>(this.m.Asset, filter, {
+      field,
+      binding,
+      order: direction === 'asc' ? 1 : -1,
+      // A date sorts by its ISO time; a name or a size by its value as it is.
+      position: { value: 'v', id: 'id', form: field === 'createdAt' || field === 'updatedAt' ? 'iso' : 'raw' },
+      limit,
+      cursor: args.cursor,
+      projection: { outbox: 0 },
+    });
+    return { assets: page.items, total, nextCursor: page.nextCursor ?? '' };
   }
 
   // ---- changing one asset -------------------------------------------------------------------

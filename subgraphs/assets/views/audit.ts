@@ -1,6 +1,7 @@
 import { type Connection, type Model, Schema } from 'mongoose';
-import { decodeCursor, encodeCursor } from '../../../core/cursors';
+import { decodeCursor } from '../../../core/cursors';
 import { PlatformError } from '../../../core/errors';
+import { findPage } from '../../../core/keyset';
 import { model } from '../../../core/mongo';
 import type { Principal } from '../../../core/principal';
 import type { AssetsService } from '../storage';
@@ -54,9 +55,9 @@ export interface AuditPage {
  * filter, is 422 `assets.invalid_cursor` (a well-formed request naming a position that does not
  * exist, like an unknown id), not a 400.
  */
-function cursorOf(cursor: string, binding: string): { t: string; id: string } {
+function cursorOf(cursor: string, binding: string): Record<string, unknown> {
   try {
-    return decodeCursor<{ t: string; id: string }>(cursor, binding);
+    return decodeCursor(cursor, binding);
   } catch {
     throw new PlatformError('assets.invalid_cursor', 422, 'the cursor is not valid for this listing');
   }
@@ -98,21 +99,15 @@ export class AuditStream {
     const binding = `events:${dir}:${args.assetId ?? ''}`;
     const filter: Record<string, unknown> = { accountId };
     if (args.assetId) filter.assetId = args.assetId;
-    if (args.cursor) {
-      const c = cursorOf(args.cursor, binding);
-      const at = new Date(c.t);
-      const op = dir === 1 ? '$gt' : '$lt';
-      filter.$or = [{ recordedAt: { [op]: at } }, { recordedAt: at, _id: { [op]: c.id } }];
-    }
-    const docs = await this.Event.find(filter)
-      .sort({ recordedAt: dir, _id: dir })
-      .limit(limit + 1)
-      .lean<AuditEventDoc[]>()
-      .exec();
-    const page = docs.slice(0, limit);
-    const last = page[page.length - 1];
-    const nextCursor =
-      docs.length > limit && last ? encodeCursor({ t: new Date(last.recordedAt).toISOString(), id: last._id }, binding) : '';
-    return { events: page, nextCursor };
+    const page = await findPage<AuditEventDoc>(this.Event, filter, {
+      field: 'recordedAt',
+      binding,
+      order: dir,
+      position: { value: 't', id: 'id', form: 'iso' },
+      decode: cursorOf,
+      limit,
+      cursor: args.cursor,
+    });
+    return { events: page.items, nextCursor: page.nextCursor ?? '' };
   }
 }

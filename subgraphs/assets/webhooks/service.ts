@@ -3,9 +3,9 @@ import { webhookHeaders } from '../../../core/delivery/engine';
 import { type DeliveryAttempt, newDelivery } from '../../../core/delivery/record';
 import { DeliveryWorker, type DueDelivery } from '../../../core/delivery/worker';
 import { Webhook } from 'standardwebhooks';
-import { decodeCursor, encodeCursor } from '../../../core/cursors';
 import { PlatformError, badRequest, notFound } from '../../../core/errors';
 import { newId } from '../../../core/ids';
+import { findPage } from '../../../core/keyset';
 import type { Logger } from '../../../core/logger';
 import { type UrlRefusals, checkUrlShape, postPinned, resolveTarget } from '../../../core/outbound-http';
 import type { Principal } from '../../../core/principal';
@@ -146,21 +146,15 @@ export class AssetWebhooks implements AssetWebhookEmitter {
       filter.status = q.status;
     }
     const binding = `deliveries:${webhookId}:${q.status ?? ''}`;
-    if (q.cursor) {
-      const pos = decodeCursor<{ t: string; id: string }>(q.cursor, binding);
-      const t = new Date(pos.t);
-      filter.$or = [{ createdAt: { $lt: t } }, { createdAt: t, _id: { $lt: pos.id } }];
-    }
-    const docs = await this.m.Delivery.find(filter, { body: 0 })
-      .sort({ createdAt: -1, _id: -1 })
-      .limit(limit + 1)
-      .lean<DeliveryDoc[]>()
-      .exec();
-    const items = docs.slice(0, limit);
-    const last = items[items.length - 1];
-    const nextCursor =
-      docs.length > limit && last ? encodeCursor({ t: new Date(last.createdAt).toISOString(), id: last._id }, binding) : '';
-    return { items, nextCursor };
+    const page = await findPage<DeliveryDoc>(this.m.Delivery, filter, {
+      field: 'createdAt',
+      binding,
+      position: { value: 't', id: 'id', form: 'iso' },
+      limit,
+      cursor: q.cursor,
+      projection: { body: 0 },
+    });
+    return { items: page.items, nextCursor: page.nextCursor ?? '' };
   }
 
   /** Queues another attempt now, whatever the delivery's state (same event id, same body). */
