@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Model } from 'mongoose';
 import type { z } from 'zod';
-import { PlatformError, badRequest, isPlatformError, unauthenticated } from '../../core/errors';
+import { PlatformError, badRequest, isPlatformError, unauthenticated } from '../core/errors';
 import {
   AGENT_CALLS,
   agentBodies,
@@ -11,16 +11,8 @@ import {
   NODE_AGENT_PATH,
   NODE_TOKEN_HEADER,
   type TaskOutcome,
-} from '../../dataplane/agent/wire';
-import type { PublisherModels } from './model';
-import {
-  type NodeTaskDoc,
-  nodeSiteSpec,
-  nodeTaskSettled,
-  sealTaskResult,
-  sweepFinishedNodeTasks,
-  waitForNodeTask,
-} from './node-tasks';
+} from '../dataplane/agent/wire';
+import { type NodeTaskDoc, nodeTaskSettled, sealTaskResult, sweepFinishedNodeTasks, waitForNodeTask } from './tasks';
 import {
   type ConnectedNodeDoc,
   type ConnectedNodes,
@@ -29,7 +21,7 @@ import {
   NODE_HEARTBEAT_MS,
   NODE_SILENT_MS,
   nodeStatus,
-} from './nodes';
+} from './registry';
 
 /**
  * What a node agent may do, and nothing more (docs/decisions/0170-node-agent.md): authenticated
@@ -48,8 +40,9 @@ export class NodeAgentService {
     private readonly d: {
       nodes: ConnectedNodes;
       tasks: Model<NodeTaskDoc>;
-      models: PublisherModels;
-      /** The hosted node's sites and the state each should be in (node-wiring.ts). */
+      /** The sites placed on a customer's node and the state each should be in (the publishing area's records). */
+      nodeSites?: (nodeId: string) => Promise<DesiredSite[]>;
+      /** The hosted node's sites and the state each should be in (subgraphs/publisher/node-wiring.ts). */
       hostedSites?: () => Promise<DesiredSite[]>;
       /** How long a finished task is kept (PUBLISHER_NODE_TASK_RETENTION_MS). */
       taskRetentionMs?: number;
@@ -176,18 +169,7 @@ export class NodeAgentService {
   /** The sites placed on this node that should run (or stay stopped) now, for the agent's reconcile. */
   async desired(node: ConnectedNodeDoc): Promise<DesiredSite[]> {
     if (node.hosted) return (await this.d.hostedSites?.()) ?? [];
-    const sites = await this.d.models.Site.find({
-      targetNodeId: node._id,
-      deploymentMode: 'connected_node',
-      status: { $in: ['running', 'stopped'] },
-    }).lean();
-    return sites.flatMap((s) => {
-      try {
-        return [{ site: nodeSiteSpec(s), state: s.status as 'running' | 'stopped' }];
-      } catch {
-        return [];
-      }
-    });
+    return (await this.d.nodeSites?.(node._id)) ?? [];
   }
 }
 
@@ -249,7 +231,7 @@ export function nodeAgentRoutes(app: FastifyInstance, api: NodeAgentService): vo
 
 /**
  * One call of the agent protocol, after the token named `node`: the bridge's routes and the
- * platform's own hosted agent (dataplane/agent/agent.ts, in-process transport) both go through it,
+ * platform's own hosted agent (dataplane/agent/agent.ts, in-process transport: hosted.ts) both go through it,
  * so the hosted pool speaks exactly the protocol a customer's agent speaks.
  */
 export async function nodeAgentCall(

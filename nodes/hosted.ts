@@ -1,11 +1,24 @@
-import path from 'node:path';
-import type { AreaContext, BackgroundWorker } from '../../core/area';
-import { isPlatformError } from '../../core/errors';
-import { NodeAgent } from '../../dataplane/agent/agent';
-import type { DataPlane } from '../../dataplane/plane';
-import type { PublisherServices } from './area-services';
-import { nodeAgentCall } from './node-agent-api';
-import type { PublisherSettings } from './settings';
+import type { BackgroundWorker } from '../core/area';
+import { isPlatformError } from '../core/errors';
+import { NodeAgent } from '../dataplane/agent/agent';
+import type { SiteExtras } from '../dataplane/agent/executors';
+import type { DataPlane } from '../dataplane/plane';
+import { type NodeAgentService, nodeAgentCall } from './agent-api';
+import type { ConnectedNodes } from './registry';
+
+export interface HostedNodeOptions {
+  nodes: ConnectedNodes;
+  api: NodeAgentService;
+  /** This process's data plane, where it runs one with the real executor; null: no agent here. */
+  plane: () => DataPlane | null;
+  /** Where the agent keeps its files (`<DATA_DIR>/hosted-node`). */
+  dataDir: string;
+  /** `PUBLISHER_HOSTED_AGENT=external`: the hosted node's agent runs elsewhere. */
+  external: boolean;
+  /** What a hosted site's process starts with beyond its spec (its mail settings and MySQL database). */
+  siteExtras?: SiteExtras;
+  log: (line: string) => void;
+}
 
 /**
  * The hosted pool as a node (docs/decisions/0225-hosted-pool-node.md). Where this process runs the
@@ -22,38 +35,38 @@ import type { PublisherSettings } from './settings';
  * `platform nodes rotate-token --node hosted`).
  *
  * The hosted node's token is random, its hash on the node's record like every node's, and sealed
- * there with the platform's key so every replica opens the same one (nodes.ts, `ensureHosted`;
+ * there with the platform's key so every replica opens the same one (registry.ts, `ensureHosted`;
  * docs/decisions/0270-node-tokens-and-task-secrets.md). It stays in this process's memory and is
  * never on a command line; after a rotation the agent's next call is refused and the transport
  * opens the new one from the record.
  */
-export function hostedNodeWorker(s: PublisherServices, ctx: AreaContext<PublisherSettings>): BackgroundWorker {
+export function hostedNodeWorker(o: HostedNodeOptions): BackgroundWorker {
   let agent: NodeAgent | null = null;
   let unregister: (() => void) | undefined;
   return {
     name: 'publisher-hosted-node',
     async start() {
-      if (s.infra.kind !== 'real' || !ctx.ports.has('dataPlane')) return;
-      let token = await s.nodes.ensureHosted();
-      if (ctx.settings.PUBLISHER_HOSTED_AGENT === 'external') return;
-      const plane = ctx.ports.get('dataPlane') as DataPlane;
-      const api = s.nodeAgent;
+      const plane = o.plane();
+      if (!plane) return;
+      let token = await o.nodes.ensureHosted();
+      if (o.external) return;
+      const api = o.api;
       const a = new NodeAgent({
         apiUrl: 'in-process',
         token,
-        dataDir: path.resolve(ctx.config.DATA_DIR, 'hosted-node'),
+        dataDir: o.dataDir,
         edgePort: 0,
         plane,
         executor: 'real',
         // The hosted pool runs many sites: one site's slow start does not hold the others' steps.
         concurrency: 8,
-        siteExtras: (siteId) => s.real.siteExtras(siteId),
+        ...(o.siteExtras ? { siteExtras: o.siteExtras } : {}),
         transport: async (method, p, body, signal) => {
           let node;
           try {
             node = await api.authenticate(token).catch(async (e: unknown) => {
               // Rotated (`nodes rotate-token --node hosted`): the record holds the new token, sealed.
-              const now = isPlatformError(e) && e.status === 401 ? await s.nodes.hostedToken() : null;
+              const now = isPlatformError(e) && e.status === 401 ? await o.nodes.hostedToken() : null;
               if (!now || now === token) throw e;
               token = now;
               return api.authenticate(token);
@@ -66,7 +79,7 @@ export function hostedNodeWorker(s: PublisherServices, ctx: AreaContext<Publishe
           // What crosses the protocol is JSON, as over HTTP.
           return { status: out.status, body: JSON.parse(JSON.stringify(out.body)) as unknown };
         },
-        log: (line) => ctx.log.info({ agent: 'hosted' }, line),
+        log: o.log,
       });
       await a.start();
       agent = a;

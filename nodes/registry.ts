@@ -1,9 +1,8 @@
 import mongoose, { type Connection, type Model } from 'mongoose';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { model } from '../../core/mongo';
-import { badRequest, conflict, notFound } from '../../core/errors';
-import { decryptSecret, encryptSecret } from '../../core/secrets';
-import { type PublisherModels, publisherModels } from './model';
+import { model } from '../core/mongo';
+import { badRequest, conflict, notFound } from '../core/errors';
+import { decryptSecret, encryptSecret } from '../core/secrets';
 
 /**
  * A customer-run machine that hosts sites in `connected_node` mode
@@ -139,10 +138,15 @@ export function nodeView(node: ConnectedNodeDoc, now = Date.now()): NodeView {
 
 export class ConnectedNodes {
   readonly model: Model<ConnectedNodeDoc>;
-  private readonly sites: PublisherModels['Site'];
-  constructor(conn: Connection) {
+  constructor(
+    conn: Connection,
+    private readonly o: {
+      /** How many live sites are placed on a node (the publishing area's records); none when unset. */
+      liveSites?: (nodeId: string) => Promise<number>;
+    } = {},
+  ) {
+    // The collection keeps its name: the records predate this module (they were the publishing area's).
     this.model = model(conn, 'publisher', 'ConnectedNode', nodeSchema);
-    this.sites = publisherModels(conn).Site;
   }
 
   /** A new node and its token; the token is returned here only (the record keeps its hash). */
@@ -251,7 +255,7 @@ export class ConnectedNodes {
     const node = await this.get(nodeId);
     if (!node) throw notFound('unknown_node', `no node has the id ${nodeId}`);
     if (node.hosted) throw conflict('node_not_removable', "the hosted node is the platform's own and cannot be removed");
-    const live = await this.sites.countDocuments({ targetNodeId: nodeId, status: { $ne: 'deleted' } });
+    const live = (await this.o.liveSites?.(nodeId)) ?? 0;
     if (live > 0) {
       throw conflict(
         'node_has_sites',

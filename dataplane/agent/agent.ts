@@ -26,7 +26,7 @@ import {
 /**
  * How an agent reaches the platform: HTTP to the bridge (a customer's machine), or, for the
  * platform's own hosted agent, a direct call of the same protocol in the same process
- * (subgraphs/publisher/node-hosted.ts). Answers the HTTP status and the JSON envelope.
+ * (nodes/hosted.ts). Answers the HTTP status and the JSON envelope.
  */
 export type AgentTransport = (
   method: 'GET' | 'POST',
@@ -151,7 +151,7 @@ export class NodeAgent {
         await sleep(2_000);
       }
     }
-    // On the platform's own plane the data plane's reconcile loop runs the first pass (node-hosted.ts).
+    // On the platform's own plane the data plane's reconcile loop runs the first pass (nodes/hosted.ts).
     if (this.holding !== false && this.ownPlane) await this.serial(() => this.reconcile());
     void this.heartbeats(port);
     void this.work();
@@ -363,7 +363,7 @@ export class NodeAgent {
     } else {
       const r = await fetch(`${this.o.apiUrl.replace(/\/+$/, '')}${NODE_AGENT_PATH}${p}`, {
         method,
-        // Not `Authorization`: the bridge reads that as an API key (subgraphs/publisher/node-agent-api.ts).
+        // Not `Authorization`: the bridge reads that as an API key (nodes/agent-api.ts).
         headers: { [NODE_TOKEN_HEADER]: this.o.token, ...(body ? { 'content-type': 'application/json' } : {}) },
         body: body ? JSON.stringify(body) : undefined,
         signal,

@@ -25,7 +25,7 @@ export interface NodeExecutor {
   readonly kind: 'real' | 'simulated';
   /**
    * Runs one step; answers what the platform records (configure_site: the admin access, whose
-   * `…key`/`…password` fields the platform seals before storing: node-tasks.ts, sealTaskResult).
+   * `…key`/`…password` fields the platform seals before storing: nodes/tasks.ts, sealTaskResult).
    */
   run(task: AgentTask, progress: (line: string) => void): Promise<Record<string, unknown> | null>;
   /** Reconcile: the site should be in `state`; brings it there when it is not (a restarted agent). */

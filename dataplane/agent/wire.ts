@@ -2,8 +2,8 @@ import { z } from 'zod';
 
 /**
  * The agent protocol's wire (docs/decisions/0170-node-agent.md, 0285-one-road-to-a-machine.md): the
- * one file both sides import. The platform's side (subgraphs/publisher/node-agent-api.ts,
- * node-tasks.ts) writes tasks and parses the agent's calls with these; the agent
+ * one file both sides import. The platform's side (nodes/agent-api.ts, nodes/tasks.ts,
+ * subgraphs/publisher/node-tasks.ts) writes tasks and parses the agent's calls with these; the agent
  * (dataplane/agent/agent.ts) reads tasks and sends calls typed by them. JSON over HTTP under
  * NODE_AGENT_PATH, the node token in NODE_TOKEN_HEADER; the hosted node's in-process agent speaks
  * the same calls without the socket.

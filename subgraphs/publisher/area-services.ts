@@ -1,5 +1,5 @@
-import type { NodeAgentService } from './node-agent-api';
-import type { ConnectedNodes } from './nodes';
+import type { NodeAgentService } from '../../nodes/agent-api';
+import type { ConnectedNodes } from '../../nodes/registry';
 import type { RealInfrastructure } from './real-infrastructure';
 import type { PublisherService } from './service';
 import type { Infrastructure, SimulatedInfrastructure } from './simulated-infrastructure';

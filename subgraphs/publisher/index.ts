@@ -1,16 +1,18 @@
 import { totalmem } from 'node:os';
+import path from 'node:path';
 import { CliUsageError, defineArea } from '../../core/area';
 import { parseDnsServers, SystemDnsResolver } from '../../core/dns/resolver';
 import { startDnsStandIn } from '../../core/dns/stand-in-server';
 import { operationFeed } from '../../core/operations/feed';
 import { periodicWorker } from '../../core/periodic-worker';
+import type { DataPlane } from '../../dataplane/plane';
 import { SiteBackups } from '../../dataplane/site-backup';
 import { backupStore } from './backup-store';
 import '../../core/site-actions';
-import { nodeAgentRoutes } from './node-agent-api';
+import { nodeAgentRoutes } from '../../nodes/agent-api';
 import { nodeCliCommands } from './node-cli';
 import { connectedNodeServices } from './node-wiring';
-import { ConnectedNodes } from './nodes';
+import { ConnectedNodes } from '../../nodes/registry';
 import { ProjectSiteResolver, PublisherResolver } from './resolvers';
 import { publisherByteRoutes } from './byte-routes';
 import { publisherRoutes } from './routes';
@@ -20,7 +22,7 @@ import { publisherSettings } from './settings';
 import { publisherModels, type SiteDoc } from './model';
 import { RealInfrastructure } from './real-infrastructure';
 import { siteCredentialsModel } from './site-credentials';
-import { hostedNodeWorker } from './node-hosted';
+import { hostedNodeWorker } from '../../nodes/hosted';
 import { isRunning } from './site-locks';
 import { SiteDatabases, siteDatabaseModel } from './site-databases';
 import { type Infrastructure, SimulatedInfrastructure } from './simulated-infrastructure';
@@ -51,7 +53,10 @@ export default defineArea({
       if (ctx.settings.PUBLISHER_EXECUTOR === 'real' && ctx.ports.has('dataPlane'))
         void ctx.ports.get('dataPlane').reconciler.kick('publisher');
     };
-    const nodes = new ConnectedNodes(ctx.conn);
+    const Site = publisherModels(ctx.conn).Site;
+    const nodes = new ConnectedNodes(ctx.conn, {
+      liveSites: (nodeId) => Site.countDocuments({ targetNodeId: nodeId, status: { $ne: 'deleted' } }),
+    });
     // A connected node's steps go to its agent; every other site's to the executor in force.
     const { infra, agentApi: nodeAgent } = connectedNodeServices({
       conn: ctx.conn,
@@ -112,7 +117,16 @@ export default defineArea({
   },
   executors: (s) => s.sites.executors(),
   workers: (s, ctx) => [
-    hostedNodeWorker(s, ctx),
+    // The hosted pool as a node, where this process runs the data plane with the real executor (nodes/hosted.ts).
+    hostedNodeWorker({
+      nodes: s.nodes,
+      api: s.nodeAgent,
+      plane: () => (s.infra.kind === 'real' && ctx.ports.has('dataPlane') ? (ctx.ports.get('dataPlane') as DataPlane) : null),
+      dataDir: path.resolve(ctx.config.DATA_DIR, 'hosted-node'),
+      external: ctx.settings.PUBLISHER_HOSTED_AGENT === 'external',
+      siteExtras: (siteId) => s.real.siteExtras(siteId),
+      log: (line) => ctx.log.info({ agent: 'hosted' }, line),
+    }),
     // Finished node tasks go after PUBLISHER_NODE_TASK_RETENTION_MS (docs/decisions/0270-node-tokens-and-task-secrets.md).
     periodicWorker(
       'publisher-node-task-sweep',

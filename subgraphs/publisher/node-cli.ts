@@ -1,6 +1,6 @@
 import { type CliCommand, CliUsageError } from '../../core/area';
 import type { PublisherServices } from './area-services';
-import { nodeView } from './nodes';
+import { nodeView } from '../../nodes/registry';
 
 const viewJson = (v: ReturnType<typeof nodeView>) => ({
   id: v.id,

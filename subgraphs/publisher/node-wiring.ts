@@ -2,9 +2,10 @@ import type { Connection, Model } from 'mongoose';
 import { encryptSecret } from '../../core/secrets';
 import type { PublisherModels, SiteDoc } from './model';
 import type { DesiredSite } from '../../dataplane/agent/wire';
-import { NodeAgentService } from './node-agent-api';
-import { NodeRoutedInfrastructure, nodeSiteSpec, nodeTaskModel } from './node-tasks';
-import type { ConnectedNodes } from './nodes';
+import { NodeAgentService } from '../../nodes/agent-api';
+import type { ConnectedNodes } from '../../nodes/registry';
+import { NodeTasks, nodeTaskModel } from '../../nodes/tasks';
+import { NodeRoutedInfrastructure, nodeSiteSpec } from './node-tasks';
 import { aad, type SiteCredentialsDoc } from './site-credentials';
 import type { Infrastructure } from './simulated-infrastructure';
 
@@ -49,8 +50,7 @@ export function connectedNodeServices(o: {
   };
   const infra = new NodeRoutedInfrastructure({
     models: o.models,
-    nodes: o.nodes,
-    tasks,
+    tasks: new NodeTasks({ tasks, nodes: o.nodes, waitMs: o.waitMs }),
     hosted: o.hosted,
     waitMs: o.waitMs,
     onConfigured,
@@ -59,6 +59,21 @@ export function connectedNodeServices(o: {
     ...(o.hostedNode ? { hostedNode: { before: o.hostedNode.before, after: o.hostedNode.after } } : {}),
   });
   const running = o.hostedNode?.operationRunning;
+  /** A customer's node's sites: those placed on it whose record says running or stopped. */
+  const nodeSites = async (nodeId: string): Promise<DesiredSite[]> => {
+    const sites = await o.models.Site.find({
+      targetNodeId: nodeId,
+      deploymentMode: 'connected_node',
+      status: { $in: ['running', 'stopped'] },
+    }).lean();
+    return sites.flatMap((s) => {
+      try {
+        return [{ site: nodeSiteSpec(s), state: s.status as 'running' | 'stopped' }];
+      } catch {
+        return [];
+      }
+    });
+  };
   /**
    * The hosted node's sites for its agent's reconcile: every hosted site whose record says running
    * or stopped, set up on the machine (its admin access is stored) and with no operation under way
@@ -83,7 +98,7 @@ export function connectedNodeServices(o: {
     agentApi: new NodeAgentService({
       nodes: o.nodes,
       tasks,
-      models: o.models,
+      nodeSites,
       hostedSites,
       taskRetentionMs: o.taskRetentionMs,
       operationRunning: o.operationRunning ?? running,

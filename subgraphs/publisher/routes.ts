@@ -10,7 +10,7 @@ import {
   MAX_SITE_NAME_LENGTH,
   SITE_ACTIONS,
 } from './limits';
-import { NODE_TAG } from './nodes';
+import { NODE_TAG } from '../../nodes/registry';
 import { RUNTIME_VERSIONS } from './runtime-catalog';
 
 const PREFIX = '/api/v1/publisher';

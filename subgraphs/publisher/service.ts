@@ -15,7 +15,7 @@ import { siteExecutors } from './executors';
 import { HostedSlots } from './hosted-slots';
 import { MailSettings, type MailSettingsView, type NewsletterProviderInput } from './mail-settings';
 import { type PublisherModels, type SiteDoc, publisherModels } from './model';
-import type { ConnectedNodes } from './nodes';
+import type { ConnectedNodes } from '../../nodes/registry';
 import type { RecoveryPointView } from './recovery-points';
 import { RUNTIME_CATALOG, defaultRuntime, findRuntime, type RuntimeOption } from './runtime-catalog';
 import { SiteAccess } from './site-access';

@@ -10,7 +10,7 @@ import type { Principal } from '../../core/principal';
 import type { HostedSlots } from './hosted-slots';
 import { MAX_SITE_NAME_LENGTH } from './limits';
 import type { PublisherModels, SiteDoc } from './model';
-import { type ConnectedNodes, NODE_TAG } from './nodes';
+import { type ConnectedNodes, NODE_TAG } from '../../nodes/registry';
 import { RUNTIME_CATALOG, defaultRuntime, findRuntime } from './runtime-catalog';
 import type { SiteAccess } from './site-access';
 import { enqueueSiteOperation } from './site-operations';

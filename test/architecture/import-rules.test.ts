@@ -34,6 +34,16 @@ describe('import rules of the area kit', () => {
     expect(checkImport('core/x.ts', 'dataplane/edge')).toMatch(/kernel/);
   });
 
+  it('let areas import the nodes module, which sits on the data plane and below every area', () => {
+    expect(checkImport('subgraphs/commerce/releases.ts', 'nodes/tasks')).toBeNull();
+    expect(checkImport('nodes/hosted.ts', 'dataplane/agent/agent')).toBeNull();
+    expect(checkImport('nodes/tasks.ts', 'core/mongo')).toBeNull();
+    expect(checkImport('nodes/tasks.ts', 'subgraphs/publisher/model')).toMatch(/nodes module/);
+    expect(checkImport('nodes/agent-api.ts', 'rest-bridge/server')).toMatch(/nodes module/);
+    expect(checkImport('dataplane/agent/agent.ts', 'nodes/registry')).toMatch(/data plane/);
+    expect(checkImport('core/x.ts', 'nodes/tasks')).toMatch(/kernel/);
+  });
+
   it("catch the bridge importing an area's code (its limits.ts is the one allowed arrow)", () => {
     expect(checkImport('rest-bridge/server.ts', 'subgraphs/publisher/service')).toMatch(/bridge/);
     expect(checkImport('rest-bridge/server.ts', 'subgraphs/publisher/limits')).toBeNull();

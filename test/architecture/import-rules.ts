@@ -11,7 +11,11 @@ import path from 'node:path';
  *   files (docs/decisions/0192-contract-layer.md);
  * - the data plane (`dataplane/`: runtime cache, supervisor, edge; docs/decisions/0120-data-plane.md)
  *   sits below the areas beside the kernel: it imports only the kernel and its own files, and areas
- *   may import it.
+ *   may import it;
+ * - the nodes module (`nodes/`: the node registry, node tasks, the agent protocol's platform side
+ *   and the hosted node; docs/decisions/0325-nodes-module.md) sits between the data plane and the
+ *   areas, because more than one area sends work to machines: it imports only the kernel, the data
+ *   plane (the agent's wire and code) and its own files, and areas may import it.
  */
 export interface Violation {
   file: string;
@@ -52,8 +56,11 @@ const areaOf = (p: string): string | null => {
 
 export function checkImport(file: string, target: string): string | null {
   const top = (p: string) => p.split('/')[0];
-  if (top(file) === 'core' && ['subgraphs', 'rest-bridge', 'router', 'app', 'dataplane', 'contract'].includes(top(target))) {
-    return 'the kernel imports no area, data plane, contract, bridge, router or composition root';
+  if (
+    top(file) === 'core' &&
+    ['subgraphs', 'rest-bridge', 'router', 'app', 'dataplane', 'nodes', 'contract'].includes(top(target))
+  ) {
+    return 'the kernel imports no area, data plane, nodes module, contract, bridge, router or composition root';
   }
   if (top(file) === 'contract' && !['core', 'contract'].includes(top(target))) {
     return 'the contract imports only the kernel and its own files';
@@ -67,12 +74,15 @@ export function checkImport(file: string, target: string): string | null {
   if (top(file) === 'dataplane' && !['core', 'dataplane'].includes(top(target))) {
     return 'the data plane imports only the kernel and its own files';
   }
+  if (top(file) === 'nodes' && !['core', 'dataplane', 'nodes'].includes(top(target))) {
+    return 'the nodes module imports only the kernel, the data plane and its own files';
+  }
   const area = areaOf(file);
   if (area) {
     const targetArea = areaOf(target);
     if (targetArea && targetArea !== area) return 'an area never imports another area (use a kernel port)';
-    if (!targetArea && !['core', 'dataplane'].includes(top(target))) {
-      return 'an area imports only the kernel, the data plane and its own files';
+    if (!targetArea && !['core', 'dataplane', 'nodes'].includes(top(target))) {
+      return 'an area imports only the kernel, the data plane, the nodes module and its own files';
     }
   }
   if (top(file) === 'rest-bridge' && top(target) === 'subgraphs' && !/^subgraphs\/[^/]+\/limits$/.test(target)) {

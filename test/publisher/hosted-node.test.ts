@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { HOSTED_NODE_ID } from '../../subgraphs/publisher/nodes';
+import { HOSTED_NODE_ID } from '../../nodes/registry';
 import { freePort, siteViaEdge } from '../support/edge';
 import { startTestPlatform, uniqueName, type TestPlatform } from '../support/platform';
 import { PREFIX, projectPath } from './support';

@@ -3,7 +3,7 @@ import { createHmac } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { HOSTED_NODE_ID } from '../../subgraphs/publisher/nodes';
+import { HOSTED_NODE_ID } from '../../nodes/registry';
 import { freePort } from '../support/edge';
 import { startTestPlatform, uniqueName, type TestPlatform } from '../support/platform';
 import { PREFIX, projectPath, runCli, waitForOperation } from './support';

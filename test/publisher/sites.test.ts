@@ -1,6 +1,6 @@
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
-import { ConnectedNodes } from '../../subgraphs/publisher/nodes';
+import { ConnectedNodes } from '../../nodes/registry';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 import { ISO, PREFIX, UUID, errorBody, projectPath, runningSite, settled, waitForOperation } from './support';
 
