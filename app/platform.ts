@@ -35,7 +35,8 @@ import { initTracing } from '../core/telemetry/tracing';
 import path from 'node:path';
 import { projectRoot } from '../core/paths';
 import { DataPlane } from '../dataplane/plane';
-import { type Edge, edgeEngineFromEnv } from '../dataplane/edge';
+import { type Edge, edgeEngineFromEnv, edgeWakeTimeoutFromEnv } from '../dataplane/edge';
+import { idleSleepMsFromEnv, siteMemoryMbFromEnv } from '../dataplane/sleep';
 import { ensureNginxInstalled, nginxBinary } from '../infra/nginx';
 import type { Supervisor } from '../dataplane/supervisor';
 import type { ReconcileRegistry } from '../dataplane/reconcile';
@@ -196,6 +197,12 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
       sitesBaseUrl: cfg.SITES_BASE_URL,
       // A failed pass runs again at the next interval; the log says why it failed.
       onReconcileError: (area, err) => log.warn({ area, err: err.message }, 'reconcile pass failed'),
+      sleep: {
+        idleMs: idleSleepMsFromEnv(cfg.env),
+        memoryMb: siteMemoryMbFromEnv(cfg.env, true),
+        log: (line) => log.warn(line),
+      },
+      wakeTimeoutMs: edgeWakeTimeoutFromEnv(cfg.env),
     });
     edgeUrl = await dataPlane.start();
     log.info({ edgeEngine: dataPlane.edge.engine, why: dataPlane.edgeEngine.note }, 'edge engine');

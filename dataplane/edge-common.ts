@@ -1,4 +1,4 @@
-import { Counter } from 'prom-client';
+import { Counter, Histogram } from 'prom-client';
 
 /** What both edge engines share (dataplane/edge.ts): the route shape, the host key and the counters. */
 
@@ -12,7 +12,11 @@ export function edgeEngineFromEnv(env: NodeJS.ProcessEnv = process.env): EdgeEng
   throw new Error(`EDGE_ENGINE must be nginx or node (got ${JSON.stringify(env.EDGE_ENGINE)})`);
 }
 
-export type RouteState = 'running' | 'stopped' | 'restoring';
+/**
+ * `sleeping`: the workload was stopped for being idle (dataplane/sleep.ts); the edge holds a request
+ * for it while it wakes, then forwards it (the Node side does, whichever engine serves).
+ */
+export type RouteState = 'running' | 'stopped' | 'restoring' | 'sleeping';
 
 export interface EdgeRoute {
   /** Where the workload listens: a sandboxed one on its unix socket (`socketPath`), else host and port. */
@@ -43,6 +47,22 @@ export const counted = {
   unavailable: edgeRequests.labels('unavailable'),
   bad_request: edgeRequests.labels('bad_request'),
 };
+/** Sleep and wake (dataplane/sleep.ts) as the edge's `/metrics` shows them. */
+export const sleepMetrics = {
+  sleeps: new Counter({ name: 'edge_sleeps_total', help: 'Workloads put to sleep, by why.', labelNames: ['reason'] as const }),
+  wakes: new Counter({ name: 'edge_wakes_total', help: 'Workloads woken, by outcome.', labelNames: ['outcome'] as const }),
+  wakeSeconds: new Histogram({
+    name: 'edge_wake_seconds',
+    help: 'From the start of a wake to the woken workload answering its probe.',
+    buckets: [0.5, 1, 1.5, 2, 2.5, 3, 4, 5, 7.5, 10, 15, 30],
+  }),
+  held: new Counter({
+    name: 'edge_held_requests_total',
+    help: 'Requests (and websocket upgrades) the edge held while their workload woke, by how they ended.',
+    labelNames: ['outcome'] as const,
+  }),
+};
+
 export const cookiesDropped = new Counter({
   name: 'edge_set_cookie_dropped_total',
   help: "Set-Cookie headers of a workload the edge dropped because their Domain is wider than the request's host.",

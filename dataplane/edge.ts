@@ -5,7 +5,15 @@ import path from 'node:path';
 import type { Duplex } from 'node:stream';
 import { createProxyServer } from 'http-proxy-3';
 import { metricsText } from '../core/telemetry/metrics';
-import { cookiesDropped, counted, type EdgeEngineName, type EdgeRoute, hostKey, type RouteState } from './edge-common';
+import {
+  cookiesDropped,
+  counted,
+  type EdgeEngineName,
+  type EdgeRoute,
+  hostKey,
+  type RouteState,
+  sleepMetrics,
+} from './edge-common';
 import { chooseEdgeEngine, type EdgeWatcher, NginxEdgeEngine, type NginxEngineOptions } from './edge-nginx';
 
 /**
@@ -43,7 +51,22 @@ export interface EdgeOptions {
    */
   engine?: EdgeEngineName;
   nginx?: NginxEngineOptions;
+  /** How long a request for a sleeping workload is held while it wakes, in ms (default `EDGE_WAKE_TIMEOUT_MS`, else 30 s). */
+  wakeTimeoutMs?: number;
 }
+
+/** `EDGE_WAKE_TIMEOUT_MS`, else 30 s: past it, a request held for a waking workload answers 503 with `Retry-After`. */
+export function edgeWakeTimeoutFromEnv(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.EDGE_WAKE_TIMEOUT_MS;
+  if (raw === undefined || raw.trim() === '') return 30_000;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1)
+    throw new Error(`EDGE_WAKE_TIMEOUT_MS must be a positive integer of ms (got ${JSON.stringify(raw)})`);
+  return n;
+}
+
+/** Wakes a sleeping workload (its owner's id); settles once it serves (the site host shares one wake among callers). */
+export type EdgeWaker = (owner: string) => Promise<void>;
 
 /** `EDGE_PORT`, else 8082. */
 export function edgePortFromEnv(env: NodeJS.ProcessEnv = process.env): number {
@@ -156,12 +179,19 @@ export class Edge {
   private readonly upgraded = new Set<Duplex>();
   /** The nginx engine, when chosen; the node:http server is then its control listener. */
   private readonly nginx: NginxEdgeEngine | null;
+  private readonly wakeTimeoutMs: number;
+  private waker: EdgeWaker | null = null;
+  /** When each owner's routes last got a request (ms since the epoch), for sleeping the idle ones. */
+  private readonly seen = new Map<string, number>();
+  /** Open websocket connections by owner (the node engine's; a workload with one open is not idle). */
+  private readonly openUpgrades = new Map<string, number>();
 
   constructor(opts: EdgeOptions = {}) {
     this.requestedPort = opts.port ?? edgePortFromEnv();
     this.listenHost = opts.host ?? '127.0.0.1';
     this.upstreamTimeoutMs = opts.upstreamTimeoutMs ?? 60_000;
     this.publicScheme = opts.publicScheme ?? edgePublicSchemeFromEnv();
+    this.wakeTimeoutMs = opts.wakeTimeoutMs ?? edgeWakeTimeoutFromEnv();
     this.proxy = createProxyServer({
       xfwd: true,
       ws: true,
@@ -185,7 +215,7 @@ export class Edge {
       proxyReq.prependListener('response', filter);
     });
     this.server = http.createServer((req, res) => void this.onRequest(req, res));
-    this.server.on('upgrade', (req, socket, head) => this.onUpgrade(req, socket, head));
+    this.server.on('upgrade', (req, socket, head) => void this.onUpgrade(req, socket, head));
     const chosen = opts.engine
       ? { engine: opts.engine, nginx: opts.nginx }
       : chooseEdgeEngine({ root: path.join(os.tmpdir(), 'edge-nginx'), port: this.requestedPort });
@@ -249,6 +279,53 @@ export class Edge {
     if (Array.isArray(hosts)) for (const h of hosts) next.delete(hostKey(h));
     else for (const [h, r] of next) if (r.owner === hosts.owner) next.delete(h);
     this.swap(next);
+  }
+
+  /**
+   * Who wakes a sleeping route's workload (dataplane/sleep.ts). From then on the edge also tells
+   * when each owner last got a request (`lastRequestAt`), whichever engine forwarded it.
+   */
+  setWaker(waker: EdgeWaker): void {
+    if (!this.waker) this.nginx?.observe((req) => this.touch(this.routes.get(hostKey(req.headers.host))));
+    this.waker = waker;
+  }
+
+  /** When `owner`'s routes last got a request through this edge (ms since the epoch), or undefined. */
+  lastRequestAt(owner: string): number | undefined {
+    return this.seen.get(owner);
+  }
+
+  /** Open websocket connections of `owner` the edge itself carries (none with nginx, which carries them). */
+  openConnections(owner: string): number {
+    return this.openUpgrades.get(owner) ?? 0;
+  }
+
+  private touch(route: EdgeRoute | undefined): void {
+    if (route?.owner) this.seen.set(route.owner, Date.now());
+  }
+
+  /**
+   * Holds a request for a sleeping route while its workload wakes (one wake for every request that
+   * waits: the waker shares it): answers the route once it runs, or null when the wake failed or
+   * took longer than the wake timeout.
+   */
+  private async awake(host: string, route: EdgeRoute): Promise<EdgeRoute | null> {
+    if (!this.waker || !route.owner) return null;
+    let timer: NodeJS.Timeout | undefined;
+    const outcome = await Promise.race([
+      this.waker(route.owner).then(
+        () => 'woke' as const,
+        () => 'failed' as const,
+      ),
+      new Promise<'timed_out'>((r) => {
+        timer = setTimeout(() => r('timed_out'), this.wakeTimeoutMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    const now = this.routes.get(host);
+    const woken = outcome === 'woke' && now?.state === 'running' ? now : null;
+    sleepMetrics.held.labels(woken ? 'answered' : outcome === 'woke' ? 'failed' : outcome).inc();
+    return woken;
   }
 
   route(host: string): EdgeRoute | undefined {
@@ -339,6 +416,13 @@ export class Edge {
       plain(res, 404, 'No site is served at this address.');
       return;
     }
+    this.touch(route);
+    if (route.state === 'sleeping') route = (await this.awake(host, route)) ?? route;
+    if (route.state === 'sleeping') {
+      counted.unavailable.inc();
+      plain(res, 503, 'This site is waking up; try again in a moment.', { 'retry-after': '5' });
+      return;
+    }
     if (route.state !== 'running') {
       counted.unavailable.inc();
       const why = route.state === 'restoring' ? 'This site is being restored.' : 'This site is stopped.';
@@ -409,14 +493,25 @@ export class Edge {
     }
   }
 
-  private onUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
+  private async onUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     if (hasDuplicateHost(req)) return refuseUpgrade(socket, 400, 'Bad Request');
     const route = this.routes.get(hostKey(req.headers.host));
     if (!route) return refuseUpgrade(socket, 404, 'Not Found');
     if (route.state !== 'running') return refuseUpgrade(socket, 503, 'Service Unavailable');
+    this.touch(route);
+    if (route.state === 'sleeping') route = (await this.awake(host, route)) ?? route;
     dropForwarded(req);
     this.upgraded.add(socket);
-    socket.once('close', () => this.upgraded.delete(socket));
+    const owner = route.owner;
+    if (owner) this.openUpgrades.set(owner, this.openConnections(owner) + 1);
+    socket.once('close', () => {
+      this.upgraded.delete(socket);
+      if (!owner) return;
+      const n = this.openConnections(owner) - 1;
+      if (n > 0) this.openUpgrades.set(owner, n);
+      else this.openUpgrades.delete(owner);
+      this.seen.set(owner, Date.now());
+    });
     this.proxy.ws(req, socket as Socket, head, { target: { ...route.target } });
   }
 }

@@ -4,6 +4,7 @@ import { type ReconcileRegistry, Reconciler } from './reconcile';
 import { RuntimeCache } from './runtime-cache';
 import type { RuntimeDrivers } from './runtimes/driver';
 import { SiteHost } from './sites';
+import { SleepKeeper, type SleepOptions } from './sleep';
 import { resolveSandbox, type SandboxResolution } from './sandbox';
 import { Supervisor } from './supervisor';
 
@@ -38,6 +39,10 @@ export interface DataPlaneOptions {
   env?: NodeJS.ProcessEnv;
   /** The nginx binary the composition root installed (infra/nginx.ts), for `EDGE_ENGINE=nginx`. */
   nginxBinary?: string;
+  /** Sleep and wake of idle sites (dataplane/sleep.ts); none when absent or its idle time is 0. */
+  sleep?: SleepOptions;
+  /** How long the edge holds a request for a sleeping site (default `EDGE_WAKE_TIMEOUT_MS`, else 30 s). */
+  wakeTimeoutMs?: number;
 }
 
 /** What areas see of the data plane (the `dataPlane` kernel port). */
@@ -71,6 +76,8 @@ export class DataPlane implements DataPlanePort {
   readonly sandboxing: SandboxResolution;
   /** The edge's engine (`EDGE_ENGINE`) as resolved on this machine, with why (docs/decisions/0310-nginx-edge-engine.md). */
   readonly edgeEngine: EdgeEngineChoice;
+  /** Sleep and wake of idle sites, when on. */
+  readonly sleeper: SleepKeeper | null;
   private port: number | null = null;
 
   constructor(private readonly o: DataPlaneOptions) {
@@ -85,7 +92,13 @@ export class DataPlane implements DataPlanePort {
       env: o.env,
     });
     const { engine, nginx } = this.edgeEngine;
-    this.edge = new Edge({ port: o.edgePort, host: o.host, engine, ...(nginx ? { nginx } : {}) });
+    this.edge = new Edge({
+      port: o.edgePort,
+      host: o.host,
+      engine,
+      ...(nginx ? { nginx } : {}),
+      ...(o.wakeTimeoutMs ? { wakeTimeoutMs: o.wakeTimeoutMs } : {}),
+    });
     this.sites = new SiteHost({
       cache: this.cache,
       supervisor: this.supervisor,
@@ -94,6 +107,7 @@ export class DataPlane implements DataPlanePort {
       ...(o.drivers ? { drivers: o.drivers } : {}),
     });
     this.reconciler = new Reconciler({ intervalMs: o.reconcileIntervalMs, onError: o.onReconcileError });
+    this.sleeper = o.sleep && o.sleep.idleMs > 0 ? new SleepKeeper(this.sites, this.edge, o.sleep) : null;
   }
 
   /** Starts the edge's listener; answers its address. */
@@ -115,6 +129,7 @@ export class DataPlane implements DataPlanePort {
 
   /** Stops every workload (SIGTERM, then SIGKILL) and closes the edge. */
   async stop(): Promise<void> {
+    this.sleeper?.close();
     await this.reconciler.close();
     await this.supervisor.shutdown();
     await this.edge.close();

@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import { readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Edge } from './edge';
@@ -41,6 +42,8 @@ export interface HostedSite {
   config?: Record<string, string>;
   /** The site's MySQL database (docs/decisions/0220-mysql-adapter.md); its SQLite file when absent. */
   database?: MysqlSiteDatabase;
+  /** True when the site may be put to sleep while idle (its plan allows it: dataplane/sleep.ts). */
+  sleeps?: boolean;
 }
 
 export interface SiteMetadata {
@@ -55,9 +58,10 @@ export interface SiteMetadata {
  * What a site's metadata shows of its process (docs/spec-decisions.md, "A site's process"): read from
  * the supervisor. `starting`: spawned and not answering yet (a start or resume waiting for its
  * health check); `running`; `restarting`: it exited without being asked and waits its backoff;
- * `stopping`; `stopped`; `crashed`: it kept crashing and the supervisor gave up on it.
+ * `stopping`; `stopped`; `crashed`: it kept crashing and the supervisor gave up on it; `sleeping`:
+ * stopped for being idle, woken by its next request (dataplane/sleep.ts).
  */
-export type SiteProcessStatus = 'starting' | 'running' | 'restarting' | 'stopping' | 'stopped' | 'crashed';
+export type SiteProcessStatus = 'starting' | 'running' | 'restarting' | 'stopping' | 'stopped' | 'crashed' | 'sleeping';
 
 export interface SiteProcess {
   status: SiteProcessStatus;
@@ -68,6 +72,14 @@ export interface SiteProcess {
   memoryFloorMb: number | null;
   /** When the current (or last) process was spawned. */
   startedAt: string | null;
+  /** When it was put to sleep (while `sleeping`), else null. */
+  sleptAt: string | null;
+}
+
+/** What the site host tells of sleep and wake (the `power` emitter). */
+export interface SitePowerEvents {
+  slept: [{ siteId: string; at: string; reason: 'idle' | 'capacity' }];
+  woke: [{ siteId: string; at: string; ms: number }];
 }
 
 export class SiteHost {
@@ -75,6 +87,18 @@ export class SiteHost {
   private readonly sites = new Map<string, HostedSite & { runtimeDir: string }>();
   /** Sites spawned and waiting for their first answer (`start`, `resume`). */
   private readonly starting = new Set<string>();
+  /** When each site began answering through the edge (its last start, resume or wake), ms since the epoch. */
+  private readonly servingSince = new Map<string, number>();
+  /** Sleeping sites, with when they went to sleep. */
+  private readonly asleep = new Map<string, string>();
+  /** The wake under way per site, shared by everyone who waits for it. */
+  private readonly waking = new Map<string, Promise<void>>();
+  /** Per site: the tail of its serialized lifecycle steps, and how many are queued or running. */
+  private readonly lanes = new Map<string, { tail: Promise<unknown>; queued: number }>();
+  /** Called before a site's process is spawned (a start, a resume, a wake): room is made for it. */
+  private beforeSpawn: ((siteId: string) => Promise<void>) | null = null;
+  /** `slept` and `woke` (dataplane/sleep.ts). */
+  readonly power = new EventEmitter<SitePowerEvents>();
 
   constructor(private readonly o: SiteHostOptions) {
     this.drivers = o.drivers ?? defaultDrivers();
@@ -103,16 +127,22 @@ export class SiteHost {
    */
   async start(site: HostedSite, onProgress?: ProgressFn): Promise<{ port: number; version: string; bootMs: number }> {
     const runtime = await this.pullRuntime(site.runtime, onProgress);
+    return this.inLane(site.siteId, () => this.startNow(site, runtime.dir));
+  }
+
+  private async startNow(site: HostedSite, runtimeDir: string): Promise<{ port: number; version: string; bootMs: number }> {
     // A site this process does not run yet may still have a process left by a platform process that
     // was killed (its children outlive it): two processes on one database must never run.
     if (!this.o.supervisor.has(site.siteId)) await this.killStray(site.siteId);
-    const entry = { ...site, runtimeDir: runtime.dir };
+    const entry = { ...site, runtimeDir };
     this.sites.set(site.siteId, entry);
+    this.asleep.delete(site.siteId);
     this.o.edge.setState(site.siteId, 'restoring');
     const driver = this.drivers.get(site.runtime.name);
     const spec = await driver.workload(this.workload(entry));
     if (this.o.supervisor.has(site.siteId)) await this.o.supervisor.remove(site.siteId);
     await this.o.supervisor.add({ id: site.siteId, ...spec });
+    await this.beforeSpawn?.(site.siteId);
     const st = this.o.supervisor.start(site.siteId);
     const health = await this.untilHealthy(site.siteId);
     this.route(entry, st);
@@ -141,11 +171,15 @@ export class SiteHost {
     return endpointOf(st);
   }
 
-  /** Stops the process; its hosts answer 503 from the moment this is called. */
+  /** Stops the process (a sleeping site stays stopped); its hosts answer 503 from the moment this is called. */
   async stop(siteId: string): Promise<void> {
     this.get(siteId);
     this.o.edge.setState(siteId, 'stopped');
-    await this.o.supervisor.stop(siteId);
+    await this.inLane(siteId, async () => {
+      this.asleep.delete(siteId);
+      this.o.edge.setState(siteId, 'stopped');
+      await this.o.supervisor.stop(siteId);
+    });
   }
 
   /** True when this process hosts the site (started here since the process began). */
@@ -164,12 +198,102 @@ export class SiteHost {
     this.o.edge.setState(siteId, 'stopped');
   }
 
-  /** Starts a stopped site again on the same port, release and data. */
+  /** Starts a stopped (or sleeping) site again on the same port, release and data. */
   async resume(siteId: string): Promise<void> {
     const site = this.get(siteId);
-    const st = this.o.supervisor.start(siteId);
-    await this.untilHealthy(siteId);
-    this.route(site, st);
+    await this.inLane(siteId, async () => {
+      await this.beforeSpawn?.(siteId);
+      const st = this.o.supervisor.start(siteId);
+      await this.untilHealthy(siteId);
+      this.asleep.delete(siteId);
+      this.route(site, st);
+    });
+  }
+
+  /**
+   * Puts a running site to sleep (dataplane/sleep.ts): its hosts are marked `sleeping` first (the
+   * edge holds what arrives and wakes it), then its process stops cleanly (SIGTERM: Ghost closes
+   * its database). False when it is not running here, is starting, or has a step under way.
+   */
+  async sleep(siteId: string, reason: 'idle' | 'capacity'): Promise<boolean> {
+    if (this.busy(siteId)) return false;
+    return this.inLane(siteId, async () => {
+      const st = this.o.supervisor.status(siteId);
+      if (!this.sites.has(siteId) || st?.state !== 'running' || this.asleep.has(siteId)) return false;
+      this.o.edge.setState(siteId, 'sleeping');
+      await this.o.supervisor.stop(siteId);
+      const at = new Date().toISOString();
+      this.asleep.set(siteId, at);
+      this.power.emit('slept', { siteId, at, reason });
+      return true;
+    });
+  }
+
+  /**
+   * Wakes a sleeping site: one wake however many wait for it (the edge's held requests); settles
+   * once it answers its probe and is routed `running`, at once for a site that is not asleep.
+   */
+  wake(siteId: string): Promise<void> {
+    const current = this.waking.get(siteId);
+    if (current) return current;
+    const woke = this.inLane(siteId, async () => {
+      const site = this.sites.get(siteId);
+      if (!site || !this.asleep.has(siteId)) return;
+      const t0 = Date.now();
+      await this.beforeSpawn?.(siteId);
+      const st = this.o.supervisor.start(siteId);
+      await this.untilHealthy(siteId);
+      this.asleep.delete(siteId);
+      this.route(site, st);
+      this.power.emit('woke', { siteId, at: new Date().toISOString(), ms: Date.now() - t0 });
+    }).finally(() => this.waking.delete(siteId));
+    this.waking.set(siteId, woke);
+    return woke;
+  }
+
+  /** True while the site sleeps. */
+  isAsleep(siteId: string): boolean {
+    return this.asleep.has(siteId);
+  }
+
+  /** True while a lifecycle step of the site is queued or running (a sleep would wait behind it). */
+  busy(siteId: string): boolean {
+    return (this.lanes.get(siteId)?.queued ?? 0) > 0 || this.starting.has(siteId);
+  }
+
+  /**
+   * The sites hosted here and running (not sleeping, not stopped), with their memory floor, whether
+   * they may sleep and since when they answer (ms since the epoch; 0 while starting).
+   */
+  awake(): Array<{ siteId: string; memoryMb: number; sleeps: boolean; servingSince: number }> {
+    return [...this.sites.values()].flatMap((s) => {
+      const st = this.o.supervisor.status(s.siteId);
+      if (!st || this.asleep.has(s.siteId) || st.state === 'stopped' || st.state === 'failed') return [];
+      const since = this.servingSince.get(s.siteId) ?? 0;
+      return [{ siteId: s.siteId, memoryMb: s.memoryMb ?? 0, sleeps: s.sleeps === true, servingSince: since }];
+    });
+  }
+
+  /** The memory floor of a site hosted here (0 when none was set). */
+  memoryOf(siteId: string): number {
+    return this.sites.get(siteId)?.memoryMb ?? 0;
+  }
+
+  /** Who makes room before a site's process is spawned (the sleep keeper's capacity rule). */
+  setBeforeSpawn(fn: (siteId: string) => Promise<void>): void {
+    this.beforeSpawn = fn;
+  }
+
+  /** Runs `fn` after every step of the site queued before it (one lifecycle step of a site at a time). */
+  private inLane<T>(siteId: string, fn: () => Promise<T>): Promise<T> {
+    const lane = this.lanes.get(siteId) ?? { tail: Promise.resolve(), queued: 0 };
+    this.lanes.set(siteId, lane);
+    lane.queued++;
+    const run = lane.tail.then(fn, fn);
+    lane.tail = run.catch(() => undefined);
+    return run.finally(() => {
+      if (--lane.queued === 0 && this.lanes.get(siteId) === lane) this.lanes.delete(siteId);
+    });
   }
 
   async restart(siteId: string): Promise<void> {
@@ -233,8 +357,10 @@ export class SiteHost {
   /** Stops the site and releases everything it held: port, routes, and (unless kept) its files. */
   async remove(siteId: string, opts: { keepFiles?: boolean } = {}): Promise<void> {
     this.o.edge.remove({ owner: siteId });
-    await this.o.supervisor.remove(siteId);
+    await this.inLane(siteId, () => this.o.supervisor.remove(siteId));
     this.sites.delete(siteId);
+    this.asleep.delete(siteId);
+    this.servingSince.delete(siteId);
     await this.killStray(siteId);
     if (!opts.keepFiles) await rm(this.siteDir(siteId), { recursive: true, force: true });
   }
@@ -254,8 +380,10 @@ export class SiteHost {
     const site = this.sites.get(siteId);
     const st = this.o.supervisor.status(siteId);
     if (!site || !st) return null;
-    const status: SiteProcessStatus =
-      st.state === 'running'
+    const sleptAt = this.asleep.get(siteId) ?? null;
+    const status: SiteProcessStatus = sleptAt
+      ? 'sleeping'
+      : st.state === 'running'
         ? this.starting.has(siteId)
           ? 'starting'
           : 'running'
@@ -270,6 +398,7 @@ export class SiteHost {
       lastExit: st.lastExit,
       memoryFloorMb: site.memoryMb ?? null,
       startedAt: st.startedAt,
+      sleptAt,
     };
   }
 
@@ -314,6 +443,7 @@ export class SiteHost {
   }
 
   private route(site: HostedSite, st: WorkloadStatus): void {
+    this.servingSince.set(site.siteId, Date.now());
     this.o.edge.remove({ owner: site.siteId });
     this.o.edge.upsert(site.hosts, { target: endpointOf(st), state: 'running', owner: site.siteId });
   }

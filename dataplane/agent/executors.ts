@@ -53,6 +53,7 @@ function hosted(site: AgentSite, extras?: { config?: Record<string, string>; dat
     url: site.url,
     hosts: site.hosts,
     memoryMb: site.runtime.memoryFloorMb,
+    sleeps: site.sleeps === true,
     ...(extras?.config ? { config: extras.config } : {}),
     ...(extras?.database ? { database: extras.database } : {}),
   };
@@ -140,13 +141,15 @@ export class RealNodeExecutor implements NodeExecutor {
    */
   async ensure(site: AgentSite, state: 'running' | 'stopped') {
     const host = this.plane.sites;
-    const up = host.isHosted(site.siteId) && host.metadata(site.siteId).state === 'running';
+    const asleep = host.isHosted(site.siteId) && host.isAsleep(site.siteId);
+    const up = asleep || (host.isHosted(site.siteId) && host.metadata(site.siteId).state === 'running');
     if (state === 'stopped') {
       if (!up) return 'unchanged' as const;
       await host.stop(site.siteId);
       return 'stopped' as const;
     }
     const wanted = await this.wanted(site);
+    // A sleeping site counts as running: its next request wakes it (dataplane/sleep.ts).
     if (up && host.releaseOf(site.siteId) === site.runtime.version) {
       host.setHosts(site.siteId, wanted.hosts);
       if (sameConfig(host.configOf(site.siteId), wanted.config)) return 'unchanged' as const;

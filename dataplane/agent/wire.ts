@@ -59,6 +59,8 @@ export interface AgentSite {
   hosts: string[];
   /** The exact release: `name` is the catalog's runtime name, which picks the driver. */
   runtime: { name: string; version: string; integrity: string; memoryFloorMb: number };
+  /** True when the site may sleep while idle (its plan allows it; dataplane/sleep.ts). Absent: it never sleeps. */
+  sleeps?: boolean;
 }
 
 /** A claimed task as the agent receives it. */

@@ -8,6 +8,13 @@ import { defaultRuntime, findRuntime } from './runtime-catalog';
 export const HOSTED_SITE_LIMIT: Record<Plan, number> = { free: 1, pro: 100 };
 
 /**
+ * Whether a plan's sites sleep when idle (dataplane/sleep.ts; docs/decisions/0340-sleep-and-wake.md):
+ * `free` sites sleep and wake on their next request; `pro` sites are always on. A site keeps the
+ * rule of the plan it was made under.
+ */
+export const SLEEPS_WHEN_IDLE: Record<Plan, boolean> = { free: true, pro: false };
+
+/**
  * The plan's hosted-site slots of an account: one quota document per account listing the sites
  * that hold a slot, taken and given back by one conditional update each, so a resumed create or a
  * release given twice never counts twice.
@@ -20,6 +27,8 @@ export class HostedSlots {
   constructor(
     private readonly models: PublisherModels,
     private readonly nodeMemoryMb: number | null = null,
+    /** `PUBLISHER_IDLE_SLEEP_MS`: while sites sleep (above 0), only those that never sleep hold memory for good. */
+    private readonly idleSleepMs = 0,
   ) {}
 
   /**
@@ -59,7 +68,9 @@ export class HostedSlots {
   /**
    * 409 `node_capacity_exhausted` when the node cannot give the site its runtime's memory floor beside
    * the floors of the hosted sites that hold a slot (running, stopped or provisioning: any of them may
-   * start). A check, not a reservation: two creates racing for the last room may both pass (the
+   * start). While sites sleep, only awake sites hold memory and the node puts the least recently
+   * used to sleep to wake another (dataplane/sleep.ts), so only the sites that never sleep count.
+   * A check, not a reservation: two creates racing for the last room may both pass (the
    * floor is a floor; the process still starts, with its V8 ceiling).
    */
   private async checkNodeMemory(siteId: string, runtimeVersion: string): Promise<void> {
@@ -70,10 +81,11 @@ export class HostedSlots {
     const sites = holders.length
       ? await this.models.Site.find(
           { _id: { $in: holders }, deploymentMode: 'hosted', status: { $ne: 'deleted' } },
-          { runtimeVersion: 1 },
+          { runtimeVersion: 1, sleepsWhenIdle: 1 },
         ).lean()
       : [];
-    const used = sites.reduce((sum, s) => sum + floor(s.runtimeVersion), 0);
+    const sleeping = this.idleSleepMs > 0;
+    const used = sites.reduce((sum, s) => sum + (sleeping && s.sleepsWhenIdle ? 0 : floor(s.runtimeVersion)), 0);
     const wanted = floor(runtimeVersion);
     if (used + wanted > this.nodeMemoryMb) {
       throw conflict(

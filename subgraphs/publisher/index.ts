@@ -1,4 +1,3 @@
-import { totalmem } from 'node:os';
 import path from 'node:path';
 import { CliUsageError, defineArea } from '../../core/area';
 import { parseDnsServers, SystemDnsResolver } from '../../core/dns/resolver';
@@ -7,6 +6,7 @@ import { operationFeed } from '../../core/operations/feed';
 import { periodicWorker } from '../../core/periodic-worker';
 import type { DataPlane } from '../../dataplane/plane';
 import { SiteBackups } from '../../dataplane/site-backup';
+import { siteMemoryMb } from '../../dataplane/sleep';
 import { backupStore } from './backup-store';
 import '../../core/site-actions';
 import { nodeAgentRoutes } from '../../nodes/agent-api';
@@ -21,6 +21,7 @@ import type { PublisherServices } from './area-services';
 import { publisherSettings } from './settings';
 import { publisherModels, type SiteDoc } from './model';
 import { RealInfrastructure } from './real-infrastructure';
+import { sitePowerActivitySource, sitePowerWorker } from './site-power';
 import { siteCredentialsModel } from './site-credentials';
 import { hostedNodeWorker } from '../../nodes/hosted';
 import { isRunning } from './site-locks';
@@ -93,7 +94,8 @@ export default defineArea({
       },
       features,
       infra,
-      nodeMemoryMb: nodeMemoryMb(ctx.settings),
+      nodeMemoryMb: siteMemoryMb(ctx.settings.PUBLISHER_NODE_MEMORY_MB, ctx.settings.PUBLISHER_EXECUTOR === 'real'),
+      idleSleepMs: ctx.settings.PUBLISHER_IDLE_SLEEP_MS,
       // The supervisor of this process's data plane runs hosted sites only with the real executor.
       siteProcess: (siteId) =>
         ctx.settings.PUBLISHER_EXECUTOR === 'real' && ctx.ports.has('dataPlane')
@@ -137,7 +139,16 @@ export default defineArea({
     periodicWorker('publisher-domain-checks', ctx.settings.PUBLISHER_DOMAIN_CHECK_INTERVAL_MS, ctx.log, () =>
       s.sites.verifyPendingDomains(),
     ),
+    // The hosted node's sleeps and wakes, as events of the activity feeds (site-power.ts).
+    sitePowerWorker({
+      power: () => (s.infra.kind === 'real' && ctx.ports.has('dataPlane') ? ctx.ports.get('dataPlane').sites.power : null),
+      models: publisherModels(ctx.conn),
+      bus: ctx.bus,
+      topic: ctx.topic('site-power'),
+      log: (msg, err) => ctx.log.warn({ err: err?.message }, msg),
+    }),
   ],
+  activitySources: [sitePowerActivitySource],
   routes: publisherRoutes,
   byteRoutes: publisherByteRoutes,
   http: { bridge: (app, s) => nodeAgentRoutes(app, s.nodeAgent) },
@@ -179,9 +190,3 @@ export default defineArea({
     ...nodeCliCommands,
   ],
 });
-
-/** The memory hosted sites may reserve on this node (PUBLISHER_NODE_MEMORY_MB; see settings.ts). */
-function nodeMemoryMb(s: { PUBLISHER_NODE_MEMORY_MB?: number; PUBLISHER_EXECUTOR: string }): number | null {
-  if (s.PUBLISHER_NODE_MEMORY_MB !== undefined) return s.PUBLISHER_NODE_MEMORY_MB;
-  return s.PUBLISHER_EXECUTOR === 'real' ? Math.max(0, Math.floor(totalmem() / 1048576) - 2048) : null;
-}

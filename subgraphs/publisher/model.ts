@@ -20,6 +20,8 @@ export interface SiteDoc {
   placementMode: string | null;
   nodeSelectorTags: string[];
   mailEnabled: boolean;
+  /** Whether the site sleeps when idle (its plan's rule when it was made: hosted-slots.ts); absent: never. */
+  sleepsWhenIdle?: boolean;
   status: StoredSiteStatus;
   siteUrl: string;
   adminUrl: string;
@@ -147,6 +149,7 @@ const siteSchema = new mongoose.Schema<SiteDoc>(
     placementMode: { type: String, default: null },
     nodeSelectorTags: { type: [String], default: [] },
     mailEnabled: { type: Boolean, default: false },
+    sleepsWhenIdle: { type: Boolean, default: false },
     status: { type: String, required: true },
     siteUrl: { type: String, required: true },
     adminUrl: { type: String, required: true },

@@ -117,5 +117,13 @@ export function nodeSiteSpec(site: SiteDoc, version: string = site.runtimeVersio
   if (!runtime) throw new PlatformError('release_unknown', 500, `runtime ${version} is not in the catalog`);
   const hosts = [new URL(site.siteUrl).hostname];
   if (site.domain && site.domainStatus === 'active') hosts.push(site.domain);
-  return { siteId: site._id, slug: site.slug, name: site.name, url: site.siteUrl, hosts, runtime: runtimeSpec(runtime) };
+  return {
+    siteId: site._id,
+    slug: site.slug,
+    name: site.name,
+    url: site.siteUrl,
+    hosts,
+    runtime: runtimeSpec(runtime),
+    sleeps: site.sleepsWhenIdle === true,
+  };
 }

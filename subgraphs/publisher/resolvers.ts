@@ -61,6 +61,7 @@ export class PublisherResolver {
           reason: p.lastExit.reason === 'oom' ? 'out_of_memory' : null,
         },
         startedAt: p.startedAt ? new Date(p.startedAt) : null,
+        sleptAt: p.sleptAt ? new Date(p.sleptAt) : null,
       },
     };
   }

@@ -87,6 +87,8 @@ export interface PublisherDeps {
   siteUrl?: (slug: string) => string;
   /** The memory this node gives hosted sites, in MiB (hosted-slots.ts); unset: unbounded. */
   nodeMemoryMb?: number | null;
+  /** `PUBLISHER_IDLE_SLEEP_MS` (0: sites never sleep), for the node's memory admission. */
+  idleSleepMs?: number;
   /**
    * A hosted site's process from the data plane's supervisor (`SiteHost.process`) where this process
    * runs the real executor; unset or null otherwise.
@@ -115,7 +117,7 @@ export class PublisherService {
     const models = publisherModels(deps.conn);
     this.models = models;
     this.access = new SiteAccess(models, deps.features);
-    this.slots = new HostedSlots(models, deps.nodeMemoryMb ?? null);
+    this.slots = new HostedSlots(models, deps.nodeMemoryMb ?? null, deps.idleSleepMs ?? 0);
     this.mail = new MailSettings(models, deps.senders);
     this.locks = new SiteLocks(models, deps.engine);
     this.domains = new DomainClaims(models, { sitesDomain: deps.sitesDomain, ...deps.domains });

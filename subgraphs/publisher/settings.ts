@@ -69,6 +69,12 @@ export const publisherSettings = z.object({
    * prints one; docs/decisions/0270-node-tokens-and-task-secrets.md).
    */
   PUBLISHER_HOSTED_AGENT: z.enum(['in-process', 'external']).default('in-process'),
+  /**
+   * A hosted site whose plan lets it sleep is stopped after this long without a request through the
+   * edge and woken by its next one, in ms (default 15 min; 0: sites never sleep). Read where the
+   * data plane runs too (dataplane/sleep.ts, docs/decisions/0340-sleep-and-wake.md).
+   */
+  PUBLISHER_IDLE_SLEEP_MS: z.coerce.number().int().min(0).default(900_000),
   /** Step delay of the simulated infrastructure executor, in milliseconds. */
   SIMULATED_STEP_DELAY_MS: z.coerce.number().int().min(0).default(600),
 });

@@ -7,7 +7,7 @@ import type { OperationEngine } from '../../core/operations/engine';
 import type { OperationDoc } from '../../core/operations/model';
 import type { ProjectDirectory } from '../../core/ports';
 import type { Principal } from '../../core/principal';
-import type { HostedSlots } from './hosted-slots';
+import { type HostedSlots, SLEEPS_WHEN_IDLE } from './hosted-slots';
 import { MAX_SITE_NAME_LENGTH } from './limits';
 import type { PublisherModels, SiteDoc } from './model';
 import { type ConnectedNodes, NODE_TAG } from '../../nodes/registry';
@@ -178,6 +178,7 @@ export class SiteCreation {
       domainStatus: null,
       domainUpdatedAt: null,
       mailSenderEmail: null,
+      sleepsWhenIdle: SLEEPS_WHEN_IDLE[p.plan],
       createdAt: now,
       updatedAt: now,
       ...fields,

@@ -146,7 +146,7 @@ export class SiteProcessExitType {
 export class SiteProcessType {
   @Field(() => String, {
     description:
-      '`starting` (not answering yet), `running`, `restarting` (exited unasked, waiting to be started again), `stopping`, `stopped` or `crashed` (kept crashing; given up).',
+      '`starting` (not answering yet), `running`, `restarting` (exited unasked, waiting to be started again), `stopping`, `stopped`, `crashed` (kept crashing; given up) or `sleeping` (stopped for being idle; its next request wakes it).',
   })
   status!: string;
   @Field(() => Int, { description: 'Automatic restarts after a crash since the platform began running the site.' })
@@ -155,6 +155,8 @@ export class SiteProcessType {
   @Field(() => Int, { nullable: true, description: 'The memory ceiling the process runs with, in MiB.' })
   memoryFloorMb!: number | null;
   @Field(() => Date, { nullable: true }) startedAt!: Date | null;
+  @Field(() => Date, { nullable: true, description: 'When it was put to sleep, while `sleeping`; else null.' })
+  sleptAt!: Date | null;
 }
 
 @ObjectType('SiteMetadata')

@@ -6,8 +6,9 @@ import { requestLocal } from '../../core/outbound-http';
 import { RealNodeExecutor } from '../../dataplane/agent/executors';
 import type { AgentSite, AgentTask } from '../../dataplane/agent/wire';
 import { DataPlane } from '../../dataplane/plane';
-import { type RuntimeDriver, RuntimeDrivers } from '../../dataplane/runtimes/driver';
+import { RuntimeDrivers } from '../../dataplane/runtimes/driver';
 import { ghostDriver } from '../../dataplane/runtimes/ghost';
+import { staticDriver } from '../support/static-driver';
 
 /**
  * docs/decisions/0285-one-road-to-a-machine.md: adding a runtime is one driver file. This test-only
@@ -16,57 +17,6 @@ import { ghostDriver } from '../../dataplane/runtimes/ghost';
  * resume, delete — through the same site host, supervisor and edge Ghost uses, none of which is
  * changed for it.
  */
-
-const SERVER = `
-const http = require('node:http');
-const fs = require('node:fs');
-const path = require('node:path');
-const root = process.env.STATIC_ROOT;
-http.createServer((req, res) => {
-  const file = path.join(root, path.normalize(decodeURIComponent(req.url.split('?')[0])).replace(/^(\\.\\.[/\\\\])+/, ''), req.url.endsWith('/') ? 'index.html' : '');
-  fs.readFile(file, (err, body) => {
-    if (err) return res.writeHead(404).end('not found');
-    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'x-static-version': process.env.STATIC_VERSION }).end(body);
-  });
-}).listen(Number(process.env.PORT), '127.0.0.1');
-`;
-
-/** The whole driver: a runtime that is a folder of files. */
-function staticDriver(root: string): RuntimeDriver {
-  const publicDir = (dir: string) => path.join(dir, 'public');
-  return {
-    name: 'static-folder',
-    async install(spec) {
-      const dir = path.join(root, `${spec.name}-${spec.version}`);
-      await mkdir(dir, { recursive: true });
-      await writeFile(path.join(dir, 'server.js'), SERVER);
-      return { ...spec, dir, installedAt: new Date().toISOString(), installMs: 0, nodeAbi: process.versions.modules };
-    },
-    async workload(w) {
-      await mkdir(publicDir(w.dir), { recursive: true });
-      await writeFile(path.join(publicDir(w.dir), 'index.html'), '<h1>It works</h1>', { flag: 'wx' }).catch(() => undefined);
-      return {
-        script: 'server.js',
-        cwd: w.runtimeDir,
-        env: { STATIC_ROOT: publicDir(w.dir), STATIC_VERSION: path.basename(w.runtimeDir) },
-        sandbox: {
-          mounts: [
-            { path: w.dir, write: false },
-            { path: w.runtimeDir, write: false },
-          ],
-          memoryMb: 128,
-          egress: [],
-        },
-      };
-    },
-    async probe(at) {
-      const r = await requestLocal(at, { method: 'GET', path: '/', timeoutMs: 2_000 });
-      return r.status === 200 ? String(r.headers['x-static-version']) : null;
-    },
-    layout: (dir) => ({ content: publicDir(dir) }),
-    marker: (dir) => `STATIC_ROOT=${publicDir(dir)}`,
-  };
-}
 
 describe('a runtime added as one driver', () => {
   const root = mkdtempSync(path.join(tmpdir(), 'static-runtime-'));

@@ -1,0 +1,147 @@
+import { totalmem } from 'node:os';
+import type { Edge } from './edge';
+import { sleepMetrics } from './edge-common';
+import type { SiteHost } from './sites';
+
+/**
+ * Sleep and wake (docs/decisions/0340-sleep-and-wake.md; docs/contracts.md, "Sleep and wake"): a
+ * site that may sleep (its plan allows it) and got no request through the edge for the idle time is
+ * stopped cleanly and its hosts marked `sleeping`; the edge holds the next request, the site host
+ * wakes the site (one wake for every waiting request) and the edge answers it. Only awake sites
+ * count against the node's memory: before a process is spawned, the least recently used awake
+ * sites that may sleep are put to sleep until the new one fits. The hosted node and a customer's
+ * node run the same keeper over their own data plane.
+ */
+
+export interface SleepOptions {
+  /** No request for this long puts a site to sleep, in ms (`PUBLISHER_IDLE_SLEEP_MS`, default 15 min); 0: never. */
+  idleMs: number;
+  /** The memory the node gives awake sites, in MiB (their runtimes' floors count against it); null: unbounded. */
+  memoryMb: number | null;
+  /** How often idle sites are looked for, in ms (default a quarter of the idle time, between 1 s and 30 s). */
+  sweepMs?: number;
+  /** Where a failed sleep is reported. */
+  log?: (line: string) => void;
+}
+
+/** `PUBLISHER_IDLE_SLEEP_MS` (default 900000, 15 min; 0 never). */
+export function idleSleepMsFromEnv(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.PUBLISHER_IDLE_SLEEP_MS;
+  if (raw === undefined || raw.trim() === '') return 900_000;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0)
+    throw new Error(`PUBLISHER_IDLE_SLEEP_MS must be 0 or a positive integer of ms (got ${JSON.stringify(raw)})`);
+  return n;
+}
+
+/**
+ * The memory this node gives hosted sites, in MiB (`PUBLISHER_NODE_MEMORY_MB`; docs/decisions/0158-site-resources.md).
+ * Unset: the machine's memory less 2 GiB for the platform and its engines where sites really run, else unbounded (null).
+ */
+export function siteMemoryMb(configured: number | undefined, sitesRunHere: boolean): number | null {
+  if (configured !== undefined) return configured;
+  return sitesRunHere ? Math.max(0, Math.floor(totalmem() / 1048576) - 2048) : null;
+}
+
+/** `siteMemoryMb` from `PUBLISHER_NODE_MEMORY_MB` in the environment. */
+export function siteMemoryMbFromEnv(env: NodeJS.ProcessEnv, sitesRunHere: boolean): number | null {
+  const raw = env.PUBLISHER_NODE_MEMORY_MB?.trim();
+  return siteMemoryMb(raw ? Number(raw) : undefined, sitesRunHere);
+}
+
+export class SleepKeeper {
+  private readonly timer: NodeJS.Timeout | null;
+  private sweeping: Promise<void> | null = null;
+
+  constructor(
+    private readonly sites: SiteHost,
+    private readonly edge: Edge,
+    private readonly o: SleepOptions,
+  ) {
+    if (o.idleMs <= 0) {
+      this.timer = null;
+      return;
+    }
+    edge.setWaker((owner) => (sites.isHosted(owner) ? this.wake(owner) : Promise.resolve()));
+    sites.setBeforeSpawn((siteId) => this.makeRoom(siteId));
+    const every = o.sweepMs ?? Math.min(30_000, Math.max(1_000, Math.floor(o.idleMs / 4)));
+    this.timer = setInterval(() => void this.sweep(), every);
+    this.timer.unref();
+  }
+
+  /** When the site was last active: its last request through the edge, or when it began answering (a start or wake). */
+  lastActive(siteId: string, servingSince: number): number {
+    return Math.max(this.edge.lastRequestAt(siteId) ?? 0, servingSince);
+  }
+
+  /** Puts every site idle for the idle time to sleep (one pass at a time). */
+  sweep(): Promise<void> {
+    this.sweeping ??= this.sweepNow().finally(() => {
+      this.sweeping = null;
+    });
+    return this.sweeping;
+  }
+
+  private async sweepNow(): Promise<void> {
+    const now = Date.now();
+    for (const s of this.sites.awake()) {
+      if (!s.sleeps || this.edge.openConnections(s.siteId) > 0) continue;
+      // A site still starting (not answering yet) is never idle.
+      if (s.servingSince === 0 || now - this.lastActive(s.siteId, s.servingSince) < this.o.idleMs) continue;
+      await this.put(s.siteId, 'idle');
+    }
+  }
+
+  private async put(siteId: string, reason: 'idle' | 'capacity'): Promise<boolean> {
+    try {
+      const slept = await this.sites.sleep(siteId, reason);
+      if (slept) sleepMetrics.sleeps.labels(reason).inc();
+      return slept;
+    } catch (e) {
+      this.o.log?.(`sleep: site ${siteId} could not be put to sleep: ${(e as Error).message}`);
+      return false;
+    }
+  }
+
+  private async wake(siteId: string): Promise<void> {
+    if (!this.sites.isAsleep(siteId)) return this.sites.wake(siteId);
+    const t0 = process.hrtime.bigint();
+    try {
+      await this.sites.wake(siteId);
+      sleepMetrics.wakes.labels('woke').inc();
+      sleepMetrics.wakeSeconds.observe(Number(process.hrtime.bigint() - t0) / 1e9);
+    } catch (e) {
+      sleepMetrics.wakes.labels('failed').inc();
+      throw e;
+    }
+  }
+
+  /**
+   * Before `siteId`'s process is spawned: while the awake sites' floors and its own exceed the
+   * node's memory, the least recently used awake site that may sleep (and has no step under way)
+   * is put to sleep. When none can, the site starts anyway (a floor is a floor, not a reservation;
+   * the platform's admission keeps the sites that never sleep within the node's memory).
+   */
+  async makeRoom(siteId: string): Promise<void> {
+    if (this.o.memoryMb === null) return;
+    const tried = new Set<string>();
+    for (;;) {
+      const others = this.sites.awake().filter((s) => s.siteId !== siteId);
+      const used = others.reduce((sum, s) => sum + s.memoryMb, 0);
+      if (used + this.sites.memoryOf(siteId) <= this.o.memoryMb) return;
+      const lru = others
+        .filter((s) => s.sleeps && !tried.has(s.siteId) && !this.sites.busy(s.siteId))
+        .sort((a, b) => this.lastActive(a.siteId, a.servingSince) - this.lastActive(b.siteId, b.servingSince))[0];
+      if (!lru) {
+        this.o.log?.(`sleep: no awake site can sleep to make room for ${siteId}; it starts beyond the node's memory`);
+        return;
+      }
+      tried.add(lru.siteId);
+      await this.put(lru.siteId, 'capacity');
+    }
+  }
+
+  close(): void {
+    if (this.timer) clearInterval(this.timer);
+  }
+}
