@@ -71,10 +71,10 @@ export class FsBlobStore implements BlobStore {
   }
 
   async stage(source: Readable, opts: { maxBytes?: number | Promise<number> } = {}): Promise<StagedBlob> {
-    const dir = this.uploadsDir;
-    await mkdir(dir, { recursive: true });
-    const tmp = path.join(dir, randomUUID());
-    // One stage from the source to the file: hashed, counted and capped as it is written (decision 0255).
+    const tmp = path.join(this.uploadsDir, randomUUID());
+    // One stage from the source to the file: hashed, counted and capped as it is written (decision
+    // 0255). The pipeline takes the source before anything is awaited (the file makes its folder):
+    // a source that failed while the folder was being made had no listener for its error.
     const file = new StagingFile(tmp, opts.maxBytes);
     try {
       await pipeline(source, file);

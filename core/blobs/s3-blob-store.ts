@@ -84,8 +84,11 @@ export class S3BlobStore implements BlobStore {
 
   async stage(source: Readable, opts: { maxBytes?: number | Promise<number> } = {}): Promise<StagedBlob> {
     const key = `${this.prefix}_staging/${randomUUID()}`;
-    // A pending limit: the source waits (backpressure) until it is known.
-    const meter = await this.put(key, source, await opts.maxBytes);
+    // A pending limit: the source waits (backpressure) until it is known. The source is heard
+    // meanwhile: one that fails before the limit is known fails the stage (it had no listener).
+    const failed = new Promise<never>((_, reject) => source.once('error', reject));
+    failed.catch(() => undefined);
+    const meter = await this.put(key, source, await Promise.race([opts.maxBytes, failed]));
     return { sha256: meter.hash.digest('hex'), size: meter.size, head: meter.head(), handle: key };
   }
 

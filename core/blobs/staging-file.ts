@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
+import path from 'node:path';
 import { Writable } from 'node:stream';
 import { BlobTooLargeError, SNIFF_BYTES } from './blob-store';
 
@@ -14,9 +15,11 @@ export const STAGING_HIGH_WATER_MARK = 2 * 1024 * 1024;
  * refuses past `maxBytes` before writing, keeps the head for sniffing, and hashes each batch while
  * that batch's `writev` is on the thread pool. Chunks that arrive during a write are written
  * together by the next one, so a fast source costs a few large writes, not one per socket read.
- * The file is created exclusively (`wx`); the caller removes it on failure. A `maxBytes` still
- * pending (an upload's quota hold in flight) delays the file: the first chunks wait in the stream's
- * buffer, up to its high-water mark, and a rejection fails the stream before anything is written.
+ * The file is created exclusively (`wx`), its folder first if missing; the caller removes it on
+ * failure. A `maxBytes` still pending (an upload's quota hold in flight) delays the file: the first
+ * chunks wait in the stream's buffer, up to its high-water mark, and a rejection fails the stream
+ * before anything is written. Nothing has to be awaited before the stream is piped to: a caller
+ * pipes its source at once, so a source that fails early fails the pipeline, never unheard.
  */
 export class StagingFile extends Writable {
   private readonly hash = createHash('sha256');
@@ -37,8 +40,8 @@ export class StagingFile extends Writable {
   }
 
   override _construct(done: (e?: Error | null) => void): void {
-    Promise.resolve(this.limit).then(
-      (max) => {
+    Promise.all([fs.promises.mkdir(path.dirname(this.file), { recursive: true }), this.limit]).then(
+      ([, max]) => {
         this.maxBytes = max;
         // Destroyed while the limit was pending (the source failed): no file is made at all.
         if (this.destroyed) return done();

@@ -81,6 +81,19 @@ describe.each(stores)('blob store contract: %s', (_name, make) => {
     expect(await store.sweepStaged(new Date(Date.now() + 60_000))).toBe(0);
   });
 
+  it('a source that fails while its limit is still pending fails the stage, never unheard, and stages nothing', async () => {
+    let resolve!: (n: number) => void;
+    const limit = new Promise<number>((r) => (resolve = r));
+    const source = new Readable({ read() {} });
+    source.push(Buffer.from('abc'));
+    const staging = store.stage(source, { maxBytes: limit });
+    source.destroy(new Error('client went away'));
+    await expect(staging).rejects.toThrow('client went away');
+    resolve(1024);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(await store.sweepStaged(new Date(Date.now() + 60_000))).toBe(0);
+  });
+
   it('session parts: written in any order, assembled in order, dropped', async () => {
     const id = randomUUID();
     const parts = [randomBytes(1000), randomBytes(2000), randomBytes(10)];

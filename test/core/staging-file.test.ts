@@ -72,6 +72,24 @@ describe('staging a stream into the filesystem store', () => {
     expect(fs.readdirSync(path.join(dir, '_staging'))).toEqual([]);
   });
 
+  it('a source that fails while the staging folder is still being made fails the stage, never unheard', async () => {
+    // Under load the folder's mkdir may outlast the source: stage used to await it before piping,
+    // so the source's error had no listener (an unhandled error, then a stage that never settled).
+    const mkdir = fs.promises.mkdir;
+    jest.spyOn(fs.promises, 'mkdir').mockImplementation(async (...args: Parameters<typeof mkdir>) => {
+      await new Promise((r) => setTimeout(r, 100));
+      return mkdir(...args);
+    });
+    const store = new FsBlobStore(dir);
+    const source = new Readable({ read() {} });
+    source.push(chunks[0]);
+    const staging = store.stage(source, { maxBytes: 8 * 1024 * 1024 });
+    source.destroy(new Error('client went away'));
+    await expect(staging).rejects.toThrow('client went away');
+    await new Promise((r) => setTimeout(r, 150));
+    expect(fs.readdirSync(path.join(dir, '_staging'))).toEqual([]);
+  });
+
   it('refuses past maxBytes without writing past it, and leaves no staged file', async () => {
     const store = new FsBlobStore(dir);
     await expect(store.stage(fast(), { maxBytes: 3 * 1024 * 1024 + 1 })).rejects.toBeInstanceOf(BlobTooLargeError);
