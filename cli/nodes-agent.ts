@@ -4,9 +4,10 @@ import { parseArgs } from 'node:util';
 import { CliUsageError } from '../core/area';
 import { config } from '../core/config';
 import { AgentAuthError, NodeAgent } from '../dataplane/agent/agent';
+import { idleSleepMsFromEnv, siteMemoryMbFromEnv } from '../dataplane/sleep';
 
 export const NODES_AGENT_USAGE =
-  'nodes agent [--token-file FILE] [--data-dir DIR] [--edge-port N] [--api-url URL] [--executor real|simulated]';
+  'nodes agent [--token-file FILE] [--data-dir DIR] [--edge-port N] [--api-url URL] [--executor real|simulated] [--memory-mb N]';
 
 /** Where the agent's token comes from when no flag names it. */
 export const NODE_TOKEN_ENV = 'PLATFORM_NODE_TOKEN';
@@ -62,6 +63,7 @@ export async function runNodeAgent(args: string[]): Promise<void> {
       'edge-port': { type: 'string' },
       'api-url': { type: 'string' },
       executor: { type: 'string' },
+      'memory-mb': { type: 'string' },
     },
   });
   const token = await agentToken(values, process.env, (line) => process.stderr.write(`${line}\n`));
@@ -75,12 +77,17 @@ export async function runNodeAgent(args: string[]): Promise<void> {
   if (executor !== 'real' && executor !== 'simulated') throw new CliUsageError('--executor must be real or simulated');
   const dataDir = path.resolve(values['data-dir'] ?? path.join(config().DATA_DIR, 'node-agent'));
   const apiUrl = values['api-url'] ?? `http://127.0.0.1:${process.env.BRIDGE_PORT ?? 8080}`;
+  // Sleep and wake on this node (dataplane/sleep.ts): its own memory bound for awake sites.
+  const memoryMb = values['memory-mb'] === undefined ? siteMemoryMbFromEnv(process.env, true) : Number(values['memory-mb']);
+  if (memoryMb !== null && (!Number.isInteger(memoryMb) || memoryMb < 1))
+    throw new CliUsageError('--memory-mb must be a positive number of MiB');
   const agent = new NodeAgent({
     apiUrl,
     token,
     dataDir,
     edgePort,
     executor,
+    sleep: { idleMs: idleSleepMsFromEnv(process.env), memoryMb, log: (line) => process.stderr.write(`node-agent: ${line}\n`) },
     simulatedStepDelayMs: process.env.NODE_AGENT_STEP_DELAY_MS ? Number(process.env.NODE_AGENT_STEP_DELAY_MS) : undefined,
     log: (line) => process.stderr.write(`node-agent: ${line}\n`),
   });

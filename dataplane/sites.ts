@@ -87,8 +87,11 @@ export class SiteHost {
   private readonly sites = new Map<string, HostedSite & { runtimeDir: string }>();
   /** Sites spawned and waiting for their first answer (`start`, `resume`). */
   private readonly starting = new Set<string>();
-  /** When each site began answering through the edge (its last start, resume or wake), ms since the epoch. */
-  private readonly servingSince = new Map<string, number>();
+  /**
+   * When each site was last active by the platform's doing (ms since the epoch): it began answering
+   * (a start, resume or wake) or one of its steps ended. Requests are the edge's to tell.
+   */
+  private readonly activeAt = new Map<string, number>();
   /** Sleeping sites, with when they went to sleep. */
   private readonly asleep = new Map<string, string>();
   /** The wake under way per site, shared by everyone who waits for it. */
@@ -151,7 +154,9 @@ export class SiteHost {
 
   /** The `health_check` step: the site answers its driver's probe with its version. */
   async healthCheck(siteId: string): Promise<string> {
-    return (await this.waitHealthy(siteId)).version;
+    // A sleeping site answers by waking (its next request would wake it too).
+    if (this.asleep.has(siteId)) await this.wake(siteId);
+    return (await this.inLane(siteId, () => this.waitHealthy(siteId))).version;
   }
 
   /**
@@ -161,7 +166,10 @@ export class SiteHost {
   async configure(siteId: string, owner: DriverOwner): Promise<Record<string, string>> {
     const site = this.get(siteId);
     const driver = this.drivers.get(site.runtime.name);
-    return driver.configure ? driver.configure(this.endpoint(siteId), this.workload(site), owner) : {};
+    if (!driver.configure) return {};
+    const configure = driver.configure.bind(driver);
+    // In the site's lane: it does not go to sleep while being set up.
+    return this.inLane(siteId, () => configure(this.endpoint(siteId), this.workload(site), owner));
   }
 
   /** Where the site's process is reached now (its port, or its sandbox's socket). */
@@ -263,14 +271,15 @@ export class SiteHost {
 
   /**
    * The sites hosted here and running (not sleeping, not stopped), with their memory floor, whether
-   * they may sleep and since when they answer (ms since the epoch; 0 while starting).
+   * they may sleep and when they were last active by the platform's doing (`activeAt`, ms since the
+   * epoch; 0 while a first start has not answered yet).
    */
-  awake(): Array<{ siteId: string; memoryMb: number; sleeps: boolean; servingSince: number }> {
+  awake(): Array<{ siteId: string; memoryMb: number; sleeps: boolean; activeAt: number }> {
     return [...this.sites.values()].flatMap((s) => {
       const st = this.o.supervisor.status(s.siteId);
       if (!st || this.asleep.has(s.siteId) || st.state === 'stopped' || st.state === 'failed') return [];
-      const since = this.servingSince.get(s.siteId) ?? 0;
-      return [{ siteId: s.siteId, memoryMb: s.memoryMb ?? 0, sleeps: s.sleeps === true, servingSince: since }];
+      const activeAt = this.activeAt.get(s.siteId) ?? 0;
+      return [{ siteId: s.siteId, memoryMb: s.memoryMb ?? 0, sleeps: s.sleeps === true, activeAt }];
     });
   }
 
@@ -292,6 +301,7 @@ export class SiteHost {
     const run = lane.tail.then(fn, fn);
     lane.tail = run.catch(() => undefined);
     return run.finally(() => {
+      if (this.activeAt.has(siteId)) this.activeAt.set(siteId, Date.now());
       if (--lane.queued === 0 && this.lanes.get(siteId) === lane) this.lanes.delete(siteId);
     });
   }
@@ -360,7 +370,7 @@ export class SiteHost {
     await this.inLane(siteId, () => this.o.supervisor.remove(siteId));
     this.sites.delete(siteId);
     this.asleep.delete(siteId);
-    this.servingSince.delete(siteId);
+    this.activeAt.delete(siteId);
     await this.killStray(siteId);
     if (!opts.keepFiles) await rm(this.siteDir(siteId), { recursive: true, force: true });
   }
@@ -443,7 +453,7 @@ export class SiteHost {
   }
 
   private route(site: HostedSite, st: WorkloadStatus): void {
-    this.servingSince.set(site.siteId, Date.now());
+    this.activeAt.set(site.siteId, Date.now());
     this.o.edge.remove({ owner: site.siteId });
     this.o.edge.upsert(site.hosts, { target: endpointOf(st), state: 'running', owner: site.siteId });
   }

@@ -69,9 +69,9 @@ export class SleepKeeper {
     this.timer.unref();
   }
 
-  /** When the site was last active: its last request through the edge, or when it began answering (a start or wake). */
-  lastActive(siteId: string, servingSince: number): number {
-    return Math.max(this.edge.lastRequestAt(siteId) ?? 0, servingSince);
+  /** When the site was last active: its last request through the edge, or the platform's last doing (`SiteHost.awake`). */
+  lastActive(siteId: string, activeAt: number): number {
+    return Math.max(this.edge.lastRequestAt(siteId) ?? 0, activeAt);
   }
 
   /** Puts every site idle for the idle time to sleep (one pass at a time). */
@@ -87,7 +87,7 @@ export class SleepKeeper {
     for (const s of this.sites.awake()) {
       if (!s.sleeps || this.edge.openConnections(s.siteId) > 0) continue;
       // A site still starting (not answering yet) is never idle.
-      if (s.servingSince === 0 || now - this.lastActive(s.siteId, s.servingSince) < this.o.idleMs) continue;
+      if (s.activeAt === 0 || now - this.lastActive(s.siteId, s.activeAt) < this.o.idleMs) continue;
       await this.put(s.siteId, 'idle');
     }
   }
@@ -131,7 +131,7 @@ export class SleepKeeper {
       if (used + this.sites.memoryOf(siteId) <= this.o.memoryMb) return;
       const lru = others
         .filter((s) => s.sleeps && !tried.has(s.siteId) && !this.sites.busy(s.siteId))
-        .sort((a, b) => this.lastActive(a.siteId, a.servingSince) - this.lastActive(b.siteId, b.servingSince))[0];
+        .sort((a, b) => this.lastActive(a.siteId, a.activeAt) - this.lastActive(b.siteId, b.activeAt))[0];
       if (!lru) {
         this.o.log?.(`sleep: no awake site can sleep to make room for ${siteId}; it starts beyond the node's memory`);
         return;

@@ -3,6 +3,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { sleep } from '../../core/sleep';
 import { DataPlane } from '../plane';
+import type { SleepOptions } from '../sleep';
 import { type NodeExecutor, RealNodeExecutor, StepFailure, type SiteExtras } from './executors';
 import { SimulatedNodeExecutor } from './simulated-executor';
 import {
@@ -65,6 +66,8 @@ export interface NodeAgentOptions {
 }
 
 /** The platform refused the token (forged, unknown or revoked): the agent stops. */
+  /** Sleep and wake of idle sites on the agent's own data plane (dataplane/sleep.ts); not used with `plane`. */
+  sleep?: SleepOptions;
 export class AgentAuthError extends Error {}
 
 interface Envelope<T> {
@@ -110,6 +113,7 @@ export class NodeAgent {
     this.executor =
       o.executor === 'real'
         ? new RealNodeExecutor(this.plane, o.siteExtras)
+        ...(o.sleep ? { sleep: o.sleep } : {}),
         : new SimulatedNodeExecutor(this.plane, o.simulatedStepDelayMs);
     this.finished = new Promise<void>((resolve, reject) => {
       this.fatal = (e) => (e instanceof AgentAuthError ? reject(e) : resolve());

@@ -206,12 +206,9 @@ export const assetsRoutes: AnyRoute[] = [
     operation: 'create-signed-url',
     body: signedUrlBody,
     scope: SCOPES.publish,
-    variables: (r) => ({
-      id: id(r),
-      expiresIn: r.body.expires_in,
-      maxDownloads: 'max_downloads' in r.body ? (r.body.max_downloads ?? null) : null,
-      transformation: 'transformation' in r.body ? r.body.transformation : null,
-    }),
+    // An absent `max_downloads` and an explicit null both mean no cap (the service reads them alike).
+    derive: { body: '.' },
+    variables: (r) => ({ id: id(r) }),
     select: (d) => d.createAssetSignedUrl,
     status: 201,
     envelope: 'standard',
