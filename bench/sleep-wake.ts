@@ -35,7 +35,8 @@ function viaEdge(edgeUrl: string, host: string): Promise<number> {
   });
 }
 
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))];
+const pct = (xs: number[], p: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))];
 const mib = (bytes: number) => `${(bytes / 1048576).toFixed(0)} MiB`;
 
 async function main(): Promise<void> {
