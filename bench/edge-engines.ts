@@ -12,11 +12,15 @@
  *
  * Then a promotion under load: clients keep requesting the production address through each engine
  * while it is switched between two releases every `BENCH_PROMOTE_MS`; every answer that is not 200
- * and every connection error counts as failed.
+ * and every connection error counts as failed (with the nginx engine, a switch re-points the host's
+ * link: docs/decisions/0320-edge-route-links.md; the reloads counted should stay 0).
+ *
+ * Then Ghost (from the runtime cache, as bench/dataplane-ghost.ts runs it; BENCH_GHOST=0 skips it):
+ * its home page straight from its socket, and through each engine, in alternating rounds.
  *
  * Run: `npm run -s build && node dist/bench/edge-engines.js` (BENCH_SECONDS per round, 3; BENCH_ROUNDS,
- * 3; BENCH_CONCURRENCY, 8; BENCH_WARMUP, 300; BENCH_PROMOTE_SECONDS, 5; BENCH_PROMOTE_MS, 250). Not
- * part of `npm run bench`.
+ * 3; BENCH_CONCURRENCY, 8; BENCH_WARMUP, 300; BENCH_PROMOTE_SECONDS, 5; BENCH_PROMOTE_MS, 250;
+ * BENCH_GHOST_ROUNDS, 3). Not part of `npm run bench`.
  */
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
@@ -25,10 +29,14 @@ import path from 'node:path';
 import { Edge, type EdgeRoute } from '../dataplane/edge';
 import { nginxWorkerUser } from '../dataplane/edge-nginx';
 import { renderNginxEdgeConfig } from '../dataplane/edge-nginx-config';
+import { EdgeLinks, linkTargets } from '../dataplane/edge-nginx-links';
 import { NginxEdgeProcess } from '../dataplane/edge-nginx-process';
 import { productionHost, ReleaseHost, releaseHost } from '../dataplane/releases';
+import { RuntimeCache } from '../dataplane/runtime-cache';
+import { SiteHost } from '../dataplane/sites';
 import { endpointOf, freePort, Supervisor } from '../dataplane/supervisor';
 import { ensureNginxInstalled, nginxBinary } from '../infra/nginx';
+import { findRuntime, runtimeSpec } from '../subgraphs/publisher/runtime-catalog';
 import { childrenOf, cpuOf, type Figures, jsonOfScript, loadInProcess, median, selfCpu } from './forwarder-kit';
 
 const FIXTURE = path.resolve(__dirname, '..', '..', 'test', 'fixtures', 'commerce', 'storefront');
@@ -101,16 +109,19 @@ async function main(): Promise<void> {
       await edge.settled();
       closers.push(() => edge.close());
     }
-    // nginx alone, with the configuration the engine renders for the same table.
+    // nginx alone, with the configuration and the links the engine writes for the same table.
     const alonePort = await freePort();
     const alonePrefix = path.join(root, 'nginx-alone');
+    const nginxEngine = (engines.nginx as unknown as { nginx: { proc: NginxEdgeProcess; controlSocket: string } }).nginx;
+    new EdgeLinks(alonePrefix).sync(linkTargets(engines.nginx.table()));
     const alone = await NginxEdgeProcess.start(
       nginxBinary(),
       alonePrefix,
       renderNginxEdgeConfig(engines.nginx.table(), {
         host: '127.0.0.1',
         port: alonePort,
-        controlPort: engines.nginx.port, // unknown hosts only; not asked here
+        prefix: alonePrefix,
+        controlSocket: nginxEngine.controlSocket, // unknown hosts only; not asked here
         publicScheme: 'http',
         upstreamTimeoutMs: 60_000,
         accessLog: path.join(alonePrefix, 'access.log'),
@@ -134,8 +145,7 @@ async function main(): Promise<void> {
     });
     await new Promise<void>((r) => tcp.listen(0, '127.0.0.1', r));
     closers.push(() => new Promise((r) => tcp.close(r)));
-    const nginxEnginePid = (engines.nginx as unknown as { nginx: { proc: { pid: number } } }).nginx.proc.pid;
-    const engineCpu = nginxCpu(nginxEnginePid);
+    const engineCpu = nginxCpu(nginxEngine.proc.pid);
     const variants: Variant[] = [
       { name: 'edge (nginx engine)', port: engines.nginx.port, cpu: () => engineCpu() + selfCpu() },
       { name: 'edge (node engine)', port: engines.node.port, cpu: selfCpu },
@@ -147,7 +157,11 @@ async function main(): Promise<void> {
     const tree = (pid: number): number[] => [pid, ...childrenOf(pid).flatMap(tree)];
     const workerdCpu = () => tree(st.pid!).reduce((s, p) => s + cpuOf(p), 0);
     const headers = { host: releaseHost(ids[0]) };
-    const rows: Array<{ d: Figures; dWorkerdUs: number; v: Record<string, { f: Figures; us: number; workerdUs: number }> }> = [];
+    const rows: Array<{
+      d: Figures;
+      dWorkerdUs: number;
+      v: Record<string, { f: Figures; us: number; selfUs: number; workerdUs: number }>;
+    }> = [];
     for (let r = 0; r < rounds; r++) {
       const direct = target.socketPath
         ? { url: 'http://localhost/', headers, socketPath: target.socketPath }
@@ -156,9 +170,10 @@ async function main(): Promise<void> {
       const d = await loadInProcess(direct, concurrency, seconds, warmup);
       const row: (typeof rows)[number] = { d, dWorkerdUs: (workerdCpu() - dw0) / (d.requests + warmup), v: {} };
       for (const v of [...variants.slice(r % variants.length), ...variants.slice(0, r % variants.length)]) {
-        const [c0, w0] = [v.cpu(), workerdCpu()];
+        const [c0, s0, w0] = [v.cpu(), selfCpu(), workerdCpu()];
         const f = await loadInProcess({ url: `http://127.0.0.1:${v.port}/`, headers }, concurrency, seconds, warmup);
-        row.v[v.name] = { f, us: (v.cpu() - c0) / (f.requests + warmup), workerdUs: (workerdCpu() - w0) / (f.requests + warmup) };
+        const n = f.requests + warmup;
+        row.v[v.name] = { f, us: (v.cpu() - c0) / n, selfUs: (selfCpu() - s0) / n, workerdUs: (workerdCpu() - w0) / n };
       }
       rows.push(row);
       console.log(
@@ -180,6 +195,13 @@ async function main(): Promise<void> {
         `| ${v.name} | ${m((x) => x.f.rps).toFixed(0)} | ${median(rows.map((x) => x.v[v.name].f.rps / x.d.rps)).toFixed(2)} | ${m((x) => x.us).toFixed(0)} | ${m((x) => x.workerdUs).toFixed(0)} | ${m((x) => x.f.clientUs).toFixed(0)} |`,
       );
     }
+    const ratio = (a: string, b: string, f: (x: { f: Figures; us: number }) => number) =>
+      median(rows.map((x) => f(x.v[a]) / f(x.v[b]))).toFixed(2);
+    const engine = 'edge (nginx engine)';
+    console.log(
+      `${engine}: this process (the access-log tail, the observe listener) ${median(rows.map((x) => x.v[engine].selfUs)).toFixed(0)} µs/req of its ${median(rows.map((x) => x.v[engine].us)).toFixed(0)}; ` +
+        `CPU per request / nginx alone ${ratio(engine, 'nginx alone', (x) => x.us)}; req/s / tcp-pipe ${ratio(engine, 'tcp-pipe', (x) => x.f.rps)} (medians of per-round ratios)`,
+    );
     await new Promise((r) => setTimeout(r, 300)); // the last access lines
     console.log(`observe listeners told: node engine ${seen.node}, nginx engine ${seen.nginx} requests`);
 
@@ -187,9 +209,10 @@ async function main(): Promise<void> {
     const promoteSeconds = num('BENCH_PROMOTE_SECONDS', 5);
     const everyMs = num('BENCH_PROMOTE_MS', 250);
     console.log(`\npromotion under load (${promoteSeconds} s, concurrency ${concurrency}, a switch every ${everyMs} ms)`);
-    console.log('| engine | answered 200 | answered another status | connection errors | switches |');
-    console.log('|---|---|---|---|---|');
+    console.log('| engine | answered 200 | answered another status | connection errors | switches | nginx reloads |');
+    console.log('|---|---|---|---|---|---|');
     for (const [name, edge] of Object.entries(engines)) {
+      const reloads0 = nginxEngine.proc.reloads;
       let switches = 0;
       const timer = setInterval(() => {
         switches += 1;
@@ -197,8 +220,11 @@ async function main(): Promise<void> {
       }, everyMs);
       const r = await failuresUnderLoad(edge.port, shop, concurrency, promoteSeconds).finally(() => clearInterval(timer));
       await edge.settled();
-      console.log(`| ${name} | ${r.ok} | ${r.failed} | ${r.errors} | ${switches} |`);
+      const reloads = name === 'nginx' ? String(nginxEngine.proc.reloads - reloads0) : '–';
+      console.log(`| ${name} | ${r.ok} | ${r.failed} | ${r.errors} | ${switches} | ${reloads} |`);
     }
+
+    if (process.env.BENCH_GHOST !== '0') await ghost(engines, concurrency, seconds, root, closers);
   } finally {
     for (const c of closers) await c().catch(() => undefined);
     await host.close();
@@ -207,6 +233,50 @@ async function main(): Promise<void> {
     rmSync(root, { recursive: true, force: true });
   }
 }
+
+/** A Ghost site from the runtime cache, routed on both engines: its home page direct and through each. */
+async function ghost(
+  engines: Record<'node' | 'nginx', Edge>,
+  concurrency: number,
+  seconds: number,
+  root: string,
+  closers: Array<() => Promise<unknown>>,
+): Promise<void> {
+  const rounds = num('BENCH_GHOST_ROUNDS', 3);
+  const supervisor = new Supervisor();
+  closers.unshift(() => supervisor.removeAll());
+  const sites = new SiteHost({ cache: new RuntimeCache(), supervisor, edge: engines.nginx, sitesRoot: path.join(root, 'sites') });
+  const host = 'ghost-bench.sites.localhost';
+  const t0 = Date.now();
+  await sites.start({ siteId: 'ghost-bench', runtime: GHOST, url: `http://${host}/`, hosts: [host], memoryMb: 512 });
+  engines.node.upsert([host], engines.nginx.route(host)!);
+  const st = supervisor.status('ghost-bench')!;
+  console.log(
+    `\nGhost ${GHOST.version}: started in ${Date.now() - t0} ms (${st.socketPath ? 'sandboxed, on its unix socket' : `on port ${st.port}`})`,
+  );
+  const headers = { host };
+  const direct = st.socketPath
+    ? { url: 'http://localhost/', headers, socketPath: st.socketPath }
+    : { url: `http://127.0.0.1:${st.port}/`, headers };
+  const via = (e: Edge) => ({ url: `http://127.0.0.1:${e.port}/`, headers });
+  const ratios: Record<string, number[]> = { nginx: [], node: [] };
+  for (let r = 0; r < rounds; r++) {
+    const d = await loadInProcess(direct, concurrency, seconds, 20);
+    const line = [`round ${r + 1}: direct ${d.rps.toFixed(1)} req/s`];
+    for (const name of r % 2 ? (['node', 'nginx'] as const) : (['nginx', 'node'] as const)) {
+      const f = await loadInProcess(via(engines[name]), concurrency, seconds, 20);
+      ratios[name].push(f.rps / d.rps);
+      line.push(`${name} engine ${f.rps.toFixed(1)} (${(f.rps / d.rps).toFixed(2)})`);
+    }
+    console.log(line.join('; '));
+  }
+  console.log(
+    `Ghost through the edge / direct, medians of ${rounds}: nginx engine ${median(ratios.nginx).toFixed(2)}, node engine ${median(ratios.node).toFixed(2)}`,
+  );
+}
+
+/** The catalogue's Ghost (the one bench/dataplane-ghost.ts runs, cached under the runtime cache). */
+const GHOST = runtimeSpec(findRuntime('5.130.5')!);
 
 main().catch((e) => {
   console.error(e);

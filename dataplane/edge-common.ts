@@ -4,10 +4,10 @@ import { Counter, Histogram } from 'prom-client';
 
 export type EdgeEngineName = 'node' | 'nginx';
 
-/** `EDGE_ENGINE` (`nginx` or `node`), else node. */
+/** `EDGE_ENGINE` (`nginx` or `node`), else nginx (which falls back to node where no nginx runs: `chooseEdgeEngine`). */
 export function edgeEngineFromEnv(env: NodeJS.ProcessEnv = process.env): EdgeEngineName {
   const v = (env.EDGE_ENGINE ?? '').trim().toLowerCase();
-  if (v === '') return 'node';
+  if (v === '') return 'nginx';
   if (v === 'node' || v === 'nginx') return v;
   throw new Error(`EDGE_ENGINE must be nginx or node (got ${JSON.stringify(env.EDGE_ENGINE)})`);
 }

@@ -1,21 +1,31 @@
 import type { EdgeRoute } from './edge-common';
+import { LINK_HOST_NGINX, servedByLink } from './edge-nginx-links';
 
 /**
- * The nginx engine's configuration (docs/decisions/0310-nginx-edge-engine.md), rendered from the
- * edge's route table on every change. One server on the edge's address routes by `$host` through a
- * `map` to an upstream per distinct target (a sandboxed workload's unix socket, else its loopback
- * port), with kept-alive HTTP/1.1 connections. Whatever the map does not name (an unknown host, a
- * stopped or restoring route, a host the config does not know yet) goes to the Node side's control
- * listener, which answers exactly as the Node engine does (404, 503, `/metrics`) or forwards it
- * with the newest table. nginx writes one JSON access line per request, which the Node side tails.
+ * The nginx engine's configuration (docs/decisions/0310-nginx-edge-engine.md,
+ * docs/decisions/0320-edge-route-links.md). One server on the edge's address routes by `$host`:
+ * - a host with a link in `<prefix>/links/` (dataplane/edge-nginx-links.ts) is forwarded to the slot
+ *   its link names (`$realpath_root`), whose upstream keeps connections alive; the Node side
+ *   re-points links without a reload: every route on a unix socket (sandboxed workloads), and every
+ *   route that does not run (its link then names the control folder: the control listener);
+ * - a running route on a TCP port (or with a host too long for a link) is in a `map` to an upstream
+ *   per distinct target, kept alive; a reload changes it;
+ * - the rest (unknown hosts, hosts the config does not know yet) goes to the Node side's control
+ *   listener, which answers exactly as the Node engine does (404, 503, `/metrics`, a sleeping route
+ *   held while it wakes) or forwards it with the newest table.
+ * nginx writes one JSON access line per request (buffered), which the Node side tails.
  */
 
 export interface NginxEdgeConfigOptions {
   /** The edge's listening address and port. */
   host: string;
   port: number;
-  /** The Node side's control listener (127.0.0.1). */
-  controlPort: number;
+  /** nginx's folder (absolute; its working directory, where `links/` and `slots/` are). */
+  prefix: string;
+  /** How many slot upstreams to declare (`EdgeLinks.slots`; default 64). */
+  slots?: number;
+  /** The Node side's control listener: its unix socket (absolute, short enough for a socket address). */
+  controlSocket: string;
   /** `X-Forwarded-Proto` (and `ws`/`wss` on upgrades). */
   publicScheme: 'http' | 'https';
   /** How long to wait on a workload's reads and writes, in ms. */
@@ -65,6 +75,12 @@ export function nginxPreamble(workers: number): string[] {
 /** Host names nginx gets in its map; any other key is left to the control listener (the Node side forwards it). */
 const PLAIN_HOST = /^[a-z0-9](?:[a-z0-9.-]{0,251}[a-z0-9])?$/;
 
+/** A path written into the configuration (quoted there): no quote, `$`, `;`, braces or white space. */
+function confPath(p: string): string {
+  if (/[\s;{}'"$\\]/.test(p)) throw new Error(`not a path for nginx's configuration: ${JSON.stringify(p)}`);
+  return p;
+}
+
 function listenAddress(host: string, port: number): string {
   return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
 }
@@ -82,7 +98,7 @@ export function renderNginxEdgeConfig(routes: ReadonlyMap<string, EdgeRoute>, o:
   const upstreams = new Map<string, string>();
   const map: string[] = [];
   for (const [host, route] of routes) {
-    if (route.state !== 'running' || !PLAIN_HOST.test(host)) continue;
+    if (route.state !== 'running' || !PLAIN_HOST.test(host) || servedByLink(host, route)) continue;
     const address = targetAddress(route.target);
     let name = upstreams.get(address);
     if (!name) upstreams.set(address, (name = `edge_target_${upstreams.size}`));
@@ -132,21 +148,40 @@ export function renderNginxEdgeConfig(routes: ReadonlyMap<string, EdgeRoute>, o:
     '  map $http_upgrade $edge_connection { default upgrade; "" keep-alive; }',
     `  map $http_upgrade $edge_proto { default ${ws}; "" ${o.publicScheme}; }`,
     `  map $http_host $edge_port { default ${defaultPort}; "~:(?<p>[0-9]+)$" $p; }`,
-    '  map $edge_upstream $edge_kind { edge_control control; default proxied; }',
+    // The control listener marks its answers (the header goes no further).
+    '  map $upstream_http_x_edge_control $edge_kind { "" proxied; default control; }',
+    '  proxy_hide_header X-Edge-Control;',
     '  map $host $edge_upstream {',
-    '    default edge_control;',
+    '    default "";',
     ...map,
+    '  }',
+    `  map $host $edge_link { "~${LINK_HOST_NGINX}" $edge_k; default .none; }`,
+    '  map $realpath_root $edge_slot { "~/slots/(?<edge_s>[0-9]+)$" edge_slot_$edge_s; default ""; }',
+    // The map first (a TCP target, a reload away), then the host's slot, else the control listener.
+    '  map "$edge_upstream $edge_slot" $edge_dest {',
+    '    "~^(?<edge_u>[^ ]+) " $edge_u;',
+    '    "~^ (?<edge_v>[^ ]+)$" $edge_v;',
+    `    default "unix:${confPath(o.controlSocket)}:";`,
     '  }',
     '  log_format edge_json escape=json \'{"host":"$host","method":"$request_method","uri":"$request_uri",' +
       '"status":$status,"duration":$request_time,"kind":"$edge_kind","upstream":"$upstream_addr",' +
       '"upstreamHeaderTime":"$upstream_header_time","remote":"$remote_addr"}\';',
-    `  access_log ${o.accessLog} edge_json;`,
-    `  upstream edge_control { server 127.0.0.1:${o.controlPort}; keepalive 16; }`,
+    // Buffered: one write (and one wake-up of the Node side's tail) per 128 KiB or 50 ms, not per request.
+    `  access_log ${confPath(o.accessLog)} edge_json buffer=128k flush=50ms;`,
     ...[...upstreams].map(([address, name]) => `  upstream ${name} { server ${address}; keepalive 32; }`),
+    // Relative to nginx's folder (its working directory): a unix socket address is at most 108 bytes.
+    ...Array.from(
+      { length: o.slots ?? 64 },
+      (_, n) => `  upstream edge_slot_${n} { server unix:slots/${n}/sock; keepalive 16; keepalive_timeout 10s; }`,
+    ),
     '  server {',
     `    listen ${listenAddress(o.host, o.port)} default_server;`,
+    // A host without a link resolves `links/.none` (the control folder), not a missing path.
+    '    set $edge_root $edge_link;',
+    `    if (!-d "${confPath(o.prefix)}/links/$edge_link") { set $edge_root .none; }`,
     '    location / {',
-    '      proxy_pass http://$edge_upstream;',
+    `      root "${confPath(o.prefix)}/links/$edge_root";`,
+    '      proxy_pass http://$edge_dest;',
     '      error_page 502 504 = @unanswered;',
     '    }',
     '    location @unanswered {',

@@ -7,7 +7,8 @@ import path from 'node:path';
  * foreground as a child of the platform process, in a folder of its own (`-p PREFIX`), started with
  * `setpriv --pdeathsig KILL` where util-linux has it so it dies with the platform even when that is
  * killed; its workers (which outlive a killed master) are killed on the platform's exit and, at the
- * next start, from the pid file. Configurations are written atomically (temp file, rename) and
+ * next start, from the pid file. It runs in its folder (its working directory: the route links'
+ * socket addresses are relative to it, to stay short). Configurations are written atomically (temp file, rename) and
  * applied with SIGHUP; reloads are coalesced: at most one in flight, the newest text wins.
  */
 
@@ -144,12 +145,28 @@ export class NginxEdgeProcess {
   ) {
     const setpriv = setprivPath();
     const args = ['-p', `${prefix}/`, '-c', 'nginx.conf', '-e', 'error.log', '-g', 'daemon off; master_process on;'];
-    this.child = setpriv
-      ? spawn(setpriv, ['--pdeathsig', 'KILL', binary, ...args], { stdio: 'ignore' })
-      : spawn(binary, args, { stdio: 'ignore' });
-    this.child.once('exit', (code, signal) => (this.exit = signal ?? `code ${code}`));
+    // In a process group of its own (`detached`), which the reaper below kills whole.
+    const opts = { stdio: 'ignore', cwd: prefix, detached: true } as const;
+    this.child = setpriv ? spawn(setpriv, ['--pdeathsig', 'KILL', binary, ...args], opts) : spawn(binary, args, opts);
+    // A killed master leaves its workers serving (they do not watch it). The reaper reads a pipe
+    // from this process: when this process ends, even by SIGKILL, the pipe closes and the reaper
+    // kills nginx's group, workers included.
+    this.reaper = spawn('/bin/sh', ['-c', `read _; kill -9 -${this.child.pid} 2>/dev/null`], {
+      stdio: ['pipe', 'ignore', 'ignore'],
+    });
+    this.reaper.on('error', () => undefined);
+    this.reaper.stdin?.on('error', () => undefined);
+    this.reaper.unref();
+    (this.reaper.stdin as unknown as { unref?: () => void } | null)?.unref?.();
+    this.child.once('exit', (code, signal) => {
+      this.exit = signal ?? `code ${code}`;
+      // Its group is gone: the reaper must not kill a group that reuses the number.
+      this.reaper.kill('SIGKILL');
+    });
     process.once('exit', this.onExit);
   }
+
+  private readonly reaper: ChildProcess;
 
   get confFile(): string {
     return path.join(this.prefix, 'nginx.conf');
@@ -263,6 +280,7 @@ export class NginxEdgeProcess {
   private kill(): void {
     for (const w of this.workers()) killQuietly(w);
     this.child.kill('SIGKILL');
+    this.reaper.kill('SIGKILL');
   }
 
   /** Graceful stop (SIGQUIT: requests in flight finish), SIGKILL after `graceMs`. */

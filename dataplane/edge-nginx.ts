@@ -5,17 +5,21 @@ import type http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { dataRoot } from '../core/paths';
 import { counted, type EdgeAccess, type EdgeEngineName, edgeEngineFromEnv, type EdgeRoute } from './edge-common';
 import { AccessLogTail } from './edge-nginx-access';
 import { type NginxEdgeAccessLine, outcomesOf, renderNginxEdgeConfig } from './edge-nginx-config';
+import { EdgeLinks, linkTargets } from './edge-nginx-links';
 import { NginxEdgeProcess } from './edge-nginx-process';
 import { freePort } from './supervisor';
 
 /**
- * The edge's nginx engine (docs/decisions/0310-nginx-edge-engine.md): nginx is the data path on the
- * edge's address; the Node side (dataplane/edge.ts) owns the route table, renders it into nginx's
- * configuration on every change (coalesced reloads), answers what nginx hands it on its control
- * listener, and feeds `observe` listeners and the edge's counters from nginx's access lines.
+ * The edge's nginx engine (docs/decisions/0310-nginx-edge-engine.md,
+ * docs/decisions/0320-edge-route-links.md): nginx is the data path on the edge's address; the Node
+ * side (dataplane/edge.ts) owns the route table, re-points each host's link on every change (no
+ * reload) and renders what links do not cover (TCP targets) into nginx's configuration (coalesced
+ * reloads), answers what nginx hands it on its control socket, and feeds `observe` listeners and the
+ * edge's counters from nginx's access lines.
  */
 
 export interface NginxEngineOptions {
@@ -38,25 +42,32 @@ export interface EdgeEngineChoice {
 
 let ephemeralSeq = 0;
 
-/** True when `binary` runs here (`nginx -v`: present, executable, its libraries found). */
+const ran = new Map<string, boolean>();
+/** True when `binary` runs here (`nginx -v`: present, executable, its libraries found); asked once per binary. */
 function runs(binary: string): boolean {
   if (!fs.existsSync(binary)) return false;
-  return spawnSync(binary, ['-v'], { stdio: 'ignore', timeout: 5_000 }).status === 0;
+  let ok = ran.get(binary);
+  if (ok === undefined) ran.set(binary, (ok = spawnSync(binary, ['-v'], { stdio: 'ignore', timeout: 5_000 }).status === 0));
+  return ok;
 }
 
 /**
- * `EDGE_ENGINE` resolved on this machine: `nginx` when asked for and a working binary is found (the
- * one given, which the composition root installs, else `EDGE_NGINX_BINARY`, else
- * `<root>/../nginx/base/usr/sbin/nginx`, else `nginx` on the PATH), the node engine otherwise, the
- * note saying why. nginx's folder is `<root>/<port>`, or a folder of its own run when the port is 0.
+ * `EDGE_ENGINE` resolved on this machine: `nginx` (asked for, or by default) when a working binary is
+ * found (the one given, which the composition root installs, else `EDGE_NGINX_BINARY`, else
+ * `<root>/../nginx/base/usr/sbin/nginx`, else the one installed in the data folder
+ * (`<DATA_DIR>/nginx/base/usr/sbin/nginx`), else `nginx` on the PATH), the node engine otherwise (or
+ * with `EDGE_ENGINE=node`), the note saying why. nginx's folder is `<root>/<port>`, or a folder of its
+ * own run when the port is 0.
  */
 export function chooseEdgeEngine(o: { root: string; port: number; binary?: string; env?: NodeJS.ProcessEnv }): EdgeEngineChoice {
   const env = o.env ?? process.env;
-  if (edgeEngineFromEnv(env) === 'node') return { engine: 'node', note: 'EDGE_ENGINE=node (the default)' };
+  if (edgeEngineFromEnv(env) === 'node') return { engine: 'node', note: 'EDGE_ENGINE=node' };
+  const asked = (env.EDGE_ENGINE ?? '').trim() === '' ? 'EDGE_ENGINE unset (nginx by default)' : 'EDGE_ENGINE=nginx';
   const candidates = [
     o.binary,
     env.EDGE_NGINX_BINARY,
     path.join(o.root, '..', 'nginx', 'base', 'usr', 'sbin', 'nginx'),
+    path.join(dataRoot(env), 'nginx', 'base', 'usr', 'sbin', 'nginx'),
     ...(env.PATH ?? '')
       .split(':')
       .filter(Boolean)
@@ -66,11 +77,11 @@ export function chooseEdgeEngine(o: { root: string; port: number; binary?: strin
   if (!binary)
     return {
       engine: 'node',
-      note: `EDGE_ENGINE=nginx, but no working nginx here (looked at ${candidates.slice(0, 3).join(', ')} and the PATH): the node engine serves`,
+      note: `${asked}, but no working nginx here (looked at ${candidates.slice(0, 4).join(', ')} and the PATH): the node engine serves`,
     };
   const ephemeral = o.port === 0;
   const prefix = path.join(o.root, ephemeral ? `run-${process.pid}-${++ephemeralSeq}` : String(o.port));
-  return { engine: 'nginx', nginx: { binary, prefix, ephemeral }, note: `EDGE_ENGINE=nginx: ${binary} in ${prefix}` };
+  return { engine: 'nginx', nginx: { binary, prefix, ephemeral }, note: `${asked}: ${binary} in ${prefix}` };
 }
 
 export type EdgeWatcher = (req: http.IncomingMessage, res: http.ServerResponse, access?: EdgeAccess) => void;
@@ -133,11 +144,34 @@ export class NginxEdgeEngine {
     return path.join(this.o.prefix, 'access.log');
   }
 
-  private render(controlPort: number): string {
+  /**
+   * The control listener's unix socket: in nginx's folder, or where a socket address fits
+   * (108 bytes) when that folder's path is too long.
+   */
+  get controlSocket(): string {
+    if (!this.control) {
+      const inPrefix = path.resolve(this.o.prefix, 'control.sock');
+      this.control =
+        inPrefix.length <= 100 ? inPrefix : path.join(os.tmpdir(), `edge-control-${process.pid}-${++ephemeralSeq}.sock`);
+    }
+    return this.control;
+  }
+  private control = '';
+
+  /** nginx's folder made and a stale control socket removed: the control listener may listen. */
+  prepareControl(): string {
+    fs.mkdirSync(this.o.prefix, { recursive: true });
+    fs.rmSync(this.controlSocket, { force: true });
+    return this.controlSocket;
+  }
+
+  private render(): string {
     return renderNginxEdgeConfig(this.routes(), {
       host: this.o.host,
       port: this.listenPort,
-      controlPort,
+      prefix: path.resolve(this.o.prefix),
+      slots: this.links?.slots,
+      controlSocket: this.controlSocket,
       publicScheme: this.o.publicScheme,
       upstreamTimeoutMs: this.o.upstreamTimeoutMs,
       accessLog: this.accessLog,
@@ -146,16 +180,23 @@ export class NginxEdgeEngine {
     });
   }
 
-  private controlPort = 0;
+  private links: EdgeLinks | null = null;
 
-  /** Starts nginx on `requestedPort` (0: a free one) in front of the control listener; answers the port. */
-  async start(requestedPort: number, controlPort: number): Promise<number> {
-    this.controlPort = controlPort;
+  /**
+   * Starts nginx on `requestedPort` (0: a free one) in front of `control` (listening on
+   * `controlSocket`), whose answers it marks for the access log; answers the port.
+   */
+  async start(requestedPort: number, control: http.Server): Promise<number> {
+    control.prependListener('request', (_req: http.IncomingMessage, res: http.ServerResponse) =>
+      res.setHeader('x-edge-control', '1'),
+    );
+    this.links = new EdgeLinks(path.resolve(this.o.prefix));
+    this.links.sync(linkTargets(this.routes()));
     let last: Error | undefined;
     for (let attempt = 0; attempt < 3; attempt++) {
       this.listenPort = requestedPort || (await freePort());
       try {
-        this.proc = await NginxEdgeProcess.start(this.o.binary, this.o.prefix, this.render(controlPort), () =>
+        this.proc = await NginxEdgeProcess.start(this.o.binary, this.o.prefix, this.render(), () =>
           answers(this.o.host, this.listenPort),
         );
         break;
@@ -175,10 +216,14 @@ export class NginxEdgeEngine {
     return this.listenPort;
   }
 
-  /** The table changed: nginx gets the new configuration (reloads coalesced). */
+  /**
+   * The table changed: the links change at once (no reload); nginx gets the new configuration, which
+   * reloads only when what the links do not cover changed (reloads coalesced).
+   */
   changed(): void {
     if (!this.proc) return;
-    this.proc.apply(this.render(this.controlPort)).catch((err: Error) => {
+    this.links?.sync(linkTargets(this.routes()));
+    this.proc.apply(this.render()).catch((err: Error) => {
       process.emitWarning(`edge (nginx): the route table was not applied: ${err.message}`);
     });
   }
@@ -208,6 +253,7 @@ export class NginxEdgeEngine {
     this.tail?.close();
     this.proc = null;
     this.tail = null;
+    this.links = null;
     if (this.o.ephemeral) fs.rmSync(this.o.prefix, { recursive: true, force: true });
   }
 }

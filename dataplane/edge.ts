@@ -346,18 +346,18 @@ export class Edge {
   }
 
   async listen(): Promise<number> {
-    // With nginx the node:http server is the control listener, on loopback only.
-    const [port, host] = this.nginx ? [0, '127.0.0.1'] : [this.requestedPort, this.listenHost];
+    // With nginx the node:http server is the control listener, on a unix socket in nginx's folder.
     await new Promise<void>((resolve, reject) => {
       this.server.once('error', reject);
-      this.server.listen(port, host, () => {
+      const listening = () => {
         this.server.off('error', reject);
         resolve();
-      });
+      };
+      if (this.nginx) this.server.listen(this.nginx.prepareControl(), listening);
+      else this.server.listen(this.requestedPort, this.listenHost, listening);
     });
     if (this.nginx) {
-      const control = (this.server.address() as { port: number }).port;
-      await this.nginx.start(this.requestedPort, control).catch(async (err: unknown) => {
+      await this.nginx.start(this.requestedPort, this.server).catch(async (err: unknown) => {
         await new Promise((r) => this.server.close(r));
         throw err;
       });
