@@ -398,7 +398,7 @@ export class Edge {
       return;
     }
     const host = hostKey(req.headers.host);
-    const route = this.routes.get(host);
+    let route = this.routes.get(host);
     if (!route) {
       // The edge's own address (no site has an IP literal or `localhost` as its name) serves its
       // metrics, to loopback callers only (docs/decisions/0272-edge-and-egress-hardening.md).
@@ -495,11 +495,13 @@ export class Edge {
 
   private async onUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     if (hasDuplicateHost(req)) return refuseUpgrade(socket, 400, 'Bad Request');
-    const route = this.routes.get(hostKey(req.headers.host));
+    const host = hostKey(req.headers.host);
+    let route = this.routes.get(host);
     if (!route) return refuseUpgrade(socket, 404, 'Not Found');
-    if (route.state !== 'running') return refuseUpgrade(socket, 503, 'Service Unavailable');
     this.touch(route);
     if (route.state === 'sleeping') route = (await this.awake(host, route)) ?? route;
+    if (route.state !== 'running') return refuseUpgrade(socket, 503, 'Service Unavailable');
+    if (socket.destroyed) return;
     dropForwarded(req);
     this.upgraded.add(socket);
     const owner = route.owner;
