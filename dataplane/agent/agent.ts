@@ -62,12 +62,12 @@ export interface NodeAgentOptions {
   claimPollMs?: number;
   simulatedStepDelayMs?: number;
   cacheRoot?: string;
+  /** Sleep and wake of idle sites on the agent's own data plane (dataplane/sleep.ts); not used with `plane`. */
+  sleep?: SleepOptions;
   log?: (line: string) => void;
 }
 
 /** The platform refused the token (forged, unknown or revoked): the agent stops. */
-  /** Sleep and wake of idle sites on the agent's own data plane (dataplane/sleep.ts); not used with `plane`. */
-  sleep?: SleepOptions;
 export class AgentAuthError extends Error {}
 
 interface Envelope<T> {
@@ -109,11 +109,11 @@ export class NodeAgent {
         host: o.host ?? '127.0.0.1',
         sitesRoot: path.join(o.dataDir, 'sites'),
         ...(o.cacheRoot ? { cacheRoot: o.cacheRoot } : {}),
+        ...(o.sleep ? { sleep: o.sleep } : {}),
       });
     this.executor =
       o.executor === 'real'
         ? new RealNodeExecutor(this.plane, o.siteExtras)
-        ...(o.sleep ? { sleep: o.sleep } : {}),
         : new SimulatedNodeExecutor(this.plane, o.simulatedStepDelayMs);
     this.finished = new Promise<void>((resolve, reject) => {
       this.fatal = (e) => (e instanceof AgentAuthError ? reject(e) : resolve());
