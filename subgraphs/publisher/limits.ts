@@ -10,7 +10,7 @@ export const MAX_REASON_LENGTH = 500;
 /** Longest newsletter-provider sender name, in characters (one line). */
 export const MAX_FROM_NAME_LENGTH = 100;
 /** Longest newsletter-provider region name, in characters. */
-export const MAX_REGION_LENGTH = 64;
+export const MAX_REGION_LENGTH = 32;
 /** Longest newsletter-provider API key, in characters. */
 export const MAX_PROVIDER_API_KEY_LENGTH = 512;
 /** Longest runtime version string, in characters. */

@@ -3,10 +3,10 @@ import { encryptSecret } from '../../core/secrets';
 import { normalizeDomain, normalizeEmail, relaxedAligned } from '../../core/domain-names';
 import type { NewsletterProviderDoc, PublisherModels, SiteDoc } from './model';
 import type { VerifiedSenders } from '../../core/ports';
-import { MAX_FROM_NAME_LENGTH } from './limits';
+import { MAX_FROM_NAME_LENGTH, MAX_REGION_LENGTH } from './limits';
 
 /** Newsletter-provider region: a short lowercase code such as `us` or `eu`. */
-const REGION = /^[a-z]{2}[a-z0-9-]{0,30}$/;
+const REGION = new RegExp(`^[a-z]{2}[a-z0-9-]{0,${MAX_REGION_LENGTH - 2}}$`);
 /** Provider API keys: 8–512 visible ASCII characters. */
 const API_KEY = /^[\x21-\x7e]{8,512}$/;
 /** Longest `from_name`, in characters. */

@@ -1,6 +1,4 @@
-import { IsArray, IsBoolean, IsOptional, IsString, MaxLength } from 'class-validator';
-import { MAX_DOMAIN_INPUT_LENGTH, MAX_EMAIL_LENGTH } from '../../core/domain-names';
-import { MAX_FROM_NAME_LENGTH, MAX_PROVIDER_API_KEY_LENGTH, MAX_REGION_LENGTH, MAX_SITE_NAME_LENGTH } from './limits';
+import { IsArray, IsBoolean, IsOptional, IsString } from 'class-validator';
 import { Directive, Field, Float, ID, InputType, Int, ObjectType } from 'type-graphql';
 import { OperationType } from '../../core/operations/graphql';
 
@@ -176,9 +174,10 @@ export class SiteMetadataType {
   process!: SiteProcessType | null;
 }
 
+/** Its rules are the service's (site-creation.ts: `invalid_name` and friends), for REST and GraphQL alike (decision 0330). */
 @InputType('CreateSiteInput')
 export class CreateSiteInputType {
-  @Field(() => String, { nullable: true }) @IsOptional() @IsString() @MaxLength(MAX_SITE_NAME_LENGTH) name?: string;
+  @Field(() => String, { nullable: true }) @IsOptional() @IsString() name?: string;
   @Field(() => String, { nullable: true }) @IsOptional() @IsString() runtimeVersion?: string;
   @Field(() => String, { nullable: true }) @IsOptional() @IsString() deploymentMode?: string;
   @Field(() => String, { nullable: true }) @IsOptional() @IsString() targetNodeId?: string;
@@ -283,15 +282,15 @@ export class SiteMailSettingsType {
   @Field(() => NewsletterProviderSettingsType) newsletterProvider!: NewsletterProviderSettingsType;
 }
 
+/** Its rules (lengths, shapes) are the service's (mail-settings.ts), so every transport meets the same errors (decision 0330). */
 @InputType('NewsletterProviderInput')
 export class NewsletterProviderInputType {
-  @Field(() => String) @IsString() @MaxLength(MAX_DOMAIN_INPUT_LENGTH) domain!: string;
-  @Field(() => String) @IsString() @MaxLength(MAX_REGION_LENGTH) region!: string;
+  @Field(() => String) @IsString() domain!: string;
+  @Field(() => String) @IsString() region!: string;
   @Field(() => String, { nullable: true, description: 'Write-only; omitted keeps the stored key.' })
   @IsOptional()
   @IsString()
-  @MaxLength(MAX_PROVIDER_API_KEY_LENGTH)
   apiKey?: string | null;
-  @Field(() => String) @IsString() @MaxLength(MAX_EMAIL_LENGTH) fromEmail!: string;
-  @Field(() => String, { nullable: true }) @IsOptional() @IsString() @MaxLength(MAX_FROM_NAME_LENGTH) fromName?: string | null;
+  @Field(() => String) @IsString() fromEmail!: string;
+  @Field(() => String, { nullable: true }) @IsOptional() @IsString() fromName?: string | null;
 }

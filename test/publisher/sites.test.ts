@@ -3,6 +3,7 @@ import WebSocket from 'ws';
 import { ConnectedNodes } from '../../nodes/registry';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 import { ISO, PREFIX, UUID, errorBody, projectPath, runningSite, settled, waitForOperation } from './support';
+import { MAX_SITE_NAME_LENGTH } from '../../subgraphs/publisher/limits';
 
 let t: TestPlatform;
 
@@ -412,6 +413,13 @@ describe('GraphQL', () => {
       key,
     );
     expect(rejected.errors?.[0]?.extensions).toMatchObject({ code: 'invalid_domain', status: 400 });
+    // The input's rules are the service's: GraphQL meets the same error as REST (decision 0330).
+    const tooLong = await t.gql(
+      'mutation($n: String!) { createSite(input: { name: $n }) { siteUrl } }',
+      { n: 'n'.repeat(MAX_SITE_NAME_LENGTH + 1) },
+      key,
+    );
+    expect(tooLong.errors?.[0]?.extensions).toMatchObject({ code: 'invalid_name', status: 400 });
   });
 });
 
