@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import http from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -51,4 +52,17 @@ export async function startBenchPlatform(label: string, env: Record<string, stri
       await rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** The status of `GET /` for `host` through the edge at `edgeUrl` (0 when the connection fails). */
+export function statusViaEdge(edgeUrl: string, host: string): Promise<number> {
+  const u = new URL(edgeUrl);
+  return new Promise((resolve) => {
+    const req = http.request({ host: u.hostname, port: u.port, path: '/', headers: { host }, agent: false }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', () => resolve(0));
+    req.end();
+  });
 }

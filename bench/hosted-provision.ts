@@ -7,21 +7,8 @@
  * Run: `npm run -s build && node dist/bench/hosted-provision.js`. Not part of `npm run bench`.
  */
 import 'reflect-metadata';
-import http from 'node:http';
 import path from 'node:path';
-import { startBenchPlatform } from './bench-platform';
-
-function viaEdge(edgeUrl: string, host: string): Promise<number> {
-  const u = new URL(edgeUrl);
-  return new Promise((resolve) => {
-    const req = http.request({ host: u.hostname, port: u.port, path: '/', headers: { host }, agent: false }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('error', () => resolve(0));
-    req.end();
-  });
-}
+import { startBenchPlatform, statusViaEdge as viaEdge } from './bench-platform';
 
 async function main(): Promise<void> {
   const count = Math.max(1, Number(process.env.BENCH_SITES ?? 3));

@@ -17,23 +17,10 @@
 import 'reflect-metadata';
 import { execFileSync } from 'node:child_process';
 import { statfsSync } from 'node:fs';
-import http from 'node:http';
 import path from 'node:path';
-import { startBenchPlatform } from './bench-platform';
+import { startBenchPlatform, statusViaEdge as viaEdge } from './bench-platform';
 
 const FLOOR_MB = 512;
-
-function viaEdge(edgeUrl: string, host: string): Promise<number> {
-  const u = new URL(edgeUrl);
-  return new Promise((resolve) => {
-    const req = http.request({ host: u.hostname, port: u.port, path: '/', headers: { host }, agent: false }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('error', () => resolve(0));
-    req.end();
-  });
-}
 
 const pct = (xs: number[], p: number) =>
   [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))];
