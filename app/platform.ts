@@ -35,11 +35,9 @@ import { initTracing } from '../core/telemetry/tracing';
 import path from 'node:path';
 import { projectRoot } from '../core/paths';
 import { DataPlane } from '../dataplane/plane';
-import { type Edge, edgeEngineFromEnv, edgeWakeTimeoutFromEnv } from '../dataplane/edge';
+import { edgeEngineFromEnv, edgeWakeTimeoutFromEnv } from '../dataplane/edge';
 import { idleSleepMsFromEnv, siteMemoryMbFromEnv } from '../dataplane/sleep';
 import { ensureNginxInstalled, nginxBinary } from '../infra/nginx';
-import type { Supervisor } from '../dataplane/supervisor';
-import type { ReconcileRegistry } from '../dataplane/reconcile';
 import { BackgroundJoin } from './background-join';
 import {
   type AreaServices,
@@ -223,20 +221,6 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
 
   // Each area's executors, consumers and background workers run where its subgraph runs.
   const workerAreas = areas().filter((a) => opts.workers ?? runsArea(a.name));
-  // Commerce releases run on the same data plane (docs/decisions/0130-commerce-runtime.md), attached
-  // before any executor can start one; its release host closes before the plane stops.
-  const commerceServices = (services as Record<string, unknown>).commerce as
-    | { useDataPlane(p: { edge: Edge; supervisor: Supervisor; reconciler: ReconcileRegistry }): { close(): Promise<void> } }
-    | undefined;
-  if (dataPlane && commerceServices && workerAreas.some((a) => a.name === 'commerce')) {
-    const releases = commerceServices.useDataPlane({
-      edge: dataPlane.edge,
-      supervisor: dataPlane.supervisor,
-      // Commerce's releases are a pass of the data plane's one reconcile loop (docs/decisions/0160-commerce-release-lifecycle.md).
-      reconciler: dataPlane.reconciler,
-    });
-    stops.push(() => releases.close());
-  }
   for (const area of workerAreas) {
     const own = (services as Record<string, unknown>)[area.name];
     for (const [type, executor] of Object.entries(area.executors?.(own) ?? {})) engine.register(type, executor);

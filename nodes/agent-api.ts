@@ -184,7 +184,7 @@ const taskJson = (t: NodeTaskDoc) => ({
   operation_id: t.operationId,
   operation_type: t.operationType,
   step: t.step,
-  site: t.site,
+  ...(t.release ? { release: t.release } : { site: t.site }),
 });
 
 /**

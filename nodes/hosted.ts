@@ -2,15 +2,22 @@ import type { BackgroundWorker } from '../core/area';
 import { isPlatformError } from '../core/errors';
 import { NodeAgent } from '../dataplane/agent/agent';
 import type { SiteExtras } from '../dataplane/agent/executors';
+import { ReleaseExecutor } from '../dataplane/agent/release-executor';
 import type { DataPlane } from '../dataplane/plane';
+import { ReleaseHost } from '../dataplane/releases';
 import { type NodeAgentService, nodeAgentCall } from './agent-api';
 import type { ConnectedNodes } from './registry';
+import type { HostedReleases } from './releases';
 
 export interface HostedNodeOptions {
   nodes: ConnectedNodes;
   api: NodeAgentService;
-  /** This process's data plane, where it runs one with the real executor; null: no agent here. */
+  /** This process's data plane; null: no agent here. */
   plane: () => DataPlane | null;
+  /** Whether hosted sites' steps are this node's tasks (the real executor): its reconcile is the data plane's `publisher` pass. */
+  sites: boolean;
+  /** Commerce releases, when the area that owns them is in this process (the `hostedReleases` port). */
+  releases?: () => HostedReleases | null;
   /** Where the agent keeps its files (`<DATA_DIR>/hosted-node`). */
   dataDir: string;
   /** `PUBLISHER_HOSTED_AGENT=external`: the hosted node's agent runs elsewhere. */
@@ -22,13 +29,14 @@ export interface HostedNodeOptions {
 
 /**
  * The hosted pool as a node (docs/decisions/0225-hosted-pool-node.md). Where this process runs the
- * publishing area's workers and the data plane with the real executor, it starts the platform's
- * own agent: the node agent's code (dataplane/agent/agent.ts) with the real node executor on this
- * process's data plane, speaking the agent protocol to this process's publishing area directly
- * (no HTTP, so no rate limit and no port), for the hosted node's token. Hosted sites' machine
- * steps are node tasks of that node; its reconcile is the data plane's `publisher` pass (boot,
- * every 30 s, and a kick when a site's hosts or mail change). Every replica starts one; one holds
- * the node's lease and the others stand by (docs/decisions/0226-hosted-node-lease.md).
+ * publishing area's workers and the data plane, it starts the platform's own agent: the node
+ * agent's code (dataplane/agent/agent.ts) with the real node executor on this process's data
+ * plane, speaking the agent protocol to this process's publishing area directly (no HTTP, so no
+ * rate limit and no port), for the hosted node's token. With the real executor hosted sites'
+ * machine steps are node tasks of that node, and its reconcile is the data plane's `publisher` pass
+ * (boot, every 30 s, and a kick when a site's hosts or mail change); commerce releases' steps are
+ * its tasks whatever the executor (docs/decisions/0325-nodes-module.md). Every replica starts one;
+ * one holds the node's lease and the others stand by (docs/decisions/0226-hosted-node-lease.md).
  *
  * `PUBLISHER_HOSTED_AGENT=external`: no agent here; hosted sites still go through the hosted node,
  * whose agent is run elsewhere (`PLATFORM_NODE_TOKEN=… platform nodes agent`, the token printed by
@@ -51,6 +59,7 @@ export function hostedNodeWorker(o: HostedNodeOptions): BackgroundWorker {
       let token = await o.nodes.ensureHosted();
       if (o.external) return;
       const api = o.api;
+      const source = o.releases?.();
       const a = new NodeAgent({
         apiUrl: 'in-process',
         token,
@@ -61,6 +70,14 @@ export function hostedNodeWorker(o: HostedNodeOptions): BackgroundWorker {
         // The hosted pool runs many sites: one site's slow start does not hold the others' steps.
         concurrency: 8,
         ...(o.siteExtras ? { siteExtras: o.siteExtras } : {}),
+        ...(source
+          ? {
+              releases: new ReleaseExecutor(
+                new ReleaseHost({ ...source.host, edge: plane.edge, supervisor: plane.supervisor }),
+                source,
+              ),
+            }
+          : {}),
         transport: async (method, p, body, signal) => {
           let node;
           try {
@@ -83,7 +100,7 @@ export function hostedNodeWorker(o: HostedNodeOptions): BackgroundWorker {
       });
       await a.start();
       agent = a;
-      unregister = plane.reconciler.register('publisher', () => a.reconcileNow());
+      if (o.sites) unregister = plane.reconciler.register('publisher', () => a.reconcileNow());
     },
     async stop() {
       unregister?.();

@@ -120,7 +120,7 @@ export function nodeStatus(node: ConnectedNodeDoc, now = Date.now()): NodeStatus
 }
 
 /** Whether the agent answers, whatever the operator decided (a draining node still runs its sites). */
-export function nodeAgentAlive(node: ConnectedNodeDoc, now = Date.now()): boolean {
+export function nodeAgentAlive(node: Pick<ConnectedNodeDoc, 'lastHeartbeatAt'>, now = Date.now()): boolean {
   return Boolean(node.lastHeartbeatAt && now - node.lastHeartbeatAt.getTime() < NODE_SILENT_MS);
 }
 

@@ -3,8 +3,8 @@ import { EventEmitter } from 'node:events';
 import { PlatformError, retriable } from '../core/errors';
 import { model } from '../core/mongo';
 import { decryptSecret, encryptSecret } from '../core/secrets';
-import type { AgentSite } from '../dataplane/agent/wire';
-import { type ConnectedNodes, NODE_SILENT_MS, nodeAgentAlive } from './registry';
+import type { AgentSite, ReleaseWork } from '../dataplane/agent/wire';
+import { type ConnectedNodes, HOSTED_NODE_ID, NODE_SILENT_MS, nodeAgentAlive } from './registry';
 
 /**
  * Node tasks (docs/decisions/0170-node-agent.md, 0325-nodes-module.md): a step that acts on a
@@ -28,7 +28,10 @@ export interface NodeTaskDoc {
   operationId: string;
   operationType: string;
   step: string;
-  site: AgentSite;
+  /** A site's step: the site as the agent runs it. */
+  site?: AgentSite;
+  /** A commerce release's step (docs/decisions/0325-nodes-module.md): which releases, ids only. */
+  release?: ReleaseWork;
   status: NodeTaskStatus;
   /** The agent process (a random id per start) that claimed it; another process may take it over. */
   claimedBy: string | null;
@@ -51,7 +54,8 @@ const taskSchema = new mongoose.Schema<NodeTaskDoc>(
     operationType: { type: String, required: true },
     step: { type: String, required: true },
     attempt: { type: Number, default: 1 },
-    site: { type: mongoose.Schema.Types.Mixed, required: true },
+    site: { type: mongoose.Schema.Types.Mixed, default: undefined },
+    release: { type: mongoose.Schema.Types.Mixed, default: undefined },
     status: { type: String, required: true },
     claimedBy: { type: String, default: null },
     claimedAt: { type: Date, default: null },
@@ -159,20 +163,19 @@ export async function sweepFinishedNodeTasks(
   return (await tasks.deleteMany({ _id: { $in: ids }, status: { $in: ['succeeded', 'failed'] } })).deletedCount;
 }
 
-/** What a task is opened with: one task per step of an operation, `<operation id>:<step>`. */
-export interface NodeTaskRequest {
-  id: string;
-  nodeId: string;
-  siteId: string;
-  operationId: string;
-  operationType: string;
-  step: string;
-  site: AgentSite;
-  /** The operation's attempt: a retry after a failed task puts it back to pending. */
-  attempt: number;
-}
+/**
+ * What a task is opened with: its id (`<operation id>:<step>`, one task per step of an operation), what
+ * the step acts on (a site or commerce releases) and the operation's attempt (a retry after a failed
+ * task puts it back to pending).
+ */
+export type NodeTaskRequest = { id: string } & Pick<
+  NodeTaskDoc,
+  'nodeId' | 'siteId' | 'operationId' | 'operationType' | 'step' | 'site' | 'release' | 'attempt'
+>;
 
 const POLL_MS = 250;
+/** How long a step waits for an unreachable node unless its area says otherwise (PUBLISHER_NODE_WAIT_MS's default). */
+export const DEFAULT_NODE_WAIT_MS = 10 * 60_000;
 
 /** Opens node tasks and waits for their outcomes (the platform's side of every machine step). */
 export class NodeTasks {
@@ -196,7 +199,8 @@ export class NodeTasks {
     signal?: AbortSignal,
     progress?: (detail: string) => void,
   ): Promise<Record<string, unknown> | null> {
-    const { id, attempt, ...fields } = t;
+    const { id, attempt, ...given } = t;
+    const fields = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined));
     await this.d.tasks.updateOne(
       { _id: id },
       {
@@ -221,7 +225,8 @@ export class NodeTasks {
         $set: {
           attempt,
           status: 'pending',
-          site: t.site,
+          ...(t.site ? { site: t.site } : {}),
+          ...(t.release ? { release: t.release } : {}),
           claimedBy: null,
           claimedAt: null,
           error: null,
@@ -250,7 +255,9 @@ export class NodeTasks {
         const err = task.error ?? { code: 'node_step_failed', message: 'the node reported a failure', retriable: false };
         throw err.retriable ? retriable(err.code, err.message) : new PlatformError(err.code, 500, err.message);
       }
-      const node = await this.d.nodes.get(nodeId);
+      // The hosted node's record is made by its agent's first start: until then it waits as unreachable.
+      const node =
+        (await this.d.nodes.get(nodeId)) ?? (nodeId === HOSTED_NODE_ID ? { lastHeartbeatAt: null as Date | null } : null);
       if (!node) throw new PlatformError('unknown_node', 500, `node ${nodeId} no longer exists`);
       if (nodeAgentAlive(node)) {
         if (task.progress && task.progress !== lastProgress) progress?.((lastProgress = task.progress));

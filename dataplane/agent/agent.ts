@@ -5,8 +5,10 @@ import { sleep } from '../../core/sleep';
 import { DataPlane } from '../plane';
 import type { SleepOptions } from '../sleep';
 import { type NodeExecutor, RealNodeExecutor, StepFailure, type SiteExtras } from './executors';
+import type { ReleaseExecutor } from './release-executor';
 import { SimulatedNodeExecutor } from './simulated-executor';
 import {
+  type AgentReleaseTask,
   type AgentTask,
   type DesiredSite,
   type HeartbeatReply,
@@ -48,6 +50,8 @@ export interface NodeAgentOptions {
   transport?: AgentTransport;
   /** What a site's process starts with beyond its spec (the hosted pool's mail settings and MySQL database). */
   siteExtras?: SiteExtras;
+  /** Runs the tasks of commerce releases (the hosted node: docs/decisions/0325-nodes-module.md); none on a customer's node. */
+  releases?: ReleaseExecutor;
   /** How many tasks (of different sites) run at once (default 1: one after another). */
   concurrency?: number;
   /** How long one claim waits for work (a long poll; default 20 s, 0: answer at once). */
@@ -175,6 +179,7 @@ export class NodeAgent {
     await Promise.allSettled([...this.inflight]);
     if (this.holding) await this.call('POST', '/lease/release', { session: this.session }).catch(() => undefined);
     await this.executor.close();
+    await this.o.releases?.close();
     if (this.ownPlane) await this.plane.stop();
     this.fatal?.(new Error('stopped'));
   }
@@ -232,11 +237,16 @@ export class NodeAgent {
         await sleep(this.heartbeatMs, this.stopping.signal).catch(() => undefined);
         continue;
       }
-      let task: AgentTask | null = null;
+      let task: AgentTask | AgentReleaseTask | null = null;
       let failed = false;
       try {
         task = (
-          await this.call<{ task: AgentTask | null }>('POST', '/tasks/claim', { session: this.session, wait_ms: waitMs }, waitMs)
+          await this.call<{ task: AgentTask | AgentReleaseTask | null }>(
+            'POST',
+            '/tasks/claim',
+            { session: this.session, wait_ms: waitMs },
+            waitMs,
+          )
         ).task;
       } catch (e) {
         if (e instanceof AgentAuthError) return this.die(e);
@@ -260,8 +270,9 @@ export class NodeAgent {
     }
   }
 
-  private async runTask(task: AgentTask): Promise<void> {
-    this.log(`${task.operation_type}/${task.step} of site ${task.site.slug}`);
+  private async runTask(task: AgentTask | AgentReleaseTask): Promise<void> {
+    const what = 'release' in task ? `release ${task.release.releases[0]?.releaseId ?? '(all)'}` : `site ${task.site.slug}`;
+    this.log(`${task.operation_type}/${task.step} of ${what}`);
     let last = 0;
     const progress = (detail: string) => {
       if (Date.now() - last < 1_000) return;
@@ -272,7 +283,7 @@ export class NodeAgent {
     };
     let outcome: TaskOutcome;
     try {
-      const result = await this.executor.run(task, progress);
+      const result = await this.runStep(task, progress);
       outcome = { ok: true, result };
     } catch (e) {
       const f = e instanceof StepFailure ? e : new StepFailure('node_step_failed', (e as Error).message);
@@ -290,6 +301,12 @@ export class NodeAgent {
         await sleep(1_000);
       }
     }
+  }
+
+  private runStep(task: AgentTask | AgentReleaseTask, progress: (detail: string) => void) {
+    if (!('release' in task)) return this.executor.run(task, progress);
+    if (!this.o.releases) throw new StepFailure('unknown_step', 'this node runs no commerce releases');
+    return this.o.releases.run(task);
   }
 
   /** Brings every site placed here to the state the platform holds for it. */

@@ -72,6 +72,44 @@ export interface AgentTask {
   site: AgentSite;
 }
 
+/**
+ * The steps of a commerce release on the hosted node (docs/decisions/0325-nodes-module.md), run by
+ * the agent's release executor (./release-executor.ts) with the storefront and app drivers.
+ */
+export const RELEASE_STEPS = ['release_start', 'release_promote', 'release_reconcile'] as const;
+
+/**
+ * A release as a task names it: ids and what to do with its addresses. Its bundle and its process
+ * environment (secrets included) come from the node's release source, never from the task record.
+ */
+export interface AgentRelease {
+  releaseId: string;
+  projectId: string;
+  /** Serves (or is to serve) the project's production address. */
+  production: boolean;
+  /** Its gate passed before: the degraded rule watches it again (reconcile). */
+  healthy: boolean;
+}
+
+/** What a release task asks for. */
+export interface ReleaseWork {
+  /** `release_start`, `release_promote`: the one release; `release_reconcile`: every release that should run. */
+  releases: AgentRelease[];
+  /** `release_start` of a preview: the project's older previews, stopped unless they serve production. */
+  supersede?: string[];
+  /** `release_reconcile`: releases whose directory stays even when they do not run here (in a gate elsewhere). */
+  keep?: string[];
+}
+
+/** A claimed release task as the agent receives it. */
+export interface AgentReleaseTask {
+  id: string;
+  operation_id: string;
+  operation_type: string;
+  step: string;
+  release: ReleaseWork;
+}
+
 /** A site placed on the node with the state it should be in (the agent's reconcile). */
 export interface DesiredSite {
   site: AgentSite;

@@ -168,6 +168,8 @@ export default defineArea<CommerceService, z.infer<typeof commerceConfig>>({
     refusal: (e) => commerceError(e.status === 401 ? 'COMMERCE_UNAUTHENTICATED' : 'COMMERCE_FORBIDDEN', e.message, e.details),
   }),
   provides(s, ports) {
+    // The hosted node's agent runs bundle releases with what this area gives it (docs/decisions/0325-nodes-module.md).
+    ports.provide('hostedReleases', s.hostedReleases());
     // An application (spec 4.6 `/applications/{appID}`) is a project's commerce connection: its id
     // is the connection's, and its activity the connect, verify and release operations.
     ports.provide('applicationScopes', {
@@ -188,6 +190,21 @@ export default defineArea<CommerceService, z.infer<typeof commerceConfig>>({
     [COMMERCE_OPERATION_TYPES.verify]: (ctx) => s.connections.runVerify(ctx),
     [COMMERCE_OPERATION_TYPES.release]: (ctx) => s.releases.runRelease(ctx),
   }),
+  workers: (s) => {
+    // Releases that should run come back through the data plane's reconcile loop, where this process runs one.
+    let stop: (() => void) | undefined;
+    return [
+      {
+        name: 'commerce-release-reconcile',
+        async start() {
+          stop = s.reconcileOnDataPlane();
+        },
+        async stop() {
+          stop?.();
+        },
+      },
+    ];
+  },
   routes: commerceRoutes,
   byteRoutes: commerceByteRoutes,
   cli: commerceCli,

@@ -1,14 +1,17 @@
 import { decodeCursor, encodeCursor } from '../../core/cursors';
+import { randomUUID } from 'node:crypto';
 import { isUuid, newId } from '../../core/ids';
 import type { OperationContext, OperationEngine } from '../../core/operations/engine';
 import { sleep } from '../../core/sleep';
-import path from 'node:path';
-import { type ReleaseHost, type ReleaseRun, type WantedRelease, reconcileReleases, releaseHost } from '../../dataplane/releases';
-import { bundleKind, DEFAULT_RELEASE_MEMORY_MB } from '../../dataplane/workerd';
+import type { AgentRelease, ReleaseWork } from '../../dataplane/agent/wire';
+import { type GateResult, type ReleaseRun, releaseHost } from '../../dataplane/releases';
+import { DEFAULT_RELEASE_MEMORY_MB } from '../../dataplane/workerd';
+import type { NodeTasks } from '../../nodes/tasks';
 import type { ArtifactStore } from './artifacts';
 import { type MemoryMax, memoryOverPlan } from './environment-fields';
 import { commerceError, commerceNotFound, invalidConfiguration } from './errors';
-import { pinEnvironment, processEnv } from './runtime';
+import { onHostedNode, prepareRelease, type ReleaseStep } from './release-node';
+import { pinEnvironment } from './runtime';
 
 /** A cursor this listing did not issue is a 422, like any other malformed input here. */
 export function readCursor<T extends Record<string, unknown>>(cursor: string, binding: string): T {
@@ -92,8 +95,11 @@ export interface ReleaseDeps {
   stepDelayMs(): number;
   /** Where bundles are stored by content address. */
   artifacts: ArtifactStore;
-  /** The data plane's release host, when this process runs the edge and the supervisor. */
-  host(): ReleaseHost | null;
+  /**
+   * Where a release's machine steps go (docs/decisions/0325-nodes-module.md): tasks of the hosted
+   * node, whose agent runs them with the release host on its data plane (nodes/hosted.ts).
+   */
+  tasks: NodeTasks;
   /** The public address of a host name on the edge. */
   edgeUrl(host: string): string;
 }
@@ -277,19 +283,21 @@ export class Releases {
 
   /** Points the production address at a healthy bundle release (started again first when it was stopped). */
   private async switchProduction(connection: ConnectionDoc, r: ReleaseDoc): Promise<ReleaseDoc> {
-    const host = this.requireHost();
-    if (!host.running(r._id)) {
-      const gate = await this.startOnHost(host, connection, r);
-      if (!gate.healthy) {
-        throw commerceError('COMMERCE_FAILED_HEALTH_GATE', `the release did not answer when started again (${gate.last})`, {
-          preview_id: r._id,
-        });
-      }
-      host.markHealthy(r._id);
+    const gate = (await this.onNode('release_promote', `promote:${r._id}:${randomUUID()}`, {
+      releases: [{ releaseId: r._id, projectId: connection._id, production: true, healthy: true }],
+    })) as { healthy: boolean; last: string | null };
+    if (!gate.healthy) {
+      throw commerceError('COMMERCE_FAILED_HEALTH_GATE', `the release did not answer when started again (${gate.last})`, {
+        preview_id: r._id,
+      });
     }
-    host.promote(connection._id, r._id);
     await this.markLive(connection._id, r._id);
     return r;
+  }
+
+  /** Runs a release step on the hosted node (release-node.ts); answers its result. */
+  private onNode(step: ReleaseStep, operationId: string, release: ReleaseWork, signal?: AbortSignal, attempt = 1) {
+    return onHostedNode(this.d.tasks, step, operationId, release, signal, attempt);
   }
 
   /** Records which release serves the project's production address (one per project). */
@@ -319,35 +327,31 @@ export class Releases {
   }
 
   /**
-   * Commerce's pass of the data plane's reconcile loop (registered by `CommerceService.useDataPlane`;
-   * dataplane/releases.ts `reconcileReleases`): at boot, every 30 s and on a kick, the releases that
+   * Commerce's pass of the data plane's reconcile loop (registered by `CommerceService.reconcileOnDataPlane`;
+   * a `release_reconcile` task of the hosted node, whose agent runs dataplane/releases.ts
+   * `reconcileReleases`): at boot, every 30 s and on a kick, the releases that
    * should run and do not are started again through their health gate from their stored artifacts,
    * production addresses this host does not route yet routed to their live release; a release that
    * does not answer is recorded `failed` (`COMMERCE_FAILED_HEALTH_GATE`). No new deploy is made.
    */
-  async reconcile(): Promise<{ started: string[]; failed: string[] }> {
-    const host = this.requireHost();
-    const wanted: WantedRelease[] = [];
+  async reconcile(signal?: AbortSignal): Promise<{ started: string[]; failed: string[] }> {
+    const wanted: AgentRelease[] = [];
     const docs = await this.wanted();
     for (const r of docs) {
-      const connection = await this.d.models.Connection.findById(r.projectId).lean();
-      if (!connection) continue;
-      wanted.push({
-        releaseId: r._id,
-        productionOf: r.live ? r.projectId : null,
-        healthy: r.status === 'healthy',
-        prepare: () => this.prepare(host, connection, r),
-        // The pass runs every 30 s: a promotion or a newer preview may have replaced it since `wanted()` read it.
-        stillWanted: async () =>
-          (await this.wanted()).some((x) => x._id === r._id && (x.live ? x.projectId : null) === (r.live ? r.projectId : null)),
-      });
+      if (!(await this.d.models.Connection.exists({ _id: r.projectId }))) continue;
+      wanted.push({ releaseId: r._id, projectId: r.projectId, production: Boolean(r.live), healthy: r.status === 'healthy' });
     }
     // A release in its gate may be starting in another process on the same data folder: its directory stays.
     const inGate = await this.d.models.Release.find(
       { status: { $in: ['queued', 'running'] }, artifact: { $ne: null } },
       { _id: 1 },
     ).lean();
-    const out = await reconcileReleases(host, wanted, new Set(inGate.map((r) => r._id)));
+    const out = (await this.onNode(
+      'release_reconcile',
+      `reconcile:${randomUUID()}`,
+      { releases: wanted, keep: inGate.map((r) => r._id) },
+      signal,
+    )) as { started: string[]; failed: Array<{ releaseId: string; reason: string }> };
     for (const f of out.failed) {
       const r = docs.find((x) => x._id === f.releaseId)!;
       await this.d.models.Release.updateOne(
@@ -365,8 +369,18 @@ export class Releases {
     return { started: out.started, failed: out.failed.map((f) => f.releaseId) };
   }
 
-  /** A newer preview turned healthy: older running previews of the project (not serving production) stop. */
-  private async supersedePreviews(host: ReleaseHost, r: ReleaseDoc): Promise<void> {
+  /**
+   * Whether the release is still wanted as the reconcile task named it, read right before the node
+   * starts it: the pass runs every 30 s, and a promotion or a newer preview may have replaced it since.
+   */
+  async stillWanted(w: AgentRelease): Promise<boolean> {
+    return (await this.wanted()).some(
+      (x) => x._id === w.releaseId && (x.live ? x.projectId : null) === (w.production ? w.projectId : null),
+    );
+  }
+
+  /** A newer preview: the project's older previews, which the node stops unless they serve production. */
+  private async olderPreviews(r: ReleaseDoc): Promise<string[]> {
     const older = await this.d.models.Release.find(
       {
         projectId: r.projectId,
@@ -377,43 +391,12 @@ export class Releases {
       },
       { _id: 1 },
     ).lean();
-    for (const o of older) if (host.running(o._id) && host.productionOf(r.projectId) !== o._id) await host.stop(o._id);
+    return older.map((o) => o._id);
   }
 
-  private requireHost(): ReleaseHost {
-    const host = this.d.host();
-    if (!host)
-      throw commerceError('COMMERCE_OPERATION_FAILED', 'this process runs no data plane (start the platform with `start all`)');
-    return host;
-  }
-
-  /** Unpacks the artifact and starts the release through its health gate. */
-  private async startOnHost(host: ReleaseHost, connection: ConnectionDoc, r: ReleaseDoc) {
-    // Starting from the first moment of the unpacking: a reconcile pass neither prunes nor starts it meanwhile.
-    return host.start(() => this.prepare(host, connection, r), r._id);
-  }
-
-  /** Unpacks the release's artifact from the blob store into its working directory; answers how to run it. */
-  private async prepare(host: ReleaseHost, connection: ConnectionDoc, r: ReleaseDoc): Promise<ReleaseRun> {
-    const bundle = path.join(host.releaseDir(r._id), 'bundle');
-    await this.d.artifacts.unpack(r.artifact!, bundle);
-    const kind = bundleKind(bundle);
-    if (kind !== connection.kind) {
-      throw commerceError(
-        'COMMERCE_CONFIG_MISMATCH',
-        kind
-          ? `the bundle is ${kind === 'app' ? 'an app' : 'a storefront'}, the connection ${connection.kind === 'app' ? 'an app' : 'a storefront'}`
-          : 'the bundle holds neither index.js, dist/server/index.js nor server.mjs',
-      );
-    }
-    return {
-      releaseId: r._id,
-      projectId: r.projectId,
-      kind,
-      env: processEnv(kind, connection.storeDomain, r.environmentPin ?? null),
-      // The limit it was created with (a release made before `memory_mb` existed: the default).
-      memoryMb: r.memoryMb ?? undefined,
-    };
+  /** The hosted node's release source (nodes/releases.ts): the bundle unpacked into `bundle`, how to run it. */
+  prepare(releaseId: string, bundle: string): Promise<ReleaseRun> {
+    return prepareRelease(this.d.models, this.d.artifacts, releaseId, bundle);
   }
 
   async list(projectId: string, limit = DEFAULT_PAGE, cursor: string | null = null) {
@@ -532,19 +515,21 @@ export class Releases {
   private async runBundle(ctx: OperationContext, releaseId: string): Promise<unknown> {
     const mine = { _id: releaseId, operationId: ctx.op._id };
     const gate = await ctx.step('health_gate', async () => {
-      const host = this.requireHost();
       const r = await this.d.models.Release.findOne(mine).lean();
       const connection = r ? await this.d.models.Connection.findById(r.projectId).lean() : null;
       if (!r || !connection) return { healthy: false, ms: 0, last: 'release or connection gone' };
-      const g = await this.startOnHost(host, connection, r);
-      if (g.healthy) {
-        host.markHealthy(releaseId);
-        if (r.environment === 'production' || host.productionOf(r.projectId) === releaseId) {
-          host.promote(r.projectId, releaseId);
-          await this.markLive(r.projectId, releaseId);
-        }
-        if (r.environment === 'preview') await this.supersedePreviews(host, r);
-      }
+      // The hosted node starts it through its gate, routes production to it and stops older previews.
+      const g = (await this.onNode(
+        'release_start',
+        ctx.op._id,
+        {
+          releases: [{ releaseId, projectId: r.projectId, production: r.environment === 'production', healthy: false }],
+          ...(r.environment === 'preview' ? { supersede: await this.olderPreviews(r) } : {}),
+        },
+        ctx.signal,
+        ctx.op.attempt,
+      )) as GateResult & { last: string | null; promoted: boolean };
+      if (g.healthy && g.promoted) await this.markLive(r.projectId, releaseId);
       return g.healthy ? { healthy: true, ms: g.ms, last: null } : { healthy: false, ms: g.ms, last: g.last };
     });
     const failed = !gate.healthy;

@@ -11,11 +11,11 @@ import type { Ports } from '../../core/ports';
 import { newId } from '../../core/ids';
 import { projectRoot } from '../../core/paths';
 import type { Plan, Principal } from '../../core/principal';
-import type { Edge } from '../../dataplane/edge';
-import type { ReconcileRegistry } from '../../dataplane/reconcile';
-import { type AccessEntry, ReleaseHost } from '../../dataplane/releases';
-import type { Supervisor } from '../../dataplane/supervisor';
+import type { AccessEntry } from '../../dataplane/releases';
 import { edgePortFromEnv } from '../../dataplane/edge';
+import { ConnectedNodes } from '../../nodes/registry';
+import type { HostedReleases } from '../../nodes/releases';
+import { DEFAULT_NODE_WAIT_MS, NodeTasks, nodeTaskModel } from '../../nodes/tasks';
 import { type ArtifactQuota, ArtifactStore, DEFAULT_ARTIFACT_QUOTA, MAX_ARTIFACT_BYTES } from './artifacts';
 import { CommerceAccess } from './access';
 import { type ConnectInput, Connections } from './connections';
@@ -87,8 +87,6 @@ export class CommerceService {
   readonly access: CommerceAccess;
   readonly webhookSecret: string;
   readonly artifacts: ArtifactStore;
-  /** The data plane's release host (`useDataPlane`, where the edge and the supervisor run). */
-  host: ReleaseHost | null = null;
   /** The bridge's address when it listens in this process (set by the data plane). */
   bridgeAddress: () => string | null = () => null;
 
@@ -117,8 +115,9 @@ export class CommerceService {
       deployer: this.control,
       stepDelayMs,
       artifacts: this.artifacts,
-      host: () => this.host,
-      edgeUrl: (host) => `http://${host}:${this.host?.port ?? edgePortFromEnv()}/`,
+      // A release's machine steps are tasks of the hosted node (docs/decisions/0325-nodes-module.md).
+      tasks: new NodeTasks({ tasks: nodeTaskModel(d.conn), nodes: new ConnectedNodes(d.conn), waitMs: DEFAULT_NODE_WAIT_MS }),
+      edgeUrl: (host) => `http://${host}:${this.edgePort()}/`,
     });
     this.observations = new Observations(this.models, () => this.webhookSecret);
   }
@@ -127,16 +126,26 @@ export class CommerceService {
     return path.resolve(projectRoot(), this.d.config.DATA_DIR, 'commerce', name);
   }
 
+  /** The edge's port: this process's data plane's where it runs one, else EDGE_PORT. */
+  private edgePort(): number {
+    return this.d.ports.has('dataPlane') ? Number(new URL(this.d.ports.get('dataPlane').edgeUrl).port) : edgePortFromEnv();
+  }
+
+  /** Where the hosted node keeps releases' working directories (`<DATA_DIR>/commerce/releases/<release id>/`). */
+  releaseDir(releaseId: string): string {
+    return path.join(this.dataDir('releases'), releaseId);
+  }
+
   /**
-   * Runs bundle releases on this process's edge and supervisor (docs/decisions/0130-commerce-runtime.md):
-   * production-address requests become analytics samples (batched, one insert per flush), and a
-   * healthy release past the degraded rule is recorded `degraded`.
+   * What the hosted node's agent runs bundle releases with (the `hostedReleases` port;
+   * docs/decisions/0130-commerce-runtime.md, 0325-nodes-module.md): production-address requests
+   * become analytics samples (batched, one insert per flush), a healthy release past the degraded
+   * rule is recorded `degraded`, and a release's bundle and environment are read here, in process.
    */
-  useDataPlane(plane: { edge: Edge; supervisor: Supervisor; reconciler?: ReconcileRegistry }): ReleaseHost {
+  hostedReleases(): HostedReleases {
     const Traffic = this.models.Traffic;
     const Release = this.models.Release;
-    this.host = new ReleaseHost({
-      ...plane,
+    const host: HostedReleases['host'] = {
       releasesRoot: this.dataDir('releases'),
       healthGateMs: this.d.settings.COMMERCE_HEALTH_GATE_MS,
       // A storefront reaches the commerce platform (or its loopback stand-in) through one binding (decision 0272).
@@ -169,14 +178,29 @@ export class CommerceService {
           },
         ).catch(() => undefined);
       },
-    });
-    // The releases that should run come back in the background (production addresses routed again):
-    // the platform does not wait for releases to boot. Artifacts of the earlier layout move into the
-    // store before the first pass; the retention sweep runs after it. With the data plane's reconcile
-    // loop (docs/decisions/0155-site-reconcile.md) the pass runs again every 30 s and on kicks.
+    };
+    return {
+      host,
+      prepare: (releaseId, dir) => this.releases.prepare(releaseId, dir),
+      stillWanted: (r) => this.releases.stillWanted(r),
+    };
+  }
+
+  /**
+   * Commerce's pass of the data plane's reconcile loop, where this process runs one: the releases that
+   * should run come back in the background (production addresses routed again), as a task of the
+   * hosted node; the platform does not wait for releases to boot. Artifacts of the earlier layout move
+   * into the store before the first pass; the retention sweep runs after it. The pass runs again
+   * every 30 s and on kicks (docs/decisions/0155-site-reconcile.md). Answers how to stop it.
+   */
+  reconcileOnDataPlane(): () => void {
+    if (!this.d.ports.has('dataPlane')) return () => undefined;
+    const reconciler = this.d.ports.get('dataPlane').reconciler;
+    const stopping = new AbortController();
+    let unregister: (() => void) | undefined;
     let swept = false;
     const pass = async () => {
-      await this.releases.reconcile();
+      await this.releases.reconcile(stopping.signal);
       if (swept) return;
       swept = true;
       await this.artifacts.sweep();
@@ -186,9 +210,14 @@ export class CommerceService {
       .catch(() => undefined)
       .then(() => this.artifacts.adoptUnowned())
       .catch(() => undefined)
-      .then(() => (plane.reconciler ? void plane.reconciler.register('commerce', pass) : pass()))
+      .then(() => {
+        if (!stopping.signal.aborted) unregister = reconciler.register('commerce', pass);
+      })
       .catch(() => undefined);
-    return this.host;
+    return () => {
+      stopping.abort();
+      unregister?.();
+    };
   }
 
   /** Where the commerce platform reaches this deployment: BASE_URL, else the bridge of this process, else the default. */

@@ -119,11 +119,14 @@ export default defineArea({
   },
   executors: (s) => s.sites.executors(),
   workers: (s, ctx) => [
-    // The hosted pool as a node, where this process runs the data plane with the real executor (nodes/hosted.ts).
+    // The hosted pool as a node, where this process runs the data plane (nodes/hosted.ts): hosted sites'
+    // steps with the real executor, commerce releases' steps always (docs/decisions/0325-nodes-module.md).
     hostedNodeWorker({
       nodes: s.nodes,
       api: s.nodeAgent,
-      plane: () => (s.infra.kind === 'real' && ctx.ports.has('dataPlane') ? (ctx.ports.get('dataPlane') as DataPlane) : null),
+      plane: () => (ctx.ports.has('dataPlane') ? (ctx.ports.get('dataPlane') as DataPlane) : null),
+      sites: s.infra.kind === 'real',
+      releases: () => (ctx.ports.has('hostedReleases') ? ctx.ports.get('hostedReleases') : null),
       dataDir: path.resolve(ctx.config.DATA_DIR, 'hosted-node'),
       external: ctx.settings.PUBLISHER_HOSTED_AGENT === 'external',
       siteExtras: (siteId) => s.real.siteExtras(siteId),

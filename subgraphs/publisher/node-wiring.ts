@@ -99,7 +99,8 @@ export function connectedNodeServices(o: {
       nodes: o.nodes,
       tasks,
       nodeSites,
-      hostedSites,
+      // Without the real executor the hosted node runs no site (commerce releases only).
+      ...(o.hostedNode ? { hostedSites } : {}),
       taskRetentionMs: o.taskRetentionMs,
       operationRunning: o.operationRunning ?? running,
     }),

@@ -8,7 +8,7 @@ import { projectRoot } from '../../core/paths';
 import { productionHost, releaseHost } from '../../dataplane/releases';
 import { ARTIFACT_REGION, ARTIFACT_RETENTION_MS } from '../../subgraphs/commerce/artifacts';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
-import { base, cli, commerce, connectApp, connectStorefront, tenant, waitRelease } from './support';
+import { base, cli, commerce, connectApp, connectStorefront, releasesOn, tenant, waitRelease } from './support';
 
 /**
  * Commerce releases run for real (docs/decisions/0130-commerce-runtime.md): fixture bundles deployed
@@ -170,9 +170,9 @@ describe('commerce releases on the data plane', () => {
     expect(await commerce(t).artifacts.has(orphan.sha256)).toBe(false);
     expect(await commerce(t).artifacts.has(artifact)).toBe(true);
     // A superseded preview (a newer one of the project turned healthy) is stopped, its directory removed.
-    await until('the superseded preview to stop', async () => !commerce(t).host!.running(first.release_id));
-    expect(existsSync(commerce(t).host!.releaseDir(first.release_id))).toBe(false);
-    expect(existsSync(commerce(t).host!.releaseDir(created.body.data.id))).toBe(true);
+    await until('the superseded preview to stop', async () => !releasesOn(t).running(first.release_id));
+    expect(existsSync(releasesOn(t).releaseDir(first.release_id))).toBe(false);
+    expect(existsSync(releasesOn(t).releaseDir(created.body.data.id))).toBe(true);
 
     const answers = [
       await t.rest('GET', `${B}/releases`, { key: tn.key }),
@@ -225,10 +225,10 @@ describe('commerce releases on the data plane', () => {
     });
     const r = await waitRelease(t, tn.key, tn.projectId, out.release_id, 60_000);
     expect(r).toMatchObject({ status: 'failed', error_code: 'COMMERCE_FAILED_HEALTH_GATE' });
-    expect(commerce(t).host!.running(out.release_id)).toBe(false);
+    expect(releasesOn(t).running(out.release_id)).toBe(false);
     expect((await viaEdge(releaseHost(out.release_id))).status).toBe(503);
     // A stopped release's working directory is removed (a retry unpacks it from the blob store again).
-    expect(existsSync(commerce(t).host!.releaseDir(out.release_id))).toBe(false);
+    expect(existsSync(releasesOn(t).releaseDir(out.release_id))).toBe(false);
 
     const promote = await t.rest('POST', `${B}/storefront/promotions`, { key: tn.key, body: { preview_id: out.release_id } });
     expect(promote.status).toBe(409);
@@ -236,7 +236,7 @@ describe('commerce releases on the data plane', () => {
     const retry = await t.rest('POST', `${B}/releases/${out.release_id}/retry`, { key: tn.key });
     expect(retry.status).toBe(202);
     // It really starts again: the process runs (and answers 500) while the gate probes.
-    await until('the retried process', async () => commerce(t).host!.running(out.release_id));
+    await until('the retried process', async () => releasesOn(t).running(out.release_id));
     const second = await waitRelease(t, tn.key, tn.projectId, out.release_id, 60_000);
     expect(second).toMatchObject({ status: 'failed', attempts: 2, error_code: 'COMMERCE_FAILED_HEALTH_GATE' });
   });
@@ -261,15 +261,15 @@ describe('commerce releases on the data plane', () => {
     const p1 = await t.rest('POST', `${B}/storefront/promotions`, { key: tn.key, body: { preview_id: a } });
     expect(p1.status).toBeLessThan(300);
     expect(p1.body.data.id).toBe(a);
-    expect(commerce(t).host!.productionOf(tn.projectId)).toBe(a);
+    expect(releasesOn(t).productionOf(tn.projectId)).toBe(a);
     expect((await viaEdge(productionHost(tn.projectId))).status).toBe(200);
 
     const p2 = await t.rest('POST', `${B}/storefront/promotions`, { key: tn.key, body: { preview_id: b } });
     expect(p2.body.data.id).toBe(b);
-    expect(commerce(t).host!.productionOf(tn.projectId)).toBe(b);
+    expect(releasesOn(t).productionOf(tn.projectId)).toBe(b);
     // The replaced release drains, then stops.
-    await until('the old release to stop', async () => !commerce(t).host!.running(a), 15_000);
-    await until('its directory removed', async () => !existsSync(commerce(t).host!.releaseDir(a)), 5_000);
+    await until('the old release to stop', async () => !releasesOn(t).running(a), 15_000);
+    await until('its directory removed', async () => !existsSync(releasesOn(t).releaseDir(a)), 5_000);
 
     // Real requests on the production address: 1 above and 10 more answered 200, 25 answered 500
     // (the 404 before any promotion was the edge's, not the storefront's, and is not counted).
@@ -290,24 +290,25 @@ describe('commerce releases on the data plane', () => {
     });
     expect(degraded.status).toBe('degraded');
 
-    // Another platform process on the same database (as after a restart) starts the live release
-    // again and serves the production address on its own edge.
+    // One platform process at a time holds the hosted node, whose agent runs the releases
+    // (docs/decisions/0226-hosted-node-lease.md, 0325-nodes-module.md): this one stops (as before a
+    // restart, giving the node up), and another on the same database takes the node over, starts the
+    // live release again and serves the production address on its own edge.
+    await t.platform.stop();
     const t2 = await startTestPlatform({ COMMERCE_HEALTH_GATE_MS: '8000' }, { shareWith: t });
-    try {
-      const port2 = Number(new URL(t2.platform.edgeUrl!).port);
-      const host2 = commerce(t2).host!;
-      await until('the live release on the second platform', async () => host2.productionOf(tn.projectId) === b, 30_000);
-      const page = await new Promise<number>((resolve, reject) => {
-        http
-          .get({ host: '127.0.0.1', port: port2, path: '/', headers: { host: productionHost(tn.projectId) } }, (res) => {
-            res.resume();
-            resolve(res.statusCode ?? 0);
-          })
-          .on('error', reject);
-      });
-      expect(page).toBe(200);
-    } finally {
-      await t2.stop();
-    }
+    // afterAll stops the second one (and drops the shared database).
+    t = t2;
+    const port2 = Number(new URL(t2.platform.edgeUrl!).port);
+    const host2 = releasesOn(t2);
+    await until('the live release on the second platform', async () => host2.productionOf(tn.projectId) === b, 30_000);
+    const page = await new Promise<number>((resolve, reject) => {
+      http
+        .get({ host: '127.0.0.1', port: port2, path: '/', headers: { host: productionHost(tn.projectId) } }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        })
+        .on('error', reject);
+    });
+    expect(page).toBe(200);
   });
 });

@@ -1,4 +1,5 @@
 import type { AreaContext } from '../../core/area';
+import { productionHost } from '../../dataplane/releases';
 import commerceArea from '../../subgraphs/commerce';
 import type { CommerceService } from '../../subgraphs/commerce/service';
 import { type TestPlatform, uniqueName } from '../support/platform';
@@ -7,6 +8,20 @@ export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-
 export const base = (projectId: string) => `/api/v1/projects/${projectId}/commerce`;
 
 export const commerce = (t: TestPlatform) => (t.platform.services as unknown as { commerce: CommerceService }).commerce;
+
+/**
+ * What the hosted node's release host shows of releases, read from the data plane its in-process agent
+ * runs them on (docs/decisions/0325-nodes-module.md): whether a release's process runs, its working
+ * directory, and which release a project's production address routes to.
+ */
+export const releasesOn = (t: TestPlatform) => {
+  const plane = t.platform.dataPlane!;
+  return {
+    running: (releaseId: string) => plane.supervisor.status(releaseId)?.state === 'running',
+    releaseDir: (releaseId: string) => commerce(t).releaseDir(releaseId),
+    productionOf: (projectId: string) => plane.edge.route(productionHost(projectId))?.owner ?? null,
+  };
+};
 
 /** Runs one of the area's CLI commands as `npx platform …` would (same services). */
 export async function cli(t: TestPlatform, words: string, values: Record<string, string>): Promise<any> {
