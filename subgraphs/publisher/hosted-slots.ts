@@ -9,10 +9,10 @@ export const HOSTED_SITE_LIMIT: Record<Plan, number> = { free: 1, pro: 100 };
 
 /**
  * Whether a plan's sites sleep when idle (dataplane/sleep.ts; docs/decisions/0340-sleep-and-wake.md):
- * `free` sites sleep and wake on their next request; `pro` sites are always on. A site keeps the
- * rule of the plan it was made under.
+ * every plan's do today, as the contract says (docs/contracts.md, "Sleep and wake"); a plan that
+ * keeps its sites always on says false here. A site keeps the rule of the plan it was made under.
  */
-export const SLEEPS_WHEN_IDLE: Record<Plan, boolean> = { free: true, pro: false };
+export const SLEEPS_WHEN_IDLE: Record<Plan, boolean> = { free: true, pro: true };
 
 /**
  * The plan's hosted-site slots of an account: one quota document per account listing the sites
@@ -85,7 +85,7 @@ export class HostedSlots {
         ).lean()
       : [];
     const sleeping = this.idleSleepMs > 0;
-    const used = sites.reduce((sum, s) => sum + (sleeping && s.sleepsWhenIdle ? 0 : floor(s.runtimeVersion)), 0);
+    const used = sites.reduce((sum, s) => sum + (sleeping && s.sleepsWhenIdle !== false ? 0 : floor(s.runtimeVersion)), 0);
     const wanted = floor(runtimeVersion);
     if (used + wanted > this.nodeMemoryMb) {
       throw conflict(

@@ -20,7 +20,7 @@ export interface SiteDoc {
   placementMode: string | null;
   nodeSelectorTags: string[];
   mailEnabled: boolean;
-  /** Whether the site sleeps when idle (its plan's rule when it was made: hosted-slots.ts); absent: never. */
+  /** Whether the site sleeps when idle (its plan's rule when it was made: hosted-slots.ts); absent: it does. */
   sleepsWhenIdle?: boolean;
   status: StoredSiteStatus;
   siteUrl: string;
@@ -149,7 +149,7 @@ const siteSchema = new mongoose.Schema<SiteDoc>(
     placementMode: { type: String, default: null },
     nodeSelectorTags: { type: [String], default: [] },
     mailEnabled: { type: Boolean, default: false },
-    sleepsWhenIdle: { type: Boolean, default: false },
+    sleepsWhenIdle: { type: Boolean, default: true },
     status: { type: String, required: true },
     siteUrl: { type: String, required: true },
     adminUrl: { type: String, required: true },

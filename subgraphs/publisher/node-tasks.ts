@@ -124,6 +124,6 @@ export function nodeSiteSpec(site: SiteDoc, version: string = site.runtimeVersio
     url: site.siteUrl,
     hosts,
     runtime: runtimeSpec(runtime),
-    sleeps: site.sleepsWhenIdle === true,
+    sleeps: site.sleepsWhenIdle !== false,
   };
 }

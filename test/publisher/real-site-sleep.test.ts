@@ -5,7 +5,7 @@ import { PREFIX, projectPath } from './support';
 
 /**
  * Sleep and wake of a real Ghost site through the whole platform (docs/decisions/0340-sleep-and-wake.md):
- * a `free` plan site sleeps after PUBLISHER_IDLE_SLEEP_MS without a request (shortened here), its
+ * a site sleeps after PUBLISHER_IDLE_SLEEP_MS without a request (shortened here), its
  * metadata says so, its first request after is answered 200 with the page by the woken site, a
  * post written through the Admin API before sleeping is there after waking, a recovery point and a
  * restore work on a sleeping site, and the project's activity feed shows sleep and wake as events.
