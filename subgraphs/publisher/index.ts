@@ -95,7 +95,8 @@ export default defineArea({
       features,
       infra,
       nodeMemoryMb: siteMemoryMb(ctx.settings.PUBLISHER_NODE_MEMORY_MB, ctx.settings.PUBLISHER_EXECUTOR === 'real'),
-      idleSleepMs: ctx.settings.PUBLISHER_IDLE_SLEEP_MS,
+      // Sites sleep only where they really run (the real executor's data plane keeps them).
+      idleSleepMs: ctx.settings.PUBLISHER_EXECUTOR === 'real' ? ctx.settings.PUBLISHER_IDLE_SLEEP_MS : 0,
       // The supervisor of this process's data plane runs hosted sites only with the real executor.
       siteProcess: (siteId) =>
         ctx.settings.PUBLISHER_EXECUTOR === 'real' && ctx.ports.has('dataPlane')

@@ -1,3 +1,7 @@
+import { randomUUID } from 'node:crypto';
+import type { Principal } from '../../core/principal';
+import { HostedSlots } from '../../subgraphs/publisher/hosted-slots';
+import { publisherModels } from '../../subgraphs/publisher/model';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 import { errorBody, PREFIX, projectPath, runningSite, waitForOperation } from './support';
 
@@ -33,5 +37,31 @@ describe('node memory bounds the hosted sites', () => {
     expect((await waitForOperation(t, a.key, first, del.body.data.operation.id)).status).toBe('completed');
     const again = await t.rest('POST', `${PREFIX}/sites`, { key: a.key, body: { name: 'Three' } });
     expect(again.status).toBe(202);
+  });
+
+  it('counts only the sites that never sleep while sites sleep (docs/decisions/0340-sleep-and-wake.md)', async () => {
+    const models = publisherModels(t.platform.conn);
+    const accountId = randomUUID();
+    const p = { accountId, plan: 'pro' } as Principal;
+    // Two hosted sites that may sleep already hold the node's 1,100 MiB between them.
+    for (const name of ['Sleeper A', 'Sleeper B']) {
+      const id = randomUUID();
+      await models.Site.collection.insertOne({
+        _id: id as never,
+        accountId,
+        name,
+        slug: `${name.toLowerCase().replace(' ', '-')}-${id.slice(0, 6)}`,
+        runtimeVersion: '5.130.5',
+        deploymentMode: 'hosted',
+        status: 'running',
+        sleepsWhenIdle: true,
+      });
+      await new HostedSlots(models, null).reserve(p, id);
+    }
+    // Awake, both would leave no room; asleep they give it back, so only sites that never sleep count.
+    await expect(new HostedSlots(models, 1100, 0).reserve(p, randomUUID(), '5.130.5')).rejects.toMatchObject({
+      code: 'node_capacity_exhausted',
+    });
+    await expect(new HostedSlots(models, 1100, 900_000).reserve(p, randomUUID(), '5.130.5')).resolves.toBeUndefined();
   });
 });
