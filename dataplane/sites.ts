@@ -209,13 +209,16 @@ export class SiteHost {
   /** Starts a stopped (or sleeping) site again on the same port, release and data. */
   async resume(siteId: string): Promise<void> {
     const site = this.get(siteId);
-    await this.inLane(siteId, async () => {
-      await this.beforeSpawn?.(siteId);
-      const st = this.o.supervisor.start(siteId);
-      await this.untilHealthy(siteId);
-      this.asleep.delete(siteId);
-      this.route(site, st);
-    });
+    await this.inLane(siteId, () => this.respawn(site));
+  }
+
+  /** Spawns the site's supervised process again (room made first), waits for its answer, routes it. */
+  private async respawn(site: HostedSite): Promise<void> {
+    await this.beforeSpawn?.(site.siteId);
+    const st = this.o.supervisor.start(site.siteId);
+    await this.untilHealthy(site.siteId);
+    this.asleep.delete(site.siteId);
+    this.route(site, st);
   }
 
   /**
@@ -248,11 +251,7 @@ export class SiteHost {
       const site = this.sites.get(siteId);
       if (!site || !this.asleep.has(siteId)) return;
       const t0 = Date.now();
-      await this.beforeSpawn?.(siteId);
-      const st = this.o.supervisor.start(siteId);
-      await this.untilHealthy(siteId);
-      this.asleep.delete(siteId);
-      this.route(site, st);
+      await this.respawn(site);
       this.power.emit('woke', { siteId, at: new Date().toISOString(), ms: Date.now() - t0 });
     }).finally(() => this.waking.delete(siteId));
     this.waking.set(siteId, woke);
