@@ -10,6 +10,7 @@ import {
   MAX_CLAIM_WAIT_MS,
   NODE_AGENT_PATH,
   NODE_TOKEN_HEADER,
+  type SiteEvent,
   type TaskOutcome,
 } from '../dataplane/agent/wire';
 import { type NodeTaskDoc, nodeTaskSettled, sealTaskResult, sweepFinishedNodeTasks, waitForNodeTask } from './tasks';
@@ -48,6 +49,11 @@ export class NodeAgentService {
       taskRetentionMs?: number;
       /** Whether an operation is still under way (its finished tasks are kept until it ends). */
       operationRunning?: (operationId: string) => Promise<boolean>;
+      /**
+       * Publishes a customer's node's sleeps and wakes, those of sites placed on it only
+       * (subgraphs/publisher/site-power.ts, `nodeSitePower`; docs/decisions/0350-node-power-events.md).
+       */
+      siteEvents?: (nodeId: string, events: SiteEvent[]) => Promise<void>;
     },
   ) {}
 
@@ -72,7 +78,12 @@ export class NodeAgentService {
    * `lease` answers `held` to the agent process (`session`) that holds the node and `standby` to
    * the others, which neither claim nor run its sites until the holder's lease runs out.
    */
-  async heartbeat(node: ConnectedNodeDoc, edgePort: number | null, session?: string): Promise<HeartbeatReply> {
+  async heartbeat(
+    node: ConnectedNodeDoc,
+    edgePort: number | null,
+    session?: string,
+    events: SiteEvent[] = [],
+  ): Promise<HeartbeatReply> {
     if (node.hosted) {
       const held = session ? await this.d.nodes.leaseHeartbeat(node._id, session, edgePort) : false;
       return {
@@ -86,6 +97,9 @@ export class NodeAgentService {
       };
     }
     const now = await this.d.nodes.heartbeat(node._id, edgePort);
+    // The hosted node's agent sends none (its events are published in-process). One that cannot be
+    // published fails the heartbeat, so the agent sends it again with the next.
+    if (events.length && this.d.siteEvents) await this.d.siteEvents(node._id, events);
     return {
       node_id: node._id,
       name: node.name,
@@ -265,7 +279,7 @@ async function route(
 ): Promise<unknown> {
   if (method === 'POST' && p === '/heartbeat') {
     const b = parse(agentBodies.heartbeat, body);
-    return api.heartbeat(node, b.edge_port ?? null, b.session);
+    return api.heartbeat(node, b.edge_port ?? null, b.session, b.site_events);
   }
   if (method === 'POST' && p === '/tasks/claim') {
     const b = parse(agentBodies.claim, body);

@@ -12,8 +12,10 @@ import {
   type AgentTask,
   type DesiredSite,
   type HeartbeatReply,
+  MAX_SITE_EVENTS,
   NODE_AGENT_PATH,
   NODE_TOKEN_HEADER,
+  type SiteEvent,
   type TaskOutcome,
 } from './wire';
 
@@ -101,6 +103,11 @@ export class NodeAgent {
   private readonly finished: Promise<void>;
   private chain: Promise<unknown> = Promise.resolve();
   private readonly log: (line: string) => void;
+  /**
+   * The sleeps and wakes of the agent's own plane not yet sent (the last MAX_SITE_EVENTS). An agent
+   * on the platform's plane (the hosted node) keeps none: sitePowerWorker publishes those.
+   */
+  private readonly siteEvents: SiteEvent[] = [];
 
   constructor(private readonly o: NodeAgentOptions) {
     this.log = o.log ?? (() => undefined);
@@ -119,6 +126,14 @@ export class NodeAgent {
       o.executor === 'real'
         ? new RealNodeExecutor(this.plane, o.siteExtras)
         : new SimulatedNodeExecutor(this.plane, o.simulatedStepDelayMs);
+    if (this.ownPlane) {
+      const keep = (e: SiteEvent) => {
+        this.siteEvents.push(e);
+        if (this.siteEvents.length > MAX_SITE_EVENTS) this.siteEvents.shift();
+      };
+      this.plane.sites.power.on('slept', (e) => keep({ site_id: e.siteId, kind: 'slept', reason: e.reason, at: e.at }));
+      this.plane.sites.power.on('woke', (e) => keep({ site_id: e.siteId, kind: 'woke', wake_ms: Math.round(e.ms), at: e.at }));
+    }
     this.finished = new Promise<void>((resolve, reject) => {
       this.fatal = (e) => (e instanceof AgentAuthError ? reject(e) : resolve());
     });
@@ -189,7 +204,7 @@ export class NodeAgent {
    * over reconciles (the sites the holder ran start here), losing it stops the sites here.
    */
   private async beat(port: number) {
-    const hb = await this.call<HeartbeatReply>('POST', '/heartbeat', { edge_port: port, session: this.session });
+    const hb = await this.sendHeartbeat(port);
     if (this.o.heartbeatMs === undefined && hb.heartbeat_interval_ms) this.heartbeatMs = hb.heartbeat_interval_ms;
     if (hb.lease) {
       const held = hb.lease === 'held';
@@ -206,6 +221,32 @@ export class NodeAgent {
       }
     }
     return hb;
+  }
+
+  /**
+   * The heartbeat call with the sleeps and wakes kept since the last one: they leave the queue once
+   * the platform took them, so a failed heartbeat sends them again with the next.
+   */
+  private async sendHeartbeat(port: number): Promise<HeartbeatReply> {
+    const body = { edge_port: port, session: this.session };
+    const sent = this.siteEvents.slice();
+    if (sent.length === 0) return this.call<HeartbeatReply>('POST', '/heartbeat', body);
+    const forget = () => {
+      const gone = new Set(sent);
+      const left = this.siteEvents.filter((e) => !gone.has(e));
+      this.siteEvents.splice(0, this.siteEvents.length, ...left);
+    };
+    try {
+      const hb = await this.call<HeartbeatReply>('POST', '/heartbeat', { ...body, site_events: sent });
+      forget();
+      return hb;
+    } catch (e) {
+      // A platform older than `site_events` refuses the field: the events are dropped, the node stays reachable.
+      if ((e as { code?: string }).code !== 'invalid_request') throw e;
+      this.log(`the platform did not take ${sent.length} sleep and wake events (${(e as Error).message}); dropped`);
+      forget();
+      return this.call<HeartbeatReply>('POST', '/heartbeat', body);
+    }
   }
 
   private async heartbeats(port: number): Promise<void> {

@@ -133,10 +133,35 @@ export const taskOutcome = z.union([
 ]);
 export type TaskOutcome = z.infer<typeof taskOutcome>;
 
+/** The most sleeps and wakes an agent keeps for its next heartbeat (the oldest go first). */
+export const MAX_SITE_EVENTS = 500;
+
+/**
+ * A sleep or wake of a site on the agent's own data plane (docs/decisions/0350-node-power-events.md),
+ * sent with the next heartbeat; the platform publishes those of sites placed on the node.
+ */
+export const siteEvent = z
+  .object({
+    site_id: z.string().min(1).max(100),
+    kind: z.enum(['slept', 'woke']),
+    /** Why it slept (`slept` only). */
+    reason: z.enum(['idle', 'capacity']).nullable().optional(),
+    /** How long the wake took, in ms (`woke` only). */
+    wake_ms: z.number().int().min(0).nullable().optional(),
+    at: z.string().datetime(),
+  })
+  .strict();
+export type SiteEvent = z.infer<typeof siteEvent>;
+
 /** The bodies of the calls. */
 export const agentBodies = {
   heartbeat: z
-    .object({ edge_port: z.number().int().min(1).max(65535).nullable().optional(), session: session.optional() })
+    .object({
+      edge_port: z.number().int().min(1).max(65535).nullable().optional(),
+      session: session.optional(),
+      /** Absent from older agents and from the hosted node's (its plane's events are published in-process). */
+      site_events: z.array(siteEvent).max(MAX_SITE_EVENTS).optional(),
+    })
     .strict(),
   claim: z.object({ session, wait_ms: z.number().int().min(0).max(MAX_CLAIM_WAIT_MS).optional() }).strict(),
   release: z.object({ session }).strict(),

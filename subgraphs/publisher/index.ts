@@ -21,7 +21,7 @@ import type { PublisherServices } from './area-services';
 import { publisherSettings } from './settings';
 import { publisherModels, type SiteDoc } from './model';
 import { RealInfrastructure } from './real-infrastructure';
-import { sitePowerActivitySource, sitePowerWorker } from './site-power';
+import { nodeSitePower, sitePowerActivitySource, sitePowerWorker } from './site-power';
 import { siteCredentialsModel } from './site-credentials';
 import { hostedNodeWorker } from '../../nodes/hosted';
 import { isRunning } from './site-locks';
@@ -68,6 +68,8 @@ export default defineArea({
       waitMs: ctx.settings.PUBLISHER_NODE_WAIT_MS,
       taskRetentionMs: ctx.settings.PUBLISHER_NODE_TASK_RETENTION_MS,
       operationRunning: async (id: string) => isRunning(await ctx.engine.get(id)),
+      // A connected node's sleeps and wakes, from its heartbeat, on the same topic as the hosted node's.
+      siteEvents: nodeSitePower({ models: publisherModels(ctx.conn), bus: ctx.bus, topic: ctx.topic('site-power') }),
       // With the real executor, hosted sites' machine steps are tasks of the hosted node (node-hosted.ts).
       ...(ctx.settings.PUBLISHER_EXECUTOR === 'real'
         ? {

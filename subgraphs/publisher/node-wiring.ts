@@ -1,7 +1,7 @@
 import type { Connection, Model } from 'mongoose';
 import { encryptSecret } from '../../core/secrets';
 import type { PublisherModels, SiteDoc } from './model';
-import type { DesiredSite } from '../../dataplane/agent/wire';
+import type { DesiredSite, SiteEvent } from '../../dataplane/agent/wire';
 import { NodeAgentService } from '../../nodes/agent-api';
 import type { ConnectedNodes } from '../../nodes/registry';
 import { NodeTasks, nodeTaskModel } from '../../nodes/tasks';
@@ -26,6 +26,8 @@ export function connectedNodeServices(o: {
   taskRetentionMs?: number;
   /** Whether an operation is under way (the sweep keeps its finished tasks until it ends). */
   operationRunning?: (operationId: string) => Promise<boolean>;
+  /** Publishes a connected node's sleeps and wakes from its heartbeat (site-power.ts, `nodeSitePower`). */
+  siteEvents?: (nodeId: string, events: SiteEvent[]) => Promise<void>;
   /** Hosted sites' machine steps go to the hosted node (docs/decisions/0225-hosted-pool-node.md). */
   hostedNode?: {
     before?: (operationType: string, step: string, site: SiteDoc, version: string) => Promise<void>;
@@ -103,6 +105,7 @@ export function connectedNodeServices(o: {
       ...(o.hostedNode ? { hostedSites } : {}),
       taskRetentionMs: o.taskRetentionMs,
       operationRunning: o.operationRunning ?? running,
+      siteEvents: o.siteEvents,
     }),
   };
 }

@@ -1,7 +1,8 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { ActivityRecord, ActivitySource } from '../../core/activity-source';
 import type { BackgroundWorker } from '../../core/area';
 import type { EventBus } from '../../core/events/event-bus';
+import type { SiteEvent } from '../../dataplane/agent/wire';
 import type { SitePowerEvents } from '../../dataplane/sites';
 import type { PublisherModels } from './model';
 
@@ -62,6 +63,44 @@ export const sitePowerActivitySource: ActivitySource<SitePowerEvent> = {
   topic: SITE_POWER_TOPIC,
   map: mapSitePowerEvent,
 };
+
+/**
+ * The sleeps and wakes a connected node's agent sent with its heartbeat
+ * (docs/decisions/0350-node-power-events.md): those of sites placed on that node are published as
+ * the hosted node's are; any other site's are ignored. An event's id comes from the node, the site,
+ * the kind and the moment, so one sent again (its heartbeat's answer was lost) is the same feed item.
+ */
+export function nodeSitePower(o: {
+  models: PublisherModels;
+  bus: EventBus;
+  topic: string;
+}): (nodeId: string, events: SiteEvent[]) => Promise<void> {
+  return async (nodeId, events) => {
+    if (events.length === 0) return;
+    const ids = [...new Set(events.map((e) => e.site_id))];
+    const placed = await o.models.Site.find(
+      { _id: { $in: ids }, targetNodeId: nodeId, deploymentMode: 'connected_node' },
+      { accountId: 1 },
+    ).lean();
+    const account = new Map(placed.map((s) => [String(s._id), s.accountId]));
+    const out = events.flatMap((e) => {
+      const accountId = account.get(e.site_id);
+      if (!accountId) return [];
+      const id = createHash('sha256').update(`${nodeId}|${e.site_id}|${e.kind}|${e.at}`).digest('hex').slice(0, 32);
+      const value: SitePowerEvent = {
+        event_id: id,
+        site_id: e.site_id,
+        account_id: accountId,
+        kind: e.kind,
+        reason: e.kind === 'slept' ? (e.reason ?? 'idle') : null,
+        wake_ms: e.kind === 'woke' ? (e.wake_ms ?? null) : null,
+        at: e.at,
+      };
+      return [{ topic: o.topic, key: e.site_id, value }];
+    });
+    if (out.length) await o.bus.publish(out);
+  };
+}
 
 /** What the worker listens to: the site host's `power` emitter. */
 interface PowerSource {
