@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { NodeAgent } from '../../dataplane/agent/agent';
 import { startTestPlatform, uniqueName, type TestPlatform } from '../support/platform';
 import { PREFIX, projectPath, runCli } from './support';
 import { freePort, siteViaEdge } from '../support/edge';
@@ -228,6 +229,66 @@ describe('the node agent', () => {
     agent.proc.kill('SIGTERM');
     expect(await agent.exit).toBe(0);
   }, 400_000);
+
+  it('publishes the sleeps and wakes its agent reports with a heartbeat, for the sites placed on its node only', async () => {
+    const { key, account } = await t.createKey({ plan: 'pro', account: uniqueName('nodes-power') });
+    const node = await register(account, 'sleepy', 'region:ap');
+    const other = await register(account, 'elsewhere', 'region:sa');
+    // In this process, so the test can speak for its data plane: the simulated executor has no
+    // site host that sleeps, so the plane's `power` events are emitted here as the keeper would.
+    const agent = new NodeAgent({
+      apiUrl: t.bridgeUrl,
+      token: node.token,
+      dataDir: path.join(dataDir, 'power'),
+      edgePort: 0,
+      executor: 'simulated',
+      simulatedStepDelayMs: 30,
+      heartbeatMs: 200,
+      claimWaitMs: 1_000,
+    });
+    await agent.start();
+    try {
+      const created = await t.rest('POST', `${PREFIX}/sites`, {
+        key,
+        body: { name: 'Sleepy', deployment_mode: 'connected_node', target_node_id: node.id },
+      });
+      expect(created.status).toBe(202);
+      const projectId = created.body.data.project.id;
+      expect((await finished(key, projectId, created.body.data.operation.id)).status).toBe('completed');
+      // A site of another node (its agent never connects): what this agent says of it is ignored.
+      const foreign = await t.rest('POST', `${PREFIX}/sites`, {
+        key,
+        body: { name: 'Elsewhere', deployment_mode: 'connected_node', target_node_id: other.id },
+      });
+      const foreignId = foreign.body.data.project.id;
+
+      const power = agent.plane.sites.power;
+      power.emit('slept', { siteId: projectId, at: new Date().toISOString(), reason: 'idle' });
+      power.emit('slept', { siteId: foreignId, at: new Date().toISOString(), reason: 'capacity' });
+      power.emit('woke', { siteId: projectId, at: new Date(Date.now() + 1).toISOString(), ms: 1_234 });
+      const feed = async (id: string): Promise<any[]> =>
+        (await t.rest('GET', `/api/v1/projects/${id}/operation-activity`, { key })).body.data?.history?.items ?? [];
+      const items = await until(
+        'sleep and wake in the feed',
+        async () => {
+          const found = (await feed(projectId)).filter((i) => /^site\.(slept|woke)$/.test(i.type));
+          return found.length === 2 ? found : null;
+        },
+        30_000,
+      );
+      expect(items.find((i) => i.type === 'site.slept')).toMatchObject({
+        status: 'completed',
+        title: 'Site went to sleep (idle)',
+      });
+      expect(items.find((i) => i.type === 'site.woke')).toMatchObject({ status: 'completed', title: 'Site woke up in 1.2 s' });
+      await new Promise((r) => setTimeout(r, 2_000));
+      expect((await feed(foreignId)).filter((i) => /^site\./.test(i.type))).toEqual([]);
+      // Sent once: later heartbeats add nothing.
+      expect((await feed(projectId)).filter((i) => /^site\./.test(i.type))).toHaveLength(2);
+    } finally {
+      await agent.stop();
+    }
+  }, 120_000);
 
   it('fails a step with node_unreachable when the node stays silent past the wait deadline', async () => {
     const { key, account } = await t.createKey({ plan: 'pro', account: uniqueName('nodes-silent') });
