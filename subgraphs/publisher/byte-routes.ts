@@ -26,6 +26,8 @@ export function nodeAgentByteRoutes(): ByteRoute[] {
   const descriptions = {
     session: 'The agent process that holds its claims.',
     wait_ms: 'How long to wait for a task (a long poll).',
+    site_events:
+      "The sleeps and wakes of the agent's own data plane not yet taken (at most 500, oldest first); those of sites placed on the node appear in the activity feeds (decision 0350).",
   };
   const answer = (description: string): Json => ({
     '200': { description, content: json(STANDARD_SUCCESS) },
