@@ -4,27 +4,43 @@ import { operationDocument } from '../app/areas';
 import { PRINCIPAL_HEADER, signPrincipal } from '../core/principal';
 import { isoDates } from '../core/graphql-dates';
 import { singleFetchPath } from '../router/single-fetch';
+import { compiledExecution } from '../core/compiled-execution';
+import { fixedCacheControl } from '../core/subgraph-server';
 import { ROUNDS, measured, rows } from './bench-kit';
 import type { LoadTarget } from './load-stats';
 
 /**
- * The read path's changes (decisions 0313, 0314), each alone and together, in the same run: CPU ms
- * per request at c=1 of the metadata read and the 20-point list at each layer, with the router's
- * single-fetch path and the subgraphs' ISO date writer switched off (before) and on. The switches
- * are the process's own (`singleFetchPath`, `isoDates`); they are set right before each measurement.
+ * The read path's changes (decisions 0313, 0314, 0345), each alone and all together, in the same
+ * run: CPU ms per request at c=1 of the metadata read and the 20-point list at each layer, with the
+ * router's single-fetch path, the subgraphs' ISO date writer, their compiled execution and their
+ * fixed cache-control header switched off (before) and on. The switches are the process's own
+ * (`singleFetchPath`, `isoDates`, `compiledExecution`, `fixedCacheControl`); they are set right
+ * before each measurement.
  */
+const OFF = { singleFetch: false, dates: false, jit: false, cacheControl: false };
 const VARIANTS = {
-  before: { singleFetch: false, dates: false },
-  'single fetch': { singleFetch: true, dates: false },
-  'ISO dates': { singleFetch: false, dates: true },
-  both: { singleFetch: true, dates: true },
+  before: OFF,
+  'single fetch': { ...OFF, singleFetch: true },
+  'ISO dates': { ...OFF, dates: true },
+  jit: { ...OFF, jit: true },
+  'fixed cache-control': { ...OFF, cacheControl: true },
+  all: { singleFetch: true, dates: true, jit: true, cacheControl: true },
 } as const;
 type Variant = keyof typeof VARIANTS;
+const ALL_VARIANTS = Object.keys(VARIANTS) as Variant[];
+/** The subgraph over HTTP has no router in front, and only it has Apollo Server's cache-control plugin. */
+const SUBGRAPH_VARIANTS: Variant[] = ['before', 'ISO dates', 'jit', 'fixed cache-control', 'all'];
+
+function setSwitches(v: (typeof VARIANTS)[Variant]): void {
+  singleFetchPath.enabled = v.singleFetch;
+  isoDates.enabled = v.dates;
+  compiledExecution.enabled = v.jit;
+  fixedCacheControl.enabled = v.cacheControl;
+}
 
 function switched(variant: Variant, target: () => LoadTarget): () => LoadTarget {
   return () => {
-    singleFetchPath.enabled = VARIANTS[variant].singleFetch;
-    isoDates.enabled = VARIANTS[variant].dates;
+    setSwitches(VARIANTS[variant]);
     return target();
   };
 }
@@ -89,15 +105,13 @@ export async function readPathSection(platform: Platform, plainUrl: string, key:
       const layers = (await layerTargets(platform, plainUrl, key, projectId, suffix, operation)).slice(0, 3);
       const targets: Array<[string, () => LoadTarget]> = [];
       for (const [via, target] of layers) {
-        // The subgraph over HTTP has no router in front: only the dates change it.
-        const variants: Variant[] =
-          via === 'publisher subgraph' ? ['before', 'ISO dates'] : ['before', 'single fetch', 'ISO dates', 'both'];
+        const variants = via === 'publisher subgraph' ? SUBGRAPH_VARIANTS : ALL_VARIANTS;
         for (const v of variants) targets.push([`${via}|${v}`, switched(v, target)]);
       }
       const mean = await leastOfSerial(targets);
       for (const [via] of layers) {
         const before = mean(`${via}|before`, 'cpuMs');
-        const after = via === 'publisher subgraph' ? ['ISO dates'] : ['single fetch', 'ISO dates', 'both'];
+        const after = (via === 'publisher subgraph' ? SUBGRAPH_VARIANTS : ALL_VARIANTS).slice(1);
         rows.push({
           figure: `${name} c=1 via ${via}: least CPU ms before → ${after.join(' / ')}`,
           subject: after.map((v) => mean(`${via}|${v}`, 'cpuMs').toFixed(2)).join(' / '),
@@ -108,7 +122,6 @@ export async function readPathSection(platform: Platform, plainUrl: string, key:
       }
     }
   } finally {
-    singleFetchPath.enabled = true;
-    isoDates.enabled = true;
+    setSwitches(VARIANTS.all);
   }
 }

@@ -13,8 +13,9 @@
  *             straight to the publisher subgraph (signed principal), against the plain handler:
  *             where the time goes, and the router's own overhead at p50/p99
  *   path      the read path's changes one at a time and together (bench/read-path.ts): CPU ms per
- *             request at c=1 via bridge, router and subgraph with the router's single-fetch path and
- *             the ISO date writer off (before) and on (decisions 0313, 0314)
+ *             request at c=1 via bridge, router and subgraph with the router's single-fetch path, the
+ *             ISO date writer, compiled execution and the fixed cache-control header off (before)
+ *             and on (decisions 0313, 0314, 0345)
  *   cdn       a 100 KiB public asset from {cdn_url} vs a plain static file server (baselines/static-files.ts)
  *   upload    POST /api/v1/assets/upload of BENCH_UPLOAD_MIB (64) vs a raw loopback disk write (baselines/disk-writes.ts)
  *   events    publish → consume through the platform's event bus vs a bare kafkajs producer/consumer
@@ -80,7 +81,8 @@ const NOTES = [
   '  the subgraph alone (type-graphql, the signed principal check), then the router (Apollo Server; a single-fetch',
   "  read is answered with the subgraph's data, not shaped again by the gateway: decision 0313), then the bridge",
   '  (envelope). On 2 shared cores that CPU, not the round trips, bounds req/s once the reads are down to two.',
-  '  The `path` rows give each layer with the single-fetch path and the ISO date writer off and on (decision 0315).',
+  '  The `path` rows give each layer with the single-fetch path, the ISO date writer, compiled execution and the',
+  '  fixed cache-control header off and on (decisions 0315, 0345).',
   "- Both sides time and count their MongoDB commands the same way, without the driver's command monitoring",
   '  (which decodes every reply twice), and the process runs with a 64 MiB young generation (decision 0252).',
   '- The recovery-points list (goal 0.8, not met): its two reads now cost the platform what they cost the plain',

@@ -1,6 +1,7 @@
 import { type GraphQLDataSource, type GraphQLDataSourceProcessOptions, RemoteGraphQLDataSource } from '@apollo/gateway';
 import { randomUUID } from 'node:crypto';
-import { type DocumentNode, execute, parse, type GraphQLFormattedError } from 'graphql';
+import { type DocumentNode, parse, type GraphQLFormattedError } from 'graphql';
+import { executeDocument } from '../core/compiled-execution';
 import { formatPlatformError } from '../core/graphql-errors';
 import type { Logger } from '../core/logger';
 import { PRINCIPAL_HEADER, type Principal, signPrincipal } from '../core/principal';
@@ -47,9 +48,10 @@ export class InProcessDataSource implements GraphQLDataSource<GatewayContext> {
       { [PRINCIPAL_HEADER]: signPrincipal(context.principal ?? null, binding), 'x-request-id': binding.requestId },
       this.subgraph.name,
     );
-    const result = await execute({
+    const result = await executeDocument({
       schema: this.subgraph.schema,
       document,
+      source: query,
       variableValues: request.variables,
       operationName: request.operationName,
       contextValue,
