@@ -23,8 +23,11 @@ async function both(source: string, variableValues: Record<string, unknown> = {}
   return { reference, compiled };
 }
 
-afterAll(() => {
+beforeAll(() => {
   compiledExecution.enabled = true;
+});
+afterAll(() => {
+  compiledExecution.enabled = false;
 });
 
 describe('executeDocument (decision 0345)', () => {
