@@ -213,7 +213,9 @@ export async function startKafka(): Promise<void> {
   const started = startDetached(
     kafkaEngine,
     java,
-    ['-Xmx512m', '-Xms128m', ...jvmArgs(), '-cp', classpath(), 'kafka.Kafka', serverFile],
+    // 1 GiB of heap: a test run makes thousands of topics (one prefix per test file), and each
+    // partition costs the broker heap; at 512 MiB a long-lived local broker ran out (17,767 partitions).
+    ['-Xmx1g', '-Xms128m', ...jvmArgs(), '-cp', classpath(), 'kafka.Kafka', serverFile],
     { version: KAFKA_VERSION, port: c.KAFKA_PORT, controllerPort: c.KAFKA_CONTROLLER_PORT, data: kafkaDir('data') },
     kafkaDir(),
   );
