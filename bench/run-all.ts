@@ -40,7 +40,7 @@ import path from 'node:path';
 import { startPlatform, type Platform } from '../app/platform';
 import { loadConfig } from '../core/config';
 import { CONCURRENCY, ONLY, ROUNDS, SECONDS, f0, f1, rows, run, startPatiently, wanted } from './bench-kit';
-import { BENCHMARKS_DOC, trialsSection } from './doc-sections';
+import { BENCHMARKS_DOC, sectionsBesides } from './doc-sections';
 import { cdnSection, eventsSection, readsSection, uploadSection, writesSection } from './sections';
 
 process.env.APOLLO_TELEMETRY_DISABLED = '1';
@@ -250,9 +250,9 @@ async function main(): Promise<void> {
       ...Object.entries(SLOW).map(([n, what]) => `- \`${n}\`: ${what}`),
       '',
     ].join('\n');
-    // The kill trials' section (written by `npm run trials`) stays as it is.
-    const trials = await trialsSection();
-    await writeFile(BENCHMARKS_DOC, trials ? `${doc}\n${trials}\n` : doc);
+    // The sections other commands write (the kill trials, the data-plane benches, the console's) stay as they are.
+    const others = await sectionsBesides(doc.split('\n').filter((l) => l.startsWith('## ')));
+    await writeFile(BENCHMARKS_DOC, others ? `${doc}\n${others}\n` : doc);
     console.log('wrote docs/benchmarks.md');
   }
   process.exit(0);
