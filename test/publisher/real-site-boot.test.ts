@@ -230,6 +230,7 @@ it(
       last_exit: null,
       memory_floor_mb: expect.any(Number),
       started_at: expect.any(String),
+      slept_at: null,
     });
     expect(before.memory_floor_mb).toBeGreaterThan(0);
     // The supervisor's child: the one process with the site's content path in its environment.
