@@ -103,17 +103,24 @@ export class SleepKeeper {
     }
   }
 
-  private async wake(siteId: string): Promise<void> {
-    if (!this.sites.isAsleep(siteId)) return this.sites.wake(siteId);
-    const t0 = process.hrtime.bigint();
-    try {
-      await this.sites.wake(siteId);
-      sleepMetrics.wakes.labels('woke').inc();
-      sleepMetrics.wakeSeconds.observe(Number(process.hrtime.bigint() - t0) / 1e9);
-    } catch (e) {
-      sleepMetrics.wakes.labels('failed').inc();
-      throw e;
+  /** The wakes already counted: the site host hands every waiter of one wake the same promise. */
+  private readonly counted = new WeakSet<Promise<void>>();
+
+  /** Wakes the site for a held request; each wake is counted once, however many requests wait on it. */
+  private wake(siteId: string): Promise<void> {
+    const woke = this.sites.wake(siteId);
+    if (this.sites.isAsleep(siteId) && !this.counted.has(woke)) {
+      this.counted.add(woke);
+      const t0 = process.hrtime.bigint();
+      woke.then(
+        () => {
+          sleepMetrics.wakes.labels('woke').inc();
+          sleepMetrics.wakeSeconds.observe(Number(process.hrtime.bigint() - t0) / 1e9);
+        },
+        () => sleepMetrics.wakes.labels('failed').inc(),
+      );
     }
+    return woke;
   }
 
   /**
