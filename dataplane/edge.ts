@@ -300,8 +300,9 @@ export class Edge {
     return this.openUpgrades.get(owner) ?? 0;
   }
 
+  /** Records a request for its owner; nothing until a waker is set (no one asks `lastRequestAt` before). */
   private touch(route: EdgeRoute | undefined): void {
-    if (route?.owner) this.seen.set(route.owner, Date.now());
+    if (this.waker && route?.owner) this.seen.set(route.owner, Date.now());
   }
 
   /**
