@@ -48,6 +48,10 @@ export interface ReleaseRun {
   env: Record<string, string>;
   /** The release's memory limit in MiB (its environment's `memory_mb`); unset: `DEFAULT_RELEASE_MEMORY_MB`. */
   memoryMb?: number;
+  /** The health gate's time for this start (a node agent gets it with the release); unset: the host's `healthGateMs`. */
+  gateMs?: number;
+  /** The commerce platform's URL for a storefront's binding (as the release came to a node agent); unset: the host's. */
+  commercePlatformUrl?: string;
 }
 
 export interface ReleaseHostOptions {
@@ -153,13 +157,13 @@ export class ReleaseHost {
       owner: run.releaseId,
     });
     supervisor.start(run.releaseId);
-    return this.gate(run.kind, w);
+    return this.gate(run.kind, w, run.gateMs);
   }
 
   /** What the release's driver is handed: its directory holds the bundle, its own address is its route. */
   private workload(run: ReleaseRun): DriverWorkload {
     const dir = this.releaseDir(run.releaseId);
-    const commerce = this.o.commercePlatformUrl?.();
+    const commerce = run.commercePlatformUrl ?? this.o.commercePlatformUrl?.();
     return {
       id: run.releaseId,
       runtimeDir: dir,
@@ -172,8 +176,8 @@ export class ReleaseHost {
   }
 
   /** The driver's probe through the edge (the release's own address), until it answers or the gate's time is up. */
-  private async gate(kind: BundleKind, w: DriverWorkload): Promise<GateResult> {
-    const deadline = Date.now() + (this.o.healthGateMs ?? HEALTH_GATE_MS);
+  private async gate(kind: BundleKind, w: DriverWorkload, gateMs?: number): Promise<GateResult> {
+    const deadline = Date.now() + (gateMs ?? this.o.healthGateMs ?? HEALTH_GATE_MS);
     const out = await probeUntil(this.drivers.get(kind), w, { at: () => ({ port: this.o.edge.port }), deadline });
     if (out.ok) return { healthy: true, ms: out.ms };
     await this.stop(w.id);

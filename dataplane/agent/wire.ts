@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import type { ReleaseRun } from '../releases';
+import type { MysqlSiteDatabase } from '../site-database';
 
 /**
  * The agent protocol's wire (docs/decisions/0170-node-agent.md, 0285-one-road-to-a-machine.md): the
@@ -31,6 +33,12 @@ export const AGENT_CALLS: ReadonlyArray<readonly ['GET' | 'POST', string]> = [
   ['POST', '/tasks/:taskId/progress'],
   ['POST', '/tasks/:taskId/result'],
   ['GET', '/sites'],
+  // What a site's process starts with beyond its spec, and a release task's bundle and environment
+  // (docs/decisions/0365-agent-fetches-extras-and-releases.md): read by the agent, never in a task record.
+  ['POST', '/sites/extras'],
+  ['GET', '/tasks/:taskId/releases/:releaseId'],
+  ['GET', '/tasks/:taskId/releases/:releaseId/bundle'],
+  ['GET', '/tasks/:taskId/releases/:releaseId/wanted'],
 ];
 
 /**
@@ -110,6 +118,33 @@ export interface AgentReleaseTask {
   release: ReleaseWork;
 }
 
+/**
+ * What a site's process starts with beyond its spec (`POST /sites/extras`): the hosted pool's mail
+ * configuration and the site's MySQL database, secrets included. Empty for a customer's node's sites
+ * (SQLite, unconfigured).
+ */
+export interface SiteExtrasValue {
+  config?: Record<string, string>;
+  database?: MysqlSiteDatabase;
+}
+
+/** The most sites one `POST /sites/extras` names. */
+export const MAX_EXTRAS_SITES = 200;
+
+/**
+ * How a release of a claimed task runs (`GET /tasks/:taskId/releases/:releaseId`): its process
+ * environment (secrets included), the kind of bundle its connection expects, its memory, the health
+ * gate's time and the commerce platform's address for a storefront's binding; `sha256` is the
+ * bundle's (`…/bundle`), checked by the agent once downloaded.
+ */
+export interface ReleaseDelivery {
+  run: ReleaseRun;
+  sha256: string;
+}
+
+/** An agent's failure when a downloaded bundle is not of the kind its release expects (commerce: COMMERCE_CONFIG_MISMATCH). */
+export const BUNDLE_KIND_MISMATCH = 'bundle_kind_mismatch';
+
 /** A site placed on the node with the state it should be in (the agent's reconcile). */
 export interface DesiredSite {
   site: AgentSite;
@@ -167,6 +202,9 @@ export const agentBodies = {
   release: z.object({ session }).strict(),
   progress: z.object({ session, detail: z.string().max(1000) }).strict(),
   result: z.object({ session, outcome: taskOutcome }).strict(),
+  siteExtras: z
+    .object({ site_ids: z.array(z.string().min(1).max(100)).min(1).max(MAX_EXTRAS_SITES) })
+    .strict(),
 };
 export type AgentBody<K extends keyof typeof agentBodies> = z.infer<(typeof agentBodies)[K]>;
 
