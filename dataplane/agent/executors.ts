@@ -46,7 +46,8 @@ export type SiteExtras = (
   siteId: string,
 ) => Promise<{ config?: Record<string, string>; database?: MysqlSiteDatabase } | undefined>;
 
-function hosted(site: AgentSite, extras?: { config?: Record<string, string>; database?: MysqlSiteDatabase }): HostedSite {
+/** The site as the site host starts it: the task's spec and what the platform keeps beside it (extras). */
+export function hosted(site: AgentSite, extras?: { config?: Record<string, string>; database?: MysqlSiteDatabase }): HostedSite {
   return {
     siteId: site.siteId,
     runtime: { name: site.runtime.name, version: site.runtime.version, integrity: site.runtime.integrity },
