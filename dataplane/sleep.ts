@@ -144,7 +144,11 @@ export class SleepKeeper {
         return;
       }
       tried.add(lru.siteId);
-      await this.put(lru.siteId, 'capacity');
+      const at = new Date(this.lastActive(lru.siteId, lru.activeAt)).toISOString();
+      const slept = await this.put(lru.siteId, 'capacity');
+      this.o.log?.(
+        `sleep: site ${lru.siteId} (last active ${at}) ${slept ? 'sleeps' : 'could not sleep'} to make room for ${siteId}`,
+      );
     }
   }
 
