@@ -58,6 +58,55 @@ export type MachineStep = (typeof MACHINE_STEPS)[number];
 
 export const isMachineStep = (step: string): step is MachineStep => (MACHINE_STEPS as readonly string[]).includes(step);
 
+/**
+ * A hosted site's data steps (docs/decisions/0360-data-steps-on-the-node.md): a recovery point's
+ * capture, a restore (a staging copy's re-keying is part of its `restore_database`) and an upgrade's
+ * rollback, tasks of the hosted node whose agent runs them with the site's runtime driver and the
+ * recovery store (./data-executor.ts). A task names what to do in `data`; a connected node's sites
+ * skip them (their points hold no bytes), except `rollback`, which starts the old release there.
+ */
+export const SITE_DATA_STEPS = [
+  'capture_database',
+  'capture_content',
+  'capture_release',
+  'restore_database',
+  'restore_content',
+  'pin_release',
+  'rollback',
+] as const;
+export type SiteDataStep = (typeof SITE_DATA_STEPS)[number];
+
+export const isSiteDataStep = (step: string): step is SiteDataStep => (SITE_DATA_STEPS as readonly string[]).includes(step);
+
+/** One sealed part of a recovery point in the recovery store: its content address (SHA-256) and size. */
+export interface AgentPart {
+  sha256: string;
+  sizeBytes: number;
+}
+
+/** The release a recovery point pins, as its manifest seals it. */
+export interface AgentReleaseManifest {
+  name: string;
+  version: string;
+  image: string;
+  /** The registry's digest (the npm integrity of the release). */
+  digest: string;
+}
+
+/**
+ * What a data step asks for. Its answer: a capture's part (`sha256`, `size_bytes`); a staging copy's
+ * `restore_database` with `rekey`, the copy's own access (`integration_id`, `admin_api_key`, sealed
+ * by the platform as `configure_site`'s).
+ */
+export interface SiteDataWork {
+  /** The point's parts to put back (`restore_*`, `rollback`) or whose release to check (`pin_release`). */
+  point?: { database?: AgentPart; content?: AgentPart; release?: AgentPart };
+  /** `capture_release`: the manifest to seal; `pin_release`: the release the point must pin. */
+  release?: AgentReleaseManifest;
+  /** A staging copy: the platform's integration in the copied database, whose keys the copy replaces. */
+  rekey?: { integrationId: string };
+}
+
 /** What an agent needs to run a step on a site, without reading the platform's database. */
 export interface AgentSite {
   siteId: string;
@@ -78,6 +127,8 @@ export interface AgentTask {
   operation_type: string;
   step: string;
   site: AgentSite;
+  /** A data step's work (SITE_DATA_STEPS); absent for a machine step. */
+  data?: SiteDataWork;
 }
 
 /**
@@ -202,9 +253,7 @@ export const agentBodies = {
   release: z.object({ session }).strict(),
   progress: z.object({ session, detail: z.string().max(1000) }).strict(),
   result: z.object({ session, outcome: taskOutcome }).strict(),
-  siteExtras: z
-    .object({ site_ids: z.array(z.string().min(1).max(100)).min(1).max(MAX_EXTRAS_SITES) })
-    .strict(),
+  siteExtras: z.object({ site_ids: z.array(z.string().min(1).max(100)).min(1).max(MAX_EXTRAS_SITES) }).strict(),
 };
 export type AgentBody<K extends keyof typeof agentBodies> = z.infer<(typeof agentBodies)[K]>;
 
