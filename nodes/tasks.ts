@@ -3,7 +3,7 @@ import { EventEmitter } from 'node:events';
 import { PlatformError, retriable } from '../core/errors';
 import { model } from '../core/mongo';
 import { decryptSecret, encryptSecret } from '../core/secrets';
-import type { AgentSite, ReleaseWork } from '../dataplane/agent/wire';
+import type { AgentSite, ReleaseWork, SiteDataWork } from '../dataplane/agent/wire';
 import { type ConnectedNodes, HOSTED_NODE_ID, NODE_SILENT_MS, nodeAgentAlive } from './registry';
 
 /**
@@ -30,6 +30,8 @@ export interface NodeTaskDoc {
   step: string;
   /** A site's step: the site as the agent runs it. */
   site?: AgentSite;
+  /** A site's data step (docs/decisions/0360-data-steps-on-the-node.md): the point's parts, the release, a copy's re-keying. */
+  data?: SiteDataWork;
   /** A commerce release's step (docs/decisions/0325-nodes-module.md): which releases, ids only. */
   release?: ReleaseWork;
   status: NodeTaskStatus;
@@ -55,6 +57,7 @@ const taskSchema = new mongoose.Schema<NodeTaskDoc>(
     step: { type: String, required: true },
     attempt: { type: Number, default: 1 },
     site: { type: mongoose.Schema.Types.Mixed, default: undefined },
+    data: { type: mongoose.Schema.Types.Mixed, default: undefined },
     release: { type: mongoose.Schema.Types.Mixed, default: undefined },
     status: { type: String, required: true },
     claimedBy: { type: String, default: null },
@@ -170,7 +173,7 @@ export async function sweepFinishedNodeTasks(
  */
 export type NodeTaskRequest = { id: string } & Pick<
   NodeTaskDoc,
-  'nodeId' | 'siteId' | 'operationId' | 'operationType' | 'step' | 'site' | 'release' | 'attempt'
+  'nodeId' | 'siteId' | 'operationId' | 'operationType' | 'step' | 'site' | 'data' | 'release' | 'attempt'
 >;
 
 const POLL_MS = 250;
@@ -226,6 +229,7 @@ export class NodeTasks {
           attempt,
           status: 'pending',
           ...(t.site ? { site: t.site } : {}),
+          ...(t.data ? { data: t.data } : {}),
           ...(t.release ? { release: t.release } : {}),
           claimedBy: null,
           claimedAt: null,
