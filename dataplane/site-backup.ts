@@ -7,7 +7,8 @@ import path from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { BlobStore } from '../core/blobs/blob-store';
-import { contentDir, databaseFile, notPlain } from './runtimes/ghost';
+import { type DriverLayout, notPlain } from './runtimes/driver';
+import { ghostDriver } from './runtimes/ghost';
 import { dumpSiteDatabase, loadSiteDatabase, type MysqlSiteDatabase } from './site-database';
 
 /**
@@ -16,7 +17,29 @@ import { dumpSiteDatabase, loadSiteDatabase, type MysqlSiteDatabase } from './si
  * its content directory without the database and logs, and a manifest of its pinned release, each
  * stored through the kernel's blob store (filesystem by default, S3 in production) under its SHA-256.
  * Restoring checks every byte against the recorded hash before anything of the site is replaced.
+ * Where the site's database and content are is its runtime driver's `layout` (dataplane/runtimes/);
+ * the node agent runs these for the hosted node (docs/decisions/0360-data-steps-on-the-node.md).
  */
+
+/** A site's files on a node: its directory (scratch files go there) and its driver's layout of it. */
+export interface SiteFiles {
+  dir: string;
+  layout: DriverLayout;
+}
+
+/**
+ * A site's files from its driver's layout, or from a bare directory laid out as the default
+ * runtime's (Ghost's), for callers that build one by hand (the recovery bench, the unit test).
+ */
+export function siteFiles(site: string | SiteFiles): SiteFiles {
+  return typeof site === 'string' ? { dir: site, layout: ghostDriver.layout(site) } : site;
+}
+
+/** The database file of a site's layout; a runtime without one has nothing to capture or restore this way. */
+function databaseOf(f: SiteFiles, code: 'capture_failed' | 'restore_failed'): string {
+  if (!f.layout.database) throw new BackupError(code, "the site's runtime keeps no database file");
+  return f.layout.database;
+}
 
 /** One sealed part of a recovery point: where its bytes are (content address) and how many there are. */
 export interface SealedPart {
@@ -147,12 +170,17 @@ function tar(args: string[], io: { stdin?: Readable; stdout?: NodeJS.WritableStr
  * the platform works on them as root, so a link planted there would have the platform read or write
  * outside the site. Checked before every capture and restore (a restore runs on a stopped site).
  */
-export async function refuseLinks(siteDir: string, code: 'capture_failed' | 'restore_failed'): Promise<void> {
-  const db = databaseFile(siteDir);
-  const odd = await notPlain(siteDir, [
-    [contentDir(siteDir), 'dir'],
-    [path.dirname(db), 'dir'],
-    [db, 'file'],
+export async function refuseLinks(site: string | SiteFiles, code: 'capture_failed' | 'restore_failed'): Promise<void> {
+  const { dir, layout } = siteFiles(site);
+  const db = layout.database;
+  const odd = await notPlain(dir, [
+    [layout.content, 'dir'],
+    ...(db
+      ? ([
+          [path.dirname(db), 'dir'],
+          [db, 'file'],
+        ] as const)
+      : []),
   ]);
   if (odd) throw new BackupError(code, `${odd.rel} in the site's directory is not a plain ${odd.what}; refusing to follow it`);
 }
@@ -168,11 +196,12 @@ export class SiteBackups {
    * every page in one step under a read transaction, so the copy is one committed state of the
    * database (writers wait; a WAL reader would not even block them).
    */
-  async captureDatabase(runtimeDir: string, siteDir: string): Promise<SealedPart> {
-    const source = databaseFile(siteDir);
-    await refuseLinks(siteDir, 'capture_failed');
+  async captureDatabase(runtimeDir: string, site: string | SiteFiles): Promise<SealedPart> {
+    const f = siteFiles(site);
+    const source = databaseOf(f, 'capture_failed');
+    await refuseLinks(f, 'capture_failed');
     if (!existsSync(source)) throw new BackupError('capture_failed', 'the site has no database yet');
-    const tmp = path.join(siteDir, `.backup-${randomBytes(6).toString('hex')}.db`);
+    const tmp = path.join(f.dir, `.backup-${randomBytes(6).toString('hex')}.db`);
     const sqlite = loadSqlite(runtimeDir);
     try {
       const db = await openDb(sqlite, source, sqlite.OPEN_READONLY);
@@ -227,9 +256,10 @@ export class SiteBackups {
    * Replaces the (stopped) site's MySQL tables with the point's dump: fetched and checked whole
    * before anything is dropped, then loaded.
    */
-  async restoreMysql(part: SealedPart, db: MysqlSiteDatabase, siteDir: string): Promise<void> {
-    await mkdir(siteDir, { recursive: true });
-    const tmp = path.join(siteDir, `.restore-${randomBytes(6).toString('hex')}.sql`);
+  async restoreMysql(part: SealedPart, db: MysqlSiteDatabase, site: string | SiteFiles): Promise<void> {
+    const { dir } = siteFiles(site);
+    await mkdir(dir, { recursive: true });
+    const tmp = path.join(dir, `.restore-${randomBytes(6).toString('hex')}.sql`);
     try {
       const v = new Verifier(part);
       await pipeline(this.read(part), v, createWriteStream(tmp, { flags: 'wx' }));
@@ -250,12 +280,16 @@ export class SiteBackups {
    * A tar archive of the content directory (images, files, media, settings, themes the site
    * uploaded, and links to the release's bundled themes), without the database and the logs.
    */
-  async captureContent(siteDir: string): Promise<SealedPart> {
-    const content = contentDir(siteDir);
-    await refuseLinks(siteDir, 'capture_failed');
+  async captureContent(site: string | SiteFiles): Promise<SealedPart> {
+    const f = siteFiles(site);
+    const content = f.layout.content;
+    await refuseLinks(f, 'capture_failed');
     if (!existsSync(content)) throw new BackupError('capture_failed', 'the site has no content directory yet');
-    const db = path.relative(content, databaseFile(siteDir));
-    const excludes = [...DB_SIDE_FILES.map((s) => `--exclude=./${db}${s}`), '--exclude=./logs/*'];
+    const db = f.layout.database ? path.relative(content, f.layout.database) : null;
+    const excludes = [
+      ...(db ? DB_SIDE_FILES.map((s) => `--exclude=./${db}${s}`) : []),
+      ...(f.layout.transient ?? []).map((t) => `--exclude=./${t}/*`),
+    ];
     const out = new Transform({ transform: (c, _e, done) => done(null, c) });
     try {
       const [part] = await Promise.all([
@@ -288,9 +322,10 @@ export class SiteBackups {
    * Replaces the (stopped) site's database with the point's copy: written beside it, checked, then
    * renamed over it; the old file's WAL and shared-memory files go (they belong to the old file).
    */
-  async restoreDatabase(part: SealedPart, siteDir: string): Promise<void> {
-    const target = databaseFile(siteDir);
-    await refuseLinks(siteDir, 'restore_failed');
+  async restoreDatabase(part: SealedPart, site: string | SiteFiles): Promise<void> {
+    const f = siteFiles(site);
+    const target = databaseOf(f, 'restore_failed');
+    await refuseLinks(f, 'restore_failed');
     await mkdir(path.dirname(target), { recursive: true });
     const tmp = `${target}.restore-${randomBytes(6).toString('hex')}`;
     try {
@@ -311,9 +346,10 @@ export class SiteBackups {
    * unpacked beside it, the current database files moved in, then swapped in by rename. Whichever of database
    * and content is restored first, the other is kept.
    */
-  async restoreContent(part: SealedPart, siteDir: string): Promise<void> {
-    const content = contentDir(siteDir);
-    await refuseLinks(siteDir, 'restore_failed');
+  async restoreContent(part: SealedPart, site: string | SiteFiles): Promise<void> {
+    const f = siteFiles(site);
+    const content = f.layout.content;
+    await refuseLinks(f, 'restore_failed');
     const suffix = randomBytes(6).toString('hex');
     const fresh = `${content}.restore-${suffix}`;
     const old = `${content}.old-${suffix}`;
@@ -325,11 +361,15 @@ export class SiteBackups {
       await pipeline(this.read(part), v, createWriteStream(archive, { flags: 'wx' }));
       v.check();
       await tar(['-x', '-f', archive, '-C', fresh], {});
-      const db = databaseFile(siteDir);
-      const freshDb = path.join(fresh, path.relative(content, db));
-      await mkdir(path.dirname(freshDb), { recursive: true });
-      await mkdir(path.join(fresh, 'logs'), { recursive: true });
-      for (const s of DB_SIDE_FILES) if (existsSync(`${db}${s}`)) await rename(`${db}${s}`, `${freshDb}${s}`);
+      for (const t of f.layout.transient ?? []) await mkdir(path.join(fresh, t), { recursive: true });
+      // The database kept inside the content directory moves into the fresh one.
+      const db = f.layout.database;
+      const rel = db ? path.relative(content, db) : '..';
+      if (db && !rel.startsWith('..')) {
+        const freshDb = path.join(fresh, rel);
+        await mkdir(path.dirname(freshDb), { recursive: true });
+        for (const s of DB_SIDE_FILES) if (existsSync(`${db}${s}`)) await rename(`${db}${s}`, `${freshDb}${s}`);
+      }
       if (existsSync(content)) await rename(content, old);
       await rename(fresh, content);
       await rm(old, { recursive: true, force: true });
@@ -369,7 +409,8 @@ async function readHead(file: string): Promise<string> {
 }
 
 /** Sizes of what a site keeps on disk (database and content), for figures. */
-export async function siteBytes(siteDir: string): Promise<{ database: number; content: number }> {
+export async function siteBytes(site: string | SiteFiles): Promise<{ database: number; content: number }> {
+  const { layout } = siteFiles(site);
   const walk = async (dir: string): Promise<number> => {
     let n = 0;
     for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
@@ -379,9 +420,11 @@ export async function siteBytes(siteDir: string): Promise<{ database: number; co
     }
     return n;
   };
-  const db = await stat(databaseFile(siteDir)).then(
-    (s) => s.size,
-    () => 0,
-  );
-  return { database: db, content: (await walk(contentDir(siteDir))) - db };
+  const db = layout.database
+    ? await stat(layout.database).then(
+        (s) => s.size,
+        () => 0,
+      )
+    : 0;
+  return { database: db, content: (await walk(layout.content)) - db };
 }

@@ -1,3 +1,5 @@
+import { lstat } from 'node:fs/promises';
+import path from 'node:path';
 import type { InstalledRuntime, ProgressFn, RuntimeCache, RuntimeSpec } from '../runtime-cache';
 import type { MysqlSiteDatabase } from '../site-database';
 import type { WorkloadSpec } from '../supervisor';
@@ -55,6 +57,14 @@ export interface DriverLayout {
   content: string;
   /** Its database file, when it keeps one (SQLite); absent for a runtime without one. */
   database?: string;
+  /** Directories under `content` whose files a backup leaves out and a restore makes again empty (logs). */
+  transient?: string[];
+}
+
+/** A SQL session on a stopped workload's database (its file, or its MySQL database): statements with bound parameters. */
+export interface DriverSql {
+  run(sql: string, ...p: unknown[]): Promise<void>;
+  get<R>(sql: string, ...p: unknown[]): Promise<R | undefined>;
 }
 
 export interface RuntimeDriver {
@@ -75,12 +85,37 @@ export interface RuntimeDriver {
   /** Where the workload's data lives under its directory. */
   layout(dir: string): DriverLayout;
   /**
+   * A copy of a workload made from another's data (a staging copy restored from its source's
+   * recovery point) gets access of its own (docs/decisions/0360-data-steps-on-the-node.md): the
+   * platform's access in the copied database (`integrationId`, as `configure` answered it) gets new
+   * keys and the copied sessions go. Answers the new access as `configure` does (`admin_api_key`).
+   */
+  rekey?(db: DriverSql, access: { integrationId: string }): Promise<Record<string, string>>;
+  /**
    * A `NAME=value` entry of the environment of the workload kept in `dir` that no other workload
    * has: how the host finds a process of it that a killed platform process left running (Linux
    * `/proc/<pid>/environ`). A runtime without one leaves no process behind (its launcher watches
    * the platform and ends with it).
    */
   marker?(dir: string): string;
+}
+
+/**
+ * The first of `entries` that exists but is not what it should be (a plain directory or file; a link
+ * never is), relative to the workload's directory; null when all are (or are absent). The workload's
+ * uid owns these paths (docs/decisions/0273-tenant-sandbox.md) and the platform works on them as
+ * root, so it never follows a link planted there.
+ */
+export async function notPlain(
+  dir: string,
+  entries: ReadonlyArray<readonly [string, 'dir' | 'file']>,
+): Promise<{ rel: string; what: 'directory' | 'file' } | null> {
+  for (const [p, kind] of entries) {
+    const st = await lstat(p).catch(() => null);
+    if (st && (kind === 'dir' ? !st.isDirectory() : !st.isFile()))
+      return { rel: path.relative(dir, p), what: kind === 'dir' ? 'directory' : 'file' };
+  }
+  return null;
 }
 
 /** The drivers a node runs, by runtime name. */

@@ -1,11 +1,18 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { lstat, mkdir, readdir, readlink, rm, symlink } from 'node:fs/promises';
+import { mkdir, readdir, readlink, rm, symlink } from 'node:fs/promises';
 import path from 'node:path';
 import { type LocalReply, requestLocal } from '../../core/outbound-http';
 import type { SandboxEgress, SandboxSpec } from '../sandbox';
 import { compileCacheEnv, compileCacheFile } from './compile-cache';
-import type { DriverEndpoint, DriverOwner, DriverWorkload, RuntimeDriver } from './driver';
+import {
+  type DriverEndpoint,
+  type DriverOwner,
+  type DriverSql,
+  type DriverWorkload,
+  notPlain,
+  type RuntimeDriver,
+} from './driver';
 
 /**
  * Runs the publishing software (Ghost, from the runtime cache) as a supervised site
@@ -53,24 +60,6 @@ export function compileCacheDir(siteDir: string): string {
 /** The SQLite database file of a site. */
 export function databaseFile(siteDir: string): string {
   return path.join(contentDir(siteDir), 'data', 'ghost.db');
-}
-
-/**
- * The first of `entries` that exists but is not what it should be (a plain directory or file; a link
- * never is), relative to the site's directory; null when all are (or are absent). The site's uid owns
- * these paths (docs/decisions/0273-tenant-sandbox.md) and the platform works on them as root, so it
- * never follows a link planted there.
- */
-export async function notPlain(
-  siteDir: string,
-  entries: ReadonlyArray<readonly [string, 'dir' | 'file']>,
-): Promise<{ rel: string; what: 'directory' | 'file' } | null> {
-  for (const [p, kind] of entries) {
-    const st = await lstat(p).catch(() => null);
-    if (st && (kind === 'dir' ? !st.isDirectory() : !st.isFile()))
-      return { rel: path.relative(siteDir, p), what: kind === 'dir' ? 'directory' : 'file' };
-  }
-  return null;
 }
 
 /**
@@ -220,9 +209,40 @@ export const ghostDriver: RuntimeDriver = {
       owner_password: access.ownerPassword,
     };
   },
-  layout: (dir) => ({ content: contentDir(dir), database: databaseFile(dir) }),
+  // Logs go to stdout (ghostEnv); `logs/` is Ghost's own and never part of a backup.
+  layout: (dir) => ({ content: contentDir(dir), database: databaseFile(dir), transient: ['logs'] }),
+  rekey: (db, access) => rekeyGhost(db, access.integrationId),
   marker: (dir) => `paths__contentPath=${contentDir(dir)}`,
 };
+
+/**
+ * A staging copy's own access (docs/decisions/0360-data-steps-on-the-node.md): the platform's
+ * integration in the copied database gets a new Admin and Content API key (the source's keys do not
+ * open the copy) and the copied sessions are dropped. The owner stays the source's.
+ */
+async function rekeyGhost(db: DriverSql, integrationId: string): Promise<Record<string, string>> {
+  const found = await db.get<{ id: string }>(
+    "SELECT id FROM api_keys WHERE integration_id = ? AND type = 'admin'",
+    integrationId,
+  );
+  if (!found) throw new GhostError('site_setup_failed', 'the copied database has no platform integration');
+  const adminId = randomBytes(12).toString('hex');
+  const adminSecret = randomBytes(32).toString('hex');
+  await db.run(
+    "UPDATE api_keys SET id = ?, secret = ? WHERE integration_id = ? AND type = 'admin'",
+    adminId,
+    adminSecret,
+    integrationId,
+  );
+  await db.run(
+    "UPDATE api_keys SET id = ?, secret = ? WHERE integration_id = ? AND type = 'content'",
+    randomBytes(12).toString('hex'),
+    randomBytes(13).toString('hex'),
+    integrationId,
+  );
+  await db.run('DELETE FROM sessions');
+  return { admin_api_key: `${adminId}:${adminSecret}` };
+}
 
 /** True when the site still has no owner (anyone reaching it could claim it). */
 export async function openForSetup(at: DriverEndpoint, url: string): Promise<boolean> {

@@ -1,0 +1,144 @@
+import type { SiteHost } from '../sites';
+import { BackupError, type SealedPart, type SiteBackups, type SiteFiles, withDatabase } from '../site-backup';
+import { withSiteDatabase } from '../site-database';
+import { hosted, type SiteExtras, StepFailure } from './executors';
+import type { AgentSite, AgentTask, SiteDataWork } from './wire';
+
+/**
+ * A hosted site's data steps on its node (docs/decisions/0360-data-steps-on-the-node.md,
+ * 0150-recovery-point-bytes.md): a recovery point's capture, a restore, a staging copy's own access
+ * and an upgrade's rollback, run by the agent on its own data plane with the site's runtime driver
+ * (`layout` says where the database and content are, `rekey` gives a copy its own access) and the
+ * recovery store, where a point's bytes go and come from, each part checked against its SHA-256.
+ * The task says what to do (the point's parts, the release to seal or pin, the integration to
+ * re-key); the platform keeps the point's record.
+ *
+ * A capture reads the site's files and never wakes a sleeping site; a restore replaces them while
+ * the site is stopped (its hosts answer 503 `restoring`); its next step starts it.
+ */
+export class SiteDataExecutor {
+  constructor(
+    private readonly host: SiteHost,
+    /** Where recovery points keep their bytes (the platform's blob store, region `recovery-points`). */
+    private readonly backups: SiteBackups,
+    /** The site's MySQL database and mail configuration, where the platform keeps them (as the machine steps'). */
+    private readonly siteExtras?: SiteExtras,
+  ) {}
+
+  async run(task: AgentTask): Promise<Record<string, unknown> | null> {
+    const work = task.data ?? {};
+    try {
+      return await this.step(task.step, task.site, work);
+    } catch (e) {
+      if (e instanceof StepFailure) throw e;
+      if (e instanceof BackupError) throw new StepFailure(e.code, e.message);
+      throw new StepFailure(`${task.step}_failed`, (e as Error).message);
+    }
+  }
+
+  private async step(step: string, site: AgentSite, work: SiteDataWork): Promise<Record<string, unknown> | null> {
+    const b = this.backups;
+    const files = this.files(site);
+    switch (step) {
+      case 'capture_database': {
+        const mysql = await this.database(site);
+        return sealed(mysql ? await b.captureMysql(mysql) : await b.captureDatabase(await this.runtimeDir(site), files));
+      }
+      case 'capture_content':
+        return sealed(await b.captureContent(files));
+      case 'capture_release':
+        return sealed(await b.captureRelease(need(work.release, 'the release to seal')));
+      case 'restore_database': {
+        this.markRestoring(site.siteId);
+        await this.restoreDatabase(site, need(work.point?.database, "the point's database"), files);
+        return work.rekey ? await this.rekey(site, files, work.rekey.integrationId) : null;
+      }
+      case 'restore_content':
+        this.markRestoring(site.siteId);
+        await b.restoreContent(need(work.point?.content, "the point's content"), files);
+        return null;
+      case 'pin_release': {
+        // The release the point sealed is the one it should pin; then it is installed here.
+        const manifest = await b.readRelease(need(work.point?.release, "the point's release"));
+        const want = need(work.release, 'the release to pin');
+        if (manifest.digest !== want.digest || manifest.version !== want.version)
+          throw new StepFailure(
+            'release_mismatch',
+            `the point pins ${manifest.image} (${manifest.digest}), not the catalog's release`,
+          );
+        await this.host.pullRuntime(hosted(site).runtime);
+        return null;
+      }
+      case 'rollback': {
+        // Back to the pre-upgrade point: the target's process goes, the point's data comes back, and
+        // the old release (the task's) starts on it, never on the migrated database.
+        if (this.host.isHosted(site.siteId)) await this.host.stop(site.siteId);
+        this.markRestoring(site.siteId);
+        await this.restoreDatabase(site, need(work.point?.database, "the point's database"), files);
+        await b.restoreContent(need(work.point?.content, "the point's content"), files);
+        await this.host.start(hosted(site, await this.siteExtras?.(site.siteId)));
+        return null;
+      }
+      default:
+        throw new StepFailure('unknown_step', `the node agent has no data step ${step}`);
+    }
+  }
+
+  private files(site: AgentSite): SiteFiles {
+    return { dir: this.host.siteDir(site.siteId), layout: this.host.layout(site.siteId, site.runtime.name) };
+  }
+
+  private async database(site: AgentSite) {
+    return (await this.siteExtras?.(site.siteId))?.database;
+  }
+
+  /** The release's directory (its `sqlite3` module opens the site's SQLite file). */
+  private async runtimeDir(site: AgentSite): Promise<string> {
+    return (await this.host.pullRuntime(hosted(site).runtime)).dir;
+  }
+
+  private markRestoring(siteId: string): void {
+    if (this.host.isHosted(siteId)) this.host.markRestoring(siteId);
+  }
+
+  /** The point's database into the site's own: its MySQL database, or its SQLite file. */
+  private async restoreDatabase(site: AgentSite, part: SealedPart, files: SiteFiles): Promise<void> {
+    const mysql = await this.database(site);
+    if (mysql) await this.backups.restoreMysql(part, mysql, files);
+    else await this.backups.restoreDatabase(part, files);
+  }
+
+  /**
+   * A staging copy's own access: its driver re-keys the platform's integration in the copied
+   * database; answers the new access (the platform seals it for the copy, as `configure_site`'s).
+   */
+  private async rekey(site: AgentSite, files: SiteFiles, integrationId: string): Promise<Record<string, unknown>> {
+    const driver = this.host.drivers.get(site.runtime.name);
+    const rekey = driver.rekey;
+    if (!rekey) throw new StepFailure('site_setup_failed', `runtime ${site.runtime.name} cannot give a copy its own access`);
+    const mysql = await this.database(site);
+    try {
+      const access = mysql
+        ? await withSiteDatabase(mysql, (db) => rekey(db, { integrationId }))
+        : await withDatabase(await this.runtimeDir(site), this.sqliteFile(site, files), (db) => rekey(db, { integrationId }));
+      return { integration_id: integrationId, ...access };
+    } catch (e) {
+      if (e instanceof StepFailure) throw e;
+      throw new StepFailure('site_setup_failed', (e as Error).message);
+    }
+  }
+
+  private sqliteFile(site: AgentSite, files: SiteFiles): string {
+    if (!files.layout.database)
+      throw new StepFailure('site_setup_failed', `the runtime of site ${site.siteId} keeps no database file`);
+    return files.layout.database;
+  }
+}
+
+/** A captured part as the task's result: its content address and size. */
+const sealed = (p: SealedPart) => ({ sha256: p.sha256, size_bytes: p.sizeBytes });
+
+function need<T>(value: T | undefined, what: string): T {
+  if (value === undefined) throw new StepFailure('recovery_point_incomplete', `the task names no ${what}`);
+  return value;
+}
