@@ -89,6 +89,8 @@ export async function runNodeAgent(args: string[]): Promise<void> {
     executor,
     sleep: { idleMs: idleSleepMsFromEnv(process.env), memoryMb, log: (line) => process.stderr.write(`node-agent: ${line}\n`) },
     simulatedStepDelayMs: process.env.NODE_AGENT_STEP_DELAY_MS ? Number(process.env.NODE_AGENT_STEP_DELAY_MS) : undefined,
+    // Commerce releases the platform sends this node (the hosted node's: decision 0365), under the data folder.
+    releaseHost: { releasesRoot: path.join(dataDir, 'releases') },
     log: (line) => process.stderr.write(`node-agent: ${line}\n`),
   });
   try {

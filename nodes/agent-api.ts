@@ -1,18 +1,23 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Model } from 'mongoose';
+import type { Readable } from 'node:stream';
 import type { z } from 'zod';
 import { PlatformError, badRequest, isPlatformError, unauthenticated } from '../core/errors';
 import {
   AGENT_CALLS,
+  type AgentRelease,
   agentBodies,
   type DesiredSite,
   type HeartbeatReply,
   MAX_CLAIM_WAIT_MS,
   NODE_AGENT_PATH,
   NODE_TOKEN_HEADER,
+  type ReleaseDelivery,
   type SiteEvent,
+  type SiteExtrasValue,
   type TaskOutcome,
 } from '../dataplane/agent/wire';
+import type { ReleaseDeliveries } from './releases';
 import { type NodeTaskDoc, nodeTaskSettled, sealTaskResult, sweepFinishedNodeTasks, waitForNodeTask } from './tasks';
 import {
   type ConnectedNodeDoc,
@@ -54,6 +59,13 @@ export class NodeAgentService {
        * (subgraphs/publisher/site-power.ts, `nodeSitePower`; docs/decisions/0350-node-power-events.md).
        */
       siteEvents?: (nodeId: string, events: SiteEvent[]) => Promise<void>;
+      /**
+       * What the sites' processes start with beyond their spec (docs/decisions/0365): the area answers
+       * it for sites placed on `node` and refuses (404) the whole call when one is not.
+       */
+      siteExtras?: (node: { id: string; hosted: boolean }, siteIds: string[]) => Promise<Record<string, SiteExtrasValue>>;
+      /** Commerce releases' runs and bundles (the `hostedReleases` port), where the area that owns them runs. */
+      releases?: () => ReleaseDeliveries | null;
     },
   ) {}
 
@@ -180,11 +192,63 @@ export class NodeAgentService {
     nodeTaskSettled(taskId);
   }
 
+  /**
+   * The extras of sites placed on this node (decision 0365). Secrets leave their sealed records here,
+   * for the node that runs the site only; the bridge's TLS protects them on the way.
+   */
+  async siteExtras(node: ConnectedNodeDoc, siteIds: string[]): Promise<Record<string, SiteExtrasValue>> {
+    if (!this.d.siteExtras) throw new PlatformError('site_not_on_node', 404, `no site ${siteIds[0]} on this node`);
+    return this.d.siteExtras({ id: node._id, hosted: node.hosted === true }, siteIds);
+  }
+
+  /**
+   * The release as a task this node holds (claimed, not finished) names it: a node reads the releases
+   * of its own tasks only, never another node's (or tenant's) (decision 0365).
+   */
+  private async heldRelease(node: ConnectedNodeDoc, taskId: string, releaseId: string): Promise<AgentRelease> {
+    const task = await this.d.tasks.findOne({ _id: taskId, nodeId: node._id, status: 'claimed' }).lean();
+    const release = task?.release?.releases.find((r) => r.releaseId === releaseId);
+    if (!release) throw new PlatformError('task_not_found', 404, `no task ${taskId} of this node names release ${releaseId}`);
+    return release;
+  }
+
+  private deliveries(): ReleaseDeliveries {
+    const d = this.d.releases?.();
+    if (!d) throw new PlatformError('releases_unavailable', 503, 'this platform process serves no commerce releases');
+    return d;
+  }
+
+  /** How a release of a task this node holds runs: its environment (secrets opened), kind, gate. */
+  async releaseRun(node: ConnectedNodeDoc, taskId: string, releaseId: string): Promise<ReleaseDelivery> {
+    await this.heldRelease(node, taskId, releaseId);
+    return this.deliveries().describe(releaseId);
+  }
+
+  /** The bytes of a release's bundle (the artifact, a tar archive), for a task this node holds. */
+  async releaseBundle(node: ConnectedNodeDoc, taskId: string, releaseId: string): Promise<AgentBytes> {
+    await this.heldRelease(node, taskId, releaseId);
+    const b = await this.deliveries().bundle(releaseId);
+    return new AgentBytes(b.stream, b.bytes);
+  }
+
+  /** Whether the platform still wants the release where the task named it (a reconcile, right before a start). */
+  async releaseWanted(node: ConnectedNodeDoc, taskId: string, releaseId: string): Promise<boolean> {
+    return this.deliveries().stillWanted(await this.heldRelease(node, taskId, releaseId));
+  }
+
   /** The sites placed on this node that should run (or stay stopped) now, for the agent's reconcile. */
   async desired(node: ConnectedNodeDoc): Promise<DesiredSite[]> {
     if (node.hosted) return (await this.d.hostedSites?.()) ?? [];
     return (await this.d.nodeSites?.(node._id)) ?? [];
   }
+}
+
+/** An answer of bytes (a release's bundle), not JSON. */
+export class AgentBytes {
+  constructor(
+    readonly stream: Readable,
+    readonly length: number | null,
+  ) {}
 }
 
 function parse<T>(schema: z.ZodType<T>, body: unknown): T {
@@ -236,7 +300,11 @@ export function nodeAgentRoutes(app: FastifyInstance, api: NodeAgentService): vo
           reply.raw.once('close', () => gone.abort());
           const p = new URL(req.url, 'http://agent').pathname.slice(NODE_AGENT_PATH.length);
           const out = await nodeAgentCall(api, node, req.method, p, req.body, gone.signal);
-          return reply.code(out.status).send(out.body);
+          // The extras and a release's run carry secrets: no cache keeps them.
+          void reply.header('cache-control', 'no-store');
+          if (!out.bytes) return reply.code(out.status).send(out.body);
+          if (out.bytes.length !== null) void reply.header('content-length', out.bytes.length);
+          return reply.code(200).type('application/x-tar').send(out.bytes.stream);
         },
       });
     }
@@ -258,10 +326,13 @@ export async function nodeAgentCall(
 ): Promise<{
   status: number;
   body: { success: boolean; data?: unknown; error?: { code: string; message: string; details?: unknown } };
+  /** A download's bytes (then `body` is only `success`). */
+  bytes?: AgentBytes;
 }> {
   try {
     const data = await route(api, node, method, p, body, signal);
     if (data === undefined) throw new PlatformError('not_found', 404, `no agent call ${method} ${p}`);
+    if (data instanceof AgentBytes) return { status: 200, body: { success: true }, bytes: data };
     return { status: 200, body: { success: true, data } };
   } catch (e) {
     if (!isPlatformError(e)) throw e;
@@ -303,5 +374,15 @@ async function route(
     return { recorded: true };
   }
   if (method === 'GET' && p === '/sites') return { sites: await api.desired(node) };
+  if (method === 'POST' && p === '/sites/extras') {
+    return { extras: await api.siteExtras(node, parse(agentBodies.siteExtras, body).site_ids) };
+  }
+  const release = /^\/tasks\/([^/]+)\/releases\/([^/]+)(\/bundle|\/wanted)?$/.exec(p);
+  if (method === 'GET' && release) {
+    const [taskId, releaseId] = [decodeURIComponent(release[1]), decodeURIComponent(release[2])];
+    if (release[3] === '/bundle') return api.releaseBundle(node, taskId, releaseId);
+    if (release[3] === '/wanted') return { wanted: await api.releaseWanted(node, taskId, releaseId) };
+    return api.releaseRun(node, taskId, releaseId);
+  }
   return undefined;
 }

@@ -1,10 +1,7 @@
 import type { BackgroundWorker } from '../core/area';
 import { isPlatformError } from '../core/errors';
 import { NodeAgent } from '../dataplane/agent/agent';
-import type { SiteExtras } from '../dataplane/agent/executors';
-import { ReleaseExecutor } from '../dataplane/agent/release-executor';
 import type { DataPlane } from '../dataplane/plane';
-import { ReleaseHost } from '../dataplane/releases';
 import { type NodeAgentService, nodeAgentCall } from './agent-api';
 import type { ConnectedNodes } from './registry';
 import type { HostedReleases } from './releases';
@@ -22,8 +19,6 @@ export interface HostedNodeOptions {
   dataDir: string;
   /** `PUBLISHER_HOSTED_AGENT=external`: the hosted node's agent runs elsewhere. */
   external: boolean;
-  /** What a hosted site's process starts with beyond its spec (its mail settings and MySQL database). */
-  siteExtras?: SiteExtras;
   log: (line: string) => void;
 }
 
@@ -40,7 +35,8 @@ export interface HostedNodeOptions {
  *
  * `PUBLISHER_HOSTED_AGENT=external`: no agent here; hosted sites still go through the hosted node,
  * whose agent is run elsewhere (`PLATFORM_NODE_TOKEN=… platform nodes agent`, the token printed by
- * `platform nodes rotate-token --node hosted`).
+ * `platform nodes rotate-token --node hosted`); it runs commerce releases too, reading them through
+ * the agent API as this one does (docs/decisions/0365-agent-fetches-extras-and-releases.md).
  *
  * The hosted node's token is random, its hash on the node's record like every node's, and sealed
  * there with the platform's key so every replica opens the same one (registry.ts, `ensureHosted`;
@@ -69,15 +65,9 @@ export function hostedNodeWorker(o: HostedNodeOptions): BackgroundWorker {
         executor: 'real',
         // The hosted pool runs many sites: one site's slow start does not hold the others' steps.
         concurrency: 8,
-        ...(o.siteExtras ? { siteExtras: o.siteExtras } : {}),
-        ...(source
-          ? {
-              releases: new ReleaseExecutor(
-                new ReleaseHost({ ...source.host, edge: plane.edge, supervisor: plane.supervisor }),
-                source,
-              ),
-            }
-          : {}),
+        // A site's extras and a release's bundle and environment come through the agent API, as for
+        // an external agent (decision 0365): only the release host's options are this process's.
+        ...(source ? { releaseHost: source.host } : {}),
         transport: async (method, p, body, signal) => {
           let node;
           try {
@@ -93,8 +83,12 @@ export function hostedNodeWorker(o: HostedNodeOptions): BackgroundWorker {
             return { status: e.status, body: { success: false, error: { code: e.code, message: e.message } } };
           }
           const out = await nodeAgentCall(api, node, method, p, body, signal);
-          // What crosses the protocol is JSON, as over HTTP.
-          return { status: out.status, body: JSON.parse(JSON.stringify(out.body)) as unknown };
+          // What crosses the protocol is JSON, as over HTTP, or a download's bytes.
+          return {
+            status: out.status,
+            body: JSON.parse(JSON.stringify(out.body)) as unknown,
+            ...(out.bytes ? { bytes: out.bytes.stream } : {}),
+          };
         },
         log: o.log,
       });

@@ -1,21 +1,28 @@
 import { randomUUID } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { sleep } from '../../core/sleep';
 import { DataPlane } from '../plane';
+import { ReleaseHost, type ReleaseHostOptions } from '../releases';
 import type { SleepOptions } from '../sleep';
-import { type NodeExecutor, RealNodeExecutor, StepFailure, type SiteExtras } from './executors';
-import type { ReleaseExecutor } from './release-executor';
+import { type NodeExecutor, RealNodeExecutor, StepFailure } from './executors';
+import { ReleaseExecutor, agentReleaseSource } from './release-executor';
 import { SimulatedNodeExecutor } from './simulated-executor';
 import {
   type AgentReleaseTask,
   type AgentTask,
   type DesiredSite,
   type HeartbeatReply,
+  MAX_EXTRAS_SITES,
   MAX_SITE_EVENTS,
   NODE_AGENT_PATH,
   NODE_TOKEN_HEADER,
   type SiteEvent,
+  type SiteExtrasValue,
   type TaskOutcome,
 } from './wire';
 
@@ -31,14 +38,18 @@ import {
 /**
  * How an agent reaches the platform: HTTP to the bridge (a customer's machine), or, for the
  * platform's own hosted agent, a direct call of the same protocol in the same process
- * (nodes/hosted.ts). Answers the HTTP status and the JSON envelope.
+ * (nodes/hosted.ts). Answers the HTTP status and the JSON envelope, or, for a download (a release's
+ * bundle), the bytes.
  */
 export type AgentTransport = (
   method: 'GET' | 'POST',
   path: string,
   body: unknown,
   signal: AbortSignal,
-) => Promise<{ status: number; body: unknown }>;
+) => Promise<{ status: number; body: unknown; bytes?: Readable }>;
+
+/** How long a download (a release's bundle) may take. */
+const DOWNLOAD_TIMEOUT_MS = 10 * 60_000;
 
 export interface NodeAgentOptions {
   /** The platform's REST bridge (`--api-url`, default http://127.0.0.1:8080). */
@@ -50,10 +61,12 @@ export interface NodeAgentOptions {
   plane?: DataPlane;
   /** Instead of HTTP to `apiUrl` (the hosted agent inside the platform). */
   transport?: AgentTransport;
-  /** What a site's process starts with beyond its spec (the hosted pool's mail settings and MySQL database). */
-  siteExtras?: SiteExtras;
-  /** Runs the tasks of commerce releases (the hosted node: docs/decisions/0325-nodes-module.md); none on a customer's node. */
-  releases?: ReleaseExecutor;
+  /**
+   * Runs the tasks of commerce releases (docs/decisions/0325-nodes-module.md, 0365) with a release host
+   * of these options on the agent's plane, their bundles and environments read over the protocol.
+   * Unset: the agent answers release tasks `unknown_step`.
+   */
+  releaseHost?: Omit<ReleaseHostOptions, 'supervisor' | 'edge'>;
   /** How many tasks (of different sites) run at once (default 1: one after another). */
   concurrency?: number;
   /** How long one claim waits for work (a long poll; default 20 s, 0: answer at once). */
@@ -86,6 +99,8 @@ export class NodeAgent {
   readonly session = randomUUID();
   readonly plane: DataPlane;
   readonly executor: NodeExecutor;
+  /** Commerce releases' tasks (`releaseHost`), or null. */
+  readonly releases: ReleaseExecutor | null;
   nodeId: string | null = null;
   /**
    * On a leased node (the hosted pool, docs/decisions/0226-hosted-node-lease.md): whether this
@@ -108,6 +123,8 @@ export class NodeAgent {
    * on the platform's plane (the hosted node) keeps none: sitePowerWorker publishes those.
    */
   private readonly siteEvents: SiteEvent[] = [];
+  /** The sites' extras read for the reconcile pass under way (one call for its sites), else null. */
+  private extrasOfPass: Map<string, SiteExtrasValue> | null = null;
 
   constructor(private readonly o: NodeAgentOptions) {
     this.log = o.log ?? (() => undefined);
@@ -124,8 +141,14 @@ export class NodeAgent {
       });
     this.executor =
       o.executor === 'real'
-        ? new RealNodeExecutor(this.plane, o.siteExtras)
+        ? new RealNodeExecutor(this.plane, (siteId) => this.siteExtras(siteId))
         : new SimulatedNodeExecutor(this.plane, o.simulatedStepDelayMs);
+    this.releases = o.releaseHost
+      ? new ReleaseExecutor(
+          new ReleaseHost({ ...o.releaseHost, edge: this.plane.edge, supervisor: this.plane.supervisor }),
+          agentReleaseSource({ get: (p) => this.call('GET', p), download: (p, file) => this.download(p, file) }),
+        )
+      : null;
     if (this.ownPlane) {
       const keep = (e: SiteEvent) => {
         this.siteEvents.push(e);
@@ -194,7 +217,7 @@ export class NodeAgent {
     await Promise.allSettled([...this.inflight]);
     if (this.holding) await this.call('POST', '/lease/release', { session: this.session }).catch(() => undefined);
     await this.executor.close();
-    await this.o.releases?.close();
+    await this.releases?.close();
     if (this.ownPlane) await this.plane.stop();
     this.fatal?.(new Error('stopped'));
   }
@@ -346,8 +369,8 @@ export class NodeAgent {
 
   private runStep(task: AgentTask | AgentReleaseTask, progress: (detail: string) => void) {
     if (!('release' in task)) return this.executor.run(task, progress);
-    if (!this.o.releases) throw new StepFailure('unknown_step', 'this node runs no commerce releases');
-    return this.o.releases.run(task);
+    if (!this.releases) throw new StepFailure('unknown_step', 'this node runs no commerce releases');
+    return this.releases.run(task);
   }
 
   /** Brings every site placed here to the state the platform holds for it. */
@@ -359,14 +382,44 @@ export class NodeAgent {
       this.log(`reconcile: ${(e as Error).message}`);
       return;
     }
-    for (const { site, state } of sites) {
-      try {
-        const did = await this.executor.ensure(site, state);
-        if (did !== 'unchanged') this.log(`reconcile: site ${site.slug} ${did}`);
-      } catch (e) {
-        this.log(`reconcile: site ${site.slug} could not be brought to ${state}: ${(e as Error).message}`);
+    // The extras of the sites that should run, in one call per MAX_EXTRAS_SITES (not one per site).
+    const up = sites.filter((s) => s.state === 'running').map((s) => s.site.siteId);
+    if (this.executor.kind === 'real' && up.length)
+      this.extrasOfPass = await this.fetchExtras(up).catch((e: unknown) => {
+        this.log(`reconcile: the sites' extras: ${(e as Error).message}`);
+        return null;
+      });
+    try {
+      for (const { site, state } of sites) {
+        try {
+          const did = await this.executor.ensure(site, state);
+          if (did !== 'unchanged') this.log(`reconcile: site ${site.slug} ${did}`);
+        } catch (e) {
+          this.log(`reconcile: site ${site.slug} could not be brought to ${state}: ${(e as Error).message}`);
+        }
       }
+    } finally {
+      this.extrasOfPass = null;
     }
+  }
+
+  /**
+   * What a site's process starts with beyond its spec (the hosted pool's mail settings and MySQL
+   * database, decision 0365): read from the platform for a site placed on this node; none for a
+   * customer's node's sites.
+   */
+  private async siteExtras(siteId: string): Promise<SiteExtrasValue | undefined> {
+    return this.extrasOfPass?.get(siteId) ?? (await this.fetchExtras([siteId])).get(siteId);
+  }
+
+  private async fetchExtras(siteIds: string[]): Promise<Map<string, SiteExtrasValue>> {
+    const out = new Map<string, SiteExtrasValue>();
+    for (let i = 0; i < siteIds.length; i += MAX_EXTRAS_SITES) {
+      const site_ids = siteIds.slice(i, i + MAX_EXTRAS_SITES);
+      const got = await this.call<{ extras: Record<string, SiteExtrasValue> }>('POST', '/sites/extras', { site_ids });
+      for (const [id, extras] of Object.entries(got.extras)) out.set(id, extras);
+    }
+    return out;
   }
 
   private get pidFile(): string {
@@ -413,6 +466,27 @@ export class NodeAgent {
     void this.stop();
   }
 
+  /** Downloads a call's bytes (a release's bundle) into `file`; a refusal throws as `call` does. */
+  private async download(p: string, file: string): Promise<void> {
+    const signal = AbortSignal.any([AbortSignal.timeout(DOWNLOAD_TIMEOUT_MS), this.stopping.signal]);
+    let bytes: Readable;
+    if (this.o.transport) {
+      const out = await this.o.transport('GET', p, null, signal);
+      if (!out.bytes) return refused(out.status, out.body as Envelope<unknown> | null);
+      bytes = out.bytes;
+    } else {
+      const r = await fetch(this.url(p), { headers: { [NODE_TOKEN_HEADER]: this.o.token }, signal });
+      if (!r.ok || !r.body || (r.headers.get('content-type') ?? '').includes('json'))
+        return refused(r.status, (await r.json().catch(() => null)) as Envelope<unknown> | null);
+      bytes = Readable.fromWeb(r.body as WebReadableStream<Uint8Array>);
+    }
+    await pipeline(bytes, createWriteStream(file), { signal });
+  }
+
+  private url(p: string): string {
+    return `${this.o.apiUrl.replace(/\/+$/, '')}${NODE_AGENT_PATH}${p}`;
+  }
+
   /** One protocol call; `waitMs` lengthens the 10 s timeout for a long-polled claim. */
   private async call<T>(method: 'GET' | 'POST', p: string, body?: unknown, waitMs = 0): Promise<T> {
     // A stopping agent cuts its waits short, but still gives its lease up.
@@ -423,7 +497,7 @@ export class NodeAgent {
       const out = await this.o.transport(method, p, body ?? null, signal);
       res = { status: out.status, ok: out.status < 400, env: out.body as Envelope<T> };
     } else {
-      const r = await fetch(`${this.o.apiUrl.replace(/\/+$/, '')}${NODE_AGENT_PATH}${p}`, {
+      const r = await fetch(this.url(p), {
         method,
         // Not `Authorization`: the bridge reads that as an API key (nodes/agent-api.ts).
         headers: { [NODE_TOKEN_HEADER]: this.o.token, ...(body ? { 'content-type': 'application/json' } : {}) },
@@ -433,12 +507,16 @@ export class NodeAgent {
       res = { status: r.status, ok: r.ok, env: (await r.json().catch(() => null)) as Envelope<T> | null };
     }
     const env = res.env;
-    if (res.status === 401) throw new AgentAuthError('the platform refused the node token (unknown, forged or revoked)');
-    if (!res.ok || !env?.success) {
-      const err = new Error(env?.error?.message ?? `HTTP ${res.status}`) as Error & { code?: string };
-      err.code = env?.error?.code;
-      throw err;
-    }
+    if (!res.ok || !env?.success) return refused(res.status, env);
     return env.data as T;
   }
+}
+
+/**
+ * The platform did not answer the call with success: a refused token stops the agent
+ * (AgentAuthError); otherwise an error with the answer's code and HTTP status.
+ */
+function refused(status: number, env: Envelope<unknown> | null): never {
+  if (status === 401) throw new AgentAuthError('the platform refused the node token (unknown, forged or revoked)');
+  throw Object.assign(new Error(env?.error?.message ?? `HTTP ${status}`), { code: env?.error?.code, status });
 }

@@ -1,10 +1,9 @@
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createReadStream } from 'node:fs';
 import { mkdir, readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { promisify } from 'node:util';
 import type { Model } from 'mongoose';
 import { type BlobStore, BlobTooLargeError } from '../../core/blobs/blob-store';
@@ -268,21 +267,13 @@ export class ArtifactStore {
   }
 
   /**
-   * Unpacks an artifact from the blob store into `dest` (replaced whole). The archive is copied to a
-   * file beside `dest` first: tar stops reading at the end-of-archive marker, before the record's
-   * padding, so a pipe into it would close early.
+   * An artifact's bytes from the blob store (the tar archive a node's agent downloads and unpacks:
+   * dataplane/agent/release-executor.ts) and their length.
    */
-  async unpack(sha256: string, dest: string): Promise<void> {
-    if (!(await this.has(sha256))) throw new Error(`artifact ${sha256} is not in the blob store`);
-    await rm(dest, { recursive: true, force: true });
-    await mkdir(dest, { recursive: true });
-    const archive = `${dest}.${process.pid}.tar`;
-    try {
-      await pipeline(this.blobs.read(ARTIFACT_REGION, sha256), createWriteStream(archive));
-      await run('tar', ['--no-same-owner', '-xf', archive, '-C', dest]);
-    } finally {
-      await rm(archive, { force: true });
-    }
+  async read(sha256: string): Promise<{ stream: Readable; bytes: number }> {
+    const bytes = await this.blobs.stat(ARTIFACT_REGION, this.check(sha256));
+    if (bytes === null) throw commerceError('COMMERCE_NOT_FOUND', `artifact ${sha256} is not in the blob store`);
+    return { stream: this.blobs.read(ARTIFACT_REGION, sha256), bytes };
   }
 
   /**

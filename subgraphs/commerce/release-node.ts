@@ -1,10 +1,7 @@
 import { isPlatformError } from '../../core/errors';
-import type { ReleaseWork } from '../../dataplane/agent/wire';
-import type { ReleaseRun } from '../../dataplane/releases';
-import { bundleKind } from '../../dataplane/workerd';
+import { BUNDLE_KIND_MISMATCH, type ReleaseDelivery, type ReleaseWork } from '../../dataplane/agent/wire';
 import { HOSTED_NODE_ID } from '../../nodes/registry';
 import type { NodeTasks } from '../../nodes/tasks';
-import type { ArtifactStore } from './artifacts';
 import { type CommerceCode, commerceError } from './errors';
 import type { CommerceModels } from './model';
 import { COMMERCE_OPERATION_TYPES } from './operation-view';
@@ -12,7 +9,8 @@ import { processEnv } from './runtime';
 
 /**
  * A bundle release's side of the hosted node (docs/decisions/0325-nodes-module.md): its machine steps
- * go out as node tasks, and the node's agent reads a release's bundle and environment back here.
+ * go out as node tasks, and the node's agent reads a release's bundle and environment back through
+ * the agent API (decision 0365).
  */
 
 export type ReleaseStep = 'release_start' | 'release_promote' | 'release_reconcile';
@@ -46,39 +44,38 @@ export async function onHostedNode(
     return out ?? {};
   } catch (e) {
     if (isPlatformError(e) && e.code.startsWith('COMMERCE_')) throw commerceError(e.code as CommerceCode, e.message);
+    // The node unpacked a bundle of another kind than the connection's.
+    if (isPlatformError(e) && e.code === BUNDLE_KIND_MISMATCH) throw commerceError('COMMERCE_CONFIG_MISMATCH', e.message);
     throw e;
   }
 }
 
 /**
- * The release source of the hosted node (nodes/releases.ts): unpacks the release's artifact from the
- * blob store into `bundle` and answers how to run it, its environment's secrets opened here, in process.
+ * How a release runs, for the node's agent that holds its task (the agent API, nodes/releases.ts;
+ * docs/decisions/0365-agent-fetches-extras-and-releases.md): its environment's secrets opened here
+ * from their sealed pin, the kind of bundle its connection expects (the agent checks the unpacked
+ * bundle against it: `BUNDLE_KIND_MISMATCH`, raised again here as COMMERCE_CONFIG_MISMATCH), its
+ * memory, the gate's time and the commerce platform's address, and its artifact's SHA-256.
  */
-export async function prepareRelease(
+export async function describeRelease(
   models: CommerceModels,
-  artifacts: ArtifactStore,
   releaseId: string,
-  bundle: string,
-): Promise<ReleaseRun> {
+  host: { gateMs?: number; commercePlatformUrl?: string },
+): Promise<ReleaseDelivery> {
   const r = await models.Release.findById(releaseId).lean();
   const connection = r ? await models.Connection.findById(r.projectId).lean() : null;
-  if (!r?.artifact || !connection) throw new Error(`release ${releaseId} or its connection is gone`);
-  await artifacts.unpack(r.artifact, bundle);
-  const kind = bundleKind(bundle);
-  if (kind !== connection.kind) {
-    throw commerceError(
-      'COMMERCE_CONFIG_MISMATCH',
-      kind
-        ? `the bundle is ${kind === 'app' ? 'an app' : 'a storefront'}, the connection ${connection.kind === 'app' ? 'an app' : 'a storefront'}`
-        : 'the bundle holds neither index.js, dist/server/index.js nor server.mjs',
-    );
-  }
+  if (!r?.artifact || !connection) throw commerceError('COMMERCE_NOT_FOUND', `release ${releaseId} or its connection is gone`);
   return {
-    releaseId: r._id,
-    projectId: r.projectId,
-    kind,
-    env: processEnv(kind, connection.storeDomain, r.environmentPin ?? null),
-    // The limit it was created with (a release made before `memory_mb` existed: the default).
-    memoryMb: r.memoryMb ?? undefined,
+    run: {
+      releaseId: r._id,
+      projectId: r.projectId,
+      kind: connection.kind,
+      env: processEnv(connection.kind, connection.storeDomain, r.environmentPin ?? null),
+      // The limit it was created with (a release made before `memory_mb` existed: the default).
+      ...(r.memoryMb ? { memoryMb: r.memoryMb } : {}),
+      ...(host.gateMs ? { gateMs: host.gateMs } : {}),
+      ...(host.commercePlatformUrl ? { commercePlatformUrl: host.commercePlatformUrl } : {}),
+    },
+    sha256: r.artifact,
   };
 }

@@ -1,16 +1,17 @@
 import { decodeCursor, encodeCursor } from '../../core/cursors';
 import { randomUUID } from 'node:crypto';
+import type { Readable } from 'node:stream';
 import { isUuid, newId } from '../../core/ids';
 import type { OperationContext, OperationEngine } from '../../core/operations/engine';
 import { sleep } from '../../core/sleep';
-import type { AgentRelease, ReleaseWork } from '../../dataplane/agent/wire';
-import { type GateResult, type ReleaseRun, releaseHost } from '../../dataplane/releases';
+import type { AgentRelease, ReleaseDelivery, ReleaseWork } from '../../dataplane/agent/wire';
+import { type GateResult, releaseHost } from '../../dataplane/releases';
 import { DEFAULT_RELEASE_MEMORY_MB } from '../../dataplane/workerd';
 import type { NodeTasks } from '../../nodes/tasks';
 import type { ArtifactStore } from './artifacts';
 import { type MemoryMax, memoryOverPlan } from './environment-fields';
 import { commerceError, commerceNotFound, invalidConfiguration } from './errors';
-import { onHostedNode, prepareRelease, type ReleaseStep } from './release-node';
+import { describeRelease, onHostedNode, type ReleaseStep } from './release-node';
 import { pinEnvironment } from './runtime';
 
 /** A cursor this listing did not issue is a 422, like any other malformed input here. */
@@ -394,9 +395,16 @@ export class Releases {
     return older.map((o) => o._id);
   }
 
-  /** The hosted node's release source (nodes/releases.ts): the bundle unpacked into `bundle`, how to run it. */
-  prepare(releaseId: string, bundle: string): Promise<ReleaseRun> {
-    return prepareRelease(this.d.models, this.d.artifacts, releaseId, bundle);
+  /** How a release runs, for the agent that holds its task (nodes/releases.ts, decision 0365). */
+  describe(releaseId: string, host: { gateMs?: number; commercePlatformUrl?: string }): Promise<ReleaseDelivery> {
+    return describeRelease(this.d.models, releaseId, host);
+  }
+
+  /** A release's bundle (its artifact's bytes), for the agent that holds its task. */
+  async bundle(releaseId: string): Promise<{ stream: Readable; bytes: number }> {
+    const r = await this.d.models.Release.findById(releaseId, { artifact: 1 }).lean();
+    if (!r?.artifact) throw commerceError('COMMERCE_NOT_FOUND', `release ${releaseId} has no bundle`);
+    return this.d.artifacts.read(r.artifact);
   }
 
   async list(projectId: string, limit = DEFAULT_PAGE, cursor: string | null = null) {

@@ -140,7 +140,8 @@ export class CommerceService {
    * What the hosted node's agent runs bundle releases with (the `hostedReleases` port;
    * docs/decisions/0130-commerce-runtime.md, 0325-nodes-module.md): production-address requests
    * become analytics samples (batched, one insert per flush), a healthy release past the degraded
-   * rule is recorded `degraded`, and a release's bundle and environment are read here, in process.
+   * rule is recorded `degraded`; a release's run and bundle are what the agent API answers an agent
+   * holding its task (decision 0365).
    */
   hostedReleases(): HostedReleases {
     const Traffic = this.models.Traffic;
@@ -181,7 +182,12 @@ export class CommerceService {
     };
     return {
       host,
-      prepare: (releaseId, dir) => this.releases.prepare(releaseId, dir),
+      describe: (releaseId) =>
+        this.releases.describe(releaseId, {
+          gateMs: this.d.settings.COMMERCE_HEALTH_GATE_MS,
+          commercePlatformUrl: this.d.settings.COMMERCE_PLATFORM_URL,
+        }),
+      bundle: (releaseId) => this.releases.bundle(releaseId),
       stillWanted: (r) => this.releases.stillWanted(r),
     };
   }

@@ -70,6 +70,9 @@ export default defineArea({
       operationRunning: async (id: string) => isRunning(await ctx.engine.get(id)),
       // A connected node's sleeps and wakes, from its heartbeat, on the same topic as the hosted node's.
       siteEvents: nodeSitePower({ models: publisherModels(ctx.conn), bus: ctx.bus, topic: ctx.topic('site-power') }),
+      // What agents read over the protocol (decision 0365): hosted sites' extras, commerce releases.
+      hostedExtras: (siteId: string) => real.siteExtras(siteId),
+      releases: () => (ctx.ports.has('hostedReleases') ? ctx.ports.get('hostedReleases') : null),
       // With the real executor, hosted sites' machine steps are tasks of the hosted node (node-hosted.ts).
       ...(ctx.settings.PUBLISHER_EXECUTOR === 'real'
         ? {
@@ -132,7 +135,6 @@ export default defineArea({
       releases: () => (ctx.ports.has('hostedReleases') ? ctx.ports.get('hostedReleases') : null),
       dataDir: path.resolve(ctx.config.DATA_DIR, 'hosted-node'),
       external: ctx.settings.PUBLISHER_HOSTED_AGENT === 'external',
-      siteExtras: (siteId) => s.real.siteExtras(siteId),
       log: (line) => ctx.log.info({ agent: 'hosted' }, line),
     }),
     // Finished node tasks go after PUBLISHER_NODE_TASK_RETENTION_MS (docs/decisions/0270-node-tokens-and-task-secrets.md).

@@ -1,9 +1,11 @@
 import type { Connection, Model } from 'mongoose';
+import { PlatformError } from '../../core/errors';
 import { encryptSecret } from '../../core/secrets';
 import type { PublisherModels, SiteDoc } from './model';
-import type { DesiredSite, SiteEvent } from '../../dataplane/agent/wire';
+import type { DesiredSite, SiteEvent, SiteExtrasValue } from '../../dataplane/agent/wire';
 import { NodeAgentService } from '../../nodes/agent-api';
 import type { ConnectedNodes } from '../../nodes/registry';
+import type { ReleaseDeliveries } from '../../nodes/releases';
 import { NodeTasks, nodeTaskModel } from '../../nodes/tasks';
 import { NodeRoutedInfrastructure, nodeSiteSpec } from './node-tasks';
 import { aad, type SiteCredentialsDoc } from './site-credentials';
@@ -28,6 +30,10 @@ export function connectedNodeServices(o: {
   operationRunning?: (operationId: string) => Promise<boolean>;
   /** Publishes a connected node's sleeps and wakes from its heartbeat (site-power.ts, `nodeSitePower`). */
   siteEvents?: (nodeId: string, events: SiteEvent[]) => Promise<void>;
+  /** What a hosted site's process starts with beyond its spec (its mail settings and MySQL database). */
+  hostedExtras?: (siteId: string) => Promise<SiteExtrasValue | undefined>;
+  /** Commerce releases for the agents (the `hostedReleases` port), where that area runs. */
+  releases?: () => ReleaseDeliveries | null;
   /** Hosted sites' machine steps go to the hosted node (docs/decisions/0225-hosted-pool-node.md). */
   hostedNode?: {
     before?: (operationType: string, step: string, site: SiteDoc, version: string) => Promise<void>;
@@ -95,9 +101,33 @@ export function connectedNodeServices(o: {
     }
     return out;
   };
+  /**
+   * A node's sites' extras for its agent (docs/decisions/0365-agent-fetches-extras-and-releases.md),
+   * for sites placed on that node only (the hosted node: hosted sites; a customer's node: those
+   * targeted at it), the whole call refused when one is not. The hosted pool's come from the
+   * platform's records; a customer's node's sites have none (SQLite, unconfigured).
+   */
+  const siteExtras = async (node: { id: string; hosted: boolean }, ids: string[]) => {
+    const sites = await o.models.Site.find({ _id: { $in: ids } }, { deploymentMode: 1, targetNodeId: 1 }).lean();
+    const placed = new Set(
+      sites
+        .filter((s) =>
+          node.hosted ? s.deploymentMode === 'hosted' : s.deploymentMode === 'connected_node' && s.targetNodeId === node.id,
+        )
+        .map((s) => s._id),
+    );
+    const stray = ids.find((id) => !placed.has(id));
+    if (stray !== undefined) throw new PlatformError('site_not_on_node', 404, `no site ${stray} on this node`);
+    const extras = await Promise.all(
+      ids.map(async (id) => (node.hosted ? ((await o.hostedExtras?.(id)) ?? {}) : {}) as SiteExtrasValue),
+    );
+    return Object.fromEntries(ids.map((id, i) => [id, extras[i]]));
+  };
   return {
     infra,
     agentApi: new NodeAgentService({
+      siteExtras,
+      ...(o.releases ? { releases: o.releases } : {}),
       nodes: o.nodes,
       tasks,
       nodeSites,
