@@ -263,6 +263,7 @@ const taskJson = (t: NodeTaskDoc) => ({
   operation_type: t.operationType,
   step: t.step,
   ...(t.release ? { release: t.release } : { site: t.site }),
+  ...(t.data ? { data: t.data } : {}),
 });
 
 /**

@@ -5,10 +5,13 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import type { BlobStore } from '../../core/blobs/blob-store';
 import { sleep } from '../../core/sleep';
 import { DataPlane } from '../plane';
 import { ReleaseHost, type ReleaseHostOptions } from '../releases';
+import { SiteBackups } from '../site-backup';
 import type { SleepOptions } from '../sleep';
+import { SiteDataExecutor } from './data-executor';
 import { type NodeExecutor, RealNodeExecutor, StepFailure } from './executors';
 import { ReleaseExecutor, agentReleaseSource } from './release-executor';
 import { SimulatedNodeExecutor } from './simulated-executor';
@@ -67,6 +70,12 @@ export interface NodeAgentOptions {
    * Unset: the agent answers release tasks `unknown_step`.
    */
   releaseHost?: Omit<ReleaseHostOptions, 'supervisor' | 'edge'>;
+  /**
+   * Where recovery points keep their bytes (docs/decisions/0360-data-steps-on-the-node.md): the
+   * hosted node's agent runs hosted sites' data steps against it. Unset: a data step fails
+   * `unknown_step` (a customer's node gets none).
+   */
+  recoveryStore?: BlobStore;
   /** How many tasks (of different sites) run at once (default 1: one after another). */
   concurrency?: number;
   /** How long one claim waits for work (a long poll; default 20 s, 0: answer at once). */
@@ -101,6 +110,8 @@ export class NodeAgent {
   readonly executor: NodeExecutor;
   /** Commerce releases' tasks (`releaseHost`), or null. */
   readonly releases: ReleaseExecutor | null;
+  /** Hosted sites' data steps (`recoveryStore`, the real executor), or null. */
+  readonly data: SiteDataExecutor | null;
   nodeId: string | null = null;
   /**
    * On a leased node (the hosted pool, docs/decisions/0226-hosted-node-lease.md): whether this
@@ -149,6 +160,10 @@ export class NodeAgent {
           agentReleaseSource({ get: (p) => this.call('GET', p), download: (p, file) => this.download(p, file) }),
         )
       : null;
+    this.data =
+      o.recoveryStore && o.executor === 'real'
+        ? new SiteDataExecutor(this.plane.sites, new SiteBackups(o.recoveryStore), (siteId) => this.siteExtras(siteId))
+        : null;
     if (this.ownPlane) {
       const keep = (e: SiteEvent) => {
         this.siteEvents.push(e);
@@ -368,6 +383,11 @@ export class NodeAgent {
   }
 
   private runStep(task: AgentTask | AgentReleaseTask, progress: (detail: string) => void) {
+    // A data step with its work (a hosted site's recovery point, restore, rollback): the data executor.
+    if (!('release' in task) && task.data && this.executor.kind === 'real') {
+      if (!this.data) throw new StepFailure('unknown_step', `this node keeps no recovery points (${task.step})`);
+      return this.data.run(task);
+    }
     if (!('release' in task)) return this.executor.run(task, progress);
     if (!this.releases) throw new StepFailure('unknown_step', 'this node runs no commerce releases');
     return this.releases.run(task);

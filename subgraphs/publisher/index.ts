@@ -5,7 +5,6 @@ import { startDnsStandIn } from '../../core/dns/stand-in-server';
 import { operationFeed } from '../../core/operations/feed';
 import { periodicWorker } from '../../core/periodic-worker';
 import type { DataPlane } from '../../dataplane/plane';
-import { SiteBackups } from '../../dataplane/site-backup';
 import { siteMemoryMb } from '../../dataplane/sleep';
 import { backupStore } from './backup-store';
 import '../../core/site-actions';
@@ -44,8 +43,7 @@ export default defineArea({
     const real = new RealInfrastructure({
       models: publisherModels(ctx.conn),
       credentials: siteCredentialsModel(ctx.conn),
-      dataPlane: () => ctx.ports.get('dataPlane'),
-      backups: new SiteBackups(backupStore(ctx.settings, ctx.config.DATA_DIR)),
+      recoveryStore: backupStore(ctx.settings, ctx.config.DATA_DIR),
       databases: new SiteDatabases(siteDatabaseModel(ctx.conn), () => ctx.settings.PUBLISHER_MYSQL_URL),
       mailRelayUrl: () => ctx.config.env.MAIL_SMTP_URL,
     });
@@ -80,6 +78,8 @@ export default defineArea({
               before: (type: string, step: string, site: SiteDoc, version: string) =>
                 real.beforeMachineStep(type, step, site, version),
               after: (step: string, siteId: string) => real.afterMachineStep(step, siteId),
+              // Recovery points, restores, staging copies and rollbacks: tasks of the hosted node (0360).
+              data: real.data,
               operationRunning: async (id: string) => isRunning(await ctx.engine.get(id)),
             },
           }
@@ -135,6 +135,7 @@ export default defineArea({
       releases: () => (ctx.ports.has('hostedReleases') ? ctx.ports.get('hostedReleases') : null),
       dataDir: path.resolve(ctx.config.DATA_DIR, 'hosted-node'),
       external: ctx.settings.PUBLISHER_HOSTED_AGENT === 'external',
+      recoveryStore: s.real.backups.store,
       log: (line) => ctx.log.info({ agent: 'hosted' }, line),
     }),
     // Finished node tasks go after PUBLISHER_NODE_TASK_RETENTION_MS (docs/decisions/0270-node-tokens-and-task-secrets.md).

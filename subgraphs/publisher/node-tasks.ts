@@ -1,5 +1,5 @@
 import { PlatformError } from '../../core/errors';
-import { type AgentSite, isMachineStep } from '../../dataplane/agent/wire';
+import { type AgentSite, isMachineStep, isSiteDataStep, type SiteDataWork } from '../../dataplane/agent/wire';
 import { HOSTED_NODE_ID } from '../../nodes/registry';
 import type { NodeTasks } from '../../nodes/tasks';
 import type { PublisherModels, SiteDoc } from './model';
@@ -11,10 +11,14 @@ import type { Infrastructure, StepExtras, StepOutput } from './simulated-infrast
  * runs a connected-node site's operation on the platform as for any site (locks, fencing, retries,
  * the operation record); each step that acts on the machine becomes a task of the site's node
  * (nodes/tasks.ts), which the node's agent claims over the API, runs with its local data plane and
- * reports back; with the real executor a hosted site's steps are tasks of the hosted node.
+ * reports back; with the real executor a hosted site's steps, its data steps too (0360), are tasks of
+ * the hosted node.
  */
 
-/** Steps that move data the real executor does not handle yet: no node work either (0120, "still to do"). */
+/**
+ * Steps with no work on a connected node: its recovery points hold no bytes (its agent has no
+ * recovery store), its database and volume come into being at the first start.
+ */
 const DATA_STEPS = new Set([
   'allocate_database',
   'create_volume',
@@ -53,6 +57,20 @@ export interface NodeRoutingDeps {
     before?: (operationType: string, step: string, site: SiteDoc, version: string) => Promise<void>;
     /** Runs on the platform once the hosted node finished the step (a deleted site's MySQL database goes). */
     after?: (step: string, siteId: string) => Promise<void>;
+    /**
+     * A hosted site's data steps as tasks of the hosted node (docs/decisions/0360): what the task asks
+     * for, and what the platform keeps of the answer. Unset: the hosted executor runs them.
+     */
+    data?: {
+      work(operationType: string, step: string, site: SiteDoc, input: unknown): Promise<SiteDataWork>;
+      settle(
+        operationType: string,
+        step: string,
+        site: SiteDoc,
+        input: unknown,
+        result: Record<string, unknown> | null,
+      ): Promise<StepOutput | void>;
+    };
   };
 }
 
@@ -80,15 +98,19 @@ export class NodeRoutedInfrastructure implements Infrastructure {
     const siteId = extras.siteId ?? op?.resourceId ?? op?.projectId;
     const site = op && siteId ? await this.d.models.Site.findById(siteId).lean() : null;
     const connected = site?.deploymentMode === 'connected_node' && site.targetNodeId;
-    const onHostedNode = Boolean(site && !connected && this.d.hostedNode && isMachineStep(step));
+    const data = !connected && isSiteDataStep(step) ? this.d.hostedNode?.data : undefined;
+    const onHostedNode = Boolean(site && !connected && this.d.hostedNode && (isMachineStep(step) || data));
     if (!op || !site || (!connected && !onHostedNode)) {
       return this.d.hosted.perform(operationType, step, signal, op, idempotencyToken, extras);
     }
     const nodeId = onHostedNode ? HOSTED_NODE_ID : site.targetNodeId!;
-    if (DATA_STEPS.has(step)) return;
+    if (connected && DATA_STEPS.has(step)) return;
     if (step === 'configure_site' && (await this.d.configured?.(site._id))) return;
     const version = await stepRelease(this.d.models, operationType, step, site, op.input);
     if (onHostedNode) await this.d.hostedNode?.before?.(operationType, step, site, version);
+    const work = data ? await data.work(operationType, step, site, op.input) : undefined;
+    // A capture reads the site as it runs now (an upgrade captures before it changes the release).
+    const runs = step.startsWith('capture_') ? site.runtimeVersion : version;
     // One task per step of the operation: a resumed attempt (a lost lease) waits on the same task,
     // a retry after a failed one puts it back to pending, a finished one answers its outcome.
     const result = await this.d.tasks.run(
@@ -99,7 +121,8 @@ export class NodeRoutedInfrastructure implements Infrastructure {
         operationId: op._id,
         operationType,
         step,
-        site: nodeSiteSpec(site, version),
+        site: nodeSiteSpec(site, runs),
+        ...(work ? { data: work } : {}),
         attempt: op.attempt ?? 1,
       },
       signal,
@@ -108,6 +131,7 @@ export class NodeRoutedInfrastructure implements Infrastructure {
     if (step === 'configure_site' && result) await this.d.onConfigured?.(site, result);
     if (onHostedNode) await this.d.hostedNode?.after?.(step, site._id);
     if (step === 'delete_site') await this.d.onDeleted?.(site._id);
+    if (data) return data.settle(operationType, step, site, op.input, result);
   }
 }
 

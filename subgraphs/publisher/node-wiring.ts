@@ -7,7 +7,7 @@ import { NodeAgentService } from '../../nodes/agent-api';
 import type { ConnectedNodes } from '../../nodes/registry';
 import type { ReleaseDeliveries } from '../../nodes/releases';
 import { NodeTasks, nodeTaskModel } from '../../nodes/tasks';
-import { NodeRoutedInfrastructure, nodeSiteSpec } from './node-tasks';
+import { NodeRoutedInfrastructure, type NodeRoutingDeps, nodeSiteSpec } from './node-tasks';
 import { aad, type SiteCredentialsDoc } from './site-credentials';
 import type { Infrastructure } from './simulated-infrastructure';
 
@@ -35,10 +35,7 @@ export function connectedNodeServices(o: {
   /** Commerce releases for the agents (the `hostedReleases` port), where that area runs. */
   releases?: () => ReleaseDeliveries | null;
   /** Hosted sites' machine steps go to the hosted node (docs/decisions/0225-hosted-pool-node.md). */
-  hostedNode?: {
-    before?: (operationType: string, step: string, site: SiteDoc, version: string) => Promise<void>;
-    /** The platform's side once the hosted node finished a step (a deleted site's database goes). */
-    after?: (step: string, siteId: string) => Promise<void>;
+  hostedNode?: NodeRoutingDeps['hostedNode'] & {
     /** Whether an operation is under way on the site (its engine owns it; reconcile leaves it alone). */
     operationRunning: (operationId: string) => Promise<boolean>;
   };
@@ -64,7 +61,7 @@ export function connectedNodeServices(o: {
     onConfigured,
     configured: async (siteId) => Boolean(await o.credentials.exists({ _id: siteId })),
     onDeleted: async (siteId) => void (await o.credentials.deleteOne({ _id: siteId })),
-    ...(o.hostedNode ? { hostedNode: { before: o.hostedNode.before, after: o.hostedNode.after } } : {}),
+    ...(o.hostedNode ? { hostedNode: { before: o.hostedNode.before, after: o.hostedNode.after, data: o.hostedNode.data } } : {}),
   });
   const running = o.hostedNode?.operationRunning;
   /** A customer's node's sites: those placed on it whose record says running or stopped. */

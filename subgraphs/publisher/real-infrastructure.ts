@@ -1,28 +1,41 @@
 import type { Model } from 'mongoose';
 import { PlatformError } from '../../core/errors';
 import { decryptSecret } from '../../core/secrets';
-import type { DataPlanePort } from '../../dataplane/plane';
-import type { SiteBackups } from '../../dataplane/site-backup';
+import type { BlobStore } from '../../core/blobs/blob-store';
 import type { MysqlSiteDatabase } from '../../dataplane/site-database';
-import type { HostedSite } from '../../dataplane/sites';
 import { providerKeyAad } from './mail-settings';
 import type { PublisherModels, SiteDoc } from './model';
-import { findRuntime, runtimeSpec, stepRelease } from './runtime-catalog';
-import { type RealFault, RecoveryData } from './recovery-data';
+import { stepRelease } from './runtime-catalog';
+import { RecoveryData } from './recovery-data';
 import { aad, type SiteCredentialsDoc } from './site-credentials';
 import type { SiteDatabases } from './site-databases';
 import type { Infrastructure, StepExtras, StepOutput } from './simulated-infrastructure';
 
 /**
- * The publishing area's side of real sites (docs/decisions/0120-data-plane.md, 0285): the same
- * `perform` seam as `SimulatedInfrastructure`, for the steps that are the platform's own. Every
- * machine step (install, start, set-up, probe, drain, stop, delete) is a task of the site's node,
- * hosted or connected, that its agent runs with the site's runtime driver (node-tasks.ts,
- * dataplane/agent/). What stays here: the site's MySQL database (`allocate_database`, 0220), the
- * sealed admin access the agent's set-up answered, the mail configuration a site starts with, and
- * the data steps of recovery points, restores, staging copies and rollbacks, which move real bytes
- * through the blob store (./recovery-data.ts, docs/decisions/0150-recovery-point-bytes.md).
+ * The publishing area's side of real sites (docs/decisions/0120-data-plane.md, 0285, 0360): the
+ * same `perform` seam as `SimulatedInfrastructure`, for the steps that are the platform's own. Every
+ * machine step (install, start, set-up, probe, drain, stop, delete) and every data step (a recovery
+ * point's capture, a restore, a staging copy's re-keying, an upgrade's rollback) is a task of the
+ * site's node that its agent runs with the site's runtime driver (node-tasks.ts, dataplane/agent/).
+ * What stays here: the site's MySQL database (`allocate_database`, 0220), what the data steps ask
+ * for and what the platform keeps of their answers (./recovery-data.ts), the sealed admin access
+ * the agent's set-up answered, the mail configuration a site starts with, and injected faults.
  */
+
+/**
+ * A failure injected into the real executor (tests and operator drills, never set by the API):
+ * `step` of `operationType` fails for sites on `version` (default: any), after `before` ran — e.g. a
+ * broken release whose health check fails after it already changed the site's data.
+ */
+export interface RealFault {
+  operationType: string;
+  step: string;
+  version?: string;
+  /** How many times it fails (default 1). */
+  times?: number;
+  code?: string;
+  before?: (siteId: string) => Promise<void>;
+}
 
 /**
  * Steps with nothing to do on this data plane: the content directory (and a SQLite file) come into
@@ -34,10 +47,8 @@ const NO_OP_STEPS = new Set(['create_volume', 'migrate_database']);
 export interface RealInfrastructureDeps {
   models: PublisherModels;
   credentials: Model<SiteCredentialsDoc>;
-  /** The data plane of this process (the `dataPlane` kernel port), read at call time. */
-  dataPlane: () => DataPlanePort;
-  /** Where recovery points keep their bytes (the kernel's blob store). */
-  backups: SiteBackups;
+  /** Where recovery points keep their bytes (the kernel's blob store; the hosted node's agent writes and reads them). */
+  recoveryStore: BlobStore;
   /** Each site's MySQL database, when `PUBLISHER_MYSQL_URL` gave it one (docs/decisions/0220-mysql-adapter.md). */
   databases?: SiteDatabases;
   /** The platform's SMTP relay (`MAIL_SMTP_URL`, the SMTP sink stand-in by default), read at call time. */
@@ -46,14 +57,16 @@ export interface RealInfrastructureDeps {
 
 export class RealInfrastructure implements Infrastructure {
   readonly kind = 'real' as const;
-  private readonly data: RecoveryData;
+  /** What a hosted site's data steps ask of its node and what the platform keeps of their answers. */
+  readonly data: RecoveryData;
+  private faults: (RealFault & { times: number })[] = [];
   constructor(private readonly d: RealInfrastructureDeps) {
     this.data = new RecoveryData({ ...d, aad });
   }
 
-  /** Where recovery points keep their bytes. */
-  get backups(): SiteBackups {
-    return this.d.backups;
+  /** Where recovery points keep their bytes (tests read them here). */
+  get backups(): { store: BlobStore } {
+    return { store: this.d.recoveryStore };
   }
 
   /** Each site's MySQL database, when `PUBLISHER_MYSQL_URL` is in use (tests and the operator). */
@@ -63,7 +76,20 @@ export class RealInfrastructure implements Infrastructure {
 
   /** Test and drill hook: a step of a release fails (a broken release); docs/decisions/0150. */
   injectFault(fault: RealFault): void {
-    this.data.injectFault(fault);
+    this.faults.push({ ...fault, times: fault.times ?? 1 });
+  }
+
+  private async faultAt(operationType: string, step: string, version: string, siteId: string): Promise<void> {
+    const f = this.faults.find(
+      (x) => x.times > 0 && x.operationType === operationType && x.step === step && (!x.version || x.version === version),
+    );
+    if (!f) return;
+    f.times -= 1;
+    const why = await f.before?.(siteId).then(
+      () => '',
+      (e: Error) => ` (its damage failed too: ${e.message})`,
+    );
+    throw new PlatformError(f.code ?? `${step}_failed`, 500, `injected failure of ${step} on release ${version}${why ?? ''}`);
   }
 
   async perform(
@@ -79,19 +105,16 @@ export class RealInfrastructure implements Infrastructure {
     const siteId = extras.siteId ?? op.resourceId ?? op.projectId;
     const site = await this.d.models.Site.findById(siteId).lean();
     if (!site) throw new PlatformError('site_not_found', 404, `site ${siteId} not found`);
-    const version = await stepRelease(this.d.models, operationType, step, site, op.input);
-    await this.data.faultAt(operationType, step, version, siteId);
-    if (RecoveryData.handles(step))
-      return this.data.perform(operationType, step, site, version, op.input, (v) => this.hosted(site, v));
-    // Every machine step is a task of the site's node (node-tasks.ts); what stays here is the
-    // platform's own side: the site's MySQL database and the recovery data.
+    await this.faultAt(operationType, step, await stepRelease(this.d.models, operationType, step, site, op.input), siteId);
+    // Every machine and data step is a task of the site's node (node-tasks.ts); what stays here is
+    // the platform's own side: the site's MySQL database.
     if (step === 'allocate_database') return void (await this.d.databases?.allocate(siteId));
-    throw new PlatformError('unknown_step', 500, `${step} is a machine step: the site's node runs it`);
+    throw new PlatformError('unknown_step', 500, `${step} is a step of the site's node: its agent runs it`);
   }
 
-  /** The platform's side of a machine step the hosted node runs (node-tasks.ts): a fault injected for it. */
+  /** The platform's side of a step the hosted node runs (node-tasks.ts): a fault injected for it. */
   async beforeMachineStep(operationType: string, step: string, site: SiteDoc, version: string): Promise<void> {
-    await this.data.faultAt(operationType, step, version, site._id);
+    await this.faultAt(operationType, step, version, site._id);
   }
 
   /** What a hosted site's process starts with (its mail configuration and MySQL database), for the hosted node's agent. */
@@ -116,28 +139,6 @@ export class RealInfrastructure implements Infrastructure {
       adminApiUrl: site.siteUrl.replace(/\/?$/, ''),
       adminApiKey: decryptSecret(creds.adminApiKeyCiphertext, aad(siteId, 'admin_api_key')),
       ownerEmail: creds.ownerEmail,
-    };
-  }
-
-  private runtime(version: string) {
-    const runtime = findRuntime(version);
-    if (!runtime) throw new PlatformError('release_unknown', 500, `runtime ${version} is not in the catalog`);
-    return runtime;
-  }
-
-  private async hosted(site: SiteDoc, version: string): Promise<HostedSite> {
-    const runtime = this.runtime(version);
-    const url = site.siteUrl;
-    const hosts = [new URL(url).hostname];
-    if (site.domain && site.domainStatus === 'active') hosts.push(site.domain);
-    return {
-      siteId: site._id,
-      runtime: runtimeSpec(runtime),
-      url,
-      hosts,
-      memoryMb: runtime.memoryFloorMb,
-      config: await this.mailConfig(site),
-      database: (await this.d.databases?.get(site._id)) ?? undefined,
     };
   }
 
