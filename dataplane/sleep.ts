@@ -1,4 +1,5 @@
 import { totalmem } from 'node:os';
+import { z } from 'zod';
 import type { Edge } from './edge';
 import { sleepMetrics } from './edge-common';
 import type { SiteHost } from './sites';
@@ -24,18 +25,45 @@ export interface SleepOptions {
   log?: (line: string) => void;
 }
 
-/** `PUBLISHER_IDLE_SLEEP_MS` (default 900000, 15 min; 0 never). */
+/**
+ * The node's sleep settings, declared once: the publishing area's settings include them (it admits
+ * sites by the node's memory), and wherever a data plane runs reads them from the same declaration
+ * (the platform process, a customer's `nodes agent`).
+ */
+export const nodeSleepSettings = z.object({
+  /**
+   * The memory this node gives hosted sites, in MiB: each hosted site reserves its runtime's memory
+   * floor from it and a create that does not fit answers 409 `node_capacity_exhausted`
+   * (docs/decisions/0158-site-resources.md). Unset: the machine's memory less 2 GiB for the
+   * platform and its engines where sites really run; unbounded with the simulated executor.
+   */
+  PUBLISHER_NODE_MEMORY_MB: z.coerce.number().int().min(1).optional(),
+  /**
+   * A hosted site whose plan lets it sleep is stopped after this long without a request through the
+   * edge and woken by its next one, in ms (default 15 min; 0: sites never sleep;
+   * docs/decisions/0340-sleep-and-wake.md).
+   */
+  PUBLISHER_IDLE_SLEEP_MS: z.coerce.number().int().min(0).default(900_000),
+});
+
+/** The node's sleep settings from the environment (a bad value throws, naming the variable). */
+function sleepSettingsFrom(env: NodeJS.ProcessEnv): z.infer<typeof nodeSleepSettings> {
+  const blankless = Object.fromEntries(
+    Object.keys(nodeSleepSettings.shape).flatMap((k) => (env[k]?.trim() ? [[k, env[k]!.trim()]] : [])),
+  );
+  const parsed = nodeSleepSettings.safeParse(blankless);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  throw new Error(`${issue.path.join('.')}: ${issue.message} (got ${JSON.stringify(blankless[String(issue.path[0])])})`);
+}
+
+/** `PUBLISHER_IDLE_SLEEP_MS` from the environment (default 900000, 15 min; 0 never). */
 export function idleSleepMsFromEnv(env: NodeJS.ProcessEnv = process.env): number {
-  const raw = env.PUBLISHER_IDLE_SLEEP_MS;
-  if (raw === undefined || raw.trim() === '') return 900_000;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0)
-    throw new Error(`PUBLISHER_IDLE_SLEEP_MS must be 0 or a positive integer of ms (got ${JSON.stringify(raw)})`);
-  return n;
+  return sleepSettingsFrom(env).PUBLISHER_IDLE_SLEEP_MS;
 }
 
 /**
- * The memory this node gives hosted sites, in MiB (`PUBLISHER_NODE_MEMORY_MB`; docs/decisions/0158-site-resources.md).
+ * The memory this node gives hosted sites, in MiB (`PUBLISHER_NODE_MEMORY_MB`).
  * Unset: the machine's memory less 2 GiB for the platform and its engines where sites really run, else unbounded (null).
  */
 export function siteMemoryMb(configured: number | undefined, sitesRunHere: boolean): number | null {
@@ -45,8 +73,7 @@ export function siteMemoryMb(configured: number | undefined, sitesRunHere: boole
 
 /** `siteMemoryMb` from `PUBLISHER_NODE_MEMORY_MB` in the environment. */
 export function siteMemoryMbFromEnv(env: NodeJS.ProcessEnv, sitesRunHere: boolean): number | null {
-  const raw = env.PUBLISHER_NODE_MEMORY_MB?.trim();
-  return siteMemoryMb(raw ? Number(raw) : undefined, sitesRunHere);
+  return siteMemoryMb(sleepSettingsFrom(env).PUBLISHER_NODE_MEMORY_MB, sitesRunHere);
 }
 
 export class SleepKeeper {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { nodeSleepSettings } from '../../dataplane/sleep';
 
 /** The publishing area's settings, parsed from the environment by the area kit. */
 export const publisherSettings = z.object({
@@ -56,13 +57,6 @@ export const publisherSettings = z.object({
    */
   PUBLISHER_NODE_TASK_RETENTION_MS: z.coerce.number().int().min(1000).default(3_600_000),
   /**
-   * The memory this node gives hosted sites, in MiB: each hosted site reserves its runtime's memory
-   * floor from it and a create that does not fit answers 409 `node_capacity_exhausted`
-   * (docs/decisions/0158-site-resources.md). Unset: the machine's memory less 2 GiB for the
-   * platform and its engines with the real executor; unbounded with the simulated one.
-   */
-  PUBLISHER_NODE_MEMORY_MB: z.coerce.number().int().min(1).optional(),
-  /**
    * With the real executor, hosted sites run through the hosted node (docs/decisions/0225-hosted-pool-node.md):
    * `in-process` (default) starts its agent in each process that runs the data plane; `external`
    * leaves it to a `platform nodes agent` run with the hosted node's token (`nodes rotate-token --node hosted`
@@ -71,12 +65,8 @@ export const publisherSettings = z.object({
    * so an external agent fails their tasks with `unknown_step`.
    */
   PUBLISHER_HOSTED_AGENT: z.enum(['in-process', 'external']).default('in-process'),
-  /**
-   * A hosted site whose plan lets it sleep is stopped after this long without a request through the
-   * edge and woken by its next one, in ms (default 15 min; 0: sites never sleep). Read where the
-   * data plane runs too (dataplane/sleep.ts, docs/decisions/0340-sleep-and-wake.md).
-   */
-  PUBLISHER_IDLE_SLEEP_MS: z.coerce.number().int().min(0).default(900_000),
+  /** `PUBLISHER_NODE_MEMORY_MB` and `PUBLISHER_IDLE_SLEEP_MS`: declared with the node's sleep (dataplane/sleep.ts). */
+  ...nodeSleepSettings.shape,
   /** Step delay of the simulated infrastructure executor, in milliseconds. */
   SIMULATED_STEP_DELAY_MS: z.coerce.number().int().min(0).default(600),
 });
