@@ -1,15 +1,32 @@
 import { compileQuery, type CompiledQuery, isCompiledQuery } from 'graphql-jit';
-import { type DocumentNode, execute, type ExecutionResult, getOperationAST, type GraphQLSchema } from 'graphql';
+import {
+  type DocumentNode,
+  execute,
+  type ExecutionResult,
+  getNamedType,
+  getNullableType,
+  getOperationAST,
+  type GraphQLInputType,
+  type GraphQLSchema,
+  isAbstractType,
+  isInputObjectType,
+  isListType,
+  Kind,
+  type OperationDefinitionNode,
+  TypeInfo,
+  typeFromAST,
+  visit,
+  visitWithTypeInfo,
+} from 'graphql';
 
 /**
  * The subgraphs' queries executed by `graphql-jit` (decision 0345): each query document is compiled
  * once per schema and kept; mutations, documents jit refuses and requests whose variables do not
  * coerce go to graphql-js, so those answers and errors stay graphql-js's own. The switch is the
- * process's (the read-path bench sets it per measurement).
+ * process's (the read-path bench sets it per measurement). The counts, while it is on: requests
+ * jit answered, and requests graphql-js answered (one whose variables jit refused counts there).
  */
-// Off by default: with it on, a fuzzed GET /api/v1/assets (empty query values) reached the assets
-// service with a null argument and answered 500 (decision 0345, open).
-export const compiledExecution = { enabled: false };
+export const compiledExecution = { enabled: true, compiled: 0, graphqlJs: 0 };
 
 /** Compiled documents kept per schema (bounded: cleared when full, as the parsed-document cache). */
 const COMPILED_MAX = 2000;
@@ -17,7 +34,20 @@ const COMPILED_MAX = 2000;
 /** A document graphql-js runs (not a query, or jit refused it). */
 const GRAPHQL_JS = Symbol('graphql-js');
 
-const compiledBySchema = new WeakMap<GraphQLSchema, Map<string, CompiledQuery | typeof GRAPHQL_JS>>();
+/** A compiled query and what its variables need before jit runs it. */
+interface Compiled {
+  query: CompiledQuery;
+  /** Each variable whose type holds an input object or a list, with that type. */
+  nested: [name: string, type: GraphQLInputType][];
+  /**
+   * Variables without a default that an input object written in the document takes as a field's
+   * value (`filter: { folder: $folder }`). Left out of the request, graphql-js leaves the field out
+   * (or gives its default) and jit gives it `null`: such a request goes to graphql-js.
+   */
+  inLiterals: string[];
+}
+
+const compiledBySchema = new WeakMap<GraphQLSchema, Map<string, Compiled | typeof GRAPHQL_JS>>();
 
 export interface ExecuteArgs {
   schema: GraphQLSchema;
@@ -29,42 +59,153 @@ export interface ExecuteArgs {
   contextValue: unknown;
 }
 
-function compiled(args: ExecuteArgs): CompiledQuery | typeof GRAPHQL_JS {
+function nestedVariables(schema: GraphQLSchema, operation: OperationDefinitionNode): Compiled['nested'] {
+  const nested: Compiled['nested'] = [];
+  for (const definition of operation.variableDefinitions ?? []) {
+    const type = typeFromAST(schema, definition.type) as GraphQLInputType | undefined;
+    if (type && (isListType(getNullableType(type)) || isInputObjectType(getNamedType(type)))) {
+      nested.push([definition.variable.name.value, type]);
+    }
+  }
+  return nested;
+}
+
+/**
+ * The abstract type jit may resolve: federation's `_Entity` (its `resolveType` answers the value's
+ * `__typename`). jit awaits no `resolveType`, and type-graphql's are async functions, so a document
+ * selecting any other union or interface goes to graphql-js.
+ */
+const JIT_ABSTRACT_TYPES = new Set(['_Entity']);
+
+/** Whether `document` selects a field whose type is an abstract type jit cannot resolve. */
+function selectsAbstractType(schema: GraphQLSchema, document: DocumentNode): boolean {
+  const typeInfo = new TypeInfo(schema);
+  let found = false;
+  visit(
+    document,
+    visitWithTypeInfo(typeInfo, {
+      Field() {
+        const type = typeInfo.getType();
+        const named = type && getNamedType(type);
+        if (named && isAbstractType(named) && !JIT_ABSTRACT_TYPES.has(named.name)) found = true;
+      },
+    }),
+  );
+  return found;
+}
+
+/** The variables without a default that a written input object takes as a field's value (document-wide). */
+function variablesInLiterals(document: DocumentNode, operation: OperationDefinitionNode): string[] {
+  const names = new Set<string>();
+  visit(document, {
+    ObjectField(field) {
+      if (field.value.kind === Kind.VARIABLE) names.add(field.value.name.value);
+    },
+  });
+  const defaulted = new Set(
+    (operation.variableDefinitions ?? []).filter((d) => d.defaultValue).map((d) => d.variable.name.value),
+  );
+  return [...names].filter((name) => !defaulted.has(name));
+}
+
+function compiled(args: ExecuteArgs): Compiled | typeof GRAPHQL_JS {
   let cache = compiledBySchema.get(args.schema);
   if (!cache) compiledBySchema.set(args.schema, (cache = new Map()));
   const key = `${args.operationName ?? ''}\n${args.source}`;
   let found = cache.get(key);
   if (found === undefined) {
     const operation = getOperationAST(args.document, args.operationName);
-    let query: CompiledQuery | ExecutionResult | undefined;
-    if (operation?.operation === 'query') {
+    found = GRAPHQL_JS;
+    if (operation?.operation === 'query' && !selectsAbstractType(args.schema, args.document)) {
       try {
-        query = compileQuery(args.schema, args.document, args.operationName ?? undefined);
+        const query = compileQuery(args.schema, args.document, args.operationName ?? undefined);
+        if (isCompiledQuery(query)) {
+          found = {
+            query,
+            nested: nestedVariables(args.schema, operation),
+            inLiterals: variablesInLiterals(args.document, operation),
+          };
+        }
       } catch {
-        query = undefined;
+        found = GRAPHQL_JS;
       }
     }
-    found = query && isCompiledQuery(query) ? query : GRAPHQL_JS;
     if (cache.size >= COMPILED_MAX) cache.clear();
     cache.set(key, found);
   }
   return found;
 }
 
+/**
+ * `value` (of input type `type`) as graphql-js reads it, for jit: an input object's field given as
+ * `undefined` is left out (graphql-js takes it as not given: the field's default, or no property),
+ * and a list's `undefined` item is `null`. jit reads the first as given as `null` and leaves the
+ * second out. In-process callers pass such values (the REST bridge's variables hold every optional
+ * query value, `undefined` when absent); JSON never does. Copied only where something changes.
+ */
+export function asGraphqlJsReads(value: unknown, type: GraphQLInputType): unknown {
+  if (value === null || value === undefined) return value;
+  const nullable = getNullableType(type);
+  if (isListType(nullable)) {
+    const itemType = nullable.ofType as GraphQLInputType;
+    if (!Array.isArray(value)) return asGraphqlJsReads(value, itemType);
+    let copy: unknown[] | undefined;
+    for (let i = 0; i < value.length; i++) {
+      const item: unknown = value[i];
+      const read = item === undefined ? null : asGraphqlJsReads(item, itemType);
+      if (read !== item) (copy ??= value.slice())[i] = read;
+    }
+    return copy ?? value;
+  }
+  if (!isInputObjectType(nullable) || typeof value !== 'object') return value;
+  const fields = nullable.getFields();
+  let copy: Record<string, unknown> | undefined;
+  for (const [name, item] of Object.entries(value)) {
+    // A field the type lacks stays: both refuse it (graphql-js words the error).
+    const field = fields[name];
+    if (!field) continue;
+    if (item === undefined) delete (copy ??= { ...value })[name];
+    else {
+      const read = asGraphqlJsReads(item, field.type);
+      if (read !== item) (copy ??= { ...value })[name] = read;
+    }
+  }
+  return copy ?? value;
+}
+
+function jitVariables(nested: Compiled['nested'], given: Record<string, unknown>): Record<string, unknown> {
+  let variables = given;
+  for (const [name, type] of nested) {
+    const value = given[name];
+    const read = asGraphqlJsReads(value, type);
+    if (read !== value) {
+      if (variables === given) variables = { ...given };
+      variables[name] = read;
+    }
+  }
+  return variables;
+}
+
 /** Executes a validated document: compiled when the switch is on and jit can, else graphql-js. */
 export async function executeDocument(args: ExecuteArgs): Promise<ExecutionResult> {
-  const graphqlJs = () =>
-    execute({
+  const graphqlJs = () => {
+    if (compiledExecution.enabled) compiledExecution.graphqlJs++;
+    return execute({
       schema: args.schema,
       document: args.document,
       variableValues: args.variableValues,
       operationName: args.operationName,
       contextValue: args.contextValue,
     });
+  };
   if (!compiledExecution.enabled) return graphqlJs();
-  const query = compiled(args);
-  if (query === GRAPHQL_JS) return graphqlJs();
-  const result = await query.query(undefined, args.contextValue, args.variableValues ?? {});
+  const found = compiled(args);
+  if (found === GRAPHQL_JS) return graphqlJs();
+  const given = args.variableValues ?? {};
+  if (found.inLiterals.some((name) => !Object.hasOwn(given, name))) return graphqlJs();
+  const result = await found.query.query(undefined, args.contextValue, jitVariables(found.nested, given));
   // No `data`: the variables did not coerce and no resolver ran; graphql-js words the errors.
-  return result.data === undefined && result.errors ? graphqlJs() : result;
+  if (result.data === undefined && result.errors) return graphqlJs();
+  compiledExecution.compiled++;
+  return result;
 }

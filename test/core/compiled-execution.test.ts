@@ -23,11 +23,12 @@ async function both(source: string, variableValues: Record<string, unknown> = {}
   return { reference, compiled };
 }
 
+const given = compiledExecution.enabled;
 beforeAll(() => {
   compiledExecution.enabled = true;
 });
 afterAll(() => {
-  compiledExecution.enabled = false;
+  compiledExecution.enabled = given;
 });
 
 describe('executeDocument (decision 0345)', () => {

@@ -39,21 +39,22 @@ export type SortKey = keyof typeof SORT_FIELDS;
 export const LIST_LIMIT_DEFAULT = 50;
 export const LIST_LIMIT_MAX = 200;
 
+/** The list's filters; a field left out, empty or `null` (a GraphQL caller may send it so) filters nothing. */
 export interface ListFilter {
-  bucket?: string;
-  prefix?: string;
-  visibility?: string;
-  query?: string;
-  tag?: string;
-  mimeType?: string;
-  type?: string;
-  folder?: string;
-  checksum?: string;
-  status?: string;
-  scanStatus?: string;
-  replicationStatus?: string;
-  moderationStatus?: string;
-  quarantineStatus?: string;
+  bucket?: string | null;
+  prefix?: string | null;
+  visibility?: string | null;
+  query?: string | null;
+  tag?: string | null;
+  mimeType?: string | null;
+  type?: string | null;
+  folder?: string | null;
+  checksum?: string | null;
+  status?: string | null;
+  scanStatus?: string | null;
+  replicationStatus?: string | null;
+  moderationStatus?: string | null;
+  quarantineStatus?: string | null;
 }
 
 export interface ListArgs {
@@ -250,7 +251,7 @@ export class AssetsService implements AssetAccess {
       ['quarantineStatus', 'quarantineStatus'],
     ];
     for (const [k, path] of exact) if (f[k]) filter[path] = f[k];
-    if (f.folder !== undefined && f.folder !== '') filter.folder = f.folder.replace(/^\/+|\/+$/g, '');
+    if (f.folder) filter.folder = f.folder.replace(/^\/+|\/+$/g, '');
     if (f.tag) filter.tags = f.tag;
     if (f.prefix) filter.key = { $regex: `^${escapeRe(f.prefix)}` };
     if (f.query) {
