@@ -2,7 +2,9 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { CliUsageError } from '../core/area';
+import { paramName } from '../core/field-names';
 import { projectRoot } from '../core/paths';
+import { pathParams } from '../core/rest-route';
 
 /**
  * `npm run new:area NAME` and `npm run new:route AREA[/MODULE] METHOD PATH`: write the files an area or a
@@ -181,27 +183,28 @@ export function routeFiles(
     .filter((w) => w && !w.startsWith('{'));
   const operation = [method.toLowerCase(), ...words.slice(-2)].join('-').replace(/[^a-z0-9-]/g, '-');
   const field = camel(operation);
-  const params = [...routePath.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
+  const params = pathParams(routePath);
   const hasBody = method !== 'GET' && method !== 'DELETE';
-  const vars = params.map((p) => `${camel(p.replace(/ID$/, 'Id'))}: r.params.${p}`);
-  // The input is the body with its keys in camelCase, derived by rule (decision 0295).
+  // The input is the body with its keys in camelCase and each path parameter a variable, derived
+  // by rule (decisions 0295 and 0370).
+  const derive = [...(hasBody ? ["body: 'input'"] : []), ...(params.length ? ["params: '.'"] : [])];
   const row = `  route({
     method: '${method}',
     path: '${routePath}',
     summary: 'TODO: what this route does, in one line',
     tag: '${pascal(area)}',
-    operation: '${operation}',${hasBody ? "\n    body: z.object({}).strict(),\n    derive: { body: 'input' }," : ''}${
-      vars.length ? `\n    variables: (r) => ({ ${vars.join(', ')} }),` : ''
+    operation: '${operation}',${hasBody ? '\n    body: z.object({}).strict(),' : ''}${
+      derive.length ? `\n    derive: { ${derive.join(', ')} },` : ''
     }
     select: (d) => d.${field},
     status: ${method === 'POST' ? 201 : 200},
     envelope: 'standard',
   }),
 `;
-  const args = params.map((p) => `$${camel(p.replace(/ID$/, 'Id'))}: ID!`);
+  const args = params.map((p) => `$${paramName(p)}: ID!`);
   const kind = method === 'GET' ? 'query' : 'mutation';
   const document = `${kind} ${pascal(operation)}${args.length ? `(${args.join(', ')})` : ''} {
-  ${field}${params.length ? `(${params.map((p) => `${camel(p.replace(/ID$/, 'Id'))}: $${camel(p.replace(/ID$/, 'Id'))}`).join(', ')})` : ''} {
+  ${field}${params.length ? `(${params.map((p) => `${paramName(p)}: $${paramName(p)}`).join(', ')})` : ''} {
     id
   }
 }

@@ -10,6 +10,14 @@ export function camelCase(snake: string): string {
   return snake.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
 }
 
+/**
+ * A path parameter's GraphQL spelling: `{projectID}` → `projectId`, `{runId}` → `runId` (a trailing
+ * `ID` reads `Id`, as the variables of `npm run new:route` are named).
+ */
+export function paramName(param: string): string {
+  return camelCase(param).replace(/ID$/, 'Id');
+}
+
 /** `deliveryMode` → `delivery_mode`. */
 export function snakeCase(camel: string): string {
   return camel.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);

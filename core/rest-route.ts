@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { camelKeys } from './field-names';
+import { camelKeys, paramName } from './field-names';
 
 /**
  * One documented REST route, as an area declares it: parse and validate the HTTP request, run one
@@ -55,11 +55,16 @@ export interface RouteDef<B = unknown, Q = Record<string, unknown>> {
    * `body: 'input'` makes the body the variable `input`; `'.'` makes each of its keys a variable of
    * its own (so does `query: '.'`). The zod schema that documents and validates the field is then
    * its only REST spelling (docs/decisions/0295-one-declaration-per-body.md).
+   * `params: '.'` makes each path parameter a variable named by rule (`{projectID}` → `projectId`,
+   * `paramName`); any other name is the variable of the last path parameter, the one the route acts
+   * on (`params: 'id'` on `…/buckets/{bucketID}/relocations/{relocationID}` → `bucketId`, `id`), the
+   * ones before it by rule (docs/decisions/0370-path-parameters-by-rule.md).
    */
-  derive?: { body?: string; query?: '.' };
+  derive?: { body?: string; query?: '.'; params?: string };
   /**
-   * What `derive` cannot say: path parameters, headers, reshaped fields. Its keys win over the
-   * derived ones (a row derives the body and reshapes one field). Absent: nothing beyond `derive`.
+   * What `derive` cannot say: headers, computed or reshaped fields, a path parameter named other than
+   * by rule. Its keys win over the derived ones (a row derives the body and reshapes one field).
+   * Absent: nothing beyond `derive`.
    */
   variables?: (req: RouteRequest<B, Q>) => Record<string, unknown>;
   /** Picks the payload out of the operation's `data`. */
@@ -101,7 +106,19 @@ export function variablesOf(route: AnyRoute, req: RouteRequest): Record<string, 
   if (body === '.') Object.assign(derived, camelKeys(req.body as Record<string, unknown> | undefined));
   else if (body) derived[body] = camelKeys(req.body as Record<string, unknown> | undefined);
   if (route.derive?.query) Object.assign(derived, camelKeys(req.query));
+  const params = route.derive?.params;
+  if (params) {
+    const names = pathParams(route.path);
+    names.forEach((n, i) => {
+      derived[params !== '.' && i === names.length - 1 ? params : paramName(n)] = req.params[n];
+    });
+  }
   return { ...derived, ...route.variables?.(req) };
+}
+
+/** The path parameters of an OpenAPI-style path, in order: `/a/{aID}/b/{bID}` → `['aID', 'bID']`. */
+export function pathParams(path: string): string[] {
+  return [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
 }
 
 /** A route row bound to its area: what the composition root hands the bridge. */

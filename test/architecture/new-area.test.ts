@@ -68,7 +68,7 @@ describe('npm run new:route', () => {
     expect(operation).toBe('patch-assets-collections');
     expect(row).toContain("route({\n    method: 'PATCH',\n    path: '/api/v1/assets/collections/{collectionID}'");
     expect(row).toContain('body: z.object({}).strict()');
-    expect(row).toContain("derive: { body: 'input' },\n    variables: (r) => ({ collectionId: r.params.collectionID }),");
+    expect(row).toContain("derive: { body: 'input', params: '.' },\n    select:");
     expect(document).toContain('mutation PatchAssetsCollections($collectionId: ID!)');
   });
 
@@ -84,7 +84,7 @@ describe('npm run new:route', () => {
       await newRoute('demo', 'POST', '/api/v1/demo/things', root);
       await newRoute('demo', 'PATCH', '/api/v1/demo/things/{thingID}', root);
       const text = await readFile(file, 'utf8');
-      expect(text.match(/derive: \{ body: 'input' \}/g)).toHaveLength(2);
+      expect(text.match(/derive: \{ body: 'input'/g)).toHaveLength(2);
       expect(text.match(/^import /gm)).toHaveLength(1);
       // A row without path parameters needs no mapping of its own.
       expect(text).toContain(

@@ -17,7 +17,7 @@ import {
 import type { ZodTypeAny } from 'zod';
 import { areaRoutes } from '../../app/areas';
 import { projectRoot } from '../../core/paths';
-import { type AreaRoute, variablesOf } from '../../core/rest-route';
+import { type AreaRoute, pathParams, variablesOf } from '../../core/rest-route';
 import { camelCase, camelKeys, snakeCase } from '../../core/field-names';
 
 /**
@@ -26,6 +26,7 @@ import { camelCase, camelKeys, snakeCase } from '../../core/field-names';
  * the four in agreement for every row (docs/decisions/0190-field-spellings.md):
  * - every key of a row's zod body reaches the operation's variables, at a path that names a
  *   declared variable or a field of its GraphQL input type, spelled camelCase(key);
+ * - every path parameter reaches a declared variable (decision 0370);
  * - every key the `variables` mapping writes is a declared variable or an input field;
  * - every alias in a document is snake_case(field).
  * The exceptions are listed below, each with its reason.
@@ -73,9 +74,9 @@ function paramsOf(p: string): Record<string, string> {
   );
 }
 
-function run(r: AreaRoute, body: Record<string, unknown>): Record<string, unknown> | Error {
+function run(r: AreaRoute, body: Record<string, unknown>, params = paramsOf(r.path)): Record<string, unknown> | Error {
   try {
-    return variablesOf(r, { params: paramsOf(r.path), query: {}, body, headers: {}, ip: '127.0.0.1' });
+    return variablesOf(r, { params, query: {}, body, headers: {}, ip: '127.0.0.1' });
   } catch (e) {
     return e as Error;
   }
@@ -202,6 +203,16 @@ export function spellingProblems(rows: readonly AreaRoute[]): string[] {
         }
       }
     }
+    for (const name of pathParams(r.path)) {
+      // A path parameter reaches a declared variable (by rule, `derive.params`, or by the mapping).
+      const out = run(r, {}, { ...paramsOf(r.path), [name]: `${MARK}{${name}}` });
+      const paths = out instanceof Error ? [] : findMark(out, `{${name}}`);
+      if (!paths.length) problems.push(`${rowName(r)}: path parameter ${name} reaches no variable`);
+      for (const p of paths) {
+        if (resolve(vars, p) === null)
+          problems.push(`${rowName(r)}: path parameter ${name} lands on ${p.join('.')}, which the operation does not declare`);
+      }
+    }
     for (const out of outputs) {
       for (const k of unknownKeys(vars, out)) problems.push(`${rowName(r)}: variable ${k} is not declared by ${r.operation}`);
     }
@@ -225,7 +236,7 @@ describe('field spellings agree (zod body, variables, GraphQL input, document al
     expect(spellingProblems(routes)).toEqual([]);
   });
 
-  it('catch a mapping that misspells an input field, drops a body key or renames an alias', () => {
+  it('catch a mapping that misspells an input field, drops a body key or a path parameter, or renames an alias', () => {
     const row = routes.find((r) => r.operation === 'create-event-subscription' && r.area === 'objstore');
     if (!row) throw new Error('objstore create row missing');
     const misspelled: AreaRoute = {
@@ -242,6 +253,10 @@ describe('field spellings agree (zod body, variables, GraphQL input, document al
     const dropped: AreaRoute = { ...row, variables: (req) => ({ ...variablesOf(row, req), input: {} }) };
     expect(spellingProblems([dropped])).toEqual(
       expect.arrayContaining([expect.stringMatching(/body key url reaches no variable/)]),
+    );
+    const unmapped: AreaRoute = { ...row, derive: { body: 'input' }, variables: undefined };
+    expect(spellingProblems([unmapped])).toEqual(
+      expect.arrayContaining([expect.stringMatching(/path parameter bucketID reaches no variable/)]),
     );
     const aliased: AreaRoute = { ...row, document: row.document.replace(/\bdelivery_mode:/, 'mode:') };
     expect(row.document).not.toEqual(aliased.document);
