@@ -1,0 +1,196 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { NodeAgent } from '../../dataplane/agent/agent';
+import { NODE_AGENT_PATH, NODE_TOKEN_HEADER } from '../../dataplane/agent/wire';
+import { productionHost, releaseHost } from '../../dataplane/releases';
+import { HOSTED_NODE_ID } from '../../nodes/registry';
+import { startTestPlatform, uniqueName, type TestPlatform } from '../support/platform';
+import { base, cli, connectStorefront, tenant, waitRelease } from './support';
+
+/**
+ * Commerce releases run by an agent outside the platform's process
+ * (docs/decisions/0365-agent-fetches-extras-and-releases.md): with `PUBLISHER_HOSTED_AGENT=external`
+ * the hosted node's agent is the node agent's code talking to the agent API over HTTP, as
+ * `platform nodes agent` does; it reads each release's environment and bundle through the agent API
+ * (for a task its node holds) and serves the release on its own edge. Before 0365 it answered the
+ * release tasks `unknown_step`. The agent API refuses a node what belongs to another node.
+ */
+jest.setTimeout(240_000);
+
+const FIXTURES = path.join(__dirname, '..', 'fixtures', 'commerce');
+const SECRETS = { session_secret: 'session-secret-ext-4b1d', private_storefront_token: 'private-token-ext-90cd' };
+
+let t: TestPlatform;
+let agent: NodeAgent;
+let dataDir: string;
+
+beforeAll(async () => {
+  t = await startTestPlatform({ PUBLISHER_HOSTED_AGENT: 'external', COMMERCE_HEALTH_GATE_MS: '8000' });
+  dataDir = await mkdtemp(path.join(os.tmpdir(), 'external-agent-'));
+  // The hosted node's token, as `nodes rotate-token --node hosted` prints one to an operator.
+  const token = await t.platform.services.publisher.nodes.hostedToken();
+  agent = new NodeAgent({
+    apiUrl: t.bridgeUrl,
+    token: token!,
+    dataDir,
+    edgePort: 0,
+    executor: 'simulated',
+    claimWaitMs: 2_000,
+    // As cli/nodes-agent.ts gives every agent.
+    releaseHost: { releasesRoot: path.join(dataDir, 'releases') },
+  });
+  await agent.start();
+});
+afterAll(async () => {
+  await agent?.stop();
+  await t?.stop();
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+/** A request to the agent's edge with a release's `Host`. */
+function viaAgent(host: string): Promise<{ status: number; body: string }> {
+  const port = Number(new URL(agent.edgeUrl).port);
+  return new Promise((resolve, reject) => {
+    http
+      .get({ host: '127.0.0.1', port, path: '/', headers: { host: `${host}:${port}` } }, (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      })
+      .on('error', reject);
+  });
+}
+
+const agentCall = (token: string, method: 'GET' | 'POST', p: string, body?: unknown) =>
+  fetch(`${t.bridgeUrl}${NODE_AGENT_PATH}${p}`, {
+    method,
+    headers: { [NODE_TOKEN_HEADER]: token, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+
+const tasks = () => t.platform.conn.collection('publisher_node_tasks');
+
+describe('an external hosted agent', () => {
+  it("runs a release's start and promotion from the agent API: environment and bundle over HTTP, served on its own edge; no secret in a task record", async () => {
+    const tn = await tenant(t);
+    await connectStorefront(t, tn);
+    const B = base(tn.projectId);
+    const put = await t.rest('PUT', `${B}/environments/preview`, {
+      key: tn.key,
+      body: { storefront_id: '3f2b8c1e-6d4a-4e8b-9c2d-1a2b3c4d5e6f', ...SECRETS },
+    });
+    expect(put.status).toBe(200);
+
+    const out = await cli(t, 'commerce deploy', {
+      project: tn.projectId,
+      environment: 'preview',
+      bundle: path.join(FIXTURES, 'storefront'),
+    });
+    const r = await waitRelease(t, tn.key, tn.projectId, out.release_id, 60_000);
+    expect(r).toMatchObject({ status: 'healthy', error_code: null });
+    // The task was the hosted node's, claimed by this agent (its session), not answered `unknown_step`.
+    const start = await tasks().findOne({ step: 'release_start', 'release.releases.releaseId': out.release_id });
+    expect(start).toMatchObject({ nodeId: HOSTED_NODE_ID, status: 'succeeded', claimedBy: agent.session });
+
+    // It runs on the agent's edge with the environment it read through the agent API.
+    const page = await viaAgent(releaseHost(out.release_id));
+    expect(page.status).toBe(200);
+    expect(JSON.parse(page.body).env_names).toEqual([
+      'PRIVATE_STOREFRONT_API_TOKEN',
+      'PUBLIC_STOREFRONT_ID',
+      'PUBLIC_STORE_DOMAIN',
+      'SESSION_SECRET',
+    ]);
+
+    // Promotion: a task the agent runs too; the production address routes to the release on its edge.
+    const promote = await t.rest('POST', `${B}/storefront/promotions`, { key: tn.key, body: { preview_id: out.release_id } });
+    expect(promote.status).toBeLessThan(300);
+    // (The contract: the production address switches within 5 s of the answer.)
+    const until = Date.now() + 5_000;
+    while (agent.plane.edge.route(productionHost(tn.projectId))?.owner !== out.release_id && Date.now() < until)
+      await new Promise((res) => setTimeout(res, 100));
+    expect(agent.plane.edge.route(productionHost(tn.projectId))?.owner).toBe(out.release_id);
+    expect((await viaAgent(productionHost(tn.projectId))).status).toBe(200);
+
+    // The secrets crossed the protocol, never a task record.
+    const stored = JSON.stringify(await tasks().find({}).toArray());
+    for (const v of Object.values(SECRETS)) expect(stored).not.toContain(v);
+  });
+
+  it('refuses a node a release of a task it does not hold, and a site not placed on it (404, the secrets not sent)', async () => {
+    const hostedToken = (await t.platform.services.publisher.nodes.hostedToken())!;
+    const { accountId } = await t.createKey({ account: uniqueName('ext-nodes') });
+    const nodes = t.platform.services.publisher.nodes;
+    const a = await nodes.register(accountId, uniqueName('node-a'));
+    const b = await nodes.register(accountId, uniqueName('node-b'));
+
+    // A release task of the hosted node, claimed (as an agent of that node would hold it).
+    const tn = await tenant(t);
+    await connectStorefront(t, tn);
+    await t.rest('PUT', `${base(tn.projectId)}/environments/preview`, { key: tn.key, body: SECRETS });
+    const out = await cli(t, 'commerce deploy', {
+      project: tn.projectId,
+      environment: 'preview',
+      bundle: path.join(FIXTURES, 'storefront'),
+    });
+    await waitRelease(t, tn.key, tn.projectId, out.release_id, 60_000);
+    const taskId = `held:${uniqueName('task')}`;
+    await tasks().insertOne({
+      _id: taskId as never,
+      nodeId: HOSTED_NODE_ID,
+      siteId: out.release_id,
+      operationId: 'held',
+      operationType: 'commerce.release',
+      step: 'release_start',
+      release: { releases: [{ releaseId: out.release_id, projectId: tn.projectId, production: false, healthy: false }] },
+      status: 'claimed',
+      claimedBy: 'another-session',
+      claimedAt: new Date(),
+      createdAt: new Date(),
+    });
+    const p = `/tasks/${encodeURIComponent(taskId)}/releases/${out.release_id}`;
+    const own = await agentCall(hostedToken, 'GET', p);
+    expect(own.status).toBe(200);
+    expect(own.headers.get('cache-control')).toBe('no-store');
+    expect(((await own.json()) as any).data.run.env.SESSION_SECRET).toBe(SECRETS.session_secret);
+    const bytes = await agentCall(hostedToken, 'GET', `${p}/bundle`);
+    expect([bytes.status, bytes.headers.get('content-type')]).toEqual([200, 'application/x-tar']);
+    await bytes.arrayBuffer();
+
+    // Another node's token: the same paths answer 404 and carry no secret.
+    for (const q of [p, `${p}/bundle`, `${p}/wanted`]) {
+      const res = await agentCall(a.token, 'GET', q);
+      const text = await res.text();
+      expect([res.status, JSON.parse(text).error.code]).toEqual([404, 'task_not_found']);
+      expect(text).not.toContain(SECRETS.session_secret);
+    }
+    // A release the held task does not name: refused to the holder too.
+    expect((await agentCall(hostedToken, 'GET', `/tasks/${encodeURIComponent(taskId)}/releases/other-release`)).status).toBe(404);
+    // A finished task is held by no one.
+    await tasks().updateOne({ _id: taskId as never }, { $set: { status: 'succeeded' } });
+    expect((await agentCall(hostedToken, 'GET', p)).status).toBe(404);
+
+    // Sites' extras: a hosted site's to the hosted node only; a connected site's to its own node only.
+    const Site = t.platform.services.publisher.sites.models.Site;
+    const hostedSite = `hosted-${uniqueName('s')}`;
+    const onA = `on-a-${uniqueName('s')}`;
+    await Site.collection.insertOne({ _id: hostedSite as never, slug: hostedSite, deploymentMode: 'hosted', targetNodeId: null });
+    await Site.collection.insertOne({ _id: onA as never, slug: onA, deploymentMode: 'connected_node', targetNodeId: a._id });
+    const extras = (token: string, ids: string[]) => agentCall(token, 'POST', '/sites/extras', { site_ids: ids });
+    expect(await (await extras(a.token, [onA])).json()).toMatchObject({ success: true, data: { extras: { [onA]: {} } } });
+    for (const [token, ids] of [
+      [b.token, [onA]],
+      [a.token, [hostedSite]],
+      [a.token, [onA, hostedSite]],
+      [hostedToken, [onA]],
+    ] as const) {
+      const res = await extras(token, [...ids]);
+      expect([res.status, ((await res.json()) as any).error.code]).toEqual([404, 'site_not_on_node']);
+    }
+    const forged = await extras('pnode_' + 'A'.repeat(43), [onA]);
+    expect(forged.status).toBe(401);
+  });
+});
