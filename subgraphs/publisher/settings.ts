@@ -60,9 +60,9 @@ export const publisherSettings = z.object({
    * With the real executor, hosted sites run through the hosted node (docs/decisions/0225-hosted-pool-node.md):
    * `in-process` (default) starts its agent in each process that runs the data plane; `external`
    * leaves it to a `platform nodes agent` run with the hosted node's token (`nodes rotate-token --node hosted`
-   * prints one; docs/decisions/0270-node-tokens-and-task-secrets.md). Commerce releases need the
-   * in-process agent: their bundles and environment come from the platform's process (decision 0325),
-   * so an external agent fails their tasks with `unknown_step`.
+   * prints one; docs/decisions/0270-node-tokens-and-task-secrets.md). That agent runs commerce
+   * releases too: it reads their bundles and environments, and hosted sites' extras, through the
+   * agent API as the in-process one does (decision 0365).
    */
   PUBLISHER_HOSTED_AGENT: z.enum(['in-process', 'external']).default('in-process'),
   /** `PUBLISHER_NODE_MEMORY_MB` and `PUBLISHER_IDLE_SLEEP_MS`: declared with the node's sleep (dataplane/sleep.ts). */
