@@ -8,7 +8,6 @@ import { MAX_FILTER_LENGTH } from './subscriptions';
 const PREFIX = '/api/v1/buckets/{bucketID}';
 const tag = 'Object-store events';
 const envelope = 'standard' as const;
-const bucket = (r: { params: Record<string, string> }) => ({ bucketId: r.params.bucketID });
 
 const createBody = z
   .object({
@@ -39,8 +38,7 @@ export const objstoreRoutes: AnyRoute[] = [
     scope: 'assets:write',
     body: createBody,
     // The input's fields are the body's keys in camelCase (decision 0295).
-    derive: { body: 'input' },
-    variables: bucket,
+    derive: { body: 'input', params: '.' },
     select: (d) => d.objstoreCreateEventSubscription,
     status: 201,
     envelope,
@@ -52,7 +50,7 @@ export const objstoreRoutes: AnyRoute[] = [
     tag,
     operation: 'event-subscriptions',
     scope: 'assets:read',
-    variables: bucket,
+    derive: { params: '.' },
     select: (d) => ({ items: d.objstoreEventSubscriptions, next_cursor: '' }),
     status: 200,
     envelope,
@@ -64,7 +62,7 @@ export const objstoreRoutes: AnyRoute[] = [
     tag,
     operation: 'event-subscription',
     scope: 'assets:read',
-    variables: (r) => ({ ...bucket(r), subscriptionId: r.params.subscriptionID }),
+    derive: { params: '.' },
     select: (d) => d.objstoreEventSubscription,
     status: 200,
     envelope,
@@ -77,8 +75,7 @@ export const objstoreRoutes: AnyRoute[] = [
     operation: 'update-event-subscription',
     scope: 'assets:write',
     body: updateBody,
-    derive: { body: 'input' },
-    variables: (r) => ({ ...bucket(r), subscriptionId: r.params.subscriptionID }),
+    derive: { body: 'input', params: '.' },
     select: (d) => d.objstoreUpdateEventSubscription,
     status: 200,
     envelope,
@@ -90,7 +87,7 @@ export const objstoreRoutes: AnyRoute[] = [
     tag,
     operation: 'delete-event-subscription',
     scope: 'assets:write',
-    variables: (r) => ({ ...bucket(r), subscriptionId: r.params.subscriptionID }),
+    derive: { params: '.' },
     select: (d) => d.objstoreDeleteEventSubscription,
     status: 200,
     envelope,
@@ -104,8 +101,7 @@ export const objstoreRoutes: AnyRoute[] = [
     // A pull claims (changes the queue): a write, like the ack (decision 0099).
     scope: 'assets:write',
     query: pullQuery,
-    derive: { query: '.' },
-    variables: (r) => ({ ...bucket(r), subscriptionId: r.params.subscriptionID }),
+    derive: { query: '.', params: '.' },
     select: (d) => d.objstorePullDeliveries,
     status: 200,
     envelope,
@@ -118,8 +114,7 @@ export const objstoreRoutes: AnyRoute[] = [
     operation: 'ack-delivery',
     scope: 'assets:write',
     body: ackBody,
-    derive: { body: '.' },
-    variables: (r) => ({ ...bucket(r), deliveryId: r.params.deliveryID }),
+    derive: { body: '.', params: '.' },
     select: (d) => d.objstoreAckDelivery,
     status: 200,
     envelope,
@@ -132,8 +127,7 @@ export const objstoreRoutes: AnyRoute[] = [
     operation: 'delivery-history',
     scope: 'assets:read',
     query: historyQuery,
-    derive: { query: '.' },
-    variables: (r) => ({ ...bucket(r), subscriptionId: r.params.subscriptionID }),
+    derive: { query: '.', params: '.' },
     select: (d) => d.objstoreDeliveryHistory,
     status: 200,
     envelope,
@@ -145,7 +139,7 @@ export const objstoreRoutes: AnyRoute[] = [
     tag,
     operation: 'replay-delivery',
     scope: 'assets:write',
-    variables: (r) => ({ ...bucket(r), deliveryId: r.params.deliveryID }),
+    derive: { params: '.' },
     select: (d) => d.objstoreReplayDelivery,
     status: 202,
     envelope,
