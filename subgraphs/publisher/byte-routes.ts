@@ -1,5 +1,6 @@
 import { agentBodies, NODE_AGENT_PATH } from '../../dataplane/agent/wire';
 import {
+  binary,
   type ByteRoute,
   byteOperation,
   errors,
@@ -18,14 +19,16 @@ import {
 export const publisherByteRoutes: ByteRoute[] = nodeAgentByteRoutes();
 
 /**
- * The six calls of a node agent (`nodes agent`): heartbeat, claim, lease release, progress, result,
- * desired sites. Each body is documented from the schema the agent API parses it with
+ * The calls of a node agent (`nodes agent`): heartbeat, claim, lease release, progress, result,
+ * desired sites, and what a step reads beyond its task (sites' extras; a held release task's run,
+ * bundle and whether it is still wanted: decision 0365). Each body is documented from the schema the agent API parses it with
  * (`agentBodies` of dataplane/agent/wire.ts), so the two cannot disagree (decision 0295).
  */
 export function nodeAgentByteRoutes(): ByteRoute[] {
   const descriptions = {
     session: 'The agent process that holds its claims.',
     wait_ms: 'How long to wait for a task (a long poll).',
+    site_ids: 'Sites placed on this node (at most 200); one that is not refuses the whole call (404).',
     site_events:
       "The sleeps and wakes of the agent's own data plane not yet taken (at most 500, oldest first); those of sites placed on the node appear in the activity feeds (decision 0350).",
   };
@@ -38,6 +41,7 @@ export function nodeAgentByteRoutes(): ByteRoute[] {
     content: json(jsonSchemaOf(agentBodies[call], descriptions)),
   });
   const taskId = pathParam('taskId');
+  const releaseId = pathParam('releaseId');
   const route = (method: 'GET' | 'POST', p: string, id: string, summary: string, rest: Json): ByteRoute => ({
     method,
     path: `${NODE_AGENT_PATH}${p}`,
@@ -77,6 +81,33 @@ export function nodeAgentByteRoutes(): ByteRoute[] {
     }),
     route('GET', '/sites', 'sites', 'The sites placed on this node and the state each should be in', {
       responses: answer('`sites`'),
+    }),
+    route('POST', '/sites/extras', 'siteExtras', "What sites' processes start with beyond their spec (secrets included)", {
+      requestBody: body('siteExtras'),
+      responses: { ...answer('`extras`: per site, `config` and `database` (none for a customer node)'), ...errors([404]) },
+    }),
+    ...(
+      [
+        ['', 'releaseRun', "How a held release task's release runs (its environment, secrets included)", '`run`, `sha256`'],
+        [
+          '/wanted',
+          'releaseWanted',
+          'Whether the platform still wants the release where the reconcile task named it',
+          '`wanted`',
+        ],
+      ] as const
+    ).map(([tail, id, summary, what]) =>
+      route('GET', `/tasks/{taskId}/releases/{releaseId}${tail}`, id, summary, {
+        parameters: [taskId, releaseId],
+        responses: { ...answer(what), ...errors([404, 503]) },
+      }),
+    ),
+    route('GET', '/tasks/{taskId}/releases/{releaseId}/bundle', 'releaseBundle', "A held release task's bundle (a tar archive)", {
+      parameters: [taskId, releaseId],
+      responses: {
+        '200': { description: 'the bytes of the artifact', content: { 'application/x-tar': { schema: binary } } },
+        ...errors([401, 404, 429, 503]),
+      },
     }),
   ];
 }
