@@ -73,30 +73,32 @@ const agentCall = (token: string, method: 'GET' | 'POST', p: string, body?: unkn
 
 const tasks = () => t.platform.conn.collection('publisher_node_tasks');
 
+/** A tenant's storefront with the preview environment's secrets, and its preview release once it settled. */
+async function previewRelease() {
+  const tn = await tenant(t);
+  await connectStorefront(t, tn);
+  const env = { storefront_id: '3f2b8c1e-6d4a-4e8b-9c2d-1a2b3c4d5e6f', ...SECRETS };
+  expect((await t.rest('PUT', `${base(tn.projectId)}/environments/preview`, { key: tn.key, body: env })).status).toBe(200);
+  const deployed = await cli(t, 'commerce deploy', {
+    project: tn.projectId,
+    environment: 'preview',
+    bundle: path.join(FIXTURES, 'storefront'),
+  });
+  const release = await waitRelease(t, tn.key, tn.projectId, deployed.release_id, 60_000);
+  return { tn, releaseId: deployed.release_id as string, release };
+}
+
 describe('an external hosted agent', () => {
   it("runs a release's start and promotion from the agent API: environment and bundle over HTTP, served on its own edge; no secret in a task record", async () => {
-    const tn = await tenant(t);
-    await connectStorefront(t, tn);
+    const { tn, releaseId, release } = await previewRelease();
     const B = base(tn.projectId);
-    const put = await t.rest('PUT', `${B}/environments/preview`, {
-      key: tn.key,
-      body: { storefront_id: '3f2b8c1e-6d4a-4e8b-9c2d-1a2b3c4d5e6f', ...SECRETS },
-    });
-    expect(put.status).toBe(200);
-
-    const out = await cli(t, 'commerce deploy', {
-      project: tn.projectId,
-      environment: 'preview',
-      bundle: path.join(FIXTURES, 'storefront'),
-    });
-    const r = await waitRelease(t, tn.key, tn.projectId, out.release_id, 60_000);
-    expect(r).toMatchObject({ status: 'healthy', error_code: null });
+    expect(release).toMatchObject({ status: 'healthy', error_code: null });
     // The task was the hosted node's, claimed by this agent (its session), not answered `unknown_step`.
-    const start = await tasks().findOne({ step: 'release_start', 'release.releases.releaseId': out.release_id });
+    const start = await tasks().findOne({ step: 'release_start', 'release.releases.releaseId': releaseId });
     expect(start).toMatchObject({ nodeId: HOSTED_NODE_ID, status: 'succeeded', claimedBy: agent.session });
 
     // It runs on the agent's edge with the environment it read through the agent API.
-    const page = await viaAgent(releaseHost(out.release_id));
+    const page = await viaAgent(releaseHost(releaseId));
     expect(page.status).toBe(200);
     expect(JSON.parse(page.body).env_names).toEqual([
       'PRIVATE_STOREFRONT_API_TOKEN',
@@ -106,13 +108,13 @@ describe('an external hosted agent', () => {
     ]);
 
     // Promotion: a task the agent runs too; the production address routes to the release on its edge.
-    const promote = await t.rest('POST', `${B}/storefront/promotions`, { key: tn.key, body: { preview_id: out.release_id } });
+    const promote = await t.rest('POST', `${B}/storefront/promotions`, { key: tn.key, body: { preview_id: releaseId } });
     expect(promote.status).toBeLessThan(300);
     // (The contract: the production address switches within 5 s of the answer.)
     const until = Date.now() + 5_000;
-    while (agent.plane.edge.route(productionHost(tn.projectId))?.owner !== out.release_id && Date.now() < until)
+    while (agent.plane.edge.route(productionHost(tn.projectId))?.owner !== releaseId && Date.now() < until)
       await new Promise((res) => setTimeout(res, 100));
-    expect(agent.plane.edge.route(productionHost(tn.projectId))?.owner).toBe(out.release_id);
+    expect(agent.plane.edge.route(productionHost(tn.projectId))?.owner).toBe(releaseId);
     expect((await viaAgent(productionHost(tn.projectId))).status).toBe(200);
 
     // The secrets crossed the protocol, never a task record.
@@ -128,30 +130,22 @@ describe('an external hosted agent', () => {
     const b = await nodes.register(accountId, uniqueName('node-b'));
 
     // A release task of the hosted node, claimed (as an agent of that node would hold it).
-    const tn = await tenant(t);
-    await connectStorefront(t, tn);
-    await t.rest('PUT', `${base(tn.projectId)}/environments/preview`, { key: tn.key, body: SECRETS });
-    const out = await cli(t, 'commerce deploy', {
-      project: tn.projectId,
-      environment: 'preview',
-      bundle: path.join(FIXTURES, 'storefront'),
-    });
-    await waitRelease(t, tn.key, tn.projectId, out.release_id, 60_000);
+    const { tn, releaseId } = await previewRelease();
     const taskId = `held:${uniqueName('task')}`;
     await tasks().insertOne({
       _id: taskId as never,
       nodeId: HOSTED_NODE_ID,
-      siteId: out.release_id,
+      siteId: releaseId,
       operationId: 'held',
       operationType: 'commerce.release',
       step: 'release_start',
-      release: { releases: [{ releaseId: out.release_id, projectId: tn.projectId, production: false, healthy: false }] },
+      release: { releases: [{ releaseId, projectId: tn.projectId, production: false, healthy: false }] },
       status: 'claimed',
       claimedBy: 'another-session',
       claimedAt: new Date(),
       createdAt: new Date(),
     });
-    const p = `/tasks/${encodeURIComponent(taskId)}/releases/${out.release_id}`;
+    const p = `/tasks/${encodeURIComponent(taskId)}/releases/${releaseId}`;
     const own = await agentCall(hostedToken, 'GET', p);
     expect(own.status).toBe(200);
     expect(own.headers.get('cache-control')).toBe('no-store');
