@@ -436,7 +436,13 @@ export class NodeAgent {
     const out = new Map<string, SiteExtrasValue>();
     for (let i = 0; i < siteIds.length; i += MAX_EXTRAS_SITES) {
       const site_ids = siteIds.slice(i, i + MAX_EXTRAS_SITES);
-      const got = await this.call<{ extras: Record<string, SiteExtrasValue> }>('POST', '/sites/extras', { site_ids });
+      const got = await this.call<{ extras: Record<string, SiteExtrasValue> }>('POST', '/sites/extras', { site_ids }).catch(
+        (e: unknown) => {
+          // A platform older than the call (the bridge: `route_not_found`) gave a customer's node none.
+          if ((e as { code?: string }).code === 'route_not_found') return { extras: {} };
+          throw e;
+        },
+      );
       for (const [id, extras] of Object.entries(got.extras)) out.set(id, extras);
     }
     return out;
