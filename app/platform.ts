@@ -211,6 +211,7 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
     const dp = dataPlane;
     stops.push(() => dp.stop());
     ports.provide('dataPlane', dp);
+    ports.provide('nodePlane', dp);
   }
   await ensureIndexes(conn);
   // Queue depths, outbox backlog and consumer lag, read when /metrics is scraped.

@@ -63,6 +63,11 @@ declare module '../core/ports' {
   interface KernelPorts {
     /** The data plane of this process (provided by the composition root where the publishing area's workers run). */
     dataPlane: DataPlanePort;
+    /**
+     * The same data plane whole, for the hosted node's agent (nodes/hosted.ts), whose executors use
+     * the edge and the supervisor beside the site host; provided with `dataPlane`. Areas read `dataPlane`.
+     */
+    nodePlane: DataPlane;
   }
 }
 

@@ -4,7 +4,6 @@ import { parseDnsServers, SystemDnsResolver } from '../../core/dns/resolver';
 import { startDnsStandIn } from '../../core/dns/stand-in-server';
 import { operationFeed } from '../../core/operations/feed';
 import { periodicWorker } from '../../core/periodic-worker';
-import type { DataPlane } from '../../dataplane/plane';
 import { siteMemoryMb } from '../../dataplane/sleep';
 import { backupStore } from './backup-store';
 import '../../core/site-actions';
@@ -130,7 +129,7 @@ export default defineArea({
     hostedNodeWorker({
       nodes: s.nodes,
       api: s.nodeAgent,
-      plane: () => (ctx.ports.has('dataPlane') ? (ctx.ports.get('dataPlane') as DataPlane) : null),
+      plane: () => (ctx.ports.has('nodePlane') ? ctx.ports.get('nodePlane') : null),
       sites: s.infra.kind === 'real',
       releases: () => (ctx.ports.has('hostedReleases') ? ctx.ports.get('hostedReleases') : null),
       dataDir: path.resolve(ctx.config.DATA_DIR, 'hosted-node'),
