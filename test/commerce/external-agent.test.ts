@@ -1,3 +1,4 @@
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
@@ -6,6 +7,7 @@ import { NodeAgent } from '../../dataplane/agent/agent';
 import { NODE_AGENT_PATH, NODE_TOKEN_HEADER } from '../../dataplane/agent/wire';
 import { productionHost, releaseHost } from '../../dataplane/releases';
 import { HOSTED_NODE_ID } from '../../nodes/registry';
+import { freePort } from '../support/edge';
 import { startTestPlatform, uniqueName, type TestPlatform } from '../support/platform';
 import { base, cli, connectStorefront, tenant, waitRelease } from './support';
 
@@ -22,9 +24,11 @@ jest.setTimeout(240_000);
 const FIXTURES = path.join(__dirname, '..', 'fixtures', 'commerce');
 const SECRETS = { session_secret: 'session-secret-ext-4b1d', private_storefront_token: 'private-token-ext-90cd' };
 
+const BIN = path.join(__dirname, '..', '..', 'bin', 'platform.js');
 let t: TestPlatform;
 let agent: NodeAgent;
 let dataDir: string;
+let cliAgent: ChildProcess | undefined;
 
 beforeAll(async () => {
   t = await startTestPlatform({ PUBLISHER_HOSTED_AGENT: 'external', COMMERCE_HEALTH_GATE_MS: '8000' });
@@ -44,14 +48,14 @@ beforeAll(async () => {
   await agent.start();
 });
 afterAll(async () => {
+  if (cliAgent && cliAgent.exitCode === null && cliAgent.signalCode === null) cliAgent.kill('SIGKILL');
   await agent?.stop();
   await t?.stop();
   await rm(dataDir, { recursive: true, force: true });
 });
 
-/** A request to the agent's edge with a release's `Host`. */
-function viaAgent(host: string): Promise<{ status: number; body: string }> {
-  const port = Number(new URL(agent.edgeUrl).port);
+/** A request to an agent's edge (default: the class agent's) with a release's `Host`. */
+function viaAgent(host: string, port = Number(new URL(agent.edgeUrl).port)): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     http
       .get({ host: '127.0.0.1', port, path: '/', headers: { host: `${host}:${port}` } }, (res) => {
@@ -186,5 +190,34 @@ describe('an external hosted agent', () => {
     }
     const forged = await extras('pnode_' + 'A'.repeat(43), [onA]);
     expect(forged.status).toBe(401);
+  });
+
+  it('`platform nodes agent`, its own process, takes the hosted node over and runs a new release on its edge', async () => {
+    // The class agent gives the node's lease up; the CLI agent (the built bin, as an operator runs it) holds it next.
+    await agent.stop();
+    const edgePort = await freePort();
+    let stderr = '';
+    cliAgent = spawn(
+      process.execPath,
+      [BIN, 'nodes', 'agent', '--api-url', t.bridgeUrl, '--edge-port', String(edgePort), '--data-dir', path.join(dataDir, 'cli')],
+      {
+        env: {
+          ...process.env,
+          PLATFORM_NODE_TOKEN: (await t.platform.services.publisher.nodes.hostedToken())!,
+          NODE_AGENT_EXECUTOR: 'simulated',
+        },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
+    cliAgent.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+    const deadline = Date.now() + 20_000;
+    while (!stderr.includes('connected') && Date.now() < deadline) await new Promise((res) => setTimeout(res, 100));
+    expect(stderr).toContain('connected');
+
+    const { releaseId, release } = await previewRelease();
+    expect(release).toMatchObject({ status: 'healthy', error_code: null });
+    const page = await viaAgent(releaseHost(releaseId), edgePort);
+    expect(page.status).toBe(200);
+    expect(JSON.parse(page.body).env_names).toContain('SESSION_SECRET');
   });
 });
