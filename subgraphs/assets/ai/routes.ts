@@ -3,14 +3,10 @@ import { type AnyRoute, route } from '../../../core/rest-route';
 import { AI_MODELS } from './evaluation';
 import { AI_ACTIONS, IMAGE_ACTIONS, MAX_MONTHLY_CAP_MICROS } from './pricing';
 import { revisionHeader } from '../revisions';
-import { SCOPES } from '../records';
+import { SCOPES, ifMatch } from '../records';
 
 const P = '/api/v1/assets';
 const tag = 'Assets';
-const header = (r: { headers: Record<string, string | string[] | undefined> }, name: string) => {
-  const h = r.headers[name];
-  return (Array.isArray(h) ? h[0] : h) ?? null;
-};
 
 const configBody = z
   .object({
@@ -33,8 +29,8 @@ const actionRoute = (action: (typeof IMAGE_ACTIONS)[number]): AnyRoute =>
     scope: SCOPES.process,
     errors: [402, 404, 409],
     creates: { aiJobID: '/data/job_id' },
-    derive: { body: '.' },
-    variables: (r) => ({ assetId: r.params.assetID, action }),
+    derive: { body: '.', params: '.' },
+    variables: () => ({ action }),
     select: (d) => d.requestAssetAiAction,
     status: 202,
     envelope: 'standard',
@@ -65,7 +61,7 @@ export const aiRoutes: AnyRoute[] = [
     scope: SCOPES.admin,
     errors: [412, 428],
     derive: { body: 'input' },
-    variables: (r) => ({ ifMatch: header(r, 'if-match') }),
+    variables: (r) => ({ ifMatch: ifMatch(r) }),
     select: (d) => d.putAssetAiConfig,
     status: 200,
     envelope: 'standard',
@@ -79,7 +75,7 @@ export const aiRoutes: AnyRoute[] = [
     operation: 'get-asset-ai',
     scope: SCOPES.read,
     errors: [404],
-    variables: (r) => ({ assetId: r.params.assetID }),
+    derive: { params: '.' },
     select: (d) => d.assetAiData,
     status: 200,
     envelope: 'standard',
@@ -93,7 +89,7 @@ export const aiRoutes: AnyRoute[] = [
     operation: 'get-ai-job',
     scope: SCOPES.read,
     errors: [404],
-    variables: (r) => ({ id: r.params.aiJobID }),
+    derive: { params: 'id' },
     select: (d) => d.assetAiJob,
     status: 200,
     envelope: 'standard',

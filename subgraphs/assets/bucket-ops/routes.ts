@@ -5,7 +5,7 @@ import { type AnyRoute, route } from '../../../core/rest-route';
 import { ACCESS_LOG_PAGE_MAX } from './analytics';
 import { INVENTORY_FORMATS } from './model';
 import { QUERY_MAX_ROWS } from './query';
-import { SCOPES } from '../records';
+import { SCOPES, ifMatch } from '../records';
 import { revisionHeader } from '../revisions';
 import { bucketBody } from '../buckets';
 
@@ -19,10 +19,6 @@ const B = '/api/v1/buckets/{bucketID}';
 const tag = 'Object-store buckets';
 const str = z.string();
 const region = str.min(1).max(63);
-const ifMatch = (r: { headers: Record<string, string | string[] | undefined> }) => {
-  const h = r.headers['if-match'];
-  return (Array.isArray(h) ? h[0] : h) ?? null;
-};
 /** An RFC 3339 time (with an offset or `Z`). */
 const rfc3339 = str.datetime({ offset: true });
 /** An object key as uploads accept it. */
@@ -121,8 +117,8 @@ export const bucketOpsRoutes: AnyRoute[] = [
     body: storageBody,
     scope: SCOPES.admin,
     errors: [404, 412, 422, 428],
+    derive: { params: '.' },
     variables: (r) => ({
-      bucketId: r.params.bucketID,
       ifMatch: ifMatch(r) ?? (r.body.revision !== undefined ? String(r.body.revision) : null),
       input: camelKeys({ ...r.body, revision: undefined }),
     }),
@@ -141,8 +137,7 @@ export const bucketOpsRoutes: AnyRoute[] = [
     scope: SCOPES.admin,
     errors: [404, 409, 422],
     creates: { relocationID: '/data/id' },
-    derive: { body: '.' },
-    variables: (r) => ({ bucketId: r.params.bucketID }),
+    derive: { body: '.', params: '.' },
     select: (d) => d.relocateObjstoreBucket,
     status: 202,
     envelope: 'standard',
@@ -155,7 +150,7 @@ export const bucketOpsRoutes: AnyRoute[] = [
     operation: 'objstore-get-relocation',
     scope: SCOPES.read,
     errors: [404],
-    variables: (r) => ({ bucketId: r.params.bucketID, id: r.params.relocationID }),
+    derive: { params: 'id' },
     select: (d) => d.objstoreBucketRelocation,
     status: 200,
     envelope: 'standard',
@@ -169,8 +164,7 @@ export const bucketOpsRoutes: AnyRoute[] = [
     query: analyticsQuery,
     scope: SCOPES.read,
     errors: [404, 422],
-    derive: { query: '.' },
-    variables: (r) => ({ bucketId: r.params.bucketID }),
+    derive: { query: '.', params: '.' },
     select: (d) => d.objstoreBucketAnalytics,
     status: 200,
     envelope: 'standard',
@@ -184,8 +178,7 @@ export const bucketOpsRoutes: AnyRoute[] = [
     query: logsQuery,
     scope: SCOPES.read,
     errors: [404, 422],
-    derive: { query: '.' },
-    variables: (r) => ({ bucketId: r.params.bucketID }),
+    derive: { query: '.', params: '.' },
     select: (d) => d.objstoreBucketAccessLogs,
     status: 200,
     envelope: 'standard',
@@ -200,8 +193,7 @@ export const bucketOpsRoutes: AnyRoute[] = [
     scope: SCOPES.write,
     errors: [404],
     creates: { exportID: '/data/id' },
-    derive: { body: '.' },
-    variables: (r) => ({ bucketId: r.params.bucketID }),
+    derive: { body: '.', params: '.' },
     select: (d) => d.createObjstoreInventoryExport,
     status: 202,
     envelope: 'standard',
@@ -214,7 +206,7 @@ export const bucketOpsRoutes: AnyRoute[] = [
     operation: 'objstore-get-inventory-export',
     scope: SCOPES.read,
     errors: [404],
-    variables: (r) => ({ bucketId: r.params.bucketID, id: r.params.exportID }),
+    derive: { params: 'id' },
     select: (d) => d.objstoreInventoryExport,
     status: 200,
     envelope: 'standard',
@@ -228,8 +220,7 @@ export const bucketOpsRoutes: AnyRoute[] = [
     body: queryBody,
     scope: SCOPES.read,
     errors: [404],
-    derive: { body: 'input' },
-    variables: (r) => ({ bucketId: r.params.bucketID }),
+    derive: { body: 'input', params: '.' },
     select: (d) => d.objstoreBucketQuery,
     status: 200,
     envelope: 'standard',
@@ -242,7 +233,7 @@ export const bucketOpsRoutes: AnyRoute[] = [
     operation: 'objstore-get-website',
     scope: SCOPES.read,
     errors: [404],
-    variables: (r) => ({ bucketId: r.params.bucketID }),
+    derive: { params: '.' },
     select: (d) => d.objstoreBucketWebsite,
     status: 200,
     envelope: 'standard',
@@ -256,8 +247,7 @@ export const bucketOpsRoutes: AnyRoute[] = [
     body: websiteBody,
     scope: SCOPES.admin,
     errors: [404],
-    derive: { body: '.' },
-    variables: (r) => ({ bucketId: r.params.bucketID }),
+    derive: { body: '.', params: '.' },
     select: (d) => d.putObjstoreBucketWebsite,
     status: 200,
     envelope: 'standard',

@@ -53,8 +53,8 @@ export const bucketRoutes: AnyRoute[] = [
     scope: SCOPES.admin,
     // 428 without If-Match, 412 when it names another revision (spec 7.3); 409 duplicate key, non-empty bucket or job in progress.
     errors: [409, 412, 428],
-    derive: { body: 'input' },
-    variables: (r) => ({ id: r.params.bucketID, ifMatch: ifMatch(r) }),
+    derive: { body: 'input', params: 'id' },
+    variables: (r) => ({ ifMatch: ifMatch(r) }),
     select: (d) => d.updateAssetBucket,
     headers: revisionHeader,
     status: 200,
@@ -69,7 +69,8 @@ export const bucketRoutes: AnyRoute[] = [
     scope: SCOPES.admin,
     // 428 without If-Match, 412 when it names another revision (spec 7.3); 409 duplicate key, non-empty bucket or job in progress.
     errors: [409, 412, 428],
-    variables: (r) => ({ id: r.params.bucketID, ifMatch: ifMatch(r) }),
+    derive: { params: 'id' },
+    variables: (r) => ({ ifMatch: ifMatch(r) }),
     select: (d) => d.deleteAssetBucket,
     status: 200,
     envelope: 'standard',

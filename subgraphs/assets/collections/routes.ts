@@ -4,16 +4,12 @@ import { type AnyRoute, route } from '../../../core/rest-route';
 import { COLLECTION_MAX_ASSETS, ORG_LIST_LIMIT_MAX, SEARCH_FILTER_FIELDS } from './service';
 import { revisionHeader } from '../revisions';
 import { SORT_FIELDS } from '../storage';
-import { SCOPES } from '../records';
+import { SCOPES, ifMatch } from '../records';
 
 /** Spec 4.3 `/collections` and `/saved-searches` (item routes `/{id}`, docs/contracts.md, names inside the areas). */
 const P = '/api/v1/assets';
 const tag = 'Assets';
 const str = z.string();
-const ifMatch = (r: { headers: Record<string, string | string[] | undefined> }) => {
-  const h = r.headers['if-match'];
-  return (Array.isArray(h) ? h[0] : h) ?? null;
-};
 const pageQuery = z.object({ limit: queryInt(1, ORG_LIST_LIMIT_MAX).optional(), cursor: str.optional() }).strict();
 // Trimmed by the service: at least one character that is not white space.
 const name = str.trim().min(1).max(128).regex(/\S/);
@@ -74,7 +70,7 @@ export const collectionRoutes: AnyRoute[] = [
     tag,
     operation: 'get-collection',
     scope: SCOPES.read,
-    variables: (r) => ({ id: r.params.collectionID }),
+    derive: { params: 'id' },
     select: (d) => d.assetCollection,
     headers: revisionHeader,
     status: 200,
@@ -89,8 +85,8 @@ export const collectionRoutes: AnyRoute[] = [
     body: collectionBody.partial().strict(),
     scope: SCOPES.write,
     errors: [409, 412, 428],
-    derive: { body: 'input' },
-    variables: (r) => ({ id: r.params.collectionID, ifMatch: ifMatch(r) }),
+    derive: { body: 'input', params: 'id' },
+    variables: (r) => ({ ifMatch: ifMatch(r) }),
     select: (d) => d.updateAssetCollection,
     headers: revisionHeader,
     status: 200,
@@ -104,7 +100,8 @@ export const collectionRoutes: AnyRoute[] = [
     operation: 'delete-collection',
     scope: SCOPES.write,
     errors: [412, 428],
-    variables: (r) => ({ id: r.params.collectionID, ifMatch: ifMatch(r) }),
+    derive: { params: 'id' },
+    variables: (r) => ({ ifMatch: ifMatch(r) }),
     select: (d) => d.deleteAssetCollection,
     status: 200,
     envelope: 'standard',
@@ -145,7 +142,7 @@ export const collectionRoutes: AnyRoute[] = [
     tag,
     operation: 'get-saved-search',
     scope: SCOPES.read,
-    variables: (r) => ({ id: r.params.savedSearchID }),
+    derive: { params: 'id' },
     select: (d) => d.assetSavedSearch,
     headers: revisionHeader,
     status: 200,
@@ -159,8 +156,7 @@ export const collectionRoutes: AnyRoute[] = [
     operation: 'run-saved-search',
     query: runQuery,
     scope: SCOPES.read,
-    derive: { query: '.' },
-    variables: (r) => ({ id: r.params.savedSearchID }),
+    derive: { query: '.', params: 'id' },
     select: (d) => d.assetSavedSearchResults,
     status: 200,
     envelope: 'standard',
@@ -174,8 +170,8 @@ export const collectionRoutes: AnyRoute[] = [
     body: savedSearchBody.partial().strict(),
     scope: SCOPES.write,
     errors: [409, 412, 428],
-    derive: { body: 'input' },
-    variables: (r) => ({ id: r.params.savedSearchID, ifMatch: ifMatch(r) }),
+    derive: { body: 'input', params: 'id' },
+    variables: (r) => ({ ifMatch: ifMatch(r) }),
     select: (d) => d.updateAssetSavedSearch,
     headers: revisionHeader,
     status: 200,
@@ -189,7 +185,8 @@ export const collectionRoutes: AnyRoute[] = [
     operation: 'delete-saved-search',
     scope: SCOPES.write,
     errors: [412, 428],
-    variables: (r) => ({ id: r.params.savedSearchID, ifMatch: ifMatch(r) }),
+    derive: { params: 'id' },
+    variables: (r) => ({ ifMatch: ifMatch(r) }),
     select: (d) => d.deleteAssetSavedSearch,
     status: 200,
     envelope: 'standard',

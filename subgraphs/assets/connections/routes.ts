@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { type AnyRoute, route } from '../../../core/rest-route';
 import { httpConfigSchema, httpSecretsSchema, s3ConfigSchema, s3SecretsSchema } from './config';
 import { revisionHeader } from '../revisions';
-import { SCOPES } from '../records';
+import { SCOPES, ifMatch } from '../records';
 
 const P = '/api/v1/assets/connections';
 const tag = 'Assets';
@@ -19,10 +19,6 @@ const patchBody = z
     secrets: z.record(z.string().min(1).max(4096).nullable()).optional(),
   })
   .strict();
-const ifMatch = (r: { headers: Record<string, string | string[] | undefined> }) => {
-  const h = r.headers['if-match'];
-  return (Array.isArray(h) ? h[0] : h) ?? null;
-};
 /** Spec 4.3 connections: external S3-compatible storage or an HTTP origin; secrets write-only. */
 export const connectionRoutes: AnyRoute[] = [
   route({
@@ -59,7 +55,7 @@ export const connectionRoutes: AnyRoute[] = [
     tag,
     operation: 'get-connection',
     scope: SCOPES.read,
-    variables: (r) => ({ id: r.params.connectionID }),
+    derive: { params: 'id' },
     select: (d) => d.assetConnection,
     headers: revisionHeader,
     status: 200,
@@ -75,8 +71,8 @@ export const connectionRoutes: AnyRoute[] = [
     scope: SCOPES.admin,
     errors: [409, 412],
     // An absent `config` or `secrets` changes nothing (the service reads it as `{}`).
-    derive: { body: 'input' },
-    variables: (r) => ({ id: r.params.connectionID, ifMatch: ifMatch(r) }),
+    derive: { body: 'input', params: 'id' },
+    variables: (r) => ({ ifMatch: ifMatch(r) }),
     select: (d) => d.updateAssetConnection,
     headers: revisionHeader,
     status: 200,
@@ -89,7 +85,7 @@ export const connectionRoutes: AnyRoute[] = [
     tag,
     operation: 'delete-connection',
     scope: SCOPES.admin,
-    variables: (r) => ({ id: r.params.connectionID }),
+    derive: { params: 'id' },
     select: (d) => d.deleteAssetConnection,
     status: 200,
     envelope: 'standard',
@@ -102,7 +98,7 @@ export const connectionRoutes: AnyRoute[] = [
     operation: 'verify-connection',
     scope: SCOPES.admin,
     errors: [422],
-    variables: (r) => ({ id: r.params.connectionID }),
+    derive: { params: 'id' },
     select: (d) => d.verifyAssetConnection,
     status: 200,
     envelope: 'standard',

@@ -54,7 +54,7 @@ export const lifecycleRoutes: AnyRoute[] = [
     operation: 'delete-lifecycle-rule',
     scope: SCOPES.write,
     errors: [404],
-    variables: (r) => ({ id: r.params.ruleID }),
+    derive: { params: 'id' },
     select: (d) => d.deleteAssetLifecycleRule,
     status: 200,
     envelope: 'standard',

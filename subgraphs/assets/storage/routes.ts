@@ -128,7 +128,7 @@ export const assetsRoutes: AnyRoute[] = [
     tag,
     operation: 'get-asset',
     scope: SCOPES.read,
-    variables: (r) => ({ id: id(r) }),
+    derive: { params: 'id' },
     select: (d) => d.asset,
     headers: revisionHeader,
     status: 200,
@@ -144,8 +144,8 @@ export const assetsRoutes: AnyRoute[] = [
     scope: SCOPES.write,
     // 428 without If-Match, 412 when it names another revision (spec 7.3); 409 duplicate key, non-empty bucket or job in progress.
     errors: [409, 412, 428],
-    derive: { body: 'input' },
-    variables: (r) => ({ id: id(r), ifMatch: ifMatch(r) }),
+    derive: { body: 'input', params: 'id' },
+    variables: (r) => ({ ifMatch: ifMatch(r) }),
     select: (d) => d.patchAsset,
     headers: revisionHeader,
     status: 200,
@@ -160,7 +160,8 @@ export const assetsRoutes: AnyRoute[] = [
     scope: SCOPES.write,
     // 428 without If-Match, 412 when it names another revision (spec 7.3); 409 duplicate key, non-empty bucket or job in progress.
     errors: [409, 412, 428],
-    variables: (r) => ({ id: id(r), ifMatch: ifMatch(r) }),
+    derive: { params: 'id' },
+    variables: (r) => ({ ifMatch: ifMatch(r) }),
     select: (d) => d.deleteAsset,
     status: 202,
     envelope: 'standard',
@@ -175,8 +176,8 @@ export const assetsRoutes: AnyRoute[] = [
     scope: SCOPES.write,
     // 428 without If-Match, 412 when it names another revision (spec 7.3).
     errors: [412, 428],
-    derive: { body: '.' },
-    variables: (r) => ({ id: id(r), ifMatch: ifMatch(r) }),
+    derive: { body: '.', params: 'id' },
+    variables: (r) => ({ ifMatch: ifMatch(r) }),
     select: (d) => d.setAssetTags,
     headers: revisionHeader,
     status: 200,
@@ -192,7 +193,8 @@ export const assetsRoutes: AnyRoute[] = [
     scope: SCOPES.write,
     // 428 without If-Match, 412 when it names another revision (spec 7.3).
     errors: [412, 428],
-    variables: (r) => ({ id: id(r), metadata: r.body, ifMatch: ifMatch(r) }),
+    derive: { params: 'id' },
+    variables: (r) => ({ metadata: r.body, ifMatch: ifMatch(r) }),
     select: (d) => d.mergeAssetMetadata,
     headers: revisionHeader,
     status: 200,
@@ -207,8 +209,7 @@ export const assetsRoutes: AnyRoute[] = [
     body: signedUrlBody,
     scope: SCOPES.publish,
     // An absent `max_downloads` and an explicit null both mean no cap (the service reads them alike).
-    derive: { body: '.' },
-    variables: (r) => ({ id: id(r) }),
+    derive: { body: '.', params: 'id' },
     select: (d) => d.createAssetSignedUrl,
     status: 201,
     envelope: 'standard',
@@ -220,7 +221,7 @@ export const assetsRoutes: AnyRoute[] = [
     tag,
     operation: 'purge-asset',
     scope: SCOPES.publish,
-    variables: (r) => ({ id: id(r) }),
+    derive: { params: 'id' },
     select: (d) => d.purgeAsset,
     status: 202,
     envelope: 'standard',
@@ -232,7 +233,7 @@ export const assetsRoutes: AnyRoute[] = [
     tag,
     operation: 'asset-versions',
     scope: SCOPES.read,
-    variables: (r) => ({ id: id(r) }),
+    derive: { params: 'id' },
     select: (d) => d.assetVersions,
     status: 200,
     envelope: 'standard',
@@ -246,6 +247,7 @@ export const assetsRoutes: AnyRoute[] = [
     scope: SCOPES.write,
     // 428 without If-Match, 412 when it names another revision (spec 7.3).
     errors: [412, 428],
+    // The asset, the first path parameter, is the operation's `id` (derive names only the last).
     variables: (r) => ({ id: id(r), versionId: r.params.versionID, ifMatch: ifMatch(r) }),
     select: (d) => d.restoreAssetVersion,
     headers: revisionHeader,
@@ -262,8 +264,7 @@ export const assetsRoutes: AnyRoute[] = [
     scope: SCOPES.write,
     // 409: the branch exists (main always does).
     errors: [409],
-    derive: { body: '.' },
-    variables: (r) => ({ id: id(r) }),
+    derive: { body: '.', params: 'id' },
     select: (d) => d.createAssetBranch,
     headers: revisionHeader,
     status: 201,
@@ -278,6 +279,7 @@ export const assetsRoutes: AnyRoute[] = [
     scope: SCOPES.write,
     // 428 without If-Match, 412 when it names another revision (spec 7.3).
     errors: [412, 428],
+    // The asset, the first path parameter, is the operation's `id` (derive names only the last).
     variables: (r) => ({ id: id(r), branch: r.params.branch, ifMatch: ifMatch(r) }),
     select: (d) => d.promoteAssetBranch,
     headers: revisionHeader,

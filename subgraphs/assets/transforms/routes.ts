@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { type AnyRoute, route } from '../../../core/rest-route';
 import { FITS, FORMATS, GRAVITIES, MAX_EDGE, NAME as TRANSFORMATION_NAME } from './transforms';
-import { P, id, str, tag, SCOPES } from '../records';
+import { P, str, tag, SCOPES } from '../records';
 
 /** Spec "not shown" shapes: docs/contracts.md (legacy flat form, typed v2 form with an eager policy). */
 const edge = z.number().int().min(1).max(MAX_EDGE).nullable().optional();
@@ -91,7 +91,7 @@ export const transformRoutes: AnyRoute[] = [
     tag,
     operation: 'delete-transformation',
     scope: SCOPES.write,
-    variables: (r) => ({ name: r.params.name }),
+    derive: { params: '.' },
     select: (d) => d,
     status: 200,
     envelope: 'standard',
@@ -104,8 +104,7 @@ export const transformRoutes: AnyRoute[] = [
     operation: 'transform-asset',
     body: transformBody,
     scope: SCOPES.write,
-    derive: { body: '.' },
-    variables: (r) => ({ id: id(r) }),
+    derive: { body: '.', params: 'id' },
     select: (d) => d.transformAsset,
     status: 201,
     envelope: 'standard',
@@ -117,7 +116,7 @@ export const transformRoutes: AnyRoute[] = [
     tag,
     operation: 'asset-derivatives',
     scope: SCOPES.read,
-    variables: (r) => ({ id: id(r) }),
+    derive: { params: 'id' },
     select: (d) => d.assetDerivatives,
     status: 200,
     envelope: 'standard',

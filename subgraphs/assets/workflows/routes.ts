@@ -4,7 +4,7 @@ import { type AnyRoute, route } from '../../../core/rest-route';
 import { definitionSchema } from './catalog';
 import { APPROVAL_STATUSES } from './model';
 import { revisionHeader } from '../revisions';
-import { SCOPES } from '../records';
+import { SCOPES, ifMatch } from '../records';
 
 /**
  * Spec 4.3 workflow and automation rows (decision 0027). The MCP transport and the public
@@ -12,11 +12,6 @@ import { SCOPES } from '../records';
  */
 const P = '/api/v1/assets';
 const tag = 'Assets workflows';
-const wfId = (r: { params: Record<string, string> }) => r.params.workflowId;
-const ifMatch = (r: { headers: Record<string, string | string[] | undefined> }) => {
-  const h = r.headers['if-match'];
-  return (Array.isArray(h) ? h[0] : h) ?? null;
-};
 const pageQuery = z.object({ limit: queryInt(1, 100).optional(), cursor: z.string().min(1).optional() }).strict();
 /** The service's own definition schema (trigger types, step ids, at most MAX_STEPS steps). */
 const draftBody = definitionSchema;
@@ -66,8 +61,8 @@ const decide = (decision: 'approved' | 'rejected', word: 'approve' | 'reject'): 
     body: decisionBody,
     scope: SCOPES.write,
     errors: [409, 410, 503],
-    derive: { body: '.' },
-    variables: (r) => ({ id: r.params.approvalId, decision }),
+    derive: { body: '.', params: 'id' },
+    variables: () => ({ decision }),
     select: (d) => d.decideAssetApproval,
     status: 200,
     envelope: 'standard',
@@ -89,9 +84,9 @@ const decisionRoute: AnyRoute = route({
     .strict(),
   scope: SCOPES.write,
   errors: [409, 410, 503],
-  derive: { body: '.' },
+  derive: { body: '.', params: 'id' },
   // `denied` is the spec's other word for `rejected`.
-  variables: (r) => ({ id: r.params.approvalId, decision: r.body.decision === 'denied' ? 'rejected' : r.body.decision }),
+  variables: (r) => ({ decision: r.body.decision === 'denied' ? 'rejected' : r.body.decision }),
   select: (d) => d.decideAssetApproval,
   status: 200,
   envelope: 'standard',
@@ -162,7 +157,7 @@ export const workflowRoutes: AnyRoute[] = [
     tag,
     operation: 'get-workflow-run',
     scope: SCOPES.read,
-    variables: (r) => ({ runId: r.params.runId }),
+    derive: { params: '.' },
     select: (d) => d.assetWorkflowRun,
     status: 200,
     envelope: 'standard',
@@ -175,7 +170,7 @@ export const workflowRoutes: AnyRoute[] = [
     operation: 'cancel-workflow-run',
     scope: SCOPES.write,
     errors: [409],
-    variables: (r) => ({ runId: r.params.runId }),
+    derive: { params: '.' },
     select: (d) => d.cancelAssetWorkflowRun,
     status: 200,
     envelope: 'standard',
@@ -188,7 +183,7 @@ export const workflowRoutes: AnyRoute[] = [
     operation: 'retry-workflow-run',
     scope: SCOPES.write,
     errors: [409],
-    variables: (r) => ({ runId: r.params.runId }),
+    derive: { params: '.' },
     select: (d) => d.retryAssetWorkflowRun,
     status: 202,
     envelope: 'standard',
@@ -200,7 +195,7 @@ export const workflowRoutes: AnyRoute[] = [
     tag,
     operation: 'get-workflow',
     scope: SCOPES.read,
-    variables: (r) => ({ id: wfId(r) }),
+    derive: { params: 'id' },
     select: (d) => d.assetWorkflow,
     headers: revisionHeader,
     status: 200,
@@ -216,7 +211,8 @@ export const workflowRoutes: AnyRoute[] = [
     scope: SCOPES.write,
     // 422: a step config key the store cannot hold (a NUL byte).
     errors: [412, 422, 428],
-    variables: (r) => ({ id: wfId(r), draft: r.body, ifMatch: ifMatch(r) }),
+    derive: { params: 'id' },
+    variables: (r) => ({ draft: r.body, ifMatch: ifMatch(r) }),
     select: (d) => d.saveAssetWorkflowDraft,
     headers: revisionHeader,
     status: 200,
@@ -229,7 +225,7 @@ export const workflowRoutes: AnyRoute[] = [
     tag,
     operation: 'validate-workflow',
     scope: SCOPES.read,
-    variables: (r) => ({ id: wfId(r) }),
+    derive: { params: 'id' },
     select: (d) => d.validateAssetWorkflow,
     status: 200,
     envelope: 'standard',
@@ -241,7 +237,7 @@ export const workflowRoutes: AnyRoute[] = [
     tag,
     operation: 'publish-workflow',
     scope: SCOPES.write,
-    variables: (r) => ({ id: wfId(r) }),
+    derive: { params: 'id' },
     select: (d) => d.publishAssetWorkflow,
     status: 201,
     envelope: 'standard',
@@ -255,8 +251,7 @@ export const workflowRoutes: AnyRoute[] = [
     body: activateBody,
     scope: SCOPES.write,
     errors: [409],
-    derive: { body: '.' },
-    variables: (r) => ({ id: wfId(r) }),
+    derive: { body: '.', params: 'id' },
     select: (d) => d.activateAssetWorkflow,
     status: 200,
     envelope: 'standard',
@@ -270,8 +265,7 @@ export const workflowRoutes: AnyRoute[] = [
     body: runBody,
     scope: SCOPES.write,
     errors: [409],
-    derive: { body: '.' },
-    variables: (r) => ({ id: wfId(r) }),
+    derive: { body: '.', params: 'id' },
     select: (d) => d.runAssetWorkflow,
     status: 202,
     envelope: 'standard',
@@ -283,7 +277,7 @@ export const workflowRoutes: AnyRoute[] = [
     tag,
     operation: 'workflow-versions',
     scope: SCOPES.read,
-    variables: (r) => ({ id: wfId(r) }),
+    derive: { params: 'id' },
     select: (d) => ({ items: d.assetWorkflowVersions, next_cursor: null }),
     status: 200,
     envelope: 'standard',
@@ -296,8 +290,7 @@ export const workflowRoutes: AnyRoute[] = [
     operation: 'workflow-runs',
     query: pageQuery,
     scope: SCOPES.read,
-    derive: { query: '.' },
-    variables: (r) => ({ id: wfId(r) }),
+    derive: { query: '.', params: 'id' },
     select: (d) => d.assetWorkflowRuns,
     status: 200,
     envelope: 'standard',
