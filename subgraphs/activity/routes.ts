@@ -104,8 +104,7 @@ export const activityRoutes: AnyRoute[] = [
     params: pathSchema('/{approvalID}'),
     // 404 unknown approval; 409 hash changed, another decision recorded, withheld or withdrawn; 410 expired (spec 7.5).
     errors: [404, 409, 410],
-    derive: { body: '.' },
-    variables: (r) => ({ approvalId: r.params.approvalID }),
+    derive: { body: '.', params: '.' },
     select: (d) => d.decideApproval,
     status: 200,
     envelope: 'standard',
