@@ -39,6 +39,7 @@ export const AGENT_CALLS: ReadonlyArray<readonly ['GET' | 'POST', string]> = [
   ['GET', '/tasks/:taskId/releases/:releaseId'],
   ['GET', '/tasks/:taskId/releases/:releaseId/bundle'],
   ['GET', '/tasks/:taskId/releases/:releaseId/wanted'],
+  ['POST', '/releases/observations'],
 ];
 
 /**
@@ -182,6 +183,9 @@ export interface SiteExtrasValue {
 /** The most sites one `POST /sites/extras` names. */
 export const MAX_EXTRAS_SITES = 200;
 
+/** The most requests one `POST /releases/observations` carries (an agent sends them every second). */
+export const MAX_OBSERVED_REQUESTS = 5_000;
+
 /**
  * How a release of a claimed task runs (`GET /tasks/:taskId/releases/:releaseId`): its process
  * environment (secrets included), the kind of bundle its connection expects, its memory, the health
@@ -254,6 +258,40 @@ export const agentBodies = {
   progress: z.object({ session, detail: z.string().max(1000) }).strict(),
   result: z.object({ session, outcome: taskOutcome }).strict(),
   siteExtras: z.object({ site_ids: z.array(z.string().min(1).max(100)).min(1).max(MAX_EXTRAS_SITES) }).strict(),
+  /**
+   * What an agent's release host observed (decision 0365): the requests its edge served on releases'
+   * addresses (storefront analytics) and releases past the degraded rule. The hosted node's only.
+   */
+  releaseObservations: z
+    .object({
+      access: z
+        .array(
+          z
+            .object({
+              project_id: z.string().min(1).max(100).nullable(),
+              release_id: z.string().min(1).max(100).nullable(),
+              at: z.string().datetime(),
+              status: z.number().int().min(100).max(599),
+              ms: z.number().min(0),
+            })
+            .strict(),
+        )
+        .max(MAX_OBSERVED_REQUESTS)
+        .optional(),
+      degraded: z
+        .array(
+          z
+            .object({
+              release_id: z.string().min(1).max(100),
+              requests: z.number().int().min(0),
+              errors: z.number().int().min(0),
+            })
+            .strict(),
+        )
+        .max(100)
+        .optional(),
+    })
+    .strict(),
 };
 export type AgentBody<K extends keyof typeof agentBodies> = z.infer<(typeof agentBodies)[K]>;
 
