@@ -5,6 +5,7 @@ import type { z } from 'zod';
 import { PlatformError, badRequest, isPlatformError, unauthenticated } from '../core/errors';
 import {
   AGENT_CALLS,
+  type AgentBody,
   type AgentRelease,
   agentBodies,
   type DesiredSite,
@@ -231,6 +232,21 @@ export class NodeAgentService {
     return new AgentBytes(b.stream, b.bytes);
   }
 
+  /** What the hosted node's agent's release host observed (requests served, releases past the degraded rule). */
+  async releaseObservations(node: ConnectedNodeDoc, b: AgentBody<'releaseObservations'>): Promise<void> {
+    if (!node.hosted) throw new PlatformError('not_the_hosted_node', 403, 'only the hosted node runs releases');
+    await this.deliveries().observed({
+      access: (b.access ?? []).map((e) => ({
+        projectId: e.project_id,
+        releaseId: e.release_id,
+        at: new Date(e.at),
+        status: e.status,
+        ms: e.ms,
+      })),
+      degraded: (b.degraded ?? []).map((d) => ({ releaseId: d.release_id, requests: d.requests, errors: d.errors })),
+    });
+  }
+
   /** Whether the platform still wants the release where the task named it (a reconcile, right before a start). */
   async releaseWanted(node: ConnectedNodeDoc, taskId: string, releaseId: string): Promise<boolean> {
     return this.deliveries().stillWanted(await this.heldRelease(node, taskId, releaseId));
@@ -375,6 +391,10 @@ async function route(
     return { recorded: true };
   }
   if (method === 'GET' && p === '/sites') return { sites: await api.desired(node) };
+  if (method === 'POST' && p === '/releases/observations') {
+    await api.releaseObservations(node, parse(agentBodies.releaseObservations, body));
+    return { recorded: true };
+  }
   if (method === 'POST' && p === '/sites/extras') {
     return { extras: await api.siteExtras(node, parse(agentBodies.siteExtras, body).site_ids) };
   }

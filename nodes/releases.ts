@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { AgentRelease, ReleaseDelivery } from '../dataplane/agent/wire';
-import type { ReleaseHostOptions } from '../dataplane/releases';
+import type { AccessEntry, ReleaseHostOptions } from '../dataplane/releases';
 
 /**
  * What the platform answers a node's agent about a release of a task it holds (the agent API:
@@ -15,6 +15,11 @@ export interface ReleaseDeliveries {
   bundle(releaseId: string): Promise<{ stream: Readable; bytes: number | null }>;
   /** Whether the platform still wants the release where the reconcile task named it. */
   stillWanted(release: AgentRelease): Promise<boolean>;
+  /**
+   * What an agent's release host observed (an agent with no sinks of its own: one outside this
+   * process): requests served (analytics) and releases past the degraded rule.
+   */
+  observed(o: { access: AccessEntry[]; degraded: Array<{ releaseId: string; requests: number; errors: number }> }): Promise<void>;
 }
 
 /**

@@ -21,6 +21,7 @@ import {
   type DesiredSite,
   type HeartbeatReply,
   MAX_EXTRAS_SITES,
+  MAX_OBSERVED_REQUESTS,
   MAX_SITE_EVENTS,
   NODE_AGENT_PATH,
   NODE_TOKEN_HEADER,
@@ -156,7 +157,13 @@ export class NodeAgent {
         : new SimulatedNodeExecutor(this.plane, o.simulatedStepDelayMs);
     this.releases = o.releaseHost
       ? new ReleaseExecutor(
-          new ReleaseHost({ ...o.releaseHost, edge: this.plane.edge, supervisor: this.plane.supervisor }),
+          new ReleaseHost({
+            // An agent with no sinks of its own (outside the platform's process) reports what its host observed.
+            ...(o.releaseHost.onAccess || o.releaseHost.onDegraded ? {} : this.observationsToPlatform()),
+            ...o.releaseHost,
+            edge: this.plane.edge,
+            supervisor: this.plane.supervisor,
+          }),
           agentReleaseSource({ get: (p) => this.call('GET', p), download: (p, file) => this.download(p, file) }),
         )
       : null;
@@ -490,6 +497,33 @@ export class NodeAgent {
     // The first settlement wins: the agent's end is the refused token, not the stop that follows.
     this.fatal?.(e);
     void this.stop();
+  }
+
+  /**
+   * The release host's sinks as calls (`POST /releases/observations`, decision 0365): the requests its
+   * edge served on releases' addresses (storefront analytics; a batch the platform does not take is
+   * dropped, as the in-process sink drops one it cannot insert) and releases past the degraded rule.
+   */
+  private observationsToPlatform(): Pick<ReleaseHostOptions, 'onAccess' | 'onDegraded'> {
+    const send = (body: object) => this.call('POST', '/releases/observations', body);
+    return {
+      onAccess: async (batch) => {
+        for (let i = 0; i < batch.length; i += MAX_OBSERVED_REQUESTS) {
+          const access = batch.slice(i, i + MAX_OBSERVED_REQUESTS).map((e) => ({
+            project_id: e.projectId,
+            release_id: e.releaseId,
+            at: e.at.toISOString(),
+            status: e.status,
+            ms: e.ms,
+          }));
+          await send({ access });
+        }
+      },
+      onDegraded: (releaseId, w) =>
+        void send({ degraded: [{ release_id: releaseId, requests: w.requests, errors: w.errors }] }).catch((e: unknown) =>
+          this.log(`release ${releaseId} past the degraded rule, not recorded: ${(e as Error).message}`),
+        ),
+    };
   }
 
   /** Downloads a call's bytes (a release's bundle) into `file`; a refusal throws as `call` does. */

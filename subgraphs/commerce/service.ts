@@ -189,6 +189,11 @@ export class CommerceService {
         }),
       bundle: (releaseId) => this.releases.bundle(releaseId),
       stillWanted: (r) => this.releases.stillWanted(r),
+      // What an agent outside this process observed, through the agent API: the same sinks.
+      async observed({ access, degraded }) {
+        if (access.length) await host.onAccess!(access);
+        for (const d of degraded) host.onDegraded!(d.releaseId, d);
+      },
     };
   }
 

@@ -20,9 +20,10 @@ export const publisherByteRoutes: ByteRoute[] = nodeAgentByteRoutes();
 
 /**
  * The calls of a node agent (`nodes agent`): heartbeat, claim, lease release, progress, result,
- * desired sites, and what a step reads beyond its task (sites' extras; a held release task's run,
- * bundle and whether it is still wanted: decision 0365). Each body is documented from the schema the agent API parses it with
- * (`agentBodies` of dataplane/agent/wire.ts), so the two cannot disagree (decision 0295).
+ * desired sites, and beyond its tasks (decision 0365) sites' extras, a held release task's run,
+ * bundle and whether it is still wanted, and what its release host observed. Each body is
+ * documented from the schema the agent API parses it with (`agentBodies` of
+ * dataplane/agent/wire.ts), so the two cannot disagree (decision 0295).
  */
 export function nodeAgentByteRoutes(): ByteRoute[] {
   const descriptions = {
@@ -102,6 +103,13 @@ export function nodeAgentByteRoutes(): ByteRoute[] {
         responses: { ...answer(what), ...errors([404, 503]) },
       }),
     ),
+    route('POST', '/releases/observations', 'releaseObservations', "What the hosted node's release host observed", {
+      requestBody: body('releaseObservations'),
+      responses: {
+        ...answer('recorded (requests served: storefront analytics; releases past the degraded rule)'),
+        ...errors([403, 503]),
+      },
+    }),
     route('GET', '/tasks/{taskId}/releases/{releaseId}/bundle', 'releaseBundle', "A held release task's bundle (a tar archive)", {
       parameters: [taskId, releaseId],
       responses: {

@@ -55,10 +55,14 @@ afterAll(async () => {
 });
 
 /** A request to an agent's edge (default: the class agent's) with a release's `Host`. */
-function viaAgent(host: string, port = Number(new URL(agent.edgeUrl).port)): Promise<{ status: number; body: string }> {
+function viaAgent(
+  host: string,
+  urlPath = '/',
+  port = Number(new URL(agent.edgeUrl).port),
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     http
-      .get({ host: '127.0.0.1', port, path: '/', headers: { host: `${host}:${port}` } }, (res) => {
+      .get({ host: '127.0.0.1', port, path: urlPath, headers: { host: `${host}:${port}` } }, (res) => {
         let body = '';
         res.setEncoding('utf8');
         res.on('data', (c: string) => (body += c));
@@ -93,7 +97,7 @@ async function previewRelease() {
 }
 
 describe('an external hosted agent', () => {
-  it("runs a release's start and promotion from the agent API: environment and bundle over HTTP, served on its own edge; no secret in a task record", async () => {
+  it("runs a release's start and promotion from the agent API: environment and bundle over HTTP, served on its own edge, analytics and the degraded rule reported back; no secret in a task record", async () => {
     const { tn, releaseId, release } = await previewRelease();
     const B = base(tn.projectId);
     expect(release).toMatchObject({ status: 'healthy', error_code: null });
@@ -120,6 +124,27 @@ describe('an external hosted agent', () => {
       await new Promise((res) => setTimeout(res, 100));
     expect(agent.plane.edge.route(productionHost(tn.projectId))?.owner).toBe(releaseId);
     expect((await viaAgent(productionHost(tn.projectId))).status).toBe(200);
+
+    // What its edge served reaches the platform through the agent API: storefront analytics count the
+    // production address's requests (1 above, 5 more, 20 answered 500), and 20 of 26 in the window
+    // turn the release degraded.
+    for (let i = 0; i < 5; i++) expect((await viaAgent(productionHost(tn.projectId))).status).toBe(200);
+    for (let i = 0; i < 20; i++) expect((await viaAgent(productionHost(tn.projectId), '/boom')).status).toBe(500);
+    const analytics = async () => (await t.rest('GET', `${B}/storefront/analytics?range=1h`, { key: tn.key })).body.data?.totals;
+    const seen = Date.now() + 10_000;
+    while (!((await analytics())?.requests >= 26) && Date.now() < seen) await new Promise((res) => setTimeout(res, 250));
+    expect(await analytics()).toEqual({ requests: 26, errors: 20 });
+    const settled = Date.now() + 10_000;
+    let status = '';
+    while (status !== 'degraded' && Date.now() < settled) {
+      const items = (await t.rest('GET', `${B}/releases`, { key: tn.key })).body.data.items as Array<{
+        id: string;
+        status: string;
+      }>;
+      status = items.find((x) => x.id === releaseId)?.status ?? '';
+      if (status !== 'degraded') await new Promise((res) => setTimeout(res, 250));
+    }
+    expect(status).toBe('degraded');
 
     // The secrets crossed the protocol, never a task record.
     const stored = JSON.stringify(await tasks().find({}).toArray());
@@ -216,7 +241,7 @@ describe('an external hosted agent', () => {
 
     const { releaseId, release } = await previewRelease();
     expect(release).toMatchObject({ status: 'healthy', error_code: null });
-    const page = await viaAgent(releaseHost(releaseId), edgePort);
+    const page = await viaAgent(releaseHost(releaseId), '/', edgePort);
     expect(page.status).toBe(200);
     expect(JSON.parse(page.body).env_names).toContain('SESSION_SECRET');
   });
