@@ -151,7 +151,7 @@ describe('an external hosted agent', () => {
     for (const v of Object.values(SECRETS)) expect(stored).not.toContain(v);
   });
 
-  it('refuses a node a release of a task it does not hold, and a site not placed on it (404, the secrets not sent)', async () => {
+  it('refuses a node a release of a task it does not hold, a site not placed on it (404, the secrets not sent), and release observations unless it is the hosted node', async () => {
     const hostedToken = (await t.platform.services.publisher.nodes.hostedToken())!;
     const { accountId } = await t.createKey({ account: uniqueName('ext-nodes') });
     const nodes = t.platform.services.publisher.nodes;
@@ -213,6 +213,11 @@ describe('an external hosted agent', () => {
       const res = await extras(token, [...ids]);
       expect([res.status, ((await res.json()) as any).error.code]).toEqual([404, 'site_not_on_node']);
     }
+    // Only the hosted node runs releases: another node's report of what they served is refused.
+    const report = await agentCall(a.token, 'POST', '/releases/observations', {
+      degraded: [{ release_id: releaseId, requests: 30, errors: 30 }],
+    });
+    expect([report.status, ((await report.json()) as any).error.code]).toEqual([403, 'not_the_hosted_node']);
     const forged = await extras('pnode_' + 'A'.repeat(43), [onA]);
     expect(forged.status).toBe(401);
   });
