@@ -122,7 +122,7 @@ export async function readPathSection(platform: Platform, plainUrl: string, key:
       }
     }
   } finally {
-    // The process's defaults again for the sections after this one (compiled execution stays off by default: decision 0345).
-    setSwitches({ singleFetch: true, dates: true, jit: false, cacheControl: true });
+    // The process's defaults again for the sections after this one (all on: decisions 0313, 0314, 0345).
+    setSwitches(VARIANTS.all);
   }
 }

@@ -77,8 +77,13 @@ function nestedVariables(schema: GraphQLSchema, operation: OperationDefinitionNo
  */
 const JIT_ABSTRACT_TYPES = new Set(['_Entity']);
 
-/** Whether `document` selects a field whose type is an abstract type jit cannot resolve. */
-function selectsAbstractType(schema: GraphQLSchema, document: DocumentNode): boolean {
+/**
+ * Whether jit would answer `document` otherwise than graphql-js: it selects a field of an abstract
+ * type jit cannot resolve, or it has `@skip` or `@include` (jit orders an answer's keys when it
+ * compiles, so `{ id @include(if: $no) name id }` answers `id` before `name`; graphql-js after).
+ * No document of the platform's own has either.
+ */
+function jitDiverges(schema: GraphQLSchema, document: DocumentNode): boolean {
   const typeInfo = new TypeInfo(schema);
   let found = false;
   visit(
@@ -88,6 +93,9 @@ function selectsAbstractType(schema: GraphQLSchema, document: DocumentNode): boo
         const type = typeInfo.getType();
         const named = type && getNamedType(type);
         if (named && isAbstractType(named) && !JIT_ABSTRACT_TYPES.has(named.name)) found = true;
+      },
+      Directive(directive) {
+        if (directive.name.value === 'skip' || directive.name.value === 'include') found = true;
       },
     }),
   );
@@ -116,7 +124,7 @@ function compiled(args: ExecuteArgs): Compiled | typeof GRAPHQL_JS {
   if (found === undefined) {
     const operation = getOperationAST(args.document, args.operationName);
     found = GRAPHQL_JS;
-    if (operation?.operation === 'query' && !selectsAbstractType(args.schema, args.document)) {
+    if (operation?.operation === 'query' && !jitDiverges(args.schema, args.document)) {
       try {
         const query = compileQuery(args.schema, args.document, args.operationName ?? undefined);
         if (isCompiledQuery(query)) {

@@ -27,8 +27,9 @@ describe('GET /api/v1/assets with compiled execution', () => {
   const get = async (path: string, compiled: boolean) => {
     compiledExecution.enabled = compiled;
     list.mockClear();
+    const ran = compiledExecution.compiled;
     const res = await t.rest('GET', path, { key });
-    return { status: res.status, body: res.body, args: list.mock.calls.map((c) => c[1]) };
+    return { status: res.status, body: res.body, args: list.mock.calls.map((c) => c[1]), jit: compiledExecution.compiled > ran };
   };
 
   it.each([
@@ -40,6 +41,7 @@ describe('GET /api/v1/assets with compiled execution', () => {
     const reference = await get(path, false);
     expect(reference.status).toBe(200);
     expect(compiled.status).toBe(200);
+    expect(compiled.jit).toBe(true);
     expect(compiled.body.data).toEqual({ assets: [], total: 0, next_cursor: '' });
     expect(compiled.args).toHaveLength(1);
     expect(compiled.args).toEqual(reference.args);

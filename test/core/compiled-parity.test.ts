@@ -118,6 +118,22 @@ class ThingResolver {
     return t.strict;
   }
 
+  /** Values their scalar or enum cannot write: t2's date is invalid, its colour unknown, its count 1.5. */
+  @FieldResolver(() => Date, { nullable: true })
+  when(@Root() t: Thing): Date {
+    return t.id === 't2' ? new Date(NaN) : t.at;
+  }
+
+  @FieldResolver(() => Colour, { nullable: true })
+  shade(@Root() t: Thing): Colour {
+    return t.id === 't2' ? ('green' as Colour) : t.colour;
+  }
+
+  @FieldResolver(() => Int, { nullable: true })
+  count(@Root() t: Thing): number {
+    return t.id === 't2' ? 1.5 : 1;
+  }
+
   @FieldResolver(() => String, { nullable: true })
   loose(@Root() t: Thing): string | null {
     if (t.id === 't1') throw badRequest('loose_refused', 'no loose for t1');
@@ -221,6 +237,22 @@ describe('compiled execution gives what graphql-js gives (decision 0345)', () =>
     expect(r.compiled.data).toMatchObject({ things: [{ at: '2024-01-01T00:00:00.000Z', colour: 'Red' }, {}, {}] });
   });
 
+  it('answers aliases, merged fields and introspection as graphql-js does', async () => {
+    await expectSame('{ a: things(limit: 1) { id } b: things(limit: 2) { id name id data } b: things(limit: 2) { at } }');
+    await expectSame('{ __type(name: "Thing") { name fields { name type { name kind ofType { name } } } } }');
+  });
+
+  // jit orders an answer's keys when it compiles: a field left out by a condition and selected
+  // again later would come first. graphql-js runs documents with @skip or @include.
+  it('leaves @skip and @include to graphql-js', async () => {
+    const source = `query Q($s: Boolean!) {
+      a: things(limit: 1) @skip(if: $s) { id }
+      b: things(limit: 2) { id @include(if: $s) name id data }
+    }`;
+    await expectSame(source, { s: true }, 'graphql-js');
+    await expectSame(source, { s: false }, 'graphql-js');
+  });
+
   // type-graphql's resolveType is async, which jit does not await: graphql-js runs these.
   it('resolves a union with fragments and __typename', async () => {
     await expectSame('{ either { __typename ... on Thing { id name } ... on Other { id count } } }', undefined, 'graphql-js');
@@ -239,6 +271,15 @@ describe('compiled execution gives what graphql-js gives (decision 0345)', () =>
     expect(errorsOf(strict.compiled)?.map((e) => e.path)).toEqual([['failing', 1, 'strict']]);
     const nulled = await expectSame('{ ok: things(limit: 1) { id } bad: things(limit: 3) { strict } }');
     expect(nulled.compiled.data).toBeNull();
+  });
+
+  it('words values a scalar or enum cannot write as graphql-js does', async () => {
+    const r = await expectSame('{ things(limit: 3) { id when shade count } }');
+    expect(errorsOf(r.compiled)?.map((e) => e.path)).toEqual([
+      ['things', 2, 'when'],
+      ['things', 2, 'shade'],
+      ['things', 2, 'count'],
+    ]);
   });
 
   it('words variable errors as graphql-js does (graphql-js answers them)', async () => {
