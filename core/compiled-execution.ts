@@ -21,8 +21,10 @@ import {
 
 /**
  * The subgraphs' queries executed by `graphql-jit` (decision 0345): each query document is compiled
- * once per schema and kept; mutations, documents jit refuses and requests whose variables do not
- * coerce go to graphql-js, so those answers and errors stay graphql-js's own. The switch is the
+ * once per schema and kept; mutations, documents jit refuses or would answer otherwise (jitDiverges),
+ * requests whose variables it would read otherwise (inLiterals) and requests whose variables do not
+ * coerce go to graphql-js, so those answers and errors stay graphql-js's own; the variables jit runs
+ * are read as graphql-js reads them first (asGraphqlJsReads). The switch is the
  * process's (the read-path bench sets it per measurement). The counts, while it is on: requests
  * jit answered, and requests graphql-js answered (one whose variables jit refused counts there).
  */
@@ -31,7 +33,7 @@ export const compiledExecution = { enabled: true, compiled: 0, graphqlJs: 0 };
 /** Compiled documents kept per schema (bounded: cleared when full, as the parsed-document cache). */
 const COMPILED_MAX = 2000;
 
-/** A document graphql-js runs (not a query, or jit refused it). */
+/** A document graphql-js runs (not a query, jit refused it, or jit would answer it otherwise). */
 const GRAPHQL_JS = Symbol('graphql-js');
 
 /** A compiled query and what its variables need before jit runs it. */
