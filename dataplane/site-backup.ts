@@ -185,11 +185,39 @@ export async function refuseLinks(site: string | SiteFiles, code: 'capture_faile
   if (odd) throw new BackupError(code, `${odd.rel} in the site's directory is not a plain ${odd.what}; refusing to follow it`);
 }
 
+/**
+ * Where a recovery point's parts go and come from (docs/decisions/0375-recovery-parts-over-the-agent-api.md):
+ * the platform's blob store (`blobRecoveryParts`), or the agent API's part calls for a task the node
+ * holds (dataplane/agent/recovery-parts.ts). A read answers the stored bytes, not yet checked (the
+ * caller checks them against the part); a put answers the part the bytes became.
+ */
+export interface RecoveryParts {
+  read(part: SealedPart): Promise<Readable>;
+  put(source: Readable): Promise<SealedPart>;
+}
+
+/** The parts in a blob store's region (the platform's own: `PUBLISHER_BACKUP_STORE`). */
+export function blobRecoveryParts(store: BlobStore, region = RECOVERY_POINT_REGION): RecoveryParts {
+  return {
+    read: async (part) => store.read(region, part.sha256),
+    async put(source) {
+      const staged = await store.stage(source);
+      try {
+        await store.commit(staged, region);
+      } catch (e) {
+        await store.discard(staged);
+        throw e;
+      }
+      return { sha256: staged.sha256, sizeBytes: staged.size };
+    },
+  };
+}
+
 export class SiteBackups {
-  constructor(
-    readonly store: BlobStore,
-    private readonly region = RECOVERY_POINT_REGION,
-  ) {}
+  private readonly parts: RecoveryParts;
+  constructor(store: BlobStore | RecoveryParts) {
+    this.parts = 'stage' in store ? blobRecoveryParts(store) : store;
+  }
 
   /**
    * A consistent copy of the site's database, taken while it runs: SQLite's online backup copies
@@ -262,7 +290,7 @@ export class SiteBackups {
     const tmp = path.join(dir, `.restore-${randomBytes(6).toString('hex')}.sql`);
     try {
       const v = new Verifier(part);
-      await pipeline(this.read(part), v, createWriteStream(tmp, { flags: 'wx' }));
+      await pipeline(await this.read(part), v, createWriteStream(tmp, { flags: 'wx' }));
       v.check();
       const head = await readHead(tmp);
       if (head.startsWith('SQLite format 3'))
@@ -313,7 +341,7 @@ export class SiteBackups {
   async readRelease(part: SealedPart): Promise<ReleaseManifest> {
     const chunks: Buffer[] = [];
     const v = new Verifier(part);
-    for await (const c of this.read(part).pipe(v)) chunks.push(c as Buffer);
+    for await (const c of (await this.read(part)).pipe(v)) chunks.push(c as Buffer);
     v.check();
     return JSON.parse(Buffer.concat(chunks).toString('utf8')) as ReleaseManifest;
   }
@@ -330,7 +358,7 @@ export class SiteBackups {
     const tmp = `${target}.restore-${randomBytes(6).toString('hex')}`;
     try {
       const v = new Verifier(part);
-      await pipeline(this.read(part), v, createWriteStream(tmp, { flags: 'wx' }));
+      await pipeline(await this.read(part), v, createWriteStream(tmp, { flags: 'wx' }));
       v.check();
       for (const s of DB_SIDE_FILES.slice(1)) await rm(`${target}${s}`, { force: true });
       await rename(tmp, target);
@@ -358,7 +386,7 @@ export class SiteBackups {
     try {
       // The archive is fetched and checked whole before it is unpacked.
       const v = new Verifier(part);
-      await pipeline(this.read(part), v, createWriteStream(archive, { flags: 'wx' }));
+      await pipeline(await this.read(part), v, createWriteStream(archive, { flags: 'wx' }));
       v.check();
       await tar(['-x', '-f', archive, '-C', fresh], {});
       for (const t of f.layout.transient ?? []) await mkdir(path.join(fresh, t), { recursive: true });
@@ -382,24 +410,12 @@ export class SiteBackups {
     }
   }
 
-  /** True when the store still holds the part's bytes. */
-  async has(part: SealedPart): Promise<boolean> {
-    return (await this.store.stat(this.region, part.sha256)) === part.sizeBytes;
+  private read(part: SealedPart): Promise<Readable> {
+    return this.parts.read(part);
   }
 
-  private read(part: SealedPart): Readable {
-    return this.store.read(this.region, part.sha256);
-  }
-
-  private async put(source: Readable): Promise<SealedPart> {
-    const staged = await this.store.stage(source);
-    try {
-      await this.store.commit(staged, this.region);
-    } catch (e) {
-      await this.store.discard(staged);
-      throw e;
-    }
-    return { sha256: staged.sha256, sizeBytes: staged.size };
+  private put(source: Readable): Promise<SealedPart> {
+    return this.parts.put(source);
   }
 }
 

@@ -1,13 +1,19 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Model } from 'mongoose';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
+import { BlobTooLargeError, type BlobStore, SHA256_HEX } from '../core/blobs/blob-store';
+import { RECOVERY_POINT_REGION } from '../dataplane/site-backup';
 import type { z } from 'zod';
 import { PlatformError, badRequest, isPlatformError, unauthenticated } from '../core/errors';
 import {
   AGENT_CALLS,
   type AgentBody,
   type AgentRelease,
+  type AgentUpload,
   agentBodies,
+  isAgentUpload,
+  isSiteDataStep,
+  MAX_RECOVERY_PART_BYTES,
   type DesiredSite,
   type HeartbeatReply,
   MAX_CLAIM_WAIT_MS,
@@ -67,6 +73,13 @@ export class NodeAgentService {
       siteExtras?: (node: { id: string; hosted: boolean }, siteIds: string[]) => Promise<Record<string, SiteExtrasValue>>;
       /** Commerce releases' runs and bundles (the `hostedReleases` port), where the area that owns them runs. */
       releases?: () => ReleaseDeliveries | null;
+      /**
+       * Where recovery points keep their bytes (`PUBLISHER_BACKUP_STORE`): a data step's parts are read and
+       * written here for the node that holds the task (docs/decisions/0375).
+       */
+      recoveryStore?: BlobStore;
+      /** The most bytes one uploaded part may have (default MAX_RECOVERY_PART_BYTES). */
+      maxPartBytes?: number;
     },
   ) {}
 
@@ -181,6 +194,7 @@ export class NodeAgentService {
 
   /** The agent's outcome of a claimed task; a task it no longer holds is refused (409). */
   async complete(node: ConnectedNodeDoc, taskId: string, session: string, outcome: TaskOutcome): Promise<void> {
+    if (outcome.ok) outcome = (await this.uploadedCapture(node, taskId, outcome.result)) ?? outcome;
     const set = outcome.ok
       ? // Secrets in the result (configure_site's admin access) are sealed before they are stored.
         { status: 'succeeded', result: sealTaskResult(taskId, outcome.result) }
@@ -191,6 +205,25 @@ export class NodeAgentService {
     );
     if (res.matchedCount !== 1) throw new PlatformError('task_not_held', 409, 'this agent does not hold that task');
     nodeTaskSettled(taskId);
+  }
+
+  /**
+   * A capture's result names a part this task uploaded (decision 0375): a node cannot make a recovery
+   * point of bytes it did not send (another site's, read later by a restore of that point).
+   */
+  private async uploadedCapture(
+    node: ConnectedNodeDoc,
+    taskId: string,
+    result: Record<string, unknown> | null | undefined,
+  ): Promise<TaskOutcome | null> {
+    const task = await this.d.tasks.findOne({ _id: taskId, nodeId: node._id }, { step: 1, uploaded: 1 }).lean();
+    if (!task || !CAPTURE_STEPS.has(task.step) || result?.sha256 === undefined) return null;
+    if ((task.uploaded ?? []).includes(String(result.sha256))) return null;
+    return {
+      ok: false,
+      code: 'capture_failed',
+      message: `the capture's part ${String(result.sha256)} was not uploaded for this task`,
+    };
   }
 
   /**
@@ -252,6 +285,73 @@ export class NodeAgentService {
     return this.deliveries().stillWanted(await this.heldRelease(node, taskId, releaseId));
   }
 
+  /**
+   * A data step this node holds (claimed, not finished) that names the part (a restore's, a rollback's,
+   * a pin's) or, for an upload, a capture: a node reads and writes the parts of its own tasks only
+   * (docs/decisions/0375-recovery-parts-over-the-agent-api.md).
+   */
+  private async heldDataTask(node: ConnectedNodeDoc, taskId: string): Promise<NodeTaskDoc> {
+    const task = await this.d.tasks.findOne({ _id: taskId, nodeId: node._id, status: 'claimed' }).lean();
+    if (!task || !isSiteDataStep(task.step))
+      throw new PlatformError('task_not_found', 404, `no data step ${taskId} of this node`);
+    return task;
+  }
+
+  private recovery(): BlobStore {
+    if (!this.d.recoveryStore)
+      throw new PlatformError('parts_unavailable', 503, 'this platform process keeps no recovery points');
+    return this.d.recoveryStore;
+  }
+
+  /** The bytes of a recovery point's part that a data step this node holds names (a restore's). */
+  async partBytes(node: ConnectedNodeDoc, taskId: string, sha256: string): Promise<AgentBytes> {
+    const task = await this.heldDataTask(node, taskId);
+    const point = task.data?.point ?? {};
+    const part = [point.database, point.content, point.release].find((p) => p?.sha256 === sha256);
+    if (!part) throw new PlatformError('part_not_found', 404, `task ${taskId} names no part ${sha256}`);
+    const store = this.recovery();
+    if ((await store.stat(RECOVERY_POINT_REGION, sha256)) === null)
+      throw new PlatformError('part_not_found', 404, `the recovery store holds no part ${sha256}`);
+    return new AgentBytes(store.read(RECOVERY_POINT_REGION, sha256), part.sizeBytes, 'application/octet-stream');
+  }
+
+  /**
+   * A capture's bytes from the node that holds the step: streamed into the recovery store, kept only when
+   * they hash to `sha256` and are `size` bytes (else 422 `part_mismatch`, nothing kept), recorded on the
+   * task; the step's result must then name a part it uploaded.
+   */
+  async putPart(
+    node: ConnectedNodeDoc,
+    taskId: string,
+    sha256: string,
+    up: AgentUpload,
+  ): Promise<{ sha256: string; size_bytes: number }> {
+    if (!SHA256_HEX.test(sha256)) throw badRequest('invalid_request', 'the part is named by its SHA-256 (64 hex digits)');
+    const max = this.d.maxPartBytes ?? MAX_RECOVERY_PART_BYTES;
+    if (!Number.isSafeInteger(up.size) || up.size < 0)
+      throw badRequest('invalid_request', 'an upload states its length (content-length)');
+    if (up.size > max) throw new PlatformError('part_too_large', 413, `a part may have at most ${max} bytes`);
+    const task = await this.heldDataTask(node, taskId);
+    if (!CAPTURE_STEPS.has(task.step)) throw new PlatformError('task_not_found', 404, `task ${taskId} captures nothing`);
+    const store = this.recovery();
+    let staged;
+    try {
+      // One byte over the stated length is enough to refuse it: the rest is not read.
+      staged = await store.stage(up.stream, { maxBytes: up.size });
+    } catch (e) {
+      up.stream.resume();
+      if (e instanceof BlobTooLargeError) throw mismatch(`more than the ${up.size} bytes stated`);
+      throw e;
+    }
+    if (staged.sha256 !== sha256 || staged.size !== up.size) {
+      await store.discard(staged);
+      throw mismatch(`the bytes hash to ${staged.sha256} (${staged.size} bytes), not ${sha256} (${up.size})`);
+    }
+    await store.commit(staged, RECOVERY_POINT_REGION);
+    await this.d.tasks.updateOne({ _id: taskId }, { $addToSet: { uploaded: sha256 } });
+    return { sha256, size_bytes: staged.size };
+  }
+
   /** The sites placed on this node that should run (or stay stopped) now, for the agent's reconcile. */
   async desired(node: ConnectedNodeDoc): Promise<DesiredSite[]> {
     if (node.hosted) return (await this.d.hostedSites?.()) ?? [];
@@ -259,13 +359,19 @@ export class NodeAgentService {
   }
 }
 
-/** An answer of bytes (a release's bundle), not JSON. */
+/** An answer of bytes (a release's bundle, a recovery point's part), not JSON. */
 export class AgentBytes {
   constructor(
     readonly stream: Readable,
     readonly length: number | null,
+    readonly type = 'application/x-tar',
   ) {}
 }
+
+/** The data steps that upload a part (`POST /tasks/:taskId/parts/:sha256`). */
+const CAPTURE_STEPS = new Set(['capture_database', 'capture_content', 'capture_release']);
+
+const mismatch = (message: string) => new PlatformError('part_mismatch', 422, message);
 
 function parse<T>(schema: z.ZodType<T>, body: unknown): T {
   const r = schema.safeParse(body ?? {});
@@ -303,6 +409,8 @@ export function nodeAgentRoutes(app: FastifyInstance, api: NodeAgentService): vo
         return refuse(reply, e);
       }
     });
+    // An upload's body is not read here: the call streams it into the recovery store.
+    scope.addContentTypeParser('application/octet-stream', (_req, payload, done) => done(null, payload));
     // Each call is its own route (the OpenAPI document lists them: contract/openapi-byte-routes.ts);
     // all go through the one dispatcher the in-process hosted agent uses too.
     for (const [method, url] of AGENT_CALLS) {
@@ -316,12 +424,15 @@ export function nodeAgentRoutes(app: FastifyInstance, api: NodeAgentService): vo
           const gone = new AbortController();
           reply.raw.once('close', () => gone.abort());
           const p = new URL(req.url, 'http://agent').pathname.slice(NODE_AGENT_PATH.length);
-          const out = await nodeAgentCall(api, node, req.method, p, req.body, gone.signal);
+          // A part's upload: its bytes stream through (the parser below), their length stated.
+          const body =
+            req.body instanceof Readable ? { stream: req.body, size: Number(req.headers['content-length'] ?? NaN) } : req.body;
+          const out = await nodeAgentCall(api, node, req.method, p, body, gone.signal);
           // The extras and a release's run carry secrets: no cache keeps them.
           void reply.header('cache-control', 'no-store');
           if (!out.bytes) return reply.code(out.status).send(out.body);
           if (out.bytes.length !== null) void reply.header('content-length', out.bytes.length);
-          return reply.code(200).type('application/x-tar').send(out.bytes.stream);
+          return reply.code(200).type(out.bytes.type).send(out.bytes.stream);
         },
       });
     }
@@ -397,6 +508,15 @@ async function route(
   }
   if (method === 'POST' && p === '/sites/extras') {
     return { extras: await api.siteExtras(node, parse(agentBodies.siteExtras, body).site_ids) };
+  }
+  const part = /^\/tasks\/([^/]+)\/parts\/([^/]+)$/.exec(p);
+  if (part) {
+    const [taskId, sha256] = [decodeURIComponent(part[1]), decodeURIComponent(part[2])];
+    if (method === 'GET') return api.partBytes(node, taskId, sha256);
+    if (method === 'POST') {
+      if (!isAgentUpload(body)) throw badRequest('invalid_request', 'a part is sent as application/octet-stream');
+      return api.putPart(node, taskId, sha256, body);
+    }
   }
   const release = /^\/tasks\/([^/]+)\/releases\/([^/]+)(\/bundle|\/wanted)?$/.exec(p);
   if (method === 'GET' && release) {

@@ -1,5 +1,4 @@
 import type { BackgroundWorker } from '../core/area';
-import type { BlobStore } from '../core/blobs/blob-store';
 import { isPlatformError } from '../core/errors';
 import { NodeAgent } from '../dataplane/agent/agent';
 import type { DataPlane } from '../dataplane/plane';
@@ -20,8 +19,6 @@ export interface HostedNodeOptions {
   dataDir: string;
   /** `PUBLISHER_HOSTED_AGENT=external`: the hosted node's agent runs elsewhere. */
   external: boolean;
-  /** Where recovery points keep their bytes: hosted sites' data steps run here (docs/decisions/0360). */
-  recoveryStore?: BlobStore;
   log: (line: string) => void;
 }
 
@@ -71,7 +68,6 @@ export function hostedNodeWorker(o: HostedNodeOptions): BackgroundWorker {
         // A site's extras and a release's bundle and environment come through the agent API, as for
         // an external agent (decision 0365): only the release host's options are this process's.
         ...(source ? { releaseHost: source.host } : {}),
-        ...(o.recoveryStore ? { recoveryStore: o.recoveryStore } : {}),
         transport: async (method, p, body, signal) => {
           let node;
           try {

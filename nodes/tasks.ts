@@ -34,6 +34,8 @@ export interface NodeTaskDoc {
   data?: SiteDataWork;
   /** A commerce release's step (docs/decisions/0325-nodes-module.md): which releases, ids only. */
   release?: ReleaseWork;
+  /** A capture's parts its node uploaded (SHA-256; docs/decisions/0375): its result must name one. */
+  uploaded?: string[];
   status: NodeTaskStatus;
   /** The agent process (a random id per start) that claimed it; another process may take it over. */
   claimedBy: string | null;
@@ -59,6 +61,7 @@ const taskSchema = new mongoose.Schema<NodeTaskDoc>(
     site: { type: mongoose.Schema.Types.Mixed, default: undefined },
     data: { type: mongoose.Schema.Types.Mixed, default: undefined },
     release: { type: mongoose.Schema.Types.Mixed, default: undefined },
+    uploaded: { type: [String], default: undefined },
     status: { type: String, required: true },
     claimedBy: { type: String, default: null },
     claimedAt: { type: Date, default: null },

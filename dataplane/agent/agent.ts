@@ -5,21 +5,23 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
-import type { BlobStore } from '../../core/blobs/blob-store';
 import { sleep } from '../../core/sleep';
 import { DataPlane } from '../plane';
 import { ReleaseHost, type ReleaseHostOptions } from '../releases';
 import { SiteBackups } from '../site-backup';
 import type { SleepOptions } from '../sleep';
 import { SiteDataExecutor } from './data-executor';
+import { agentRecoveryParts } from './recovery-parts';
 import { type NodeExecutor, RealNodeExecutor, StepFailure } from './executors';
 import { ReleaseExecutor, agentReleaseSource } from './release-executor';
 import { SimulatedNodeExecutor } from './simulated-executor';
 import {
   type AgentReleaseTask,
   type AgentTask,
+  type AgentUpload,
   type DesiredSite,
   type HeartbeatReply,
+  isAgentUpload,
   MAX_EXTRAS_SITES,
   MAX_OBSERVED_REQUESTS,
   MAX_SITE_EVENTS,
@@ -28,6 +30,7 @@ import {
   type SiteEvent,
   type SiteExtrasValue,
   type TaskOutcome,
+  uploadHeaders,
 } from './wire';
 
 /**
@@ -52,7 +55,8 @@ export type AgentTransport = (
   signal: AbortSignal,
 ) => Promise<{ status: number; body: unknown; bytes?: Readable }>;
 
-/** How long a download (a release's bundle) may take. */
+const JSON_TYPE = { 'content-type': 'application/json' };
+/** How long a download (a release's bundle) or an upload (a recovery point's part) may take. */
 const DOWNLOAD_TIMEOUT_MS = 10 * 60_000;
 
 export interface NodeAgentOptions {
@@ -71,12 +75,6 @@ export interface NodeAgentOptions {
    * Unset: the agent answers release tasks `unknown_step`.
    */
   releaseHost?: Omit<ReleaseHostOptions, 'supervisor' | 'edge'>;
-  /**
-   * Where recovery points keep their bytes (docs/decisions/0360-data-steps-on-the-node.md): the
-   * hosted node's agent runs hosted sites' data steps against it. Unset: a data step fails
-   * `unknown_step` (a customer's node gets none).
-   */
-  recoveryStore?: BlobStore;
   /** How many tasks (of different sites) run at once (default 1: one after another). */
   concurrency?: number;
   /** How long one claim waits for work (a long poll; default 20 s, 0: answer at once). */
@@ -111,7 +109,7 @@ export class NodeAgent {
   readonly executor: NodeExecutor;
   /** Commerce releases' tasks (`releaseHost`), or null. */
   readonly releases: ReleaseExecutor | null;
-  /** Hosted sites' data steps (`recoveryStore`, the real executor), or null. */
+  /** Hosted sites' data steps (the real executor; parts through the agent API, decision 0375), or null. */
   readonly data: SiteDataExecutor | null;
   nodeId: string | null = null;
   /**
@@ -167,9 +165,18 @@ export class NodeAgent {
           agentReleaseSource({ get: (p) => this.call('GET', p), download: (p, file) => this.download(p, file) }),
         )
       : null;
+    // A point's parts go and come through the agent API's part calls of the task (decision 0375).
+    const parts = {
+      bytes: (p: string) => this.bytes(p, this.stopping.signal),
+      upload: <T>(p: string, u: AgentUpload) => this.call<T>('POST', p, u),
+    };
     this.data =
-      o.recoveryStore && o.executor === 'real'
-        ? new SiteDataExecutor(this.plane.sites, new SiteBackups(o.recoveryStore), (siteId) => this.siteExtras(siteId))
+      o.executor === 'real'
+        ? new SiteDataExecutor(
+            this.plane.sites,
+            (taskId) => new SiteBackups(agentRecoveryParts(parts, taskId, path.join(o.dataDir, 'parts'))),
+            (siteId) => this.siteExtras(siteId),
+          )
         : null;
     if (this.ownPlane) {
       const keep = (e: SiteEvent) => {
@@ -529,18 +536,19 @@ export class NodeAgent {
   /** Downloads a call's bytes (a release's bundle) into `file`; a refusal throws as `call` does. */
   private async download(p: string, file: string): Promise<void> {
     const signal = AbortSignal.any([AbortSignal.timeout(DOWNLOAD_TIMEOUT_MS), this.stopping.signal]);
-    let bytes: Readable;
+    await pipeline(await this.bytes(p, signal), createWriteStream(file), { signal });
+  }
+
+  /** A call's bytes as a stream (a release's bundle, a recovery point's part). */
+  private async bytes(p: string, signal: AbortSignal): Promise<Readable> {
     if (this.o.transport) {
       const out = await this.o.transport('GET', p, null, signal);
-      if (!out.bytes) return refused(out.status, out.body as Envelope<unknown> | null);
-      bytes = out.bytes;
-    } else {
-      const r = await fetch(this.url(p), { headers: { [NODE_TOKEN_HEADER]: this.o.token }, signal });
-      if (!r.ok || !r.body || (r.headers.get('content-type') ?? '').includes('json'))
-        return refused(r.status, (await r.json().catch(() => null)) as Envelope<unknown> | null);
-      bytes = Readable.fromWeb(r.body as WebReadableStream<Uint8Array>);
+      return out.bytes ?? refused(out.status, out.body as Envelope<unknown> | null);
     }
-    await pipeline(bytes, createWriteStream(file), { signal });
+    const r = await fetch(this.url(p), { headers: { [NODE_TOKEN_HEADER]: this.o.token }, signal });
+    if (!r.ok || !r.body || (r.headers.get('content-type') ?? '').includes('json'))
+      return refused(r.status, (await r.json().catch(() => null)) as Envelope<unknown> | null);
+    return Readable.fromWeb(r.body as WebReadableStream<Uint8Array>);
   }
 
   private url(p: string): string {
@@ -549,8 +557,9 @@ export class NodeAgent {
 
   /** One protocol call; `waitMs` lengthens the 10 s timeout for a long-polled claim. */
   private async call<T>(method: 'GET' | 'POST', p: string, body?: unknown, waitMs = 0): Promise<T> {
-    // A stopping agent cuts its waits short, but still gives its lease up.
-    const timeout = AbortSignal.timeout(10_000 + waitMs);
+    // A stopping agent cuts its waits short, but still gives its lease up. An upload's bytes stream.
+    const up = isAgentUpload(body) ? body : null;
+    const timeout = AbortSignal.timeout(up ? DOWNLOAD_TIMEOUT_MS : 10_000 + waitMs);
     const signal = p === '/lease/release' ? timeout : AbortSignal.any([timeout, this.stopping.signal]);
     let res: { status: number; ok: boolean; env: Envelope<T> | null };
     if (this.o.transport) {
@@ -560,8 +569,10 @@ export class NodeAgent {
       const r = await fetch(this.url(p), {
         method,
         // Not `Authorization`: the bridge reads that as an API key (nodes/agent-api.ts).
-        headers: { [NODE_TOKEN_HEADER]: this.o.token, ...(body ? { 'content-type': 'application/json' } : {}) },
-        body: body ? JSON.stringify(body) : undefined,
+        headers: { [NODE_TOKEN_HEADER]: this.o.token, ...(up ? uploadHeaders(up) : body ? JSON_TYPE : {}) },
+        ...(up
+          ? { body: Readable.toWeb(up.stream) as ReadableStream, duplex: 'half' }
+          : { body: body ? JSON.stringify(body) : undefined }),
         signal,
       });
       res = { status: r.status, ok: r.ok, env: (await r.json().catch(() => null)) as Envelope<T> | null };

@@ -19,8 +19,11 @@ import type { AgentSite, AgentTask, SiteDataWork } from './wire';
 export class SiteDataExecutor {
   constructor(
     private readonly host: SiteHost,
-    /** Where recovery points keep their bytes (the platform's blob store, region `recovery-points`). */
-    private readonly backups: SiteBackups,
+    /**
+     * Where recovery points keep their bytes, for a task: over the agent API's part calls of that
+     * task (dataplane/agent/recovery-parts.ts; docs/decisions/0375), or one store for every task.
+     */
+    private readonly backups: SiteBackups | ((taskId: string) => SiteBackups),
     /** The site's MySQL database and mail configuration, where the platform keeps them (as the machine steps'). */
     private readonly siteExtras?: SiteExtras,
   ) {}
@@ -28,7 +31,8 @@ export class SiteDataExecutor {
   async run(task: AgentTask): Promise<Record<string, unknown> | null> {
     const work = task.data ?? {};
     try {
-      return await this.step(task.step, task.site, work);
+      const b = typeof this.backups === 'function' ? this.backups(task.id) : this.backups;
+      return await this.step(b, task.step, task.site, work);
     } catch (e) {
       if (e instanceof StepFailure) throw e;
       if (e instanceof BackupError) throw new StepFailure(e.code, e.message);
@@ -36,8 +40,7 @@ export class SiteDataExecutor {
     }
   }
 
-  private async step(step: string, site: AgentSite, work: SiteDataWork): Promise<Record<string, unknown> | null> {
-    const b = this.backups;
+  private async step(b: SiteBackups, step: string, site: AgentSite, work: SiteDataWork): Promise<Record<string, unknown> | null> {
     const files = this.files(site);
     switch (step) {
       case 'capture_database': {
@@ -50,7 +53,7 @@ export class SiteDataExecutor {
         return sealed(await b.captureRelease(need(work.release, 'the release to seal')));
       case 'restore_database': {
         this.markRestoring(site.siteId);
-        await this.restoreDatabase(site, need(work.point?.database, "the point's database"), files);
+        await this.restoreDatabase(b, site, need(work.point?.database, "the point's database"), files);
         return work.rekey ? await this.rekey(site, files, work.rekey.integrationId) : null;
       }
       case 'restore_content':
@@ -74,7 +77,7 @@ export class SiteDataExecutor {
         // the old release (the task's) starts on it, never on the migrated database.
         if (this.host.isHosted(site.siteId)) await this.host.stop(site.siteId);
         this.markRestoring(site.siteId);
-        await this.restoreDatabase(site, need(work.point?.database, "the point's database"), files);
+        await this.restoreDatabase(b, site, need(work.point?.database, "the point's database"), files);
         await b.restoreContent(need(work.point?.content, "the point's content"), files);
         await this.host.start(hosted(site, await this.siteExtras?.(site.siteId)));
         return null;
@@ -102,10 +105,10 @@ export class SiteDataExecutor {
   }
 
   /** The point's database into the site's own: its MySQL database, or its SQLite file. */
-  private async restoreDatabase(site: AgentSite, part: SealedPart, files: SiteFiles): Promise<void> {
+  private async restoreDatabase(b: SiteBackups, site: AgentSite, part: SealedPart, files: SiteFiles): Promise<void> {
     const mysql = await this.database(site);
-    if (mysql) await this.backups.restoreMysql(part, mysql, files);
-    else await this.backups.restoreDatabase(part, files);
+    if (mysql) await b.restoreMysql(part, mysql, files);
+    else await b.restoreDatabase(part, files);
   }
 
   /**

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Readable } from 'node:stream';
 import type { ReleaseRun } from '../releases';
 import type { MysqlSiteDatabase } from '../site-database';
 
@@ -40,7 +41,32 @@ export const AGENT_CALLS: ReadonlyArray<readonly ['GET' | 'POST', string]> = [
   ['GET', '/tasks/:taskId/releases/:releaseId/bundle'],
   ['GET', '/tasks/:taskId/releases/:releaseId/wanted'],
   ['POST', '/releases/observations'],
+  // A recovery point's parts (docs/decisions/0375-recovery-parts-over-the-agent-api.md): a part the
+  // task names (a restore's), and a capture's bytes, checked against the SHA-256 in the path.
+  ['GET', '/tasks/:taskId/parts/:sha256'],
+  ['POST', '/tasks/:taskId/parts/:sha256'],
 ];
+
+/** The most bytes one recovery point's part may have (`POST /tasks/:taskId/parts/:sha256`). */
+export const MAX_RECOVERY_PART_BYTES = 8 * 1024 ** 3;
+
+/**
+ * A captured part's bytes on their way to the platform: over HTTP an `application/octet-stream`
+ * body of `content-length` bytes; in process (the hosted agent) the stream itself.
+ */
+export interface AgentUpload {
+  stream: Readable;
+  size: number;
+}
+
+export const isAgentUpload = (body: unknown): body is AgentUpload =>
+  typeof body === 'object' && body !== null && (body as { stream?: unknown }).stream instanceof Readable;
+
+/** An upload's HTTP headers. */
+export const uploadHeaders = (u: AgentUpload) => ({
+  'content-type': 'application/octet-stream',
+  'content-length': String(u.size),
+});
 
 /**
  * The steps of a site that act on the machine, each a task of the site's node (hosted or

@@ -70,6 +70,8 @@ export default defineArea({
       // What agents read over the protocol (decision 0365): hosted sites' extras, commerce releases.
       hostedExtras: (siteId: string) => real.siteExtras(siteId),
       releases: () => (ctx.ports.has('hostedReleases') ? ctx.ports.get('hostedReleases') : null),
+      // Recovery points' parts, read and written by the hosted node's agent through the agent API (0375).
+      recoveryStore: real.backups.store,
       // With the real executor, hosted sites' machine steps are tasks of the hosted node (node-hosted.ts).
       ...(ctx.settings.PUBLISHER_EXECUTOR === 'real'
         ? {
@@ -134,7 +136,6 @@ export default defineArea({
       releases: () => (ctx.ports.has('hostedReleases') ? ctx.ports.get('hostedReleases') : null),
       dataDir: path.resolve(ctx.config.DATA_DIR, 'hosted-node'),
       external: ctx.settings.PUBLISHER_HOSTED_AGENT === 'external',
-      recoveryStore: s.real.backups.store,
       log: (line) => ctx.log.info({ agent: 'hosted' }, line),
     }),
     // Finished node tasks go after PUBLISHER_NODE_TASK_RETENTION_MS (docs/decisions/0270-node-tokens-and-task-secrets.md).

@@ -1,4 +1,5 @@
 import type { Connection, Model } from 'mongoose';
+import type { BlobStore } from '../../core/blobs/blob-store';
 import { PlatformError } from '../../core/errors';
 import { encryptSecret } from '../../core/secrets';
 import type { PublisherModels, SiteDoc } from './model';
@@ -34,6 +35,8 @@ export function connectedNodeServices(o: {
   hostedExtras?: (siteId: string) => Promise<SiteExtrasValue | undefined>;
   /** Commerce releases for the agents (the `hostedReleases` port), where that area runs. */
   releases?: () => ReleaseDeliveries | null;
+  /** Where recovery points keep their bytes: the agents' part calls (docs/decisions/0375). */
+  recoveryStore?: BlobStore;
   /** Hosted sites' machine steps go to the hosted node (docs/decisions/0225-hosted-pool-node.md). */
   hostedNode?: NodeRoutingDeps['hostedNode'] & {
     /** Whether an operation is under way on the site (its engine owns it; reconcile leaves it alone). */
@@ -125,6 +128,7 @@ export function connectedNodeServices(o: {
     agentApi: new NodeAgentService({
       siteExtras,
       ...(o.releases ? { releases: o.releases } : {}),
+      ...(o.recoveryStore ? { recoveryStore: o.recoveryStore } : {}),
       nodes: o.nodes,
       tasks,
       nodeSites,
