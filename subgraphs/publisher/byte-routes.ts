@@ -4,6 +4,7 @@ import {
   type ByteRoute,
   byteOperation,
   errors,
+  header,
   json,
   type Json,
   jsonSchemaOf,
@@ -21,7 +22,8 @@ export const publisherByteRoutes: ByteRoute[] = nodeAgentByteRoutes();
 /**
  * The calls of a node agent (`nodes agent`): heartbeat, claim, lease release, progress, result,
  * desired sites, and beyond its tasks (decision 0365) sites' extras, a held release task's run,
- * bundle and whether it is still wanted, and what its release host observed. Each body is
+ * bundle and whether it is still wanted, and what its release host observed; a held data step's
+ * recovery-point parts, down and up (decision 0375). Each body is
  * documented from the schema the agent API parses it with (`agentBodies` of
  * dataplane/agent/wire.ts), so the two cannot disagree (decision 0295).
  */
@@ -43,6 +45,7 @@ export function nodeAgentByteRoutes(): ByteRoute[] {
   });
   const taskId = pathParam('taskId');
   const releaseId = pathParam('releaseId');
+  const sha256 = pathParam('sha256', { type: 'string', pattern: '^[0-9a-f]{64}$' });
   const route = (method: 'GET' | 'POST', p: string, id: string, summary: string, rest: Json): ByteRoute => ({
     method,
     path: `${NODE_AGENT_PATH}${p}`,
@@ -115,6 +118,31 @@ export function nodeAgentByteRoutes(): ByteRoute[] {
       responses: {
         '200': { description: 'the bytes of the artifact', content: { 'application/x-tar': { schema: binary } } },
         ...errors([401, 404, 429, 503]),
+      },
+    }),
+    route(
+      'GET',
+      '/tasks/{taskId}/parts/{sha256}',
+      'partBytes',
+      "A recovery point's part that a held data step names (a restore's)",
+      {
+        parameters: [taskId, sha256],
+        responses: {
+          '200': { description: "the part's bytes", content: { 'application/octet-stream': { schema: binary } } },
+          ...errors([401, 404, 429, 503]),
+        },
+      },
+    ),
+    route('POST', '/tasks/{taskId}/parts/{sha256}', 'partUpload', "A held capture's part, kept when its bytes hash to `sha256`", {
+      parameters: [
+        taskId,
+        sha256,
+        header('content-length', true, { type: 'integer', minimum: 0 }, "The part's size in bytes (at most 8 GiB)."),
+      ],
+      requestBody: { required: true, content: { 'application/octet-stream': { schema: binary } } },
+      responses: {
+        ...answer('`sha256`, `size_bytes`: the part as the recovery store keeps it'),
+        ...errors([404, 422, 503]),
       },
     }),
   ];
