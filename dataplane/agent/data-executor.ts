@@ -9,7 +9,8 @@ import type { AgentSite, AgentTask, SiteDataWork } from './wire';
  * 0150-recovery-point-bytes.md): a recovery point's capture, a restore, a staging copy's own access
  * and an upgrade's rollback, run by the agent on its own data plane with the site's runtime driver
  * (`layout` says where the database and content are, `rekey` gives a copy its own access) and the
- * recovery store, where a point's bytes go and come from, each part checked against its SHA-256.
+ * recovery store, where a point's bytes go and come from (through the agent API's part calls of the
+ * task, 0375-recovery-parts-over-the-agent-api.md), each part checked against its SHA-256.
  * The task says what to do (the point's parts, the release to seal or pin, the integration to
  * re-key); the platform keeps the point's record.
  *

@@ -62,7 +62,8 @@ export const publisherSettings = z.object({
    * leaves it to a `platform nodes agent` run with the hosted node's token (`nodes rotate-token --node hosted`
    * prints one; docs/decisions/0270-node-tokens-and-task-secrets.md). That agent runs commerce
    * releases too: it reads their bundles and environments, and hosted sites' extras, through the
-   * agent API as the in-process one does (decision 0365).
+   * agent API as the in-process one does (decision 0365), and hosted sites' data steps, sending and
+   * fetching recovery points' parts through it (decision 0375).
    */
   PUBLISHER_HOSTED_AGENT: z.enum(['in-process', 'external']).default('in-process'),
   /** `PUBLISHER_NODE_MEMORY_MB` and `PUBLISHER_IDLE_SLEEP_MS`: declared with the node's sleep (dataplane/sleep.ts). */
