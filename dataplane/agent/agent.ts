@@ -167,7 +167,7 @@ export class NodeAgent {
       : null;
     // A point's parts go and come through the agent API's part calls of the task (decision 0375).
     const parts = {
-      bytes: (p: string) => this.bytes(p, this.stopping.signal),
+      bytes: (p: string) => this.bytes(p, AbortSignal.any([AbortSignal.timeout(DOWNLOAD_TIMEOUT_MS), this.stopping.signal])),
       upload: <T>(p: string, u: AgentUpload) => this.call<T>('POST', p, u),
     };
     this.data =
