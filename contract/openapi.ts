@@ -1,13 +1,10 @@
 import { STATUS_CODES } from 'node:http';
 import type { ZodTypeAny } from 'zod';
 import { type ByteRoute, jsonSchemaOf } from '../core/rest-byte-route';
-import type { AreaRoute, EnvelopeKind } from '../core/rest-route';
+import { type AreaRoute, type EnvelopeKind, pathParams } from '../core/rest-route';
 import { PLATFORM_ROUTES } from './openapi-byte-routes';
 
 type Json = Record<string, unknown>;
-
-/** The path parameters of an OpenAPI-style path, in order. */
-export const pathParams = (p: string): string[] => [...p.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
 
 /**
  * The OpenAPI operationId of each row: `<area>.<operation>`, and when several rows share one

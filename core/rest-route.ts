@@ -106,14 +106,25 @@ export function variablesOf(route: AnyRoute, req: RouteRequest): Record<string, 
   if (body === '.') Object.assign(derived, camelKeys(req.body as Record<string, unknown> | undefined));
   else if (body) derived[body] = camelKeys(req.body as Record<string, unknown> | undefined);
   if (route.derive?.query) Object.assign(derived, camelKeys(req.query));
-  const params = route.derive?.params;
-  if (params) {
-    const names = pathParams(route.path);
-    names.forEach((n, i) => {
-      derived[params !== '.' && i === names.length - 1 ? params : paramName(n)] = req.params[n];
-    });
-  }
+  for (const [param, variable] of paramVariables(route)) derived[variable] = req.params[param];
   return { ...derived, ...route.variables?.(req) };
+}
+
+/** Each route's derived path parameters and their variables, worked out at its first request. */
+const paramVariablesOf = new WeakMap<AnyRoute, Array<[param: string, variable: string]>>();
+
+/** The path parameters a row derives (`derive.params`), each with the variable it becomes. */
+function paramVariables(route: AnyRoute): Array<[param: string, variable: string]> {
+  let pairs = paramVariablesOf.get(route);
+  if (!pairs) {
+    const params = route.derive?.params;
+    // Any name but '.' is the last parameter's variable (the resource the route acts on).
+    const last = params && params !== '.' ? params : null;
+    const names = params ? pathParams(route.path) : [];
+    pairs = names.map((n, i) => [n, last && i === names.length - 1 ? last : paramName(n)]);
+    paramVariablesOf.set(route, pairs);
+  }
+  return pairs;
 }
 
 /** The path parameters of an OpenAPI-style path, in order: `/a/{aID}/b/{bID}` → `['aID', 'bID']`. */
