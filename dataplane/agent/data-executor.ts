@@ -1,8 +1,8 @@
 import type { SiteHost } from '../sites';
 import { BackupError, type SealedPart, type SiteBackups, type SiteFiles, withDatabase } from '../site-backup';
-import { withSiteDatabase } from '../site-database';
+import { type MysqlSiteDatabase, withSiteDatabase } from '../site-database';
 import { hosted, type SiteExtras, StepFailure } from './executors';
-import type { AgentSite, AgentTask, SiteDataWork } from './wire';
+import type { AgentSite, AgentTask, SiteDataWork, SiteExtrasValue } from './wire';
 
 /**
  * A hosted site's data steps on its node (docs/decisions/0360-data-steps-on-the-node.md,
@@ -33,7 +33,10 @@ export class SiteDataExecutor {
     const work = task.data ?? {};
     try {
       const b = typeof this.backups === 'function' ? this.backups(task.id) : this.backups;
-      return await this.step(b, task.step, task.site, work);
+      // The site's extras (over the agent API for an agent outside the platform) are read once a step.
+      let extras: Promise<SiteExtrasValue | undefined> | undefined;
+      const extrasOnce = () => (extras ??= Promise.resolve(this.siteExtras?.(task.site.siteId)));
+      return await this.step(b, task.step, task.site, work, extrasOnce);
     } catch (e) {
       if (e instanceof StepFailure) throw e;
       if (e instanceof BackupError) throw new StepFailure(e.code, e.message);
@@ -41,12 +44,19 @@ export class SiteDataExecutor {
     }
   }
 
-  private async step(b: SiteBackups, step: string, site: AgentSite, work: SiteDataWork): Promise<Record<string, unknown> | null> {
+  private async step(
+    b: SiteBackups,
+    step: string,
+    site: AgentSite,
+    work: SiteDataWork,
+    extras: () => Promise<SiteExtrasValue | undefined>,
+  ): Promise<Record<string, unknown> | null> {
     const files = this.files(site);
+    const mysql = async () => (await extras())?.database;
     switch (step) {
       case 'capture_database': {
-        const mysql = await this.database(site);
-        return sealed(mysql ? await b.captureMysql(mysql) : await b.captureDatabase(await this.runtimeDir(site), files));
+        const db = await mysql();
+        return sealed(db ? await b.captureMysql(db) : await b.captureDatabase(await this.runtimeDir(site), files));
       }
       case 'capture_content':
         return sealed(await b.captureContent(files));
@@ -54,8 +64,9 @@ export class SiteDataExecutor {
         return sealed(await b.captureRelease(need(work.release, 'the release to seal')));
       case 'restore_database': {
         this.markRestoring(site.siteId);
-        await this.restoreDatabase(b, site, need(work.point?.database, "the point's database"), files);
-        return work.rekey ? await this.rekey(site, files, work.rekey.integrationId) : null;
+        const db = await mysql();
+        await this.restoreDatabase(b, db, need(work.point?.database, "the point's database"), files);
+        return work.rekey ? await this.rekey(site, db, files, work.rekey.integrationId) : null;
       }
       case 'restore_content':
         this.markRestoring(site.siteId);
@@ -78,9 +89,9 @@ export class SiteDataExecutor {
         // the old release (the task's) starts on it, never on the migrated database.
         if (this.host.isHosted(site.siteId)) await this.host.stop(site.siteId);
         this.markRestoring(site.siteId);
-        await this.restoreDatabase(b, site, need(work.point?.database, "the point's database"), files);
+        await this.restoreDatabase(b, await mysql(), need(work.point?.database, "the point's database"), files);
         await b.restoreContent(need(work.point?.content, "the point's content"), files);
-        await this.host.start(hosted(site, await this.siteExtras?.(site.siteId)));
+        await this.host.start(hosted(site, await extras()));
         return null;
       }
       default:
@@ -90,10 +101,6 @@ export class SiteDataExecutor {
 
   private files(site: AgentSite): SiteFiles {
     return { dir: this.host.siteDir(site.siteId), layout: this.host.layout(site.siteId, site.runtime.name) };
-  }
-
-  private async database(site: AgentSite) {
-    return (await this.siteExtras?.(site.siteId))?.database;
   }
 
   /** The release's directory (its `sqlite3` module opens the site's SQLite file). */
@@ -106,8 +113,12 @@ export class SiteDataExecutor {
   }
 
   /** The point's database into the site's own: its MySQL database, or its SQLite file. */
-  private async restoreDatabase(b: SiteBackups, site: AgentSite, part: SealedPart, files: SiteFiles): Promise<void> {
-    const mysql = await this.database(site);
+  private async restoreDatabase(
+    b: SiteBackups,
+    mysql: MysqlSiteDatabase | undefined,
+    part: SealedPart,
+    files: SiteFiles,
+  ): Promise<void> {
     if (mysql) await b.restoreMysql(part, mysql, files);
     else await b.restoreDatabase(part, files);
   }
@@ -116,11 +127,15 @@ export class SiteDataExecutor {
    * A staging copy's own access: its driver re-keys the platform's integration in the copied
    * database; answers the new access (the platform seals it for the copy, as `configure_site`'s).
    */
-  private async rekey(site: AgentSite, files: SiteFiles, integrationId: string): Promise<Record<string, unknown>> {
+  private async rekey(
+    site: AgentSite,
+    mysql: MysqlSiteDatabase | undefined,
+    files: SiteFiles,
+    integrationId: string,
+  ): Promise<Record<string, unknown>> {
     const driver = this.host.drivers.get(site.runtime.name);
     const rekey = driver.rekey;
     if (!rekey) throw new StepFailure('site_setup_failed', `runtime ${site.runtime.name} cannot give a copy its own access`);
-    const mysql = await this.database(site);
     try {
       const access = mysql
         ? await withSiteDatabase(mysql, (db) => rekey(db, { integrationId }))
