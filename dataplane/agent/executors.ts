@@ -1,7 +1,6 @@
 import type { DataPlane } from '../plane';
-import type { MysqlSiteDatabase } from '../site-database';
 import type { HostedSite } from '../sites';
-import type { AgentSite, AgentTask } from './wire';
+import type { AgentSite, AgentTask, SiteExtrasValue } from './wire';
 
 /**
  * What a node agent runs a step with (docs/decisions/0170-node-agent.md): the real executor acts on
@@ -42,12 +41,10 @@ export interface NodeExecutor {
  * the hosted pool's mail configuration and the site's MySQL database (docs/decisions/0220). Only the
  * hosted node's in-process agent has it; a customer's node runs its sites on SQLite, unconfigured.
  */
-export type SiteExtras = (
-  siteId: string,
-) => Promise<{ config?: Record<string, string>; database?: MysqlSiteDatabase } | undefined>;
+export type SiteExtras = (siteId: string) => Promise<SiteExtrasValue | undefined>;
 
 /** The site as the site host starts it: the task's spec and what the platform keeps beside it (extras). */
-export function hosted(site: AgentSite, extras?: { config?: Record<string, string>; database?: MysqlSiteDatabase }): HostedSite {
+export function hosted(site: AgentSite, extras?: SiteExtrasValue): HostedSite {
   return {
     siteId: site.siteId,
     runtime: { name: site.runtime.name, version: site.runtime.version, integrity: site.runtime.integrity },
