@@ -235,12 +235,17 @@ export class NodeAgentService {
     return this.d.siteExtras({ id: node._id, hosted: node.hosted === true }, siteIds);
   }
 
+  /** A task of this node that it holds now (claimed, not finished), or null: what a node may read through a task. */
+  private heldTask(node: ConnectedNodeDoc, taskId: string): Promise<NodeTaskDoc | null> {
+    return this.d.tasks.findOne({ _id: taskId, nodeId: node._id, status: 'claimed' }).lean<NodeTaskDoc>().exec();
+  }
+
   /**
    * The release as a task this node holds (claimed, not finished) names it: a node reads the releases
    * of its own tasks only, never another node's (or tenant's) (decision 0365).
    */
   private async heldRelease(node: ConnectedNodeDoc, taskId: string, releaseId: string): Promise<AgentRelease> {
-    const task = await this.d.tasks.findOne({ _id: taskId, nodeId: node._id, status: 'claimed' }).lean();
+    const task = await this.heldTask(node, taskId);
     const release = task?.release?.releases.find((r) => r.releaseId === releaseId);
     if (!release) throw new PlatformError('task_not_found', 404, `no task ${taskId} of this node names release ${releaseId}`);
     return release;
@@ -291,7 +296,7 @@ export class NodeAgentService {
    * (docs/decisions/0375-recovery-parts-over-the-agent-api.md).
    */
   private async heldDataTask(node: ConnectedNodeDoc, taskId: string): Promise<NodeTaskDoc> {
-    const task = await this.d.tasks.findOne({ _id: taskId, nodeId: node._id, status: 'claimed' }).lean();
+    const task = await this.heldTask(node, taskId);
     if (!task || !isSiteDataStep(task.step))
       throw new PlatformError('task_not_found', 404, `no data step ${taskId} of this node`);
     return task;
