@@ -167,7 +167,7 @@ export class NodeAgent {
       : null;
     // A point's parts go and come through the agent API's part calls of the task (decision 0375).
     const parts = {
-      bytes: (p: string) => this.bytes(p, AbortSignal.any([AbortSignal.timeout(DOWNLOAD_TIMEOUT_MS), this.stopping.signal])),
+      bytes: (p: string) => this.bytes(p, this.transferSignal()),
       upload: <T>(p: string, u: AgentUpload) => this.call<T>('POST', p, u),
     };
     this.data =
@@ -535,8 +535,13 @@ export class NodeAgent {
 
   /** Downloads a call's bytes (a release's bundle) into `file`; a refusal throws as `call` does. */
   private async download(p: string, file: string): Promise<void> {
-    const signal = AbortSignal.any([AbortSignal.timeout(DOWNLOAD_TIMEOUT_MS), this.stopping.signal]);
+    const signal = this.transferSignal();
     await pipeline(await this.bytes(p, signal), createWriteStream(file), { signal });
+  }
+
+  /** A transfer's bound: its time, or the agent stopping. */
+  private transferSignal(): AbortSignal {
+    return AbortSignal.any([AbortSignal.timeout(DOWNLOAD_TIMEOUT_MS), this.stopping.signal]);
   }
 
   /** A call's bytes as a stream (a release's bundle, a recovery point's part). */
