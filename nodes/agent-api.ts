@@ -19,6 +19,7 @@ import {
   MAX_CLAIM_WAIT_MS,
   NODE_AGENT_PATH,
   NODE_TOKEN_HEADER,
+  SITE_CAPTURE_STEPS,
   type ReleaseDelivery,
   type SiteEvent,
   type SiteExtrasValue,
@@ -373,8 +374,7 @@ export class AgentBytes {
   ) {}
 }
 
-/** The data steps that upload a part (`POST /tasks/:taskId/parts/:sha256`). */
-const CAPTURE_STEPS = new Set(['capture_database', 'capture_content', 'capture_release']);
+const CAPTURE_STEPS = new Set<string>(SITE_CAPTURE_STEPS);
 
 const mismatch = (message: string) => new PlatformError('part_mismatch', 422, message);
 

@@ -85,6 +85,9 @@ export type MachineStep = (typeof MACHINE_STEPS)[number];
 
 export const isMachineStep = (step: string): step is MachineStep => (MACHINE_STEPS as readonly string[]).includes(step);
 
+/** The data steps that capture a part of a recovery point (and upload it: `POST /tasks/:taskId/parts/:sha256`). */
+export const SITE_CAPTURE_STEPS = ['capture_database', 'capture_content', 'capture_release'] as const;
+
 /**
  * A hosted site's data steps (docs/decisions/0360-data-steps-on-the-node.md): a recovery point's
  * capture, a restore (a staging copy's re-keying is part of its `restore_database`) and an upgrade's
@@ -92,15 +95,7 @@ export const isMachineStep = (step: string): step is MachineStep => (MACHINE_STE
  * recovery store (./data-executor.ts). A task names what to do in `data`; a connected node's sites
  * skip them (their points hold no bytes), except `rollback`, which starts the old release there.
  */
-export const SITE_DATA_STEPS = [
-  'capture_database',
-  'capture_content',
-  'capture_release',
-  'restore_database',
-  'restore_content',
-  'pin_release',
-  'rollback',
-] as const;
+export const SITE_DATA_STEPS = [...SITE_CAPTURE_STEPS, 'restore_database', 'restore_content', 'pin_release', 'rollback'] as const;
 export type SiteDataStep = (typeof SITE_DATA_STEPS)[number];
 
 export const isSiteDataStep = (step: string): step is SiteDataStep => (SITE_DATA_STEPS as readonly string[]).includes(step);
