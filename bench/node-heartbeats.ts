@@ -18,6 +18,7 @@ import { startPlatform } from '../app/platform';
 import { loadConfig } from '../core/config';
 import { mongoCommandsSent } from '../core/telemetry/mongo';
 import { NodeAgent } from '../dataplane/agent/agent';
+import { simulatedNodeExecutor } from '../dataplane/stand-in/simulated-executor';
 
 const AGENTS = Number(process.env.BENCH_AGENTS ?? 100);
 const WINDOW_MS = Number(process.env.BENCH_WINDOW_MS ?? 30_000);
@@ -26,7 +27,8 @@ async function child(): Promise<void> {
   const { apiUrl, tokens } = JSON.parse(process.env.BENCH_NODE_AGENTS!) as { apiUrl: string; tokens: string[] };
   const dir = await mkdtemp(path.join(os.tmpdir(), 'bench-agents-'));
   const agents = tokens.map(
-    (token, i) => new NodeAgent({ apiUrl, token, dataDir: path.join(dir, String(i)), edgePort: 0, executor: 'simulated' }),
+    (token, i) =>
+      new NodeAgent({ apiUrl, token, dataDir: path.join(dir, String(i)), edgePort: 0, executor: simulatedNodeExecutor() }),
   );
   // Started over one heartbeat period, as agents of separate machines would be.
   await Promise.all(agents.map((a, i) => new Promise((r) => setTimeout(r, (i * 5_000) / agents.length)).then(() => a.start())));

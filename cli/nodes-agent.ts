@@ -5,6 +5,7 @@ import { CliUsageError } from '../core/area';
 import { config } from '../core/config';
 import { AgentAuthError, NodeAgent } from '../dataplane/agent/agent';
 import { idleSleepMsFromEnv, siteMemoryMbFromEnv } from '../dataplane/sleep';
+import { simulatedNodeExecutor } from '../dataplane/stand-in/simulated-executor';
 
 export const NODES_AGENT_USAGE =
   'nodes agent [--token-file FILE] [--data-dir DIR] [--edge-port N] [--api-url URL] [--executor real|simulated] [--memory-mb N]';
@@ -86,9 +87,12 @@ export async function runNodeAgent(args: string[]): Promise<void> {
     token,
     dataDir,
     edgePort,
-    executor,
+    // The simulated executor is a stand-in this command passes in: the agent knows only the interface.
+    executor:
+      executor === 'real'
+        ? 'real'
+        : simulatedNodeExecutor(process.env.NODE_AGENT_STEP_DELAY_MS ? Number(process.env.NODE_AGENT_STEP_DELAY_MS) : undefined),
     sleep: { idleMs: idleSleepMsFromEnv(process.env), memoryMb, log: (line) => process.stderr.write(`node-agent: ${line}\n`) },
-    simulatedStepDelayMs: process.env.NODE_AGENT_STEP_DELAY_MS ? Number(process.env.NODE_AGENT_STEP_DELAY_MS) : undefined,
     // Commerce releases the platform sends this node (the hosted node's: decision 0365), under the data folder.
     releaseHost: { releasesRoot: path.join(dataDir, 'releases') },
     log: (line) => process.stderr.write(`node-agent: ${line}\n`),

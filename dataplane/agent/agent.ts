@@ -1,37 +1,31 @@
 import { randomUUID } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { sleep } from '../../core/sleep';
 import { DataPlane } from '../plane';
 import { ReleaseHost, type ReleaseHostOptions } from '../releases';
 import { SiteBackups } from '../site-backup';
 import type { SleepOptions } from '../sleep';
+import { AgentAuthError, AgentClient, type AgentTransport } from './client';
 import { SiteDataExecutor } from './data-executor';
 import { agentRecoveryParts } from './recovery-parts';
-import { type NodeExecutor, RealNodeExecutor, StepFailure } from './executors';
+import { type NodeExecutor, type NodeExecutorFactory, RealNodeExecutor, StepFailure } from './executors';
 import { ReleaseExecutor, agentReleaseSource } from './release-executor';
-import { SimulatedNodeExecutor } from './simulated-executor';
 import {
   type AgentReleaseTask,
   type AgentTask,
   type AgentUpload,
   type DesiredSite,
   type HeartbeatReply,
-  isAgentUpload,
   MAX_EXTRAS_SITES,
   MAX_OBSERVED_REQUESTS,
   MAX_SITE_EVENTS,
-  NODE_AGENT_PATH,
-  NODE_TOKEN_HEADER,
   type SiteEvent,
   type SiteExtrasValue,
   type TaskOutcome,
-  uploadHeaders,
 } from './wire';
+
+export { AgentAuthError, type AgentTransport } from './client';
 
 /**
  * The node agent (docs/decisions/0170-node-agent.md): a foreground process on the customer's
@@ -41,23 +35,6 @@ import {
  * whenever the platform answers again after a silence, it reconciles: every site that should run
  * runs, without a client request.
  */
-
-/**
- * How an agent reaches the platform: HTTP to the bridge (a customer's machine), or, for the
- * platform's own hosted agent, a direct call of the same protocol in the same process
- * (nodes/hosted.ts). Answers the HTTP status and the JSON envelope, or, for a download (a release's
- * bundle), the bytes.
- */
-export type AgentTransport = (
-  method: 'GET' | 'POST',
-  path: string,
-  body: unknown,
-  signal: AbortSignal,
-) => Promise<{ status: number; body: unknown; bytes?: Readable }>;
-
-const JSON_TYPE = { 'content-type': 'application/json' };
-/** How long a download (a release's bundle) or an upload (a recovery point's part) may take. */
-const DOWNLOAD_TIMEOUT_MS = 10 * 60_000;
 
 export interface NodeAgentOptions {
   /** The platform's REST bridge (`--api-url`, default http://127.0.0.1:8080). */
@@ -82,25 +59,19 @@ export interface NodeAgentOptions {
   /** The agent's edge port (`--edge-port`, default 8083); 0 picks a free one. */
   edgePort: number;
   host?: string;
-  executor: 'real' | 'simulated';
+  /**
+   * The real executor (the runtime drivers on the agent's data plane), or one the caller makes on
+   * that plane: a stand-in (dataplane/stand-in/simulated-executor.ts; decision 0380).
+   */
+  executor: 'real' | NodeExecutorFactory;
   /** Heartbeat period (docs/contracts.md, "The data plane": 5 s; the platform's answer may ask for another, as the hosted node's 2 s). */
   heartbeatMs?: number;
   /** The pause after a claim that found nothing or failed (default 1 s). */
   claimPollMs?: number;
-  simulatedStepDelayMs?: number;
   cacheRoot?: string;
   /** Sleep and wake of idle sites on the agent's own data plane (dataplane/sleep.ts); not used with `plane`. */
   sleep?: SleepOptions;
   log?: (line: string) => void;
-}
-
-/** The platform refused the token (forged, unknown or revoked): the agent stops. */
-export class AgentAuthError extends Error {}
-
-interface Envelope<T> {
-  success: boolean;
-  data?: T;
-  error?: { code: string; message: string };
 }
 
 export class NodeAgent {
@@ -122,6 +93,7 @@ export class NodeAgent {
   private heartbeatMs: number;
   private stopped = false;
   private readonly stopping = new AbortController();
+  private readonly client: AgentClient;
   private readonly ownPlane: boolean;
   private readonly inflight = new Set<Promise<void>>();
   private fatal: ((e: Error) => void) | null = null;
@@ -140,6 +112,7 @@ export class NodeAgent {
     this.log = o.log ?? (() => undefined);
     this.heartbeatMs = o.heartbeatMs ?? 5_000;
     this.ownPlane = !o.plane;
+    this.client = new AgentClient({ apiUrl: o.apiUrl, token: o.token, transport: o.transport, stopping: this.stopping.signal });
     this.plane =
       o.plane ??
       new DataPlane({
@@ -150,9 +123,7 @@ export class NodeAgent {
         ...(o.sleep ? { sleep: o.sleep } : {}),
       });
     this.executor =
-      o.executor === 'real'
-        ? new RealNodeExecutor(this.plane, (siteId) => this.siteExtras(siteId))
-        : new SimulatedNodeExecutor(this.plane, o.simulatedStepDelayMs);
+      o.executor === 'real' ? new RealNodeExecutor(this.plane, (siteId) => this.siteExtras(siteId)) : o.executor(this.plane);
     this.releases = o.releaseHost
       ? new ReleaseExecutor(
           new ReleaseHost({
@@ -162,13 +133,13 @@ export class NodeAgent {
             edge: this.plane.edge,
             supervisor: this.plane.supervisor,
           }),
-          agentReleaseSource({ get: (p) => this.call('GET', p), download: (p, file) => this.download(p, file) }),
+          agentReleaseSource({ get: (p) => this.client.call('GET', p), download: (p, file) => this.client.download(p, file) }),
         )
       : null;
     // A point's parts go and come through the agent API's part calls of the task (decision 0375).
     const parts = {
-      bytes: (p: string) => this.bytes(p, this.transferSignal()),
-      upload: <T>(p: string, u: AgentUpload) => this.call<T>('POST', p, u),
+      bytes: (p: string) => this.client.bytes(p, this.client.transferSignal()),
+      upload: <T>(p: string, u: AgentUpload) => this.client.call<T>('POST', p, u),
     };
     this.data =
       o.executor === 'real'
@@ -244,7 +215,7 @@ export class NodeAgent {
     this.stopping.abort();
     await this.chain.catch(() => undefined);
     await Promise.allSettled([...this.inflight]);
-    if (this.holding) await this.call('POST', '/lease/release', { session: this.session }).catch(() => undefined);
+    if (this.holding) await this.client.call('POST', '/lease/release', { session: this.session }).catch(() => undefined);
     await this.executor.close();
     await this.releases?.close();
     if (this.ownPlane) await this.plane.stop();
@@ -282,14 +253,14 @@ export class NodeAgent {
   private async sendHeartbeat(port: number): Promise<HeartbeatReply> {
     const body = { edge_port: port, session: this.session };
     const sent = this.siteEvents.slice();
-    if (sent.length === 0) return this.call<HeartbeatReply>('POST', '/heartbeat', body);
+    if (sent.length === 0) return this.client.call<HeartbeatReply>('POST', '/heartbeat', body);
     const forget = () => {
       const gone = new Set(sent);
       const left = this.siteEvents.filter((e) => !gone.has(e));
       this.siteEvents.splice(0, this.siteEvents.length, ...left);
     };
     try {
-      const hb = await this.call<HeartbeatReply>('POST', '/heartbeat', { ...body, site_events: sent });
+      const hb = await this.client.call<HeartbeatReply>('POST', '/heartbeat', { ...body, site_events: sent });
       forget();
       return hb;
     } catch (e) {
@@ -297,7 +268,7 @@ export class NodeAgent {
       if ((e as { code?: string }).code !== 'invalid_request') throw e;
       this.log(`the platform did not take ${sent.length} sleep and wake events (${(e as Error).message}); dropped`);
       forget();
-      return this.call<HeartbeatReply>('POST', '/heartbeat', body);
+      return this.client.call<HeartbeatReply>('POST', '/heartbeat', body);
     }
   }
 
@@ -334,7 +305,7 @@ export class NodeAgent {
       let failed = false;
       try {
         task = (
-          await this.call<{ task: AgentTask | AgentReleaseTask | null }>(
+          await this.client.call<{ task: AgentTask | AgentReleaseTask | null }>(
             'POST',
             '/tasks/claim',
             { session: this.session, wait_ms: waitMs },
@@ -370,9 +341,9 @@ export class NodeAgent {
     const progress = (detail: string) => {
       if (Date.now() - last < 1_000) return;
       last = Date.now();
-      void this.call('POST', `/tasks/${encodeURIComponent(task.id)}/progress`, { session: this.session, detail }).catch(
-        () => undefined,
-      );
+      void this.client
+        .call('POST', `/tasks/${encodeURIComponent(task.id)}/progress`, { session: this.session, detail })
+        .catch(() => undefined);
     };
     let outcome: TaskOutcome;
     try {
@@ -386,7 +357,7 @@ export class NodeAgent {
     // The outcome must reach the platform: retried until it answers (a task held by another process is dropped).
     while (!this.stopped) {
       try {
-        await this.call('POST', `/tasks/${encodeURIComponent(task.id)}/result`, { session: this.session, outcome });
+        await this.client.call('POST', `/tasks/${encodeURIComponent(task.id)}/result`, { session: this.session, outcome });
         return;
       } catch (e) {
         if (e instanceof AgentAuthError) return this.die(e);
@@ -411,7 +382,7 @@ export class NodeAgent {
   private async reconcile(): Promise<void> {
     let sites: DesiredSite[];
     try {
-      sites = (await this.call<{ sites: DesiredSite[] }>('GET', '/sites')).sites;
+      sites = (await this.client.call<{ sites: DesiredSite[] }>('GET', '/sites')).sites;
     } catch (e) {
       this.log(`reconcile: ${(e as Error).message}`);
       return;
@@ -450,13 +421,13 @@ export class NodeAgent {
     const out = new Map<string, SiteExtrasValue>();
     for (let i = 0; i < siteIds.length; i += MAX_EXTRAS_SITES) {
       const site_ids = siteIds.slice(i, i + MAX_EXTRAS_SITES);
-      const got = await this.call<{ extras: Record<string, SiteExtrasValue> }>('POST', '/sites/extras', { site_ids }).catch(
-        (e: unknown) => {
+      const got = await this.client
+        .call<{ extras: Record<string, SiteExtrasValue> }>('POST', '/sites/extras', { site_ids })
+        .catch((e: unknown) => {
           // A platform older than the call (the bridge: `route_not_found`) gave a customer's node none.
           if ((e as { code?: string }).code === 'route_not_found') return { extras: {} };
           throw e;
-        },
-      );
+        });
       for (const [id, extras] of Object.entries(got.extras)) out.set(id, extras);
     }
     return out;
@@ -512,7 +483,7 @@ export class NodeAgent {
    * dropped, as the in-process sink drops one it cannot insert) and releases past the degraded rule.
    */
   private observationsToPlatform(): Pick<ReleaseHostOptions, 'onAccess' | 'onDegraded'> {
-    const send = (body: object) => this.call('POST', '/releases/observations', body);
+    const send = (body: object) => this.client.call('POST', '/releases/observations', body);
     return {
       onAccess: async (batch) => {
         for (let i = 0; i < batch.length; i += MAX_OBSERVED_REQUESTS) {
@@ -532,67 +503,4 @@ export class NodeAgent {
         ),
     };
   }
-
-  /** Downloads a call's bytes (a release's bundle) into `file`; a refusal throws as `call` does. */
-  private async download(p: string, file: string): Promise<void> {
-    const signal = this.transferSignal();
-    await pipeline(await this.bytes(p, signal), createWriteStream(file), { signal });
-  }
-
-  /** A transfer's bound: its time, or the agent stopping. */
-  private transferSignal(): AbortSignal {
-    return AbortSignal.any([AbortSignal.timeout(DOWNLOAD_TIMEOUT_MS), this.stopping.signal]);
-  }
-
-  /** A call's bytes as a stream (a release's bundle, a recovery point's part). */
-  private async bytes(p: string, signal: AbortSignal): Promise<Readable> {
-    if (this.o.transport) {
-      const out = await this.o.transport('GET', p, null, signal);
-      return out.bytes ?? refused(out.status, out.body as Envelope<unknown> | null);
-    }
-    const r = await fetch(this.url(p), { headers: { [NODE_TOKEN_HEADER]: this.o.token }, signal });
-    if (!r.ok || !r.body || (r.headers.get('content-type') ?? '').includes('json'))
-      return refused(r.status, (await r.json().catch(() => null)) as Envelope<unknown> | null);
-    return Readable.fromWeb(r.body as WebReadableStream<Uint8Array>);
-  }
-
-  private url(p: string): string {
-    return `${this.o.apiUrl.replace(/\/+$/, '')}${NODE_AGENT_PATH}${p}`;
-  }
-
-  /** One protocol call; `waitMs` lengthens the 10 s timeout for a long-polled claim. */
-  private async call<T>(method: 'GET' | 'POST', p: string, body?: unknown, waitMs = 0): Promise<T> {
-    // A stopping agent cuts its waits short, but still gives its lease up. An upload's bytes stream.
-    const up = isAgentUpload(body) ? body : null;
-    const timeout = AbortSignal.timeout(up ? DOWNLOAD_TIMEOUT_MS : 10_000 + waitMs);
-    const signal = p === '/lease/release' ? timeout : AbortSignal.any([timeout, this.stopping.signal]);
-    let res: { status: number; ok: boolean; env: Envelope<T> | null };
-    if (this.o.transport) {
-      const out = await this.o.transport(method, p, body ?? null, signal);
-      res = { status: out.status, ok: out.status < 400, env: out.body as Envelope<T> };
-    } else {
-      const r = await fetch(this.url(p), {
-        method,
-        // Not `Authorization`: the bridge reads that as an API key (nodes/agent-api.ts).
-        headers: { [NODE_TOKEN_HEADER]: this.o.token, ...(up ? uploadHeaders(up) : body ? JSON_TYPE : {}) },
-        ...(up
-          ? { body: Readable.toWeb(up.stream) as ReadableStream, duplex: 'half' }
-          : { body: body ? JSON.stringify(body) : undefined }),
-        signal,
-      });
-      res = { status: r.status, ok: r.ok, env: (await r.json().catch(() => null)) as Envelope<T> | null };
-    }
-    const env = res.env;
-    if (!res.ok || !env?.success) return refused(res.status, env);
-    return env.data as T;
-  }
-}
-
-/**
- * The platform did not answer the call with success: a refused token stops the agent
- * (AgentAuthError); otherwise an error with the answer's code and HTTP status.
- */
-function refused(status: number, env: Envelope<unknown> | null): never {
-  if (status === 401) throw new AgentAuthError('the platform refused the node token (unknown, forged or revoked)');
-  throw Object.assign(new Error(env?.error?.message ?? `HTTP ${status}`), { code: env?.error?.code, status });
 }

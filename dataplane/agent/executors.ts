@@ -5,8 +5,9 @@ import type { AgentSite, AgentTask, SiteExtrasValue } from './wire';
 /**
  * What a node agent runs a step with (docs/decisions/0170-node-agent.md): the real executor acts on
  * the agent's own data plane (runtime cache, supervisor, edge, site host over the runtime drivers:
- * the same modules the hosted pool uses); the simulated one (./simulated-executor.ts) stands in
- * with a small HTTP server per site behind the same edge, for fast tests.
+ * the same modules the hosted pool uses); the simulated one (dataplane/stand-in/simulated-executor.ts)
+ * stands in with a small HTTP server per site behind the same edge, for fast tests, passed in by
+ * whoever starts the agent (docs/decisions/0380).
  */
 
 /** A step failure the platform records with its code (retriable ones are retried by the operation engine). */
@@ -35,6 +36,9 @@ export interface NodeExecutor {
   stopAll(): Promise<void>;
   close(): Promise<void>;
 }
+
+/** An executor other than the real one (a stand-in), made on the agent's data plane by the agent. */
+export type NodeExecutorFactory = (plane: DataPlane) => NodeExecutor;
 
 /**
  * What a site's process starts with beyond the task's site spec, read where the platform keeps it:

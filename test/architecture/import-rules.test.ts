@@ -34,6 +34,14 @@ describe('import rules of the area kit', () => {
     expect(checkImport('core/x.ts', 'dataplane/edge')).toMatch(/kernel/);
   });
 
+  it('keep stand-ins out of the node agent, which its caller gives an executor', () => {
+    expect(checkImport('dataplane/agent/agent.ts', 'dataplane/stand-in/simulated-executor')).toMatch(/no stand-in/);
+    expect(checkImport('dataplane/agent/executors.ts', 'core/dns/stand-in-server')).toMatch(/no stand-in/);
+    expect(checkImport('dataplane/agent/agent.ts', 'dataplane/agent/executors')).toBeNull();
+    expect(checkImport('cli/nodes-agent.ts', 'dataplane/stand-in/simulated-executor')).toBeNull();
+    expect(checkImport('dataplane/stand-in/simulated-executor.ts', 'dataplane/agent/executors')).toBeNull();
+  });
+
   it('let areas import the nodes module, which sits on the data plane and below every area', () => {
     expect(checkImport('subgraphs/commerce/releases.ts', 'nodes/tasks')).toBeNull();
     expect(checkImport('nodes/hosted.ts', 'dataplane/agent/agent')).toBeNull();

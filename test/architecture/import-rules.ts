@@ -15,7 +15,10 @@ import path from 'node:path';
  * - the nodes module (`nodes/`: the node registry, node tasks, the agent protocol's platform side
  *   and the hosted node; docs/decisions/0325-nodes-module.md) sits between the data plane and the
  *   areas, because more than one area sends work to machines: it imports only the kernel, the data
- *   plane (the agent's wire and code) and its own files, and areas may import it.
+ *   plane (the agent's wire and code) and its own files, and areas may import it;
+ * - the node agent (`dataplane/agent/`) knows only the executor interface: it imports no stand-in
+ *   (a `stand-in` file or folder, such as dataplane/stand-in/simulated-executor.ts), which its
+ *   caller passes in (docs/decisions/0380-hosted-agent-at-the-composition-root.md).
  */
 export interface Violation {
   file: string;
@@ -73,6 +76,9 @@ export function checkImport(file: string, target: string): string | null {
   }
   if (top(file) === 'dataplane' && !['core', 'dataplane'].includes(top(target))) {
     return 'the data plane imports only the kernel and its own files';
+  }
+  if (file.startsWith('dataplane/agent/') && target.split('/').some((segment) => segment.startsWith('stand-in'))) {
+    return 'the node agent imports no stand-in (its caller passes the executor in)';
   }
   if (top(file) === 'nodes' && !['core', 'dataplane', 'nodes'].includes(top(target))) {
     return 'the nodes module imports only the kernel, the data plane and its own files';

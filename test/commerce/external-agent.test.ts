@@ -4,6 +4,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { NodeAgent } from '../../dataplane/agent/agent';
+import { simulatedNodeExecutor } from '../../dataplane/stand-in/simulated-executor';
 import { NODE_AGENT_PATH, NODE_TOKEN_HEADER } from '../../dataplane/agent/wire';
 import { productionHost, releaseHost } from '../../dataplane/releases';
 import { HOSTED_NODE_ID } from '../../nodes/registry';
@@ -40,7 +41,7 @@ beforeAll(async () => {
     token: token!,
     dataDir,
     edgePort: 0,
-    executor: 'simulated',
+    executor: simulatedNodeExecutor(),
     claimWaitMs: 2_000,
     // As cli/nodes-agent.ts gives every agent.
     releaseHost: { releasesRoot: path.join(dataDir, 'releases') },

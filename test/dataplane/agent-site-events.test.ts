@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { type AgentTransport, NodeAgent } from '../../dataplane/agent/agent';
 import { DataPlane } from '../../dataplane/plane';
+import { simulatedNodeExecutor } from '../../dataplane/stand-in/simulated-executor';
 
 /**
  * The agent's side of a connected node's sleeps and wakes (docs/decisions/0350-node-power-events.md):
@@ -58,7 +59,7 @@ it('sends its own plane’s sleeps and wakes with the next heartbeat, again afte
     token: 't',
     dataDir: path.join(dir, 'own'),
     edgePort: 0,
-    executor: 'simulated',
+    executor: simulatedNodeExecutor(),
     transport: p.transport,
     heartbeatMs: 20,
     claimWaitMs: 0,
@@ -92,7 +93,7 @@ it('sends none from an agent on the platform’s own plane (the hosted node: pub
     token: 't',
     dataDir: path.join(dir, 'hosted'),
     edgePort: 0,
-    executor: 'simulated',
+    executor: simulatedNodeExecutor(),
     plane,
     transport: p.transport,
     heartbeatMs: 20,

@@ -3,6 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { NodeAgent } from '../../dataplane/agent/agent';
+import { simulatedNodeExecutor } from '../../dataplane/stand-in/simulated-executor';
 import { startTestPlatform, uniqueName, type TestPlatform } from '../support/platform';
 import { PREFIX, projectPath, runCli } from './support';
 import { freePort, siteViaEdge } from '../support/edge';
@@ -241,8 +242,7 @@ describe('the node agent', () => {
       token: node.token,
       dataDir: path.join(dataDir, 'power'),
       edgePort: 0,
-      executor: 'simulated',
-      simulatedStepDelayMs: 30,
+      executor: simulatedNodeExecutor(30),
       heartbeatMs: 200,
       claimWaitMs: 1_000,
     });

@@ -2,6 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { NodeAgent } from '../../dataplane/agent/agent';
+import { simulatedNodeExecutor } from '../../dataplane/stand-in/simulated-executor';
 import type { AgentTask } from '../../dataplane/agent/wire';
 import { startTestPlatform, uniqueName, type TestPlatform } from '../support/platform';
 import { PREFIX, projectPath, waitForOperation } from './support';
@@ -81,8 +82,7 @@ describe('secrets in node task results', () => {
       token: node.token,
       dataDir,
       edgePort: 0,
-      executor: 'simulated',
-      simulatedStepDelayMs: 20,
+      executor: simulatedNodeExecutor(20),
     });
     const run0 = agent.executor.run.bind(agent.executor);
     agent.executor.run = async (task, progress) => {

@@ -2,15 +2,20 @@ import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sleep } from '../../core/sleep';
+import { type NodeExecutor, type NodeExecutorFactory, StepFailure } from '../agent/executors';
+import type { AgentSite, AgentTask } from '../agent/wire';
 import type { DataPlane } from '../plane';
-import { type NodeExecutor, StepFailure } from './executors';
-import { type AgentSite, type AgentTask } from './wire';
 
 /**
- * The agent's stand-in executor (`platform nodes agent --simulated`, fast tests;
- * docs/decisions/0170-node-agent.md): no runtime, no driver; each step takes a fixed time and a
- * started site is a small HTTP server behind the agent's real edge.
+ * The node agent's stand-in executor (`platform nodes agent --executor simulated`, fast tests;
+ * docs/decisions/0170-node-agent.md, 0380): no runtime, no driver; each step takes a fixed time and
+ * a started site is a small HTTP server behind the agent's real edge. The agent knows only the
+ * executor interface: whoever starts an agent with this stand-in passes it in (`simulatedNodeExecutor`).
  */
+export function simulatedNodeExecutor(stepDelayMs?: number): NodeExecutorFactory {
+  return (plane) => new SimulatedNodeExecutor(plane, stepDelayMs);
+}
+
 /** Timed stand-in steps; a started site is a small HTTP server routed through the agent's real edge. */
 export class SimulatedNodeExecutor implements NodeExecutor {
   readonly kind = 'simulated' as const;
