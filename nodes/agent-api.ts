@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Model } from 'mongoose';
 import { Readable } from 'node:stream';
-import { BlobTooLargeError, type BlobStore, SHA256_HEX } from '../core/blobs/blob-store';
+import { type BlobStore, type ByteRange, SHA256_HEX } from '../core/blobs/blob-store';
 import { RECOVERY_POINT_REGION } from '../dataplane/site-backup';
 import type { z } from 'zod';
 import { PlatformError, badRequest, isPlatformError, unauthenticated } from '../core/errors';
@@ -10,6 +10,8 @@ import {
   type AgentBody,
   type AgentRelease,
   type AgentUpload,
+  type HeldUpload,
+  isRangeRequest,
   agentBodies,
   isAgentUpload,
   isSiteDataStep,
@@ -25,6 +27,7 @@ import {
   type SiteExtrasValue,
   type TaskOutcome,
 } from '../dataplane/agent/wire';
+import { PartUploads, partCallBody, partRange, uploadExtent } from './part-transfers';
 import type { ReleaseDeliveries } from './releases';
 import { type NodeTaskDoc, nodeTaskSettled, sealTaskResult, sweepFinishedNodeTasks, waitForNodeTask } from './tasks';
 import {
@@ -81,11 +84,17 @@ export class NodeAgentService {
       recoveryStore?: BlobStore;
       /** The most bytes one uploaded part may have (default MAX_RECOVERY_PART_BYTES). */
       maxPartBytes?: number;
+      /** The bytes of one piece of a held upload (default PART_PIECE_BYTES; decision 0390). */
+      partPieceBytes?: number;
     },
   ) {}
 
+  private partUploads?: PartUploads;
+
   /** Deletes finished tasks older than the retention (docs/decisions/0270-node-tokens-and-task-secrets.md). */
-  sweepFinished(now = Date.now()): Promise<number> {
+  async sweepFinished(now = Date.now()): Promise<number> {
+    // What a finished task still holds of an upload goes first (decision 0390).
+    if (this.d.recoveryStore) await this.uploads().sweep();
     return sweepFinishedNodeTasks(
       this.d.tasks,
       this.d.taskRetentionMs ?? DEFAULT_TASK_RETENTION_MS,
@@ -200,12 +209,17 @@ export class NodeAgentService {
       ? // Secrets in the result (configure_site's admin access) are sealed before they are stored.
         { status: 'succeeded', result: sealTaskResult(taskId, outcome.result) }
       : { status: 'failed', error: { code: outcome.code, message: outcome.message, retriable: outcome.retriable ?? false } };
-    const res = await this.d.tasks.updateOne(
-      { _id: taskId, nodeId: node._id, status: 'claimed', claimedBy: session },
-      { $set: { ...set, finishedAt: new Date() } },
-    );
-    if (res.matchedCount !== 1) throw new PlatformError('task_not_held', 409, 'this agent does not hold that task');
+    const was = await this.d.tasks
+      .findOneAndUpdate(
+        { _id: taskId, nodeId: node._id, status: 'claimed', claimedBy: session },
+        { $set: { ...set, finishedAt: new Date() } },
+        { projection: { partUpload: 1 } },
+      )
+      .lean();
+    if (!was) throw new PlatformError('task_not_held', 409, 'this agent does not hold that task');
     nodeTaskSettled(taskId);
+    // An upload the task left unfinished is not resumed any more (decision 0390).
+    if (was.partUpload && this.d.recoveryStore) await this.uploads().drop(was);
   }
 
   /**
@@ -309,22 +323,45 @@ export class NodeAgentService {
     return this.d.recoveryStore;
   }
 
-  /** The bytes of a recovery point's part that a data step this node holds names (a restore's). */
-  async partBytes(node: ConnectedNodeDoc, taskId: string, sha256: string): Promise<AgentBytes> {
+  private uploads(): PartUploads {
+    return (this.partUploads ??= new PartUploads(this.d.tasks, this.recovery(), this.d.partPieceBytes));
+  }
+
+  /**
+   * The bytes of a recovery point's part that a data step this node holds names (a restore's), all of
+   * them or the one range `range` asks for (RFC 9110 `Range`, decision 0390: a broken download resumes).
+   */
+  async partBytes(node: ConnectedNodeDoc, taskId: string, sha256: string, range?: string): Promise<AgentBytes> {
     const task = await this.heldDataTask(node, taskId);
     const point = task.data?.point ?? {};
     const part = [point.database, point.content, point.release].find((p) => p?.sha256 === sha256);
     if (!part) throw new PlatformError('part_not_found', 404, `task ${taskId} names no part ${sha256}`);
     const store = this.recovery();
-    if ((await store.stat(RECOVERY_POINT_REGION, sha256)) === null)
-      throw new PlatformError('part_not_found', 404, `the recovery store holds no part ${sha256}`);
-    return new AgentBytes(store.read(RECOVERY_POINT_REGION, sha256), part.sizeBytes, 'application/octet-stream');
+    const size = await store.stat(RECOVERY_POINT_REGION, sha256);
+    if (size === null) throw new PlatformError('part_not_found', 404, `the recovery store holds no part ${sha256}`);
+    const r = partRange(range, size);
+    if (!r) return new AgentBytes(store.read(RECOVERY_POINT_REGION, sha256), size, 'application/octet-stream');
+    const stream = store.read(RECOVERY_POINT_REGION, sha256, r);
+    return new AgentBytes(stream, r.end - r.start + 1, 'application/octet-stream', { ...r, size });
+  }
+
+  /** A capture step this node holds (the part calls' upload side). */
+  private async heldCapture(node: ConnectedNodeDoc, taskId: string): Promise<NodeTaskDoc> {
+    const task = await this.heldDataTask(node, taskId);
+    if (!CAPTURE_STEPS.has(task.step)) throw new PlatformError('task_not_found', 404, `task ${taskId} captures nothing`);
+    return task;
+  }
+
+  /** How much of the part `sha256` a capture this node holds has uploaded (tus's `HEAD`, decision 0390). */
+  async heldUpload(node: ConnectedNodeDoc, taskId: string, sha256: string): Promise<HeldUpload> {
+    return this.uploads().held(await this.heldCapture(node, taskId), sha256);
   }
 
   /**
-   * A capture's bytes from the node that holds the step: streamed into the recovery store, kept only when
-   * they hash to `sha256` and are `size` bytes (else 422 `part_mismatch`, nothing kept), recorded on the
-   * task; the step's result must then name a part it uploaded.
+   * A capture's bytes from the node that holds the step: held as they arrive (a broken upload resumes
+   * from what is held, decision 0390), kept in the recovery store only when the whole part hashes to
+   * `sha256` and has the stated length (else 422 `part_mismatch`, nothing kept), recorded on the task;
+   * the step's result must then name a part it uploaded.
    */
   async putPart(
     node: ConnectedNodeDoc,
@@ -333,27 +370,8 @@ export class NodeAgentService {
     up: AgentUpload,
   ): Promise<{ sha256: string; size_bytes: number }> {
     if (!SHA256_HEX.test(sha256)) throw badRequest('invalid_request', 'the part is named by its SHA-256 (64 hex digits)');
-    const max = this.d.maxPartBytes ?? MAX_RECOVERY_PART_BYTES;
-    if (!Number.isSafeInteger(up.size) || up.size < 0)
-      throw badRequest('invalid_request', 'an upload states its length (content-length)');
-    if (up.size > max) throw new PlatformError('part_too_large', 413, `a part may have at most ${max} bytes`);
-    const task = await this.heldDataTask(node, taskId);
-    if (!CAPTURE_STEPS.has(task.step)) throw new PlatformError('task_not_found', 404, `task ${taskId} captures nothing`);
-    const store = this.recovery();
-    let staged;
-    try {
-      // One byte over the stated length is enough to refuse it: the rest is not read.
-      staged = await store.stage(up.stream, { maxBytes: up.size });
-    } catch (e) {
-      up.stream.resume();
-      if (e instanceof BlobTooLargeError) throw mismatch(`more than the ${up.size} bytes stated`);
-      throw e;
-    }
-    if (staged.sha256 !== sha256 || staged.size !== up.size) {
-      await store.discard(staged);
-      throw mismatch(`the bytes hash to ${staged.sha256} (${staged.size} bytes), not ${sha256} (${up.size})`);
-    }
-    await store.commit(staged, RECOVERY_POINT_REGION);
+    const extent = uploadExtent(up, this.d.maxPartBytes ?? MAX_RECOVERY_PART_BYTES);
+    const staged = await this.uploads().receive(await this.heldCapture(node, taskId), sha256, extent);
     await this.d.tasks.updateOne({ _id: taskId }, { $addToSet: { uploaded: sha256 } });
     return { sha256, size_bytes: staged.size };
   }
@@ -365,18 +383,17 @@ export class NodeAgentService {
   }
 }
 
-/** An answer of bytes (a release's bundle, a recovery point's part), not JSON. */
+/** An answer of bytes (a release's bundle, a recovery point's part), not JSON; `range`: one range of `size` (206). */
 export class AgentBytes {
   constructor(
     readonly stream: Readable,
     readonly length: number | null,
     readonly type = 'application/x-tar',
+    readonly range?: ByteRange & { size: number },
   ) {}
 }
 
 const CAPTURE_STEPS = new Set<string>(SITE_CAPTURE_STEPS);
-
-const mismatch = (message: string) => new PlatformError('part_mismatch', 422, message);
 
 function parse<T>(schema: z.ZodType<T>, body: unknown): T {
   const r = schema.safeParse(body ?? {});
@@ -429,15 +446,17 @@ export function nodeAgentRoutes(app: FastifyInstance, api: NodeAgentService): vo
           const gone = new AbortController();
           reply.raw.once('close', () => gone.abort());
           const p = new URL(req.url, 'http://agent').pathname.slice(NODE_AGENT_PATH.length);
-          // A part's upload: its bytes stream through (the parser below), their length stated.
-          const body =
-            req.body instanceof Readable ? { stream: req.body, size: Number(req.headers['content-length'] ?? NaN) } : req.body;
-          const out = await nodeAgentCall(api, node, req.method, p, body, gone.signal);
+          const out = await nodeAgentCall(api, node, req.method, p, partCallBody(req), gone.signal);
           // The extras and a release's run carry secrets: no cache keeps them.
           void reply.header('cache-control', 'no-store');
+          const size = out.body.error?.details?.size;
+          if (out.status === 416) void reply.header('content-range', `bytes */${String(size)}`);
           if (!out.bytes) return reply.code(out.status).send(out.body);
           if (out.bytes.length !== null) void reply.header('content-length', out.bytes.length);
-          return reply.code(200).type(out.bytes.type).send(out.bytes.stream);
+          const r = out.bytes.range;
+          if (r) void reply.header('content-range', `bytes ${r.start}-${r.end}/${r.size}`);
+          if (out.bytes.type === 'application/octet-stream') void reply.header('accept-ranges', 'bytes');
+          return reply.code(out.status).type(out.bytes.type).send(out.bytes.stream);
         },
       });
     }
@@ -458,14 +477,14 @@ export async function nodeAgentCall(
   signal?: AbortSignal,
 ): Promise<{
   status: number;
-  body: { success: boolean; data?: unknown; error?: { code: string; message: string; details?: unknown } };
+  body: { success: boolean; data?: unknown; error?: { code: string; message: string; details?: Record<string, unknown> } };
   /** A download's bytes (then `body` is only `success`). */
   bytes?: AgentBytes;
 }> {
   try {
     const data = await route(api, node, method, p, body, signal);
     if (data === undefined) throw new PlatformError('not_found', 404, `no agent call ${method} ${p}`);
-    if (data instanceof AgentBytes) return { status: 200, body: { success: true }, bytes: data };
+    if (data instanceof AgentBytes) return { status: data.range ? 206 : 200, body: { success: true }, bytes: data };
     return { status: 200, body: { success: true, data } };
   } catch (e) {
     if (!isPlatformError(e)) throw e;
@@ -514,10 +533,11 @@ async function route(
   if (method === 'POST' && p === '/sites/extras') {
     return { extras: await api.siteExtras(node, parse(agentBodies.siteExtras, body).site_ids) };
   }
-  const part = /^\/tasks\/([^/]+)\/parts\/([^/]+)$/.exec(p);
+  const part = /^\/tasks\/([^/]+)\/parts\/([^/]+?)(\/upload)?$/.exec(p);
   if (part) {
     const [taskId, sha256] = [decodeURIComponent(part[1]), decodeURIComponent(part[2])];
-    if (method === 'GET') return api.partBytes(node, taskId, sha256);
+    if (part[3]) return method === 'GET' ? api.heldUpload(node, taskId, sha256) : undefined;
+    if (method === 'GET') return api.partBytes(node, taskId, sha256, isRangeRequest(body) ? body.range : undefined);
     if (method === 'POST') {
       if (!isAgentUpload(body)) throw badRequest('invalid_request', 'a part is sent as application/octet-stream');
       return api.putPart(node, taskId, sha256, body);

@@ -36,6 +36,11 @@ export interface NodeTaskDoc {
   release?: ReleaseWork;
   /** A capture's parts its node uploaded (SHA-256; docs/decisions/0375): its result must name one. */
   uploaded?: string[];
+  /**
+   * A capture's upload under way (docs/decisions/0390-resumable-part-transfers.md): which part, its
+   * whole length, and the bytes the platform holds of it (whole pieces), where a broken upload resumes.
+   */
+  partUpload?: { sha256: string; length: number; held: number };
   status: NodeTaskStatus;
   /** The agent process (a random id per start) that claimed it; another process may take it over. */
   claimedBy: string | null;
@@ -62,6 +67,7 @@ const taskSchema = new mongoose.Schema<NodeTaskDoc>(
     data: { type: mongoose.Schema.Types.Mixed, default: undefined },
     release: { type: mongoose.Schema.Types.Mixed, default: undefined },
     uploaded: { type: [String], default: undefined },
+    partUpload: { type: mongoose.Schema.Types.Mixed, default: undefined },
     status: { type: String, required: true },
     claimedBy: { type: String, default: null },
     claimedAt: { type: Date, default: null },

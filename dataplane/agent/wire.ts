@@ -45,6 +45,9 @@ export const AGENT_CALLS: ReadonlyArray<readonly ['GET' | 'POST', string]> = [
   // task names (a restore's), and a capture's bytes, checked against the SHA-256 in the path.
   ['GET', '/tasks/:taskId/parts/:sha256'],
   ['POST', '/tasks/:taskId/parts/:sha256'],
+  // How much of a capture's part the platform holds, so a broken upload resumes from there
+  // (docs/decisions/0390-resumable-part-transfers.md).
+  ['GET', '/tasks/:taskId/parts/:sha256/upload'],
 ];
 
 /** The most bytes one recovery point's part may have (`POST /tasks/:taskId/parts/:sha256`). */
@@ -52,12 +55,40 @@ export const MAX_RECOVERY_PART_BYTES = 8 * 1024 ** 3;
 
 /**
  * A captured part's bytes on their way to the platform: over HTTP an `application/octet-stream`
- * body of `content-length` bytes; in process (the hosted agent) the stream itself.
+ * body of `content-length` bytes; in process (the hosted agent) the stream itself. A resumed upload
+ * (decision 0390) sends the rest of the part: `offset` is where its bytes start (`Upload-Offset`,
+ * what the platform holds) and `length` the whole part's (`Upload-Length`); absent, 0 and `size`.
  */
 export interface AgentUpload {
   stream: Readable;
   size: number;
+  offset?: number;
+  length?: number;
 }
+
+/** A resumed upload's headers (as tus names them): where its bytes start in the part, the part's whole length. */
+export const UPLOAD_OFFSET_HEADER = 'upload-offset';
+export const UPLOAD_LENGTH_HEADER = 'upload-length';
+
+/** What the platform holds of a capture's upload (`GET /tasks/:taskId/parts/:sha256/upload`). */
+export interface HeldUpload {
+  sha256: string;
+  /** The bytes held from the part's start: the next upload sends the rest from here. */
+  offset: number;
+  /** The whole part's length as its first upload stated it; null when nothing is held. */
+  length: number | null;
+}
+
+/**
+ * A part's download from `from` on (decision 0390): over HTTP a `Range: bytes=<from>-` header, answered
+ * 206; in process (the hosted agent) this body of the call.
+ */
+export interface AgentRangeRequest {
+  range: string;
+}
+
+export const isRangeRequest = (body: unknown): body is AgentRangeRequest =>
+  typeof body === 'object' && body !== null && typeof (body as { range?: unknown }).range === 'string';
 
 export const isAgentUpload = (body: unknown): body is AgentUpload =>
   typeof body === 'object' && body !== null && (body as { stream?: unknown }).stream instanceof Readable;
@@ -66,6 +97,8 @@ export const isAgentUpload = (body: unknown): body is AgentUpload =>
 export const uploadHeaders = (u: AgentUpload) => ({
   'content-type': 'application/octet-stream',
   'content-length': String(u.size),
+  ...(u.offset !== undefined ? { [UPLOAD_OFFSET_HEADER]: String(u.offset) } : {}),
+  ...(u.length !== undefined ? { [UPLOAD_LENGTH_HEADER]: String(u.length) } : {}),
 });
 
 /**
