@@ -18,6 +18,14 @@ export function paramName(param: string): string {
   return camelCase(param).replace(/ID$/, 'Id');
 }
 
+/**
+ * A request header's GraphQL spelling: `If-Match` → `ifMatch`, `Idempotency-Key` → `idempotencyKey`
+ * (lower case, each word after a hyphen capitalised).
+ */
+export function headerName(header: string): string {
+  return camelCase(header.toLowerCase().replace(/-/g, '_'));
+}
+
 /** `deliveryMode` → `delivery_mode`. */
 export function snakeCase(camel: string): string {
   return camel.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { camelKeys, paramName } from './field-names';
+import { camelKeys, headerName, paramName } from './field-names';
 
 /**
  * One documented REST route, as an area declares it: parse and validate the HTTP request, run one
@@ -50,20 +50,36 @@ export interface RouteDef<B = unknown, Q = Record<string, unknown>> {
    */
   creates?: Record<string, string>;
   /**
-   * The variables the validated body and query become by rule instead of by hand: each top-level
-   * key in camelCase (`retention_days` → `retentionDays`, core/field-names.ts), absent keys absent.
-   * `body: 'input'` makes the body the variable `input`; `'.'` makes each of its keys a variable of
-   * its own (so does `query: '.'`). The zod schema that documents and validates the field is then
-   * its only REST spelling (docs/decisions/0295-one-declaration-per-body.md).
-   * `params: '.'` makes each path parameter a variable named by rule (`{projectID}` → `projectId`,
-   * `paramName`); any other name is the variable of the last path parameter, the one the route acts
-   * on (`params: 'id'` on `…/buckets/{bucketID}/relocations/{relocationID}` → `bucketId`, `id`), the
-   * ones before it by rule (docs/decisions/0370-path-parameters-by-rule.md).
+   * The variables the validated request becomes by rule instead of by hand
+   * (docs/decisions/0295-one-declaration-per-body.md, 0370, 0395).
+   * - `body`: each top-level key in camelCase (`retention_days` → `retentionDays`,
+   *   core/field-names.ts), absent keys absent; `body: 'input'` makes the body the variable `input`,
+   *   `'.'` makes each of its keys a variable of its own (so does `query: '.'`). The zod schema that
+   *   documents and validates the field is then its only REST spelling.
+   * - `bodyAsSent`: the body passed whole as this variable, its keys as the caller wrote them (a
+   *   free-form map: asset metadata, a workflow draft, storefront settings).
+   * - `params: '.'` makes each path parameter a variable named by rule (`{projectID}` → `projectId`,
+   *   `paramName`); any other name is the variable of the last path parameter, the one the route acts
+   *   on (`params: 'id'` on `…/buckets/{bucketID}/relocations/{relocationID}` → `bucketId`, `id`), the
+   *   ones before it by rule; a map names the parameters it lists (`{ assetID: 'id' }` on
+   *   `…/{assetID}/versions/{versionID}/restore` → `id`, `versionId`), the others by rule.
+   * - `headers`: each header a variable named by rule (`If-Match` → `ifMatch`, `headerName`), read
+   *   as `HEADER_READS` says, null when absent.
+   * - `fixed`: constant variables (an AI action's word, an activity feed's scope); anything derived
+   *   from the request wins over them (a `{projectID}` in the path over a fixed `projectId: null`).
    */
-  derive?: { body?: string; query?: '.'; params?: string };
+  derive?: {
+    body?: string;
+    bodyAsSent?: string;
+    query?: '.';
+    params?: string | Record<string, string>;
+    headers?: DerivedHeader[];
+    fixed?: Record<string, unknown>;
+  };
   /**
-   * What `derive` cannot say: headers, computed or reshaped fields, a path parameter named other than
-   * by rule. Its keys win over the derived ones (a row derives the body and reshapes one field).
+   * What `derive` cannot say: computed or reshaped fields (a list from one address or many, a query
+   * value as text, a body split between arguments). Its keys win over the derived ones (a row derives
+   * the body and reshapes one field).
    * Absent: nothing beyond `derive`.
    */
   variables?: (req: RouteRequest<B, Q>) => Record<string, unknown>;
@@ -99,14 +115,32 @@ export function route<BS extends z.ZodTypeAny | undefined = undefined, QS extend
 
 type InferOr<S, D> = S extends z.ZodTypeAny ? z.infer<S> : D;
 
+/**
+ * The headers a row can derive, each read as its meaning wants (a repeated one reads its first
+ * value; Node's parser joins a repeated `If-Match` or `Idempotency-Key` into one string anyway).
+ */
+const HEADER_READS = {
+  // The precondition as sent, empty included: the service answers a missing or malformed one (428, 412).
+  'If-Match': (v: string | undefined) => v ?? null,
+  // An empty key is no key.
+  'Idempotency-Key': (v: string | undefined) => v || null,
+};
+export type DerivedHeader = keyof typeof HEADER_READS;
+
 /** The operation's variables for a validated request: what the row derives, then its own mapping. */
 export function variablesOf(route: AnyRoute, req: RouteRequest): Record<string, unknown> {
-  const derived: Record<string, unknown> = {};
-  const body = route.derive?.body;
+  const derive = route.derive;
+  const derived: Record<string, unknown> = { ...derive?.fixed };
+  const body = derive?.body;
   if (body === '.') Object.assign(derived, camelKeys(req.body as Record<string, unknown> | undefined));
   else if (body) derived[body] = camelKeys(req.body as Record<string, unknown> | undefined);
-  if (route.derive?.query) Object.assign(derived, camelKeys(req.query));
+  if (derive?.bodyAsSent) derived[derive.bodyAsSent] = req.body;
+  if (derive?.query) Object.assign(derived, camelKeys(req.query));
   for (const [param, variable] of paramVariables(route)) derived[variable] = req.params[param];
+  for (const header of derive?.headers ?? []) {
+    const v = req.headers[header.toLowerCase()];
+    derived[headerName(header)] = HEADER_READS[header](Array.isArray(v) ? v[0] : v);
+  }
   return { ...derived, ...route.variables?.(req) };
 }
 
@@ -118,10 +152,13 @@ function paramVariables(route: AnyRoute): Array<[param: string, variable: string
   let pairs = paramVariablesOf.get(route);
   if (!pairs) {
     const params = route.derive?.params;
-    // Any name but '.' is the last parameter's variable (the resource the route acts on).
-    const last = params && params !== '.' ? params : null;
     const names = params ? pathParams(route.path) : [];
-    pairs = names.map((n, i) => [n, last && i === names.length - 1 ? last : paramName(n)]);
+    // Any name but '.' is the last parameter's variable (the resource the route acts on).
+    const named: Record<string, string> =
+      typeof params === 'object' ? params : params && params !== '.' && names.length ? { [names[names.length - 1]]: params } : {};
+    const stray = Object.keys(named).filter((n) => !names.includes(n));
+    if (stray.length) throw new Error(`${route.method} ${route.path}: derive.params names ${stray.join(', ')}, not in the path`);
+    pairs = names.map((n) => [n, named[n] ?? paramName(n)]);
     paramVariablesOf.set(route, pairs);
   }
   return pairs;

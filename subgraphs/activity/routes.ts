@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { queryInt } from '../../core/query-int';
-import { type AnyRoute, type RouteRequest, route } from '../../core/rest-route';
+import { type AnyRoute, pathParams, route } from '../../core/rest-route';
 import { MAX_LIMIT } from './reads';
 
 /**
@@ -19,35 +19,32 @@ const uuid = z.string().regex(new RegExp(`^${UUID_RE}$`));
 const itemId = z.string().regex(new RegExp(`^[a-z][a-z0-9_]*:${UUID_RE}$`));
 const pathSchema = (path: string) =>
   z.object(
-    Object.fromEntries(
-      [...path.matchAll(/\{(\w+)\}/g)].map(([, n]) => [n, n === 'activityID' || n === 'actionID' ? itemId : uuid]),
-    ),
+    Object.fromEntries(pathParams(path).map((n) => [n, n === 'activityID' || n === 'actionID' ? itemId : uuid])),
   ) as unknown as z.ZodType<Record<string, string>>;
 
+/**
+ * A feed's scope: its path's last parameter is the operation's `id`, a `{projectID}` before it its
+ * `projectId` (by rule; null when the path names none), the item's own parameter its `activityId` or
+ * `actionId` (by rule).
+ */
 interface ScopePath {
   /** Path under `/api/v1` before the feed word. */
   path: string;
   scope: 'project' | 'application' | 'database' | 'objective';
-  vars: (p: Record<string, string>) => { id: string; projectId: string | null };
 }
 
 const SCOPES: ScopePath[] = [
-  { path: '/projects/{projectID}', scope: 'project', vars: (p) => ({ id: p.projectID, projectId: null }) },
-  { path: '/applications/{appID}', scope: 'application', vars: (p) => ({ id: p.appID, projectId: null }) },
-  { path: '/databases/{databaseID}', scope: 'database', vars: (p) => ({ id: p.databaseID, projectId: null }) },
-  {
-    path: '/projects/{projectID}/databases/{databaseID}',
-    scope: 'database',
-    vars: (p) => ({ id: p.databaseID, projectId: p.projectID }),
-  },
-  { path: '/agents/objectives/{objectiveID}', scope: 'objective', vars: (p) => ({ id: p.objectiveID, projectId: null }) },
+  { path: '/projects/{projectID}', scope: 'project' },
+  { path: '/applications/{appID}', scope: 'application' },
+  { path: '/databases/{databaseID}', scope: 'database' },
+  { path: '/projects/{projectID}/databases/{databaseID}', scope: 'database' },
+  { path: '/agents/objectives/{objectiveID}', scope: 'objective' },
 ];
 
 function feedRoutes(feed: 'operation-activity' | 'agent-activity', s: ScopePath): AnyRoute[] {
   const op = feed === 'operation-activity' ? 'operationActivity' : 'agentActivity';
-  const itemArg = feed === 'operation-activity' ? 'activityId' : 'actionId';
   const base = `/api/v1${s.path}/${feed}`;
-  const scopeVars = (r: RouteRequest<unknown, Record<string, unknown>>) => ({ scope: s.scope, ...s.vars(r.params) });
+  const fixed = { scope: s.scope, projectId: null };
   return [
     route({
       method: 'GET',
@@ -58,9 +55,9 @@ function feedRoutes(feed: 'operation-activity' | 'agent-activity', s: ScopePath)
       query: listQuery,
       params: pathSchema(base),
       errors: [404],
-      derive: { query: '.' },
+      derive: { query: '.', params: 'id', fixed },
       // The feed's `limit` argument is a string (contract v1).
-      variables: (r) => ({ ...scopeVars(r), limit: r.query.limit === undefined ? null : String(r.query.limit) }),
+      variables: (r) => ({ limit: r.query.limit === undefined ? null : String(r.query.limit) }),
       select: (d) => d[op],
       status: 200,
       envelope: 'standard',
@@ -74,7 +71,7 @@ function feedRoutes(feed: 'operation-activity' | 'agent-activity', s: ScopePath)
       query: exactQuery,
       params: pathSchema(`${base}/{${feed === 'operation-activity' ? 'activityID' : 'actionID'}}`),
       errors: [404],
-      variables: (r) => ({ ...scopeVars(r), [itemArg]: r.params.activityID ?? r.params.actionID }),
+      derive: { params: { [pathParams(s.path).pop() as string]: 'id' }, fixed },
       select: (d) => d[`${op}Item`],
       status: 200,
       envelope: 'standard',

@@ -29,10 +29,6 @@ const uuid = z.string().uuid();
 /** Path parameters as OpenAPI documents them: ids are UUIDs, environments a fixed list. */
 const params = (extra: Record<string, z.ZodString | z.ZodEnum<[string, ...string[]]>> = {}) =>
   z.object({ projectID: uuid, ...extra });
-const idempotencyKey = (h: Record<string, string | string[] | undefined>) => {
-  const v = h['idempotency-key'];
-  return typeof v === 'string' && v ? v : null;
-};
 
 const field = z.string().max(MAX_FIELD_LENGTH).nullable().optional();
 const secret = z.string().max(MAX_SECRET_LENGTH).nullable().optional();
@@ -109,8 +105,7 @@ export const commerceRoutes: AnyRoute[] = [
     operation: 'commerce-connect',
     creates: { operationID: '/data/id' },
     body: connectBody,
-    derive: { body: 'input', params: '.' },
-    variables: (r) => ({ idempotencyKey: idempotencyKey(r.headers) }),
+    derive: { body: 'input', params: '.', headers: ['Idempotency-Key'] },
     select: (d) => d.commerceConnect,
     status: 202,
   }),
@@ -145,8 +140,7 @@ export const commerceRoutes: AnyRoute[] = [
     summary: "Verify the environment's credentials against the commerce platform; 202 operation",
     operation: 'commerce-verify',
     creates: { operationID: '/data/id' },
-    derive: { params: '.' },
-    variables: (r) => ({ idempotencyKey: idempotencyKey(r.headers) }),
+    derive: { params: '.', headers: ['Idempotency-Key'] },
     select: (d) => d.commerceVerify,
     status: 202,
   }),
@@ -219,9 +213,8 @@ export const commerceRoutes: AnyRoute[] = [
     summary: 'Storefront settings (documented keys only; credential-shaped keys are refused)',
     operation: 'commerce-storefront-settings',
     body: settingsBody,
-    derive: { params: '.' },
     // The settings are a free-form map whose keys are the caller's: passed whole, not renamed.
-    variables: (r) => ({ settings: r.body }),
+    derive: { bodyAsSent: 'settings', params: '.' },
     select: (d) => d.commercePutStorefrontSettings,
     status: 200,
   }),

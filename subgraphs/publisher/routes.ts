@@ -88,11 +88,7 @@ export const publisherRoutes: AnyRoute[] = [
     errors: [402, 409, 422],
     creates: { projectID: '/data/project/id', operationID: '/data/operation/id' },
     body: createSiteBody,
-    derive: { body: 'input' },
-    variables: (r) => {
-      const key = r.headers['idempotency-key'];
-      return { idempotencyKey: typeof key === 'string' && key ? key : null };
-    },
+    derive: { body: 'input', headers: ['Idempotency-Key'] },
     select: (d) => d.createSite,
     status: 202,
     envelope: 'standard',

@@ -3,7 +3,7 @@ import { type AnyRoute, route } from '../../../core/rest-route';
 import { AI_MODELS } from './evaluation';
 import { AI_ACTIONS, IMAGE_ACTIONS, MAX_MONTHLY_CAP_MICROS } from './pricing';
 import { revisionHeader } from '../revisions';
-import { SCOPES, ifMatch } from '../records';
+import { SCOPES } from '../records';
 
 const P = '/api/v1/assets';
 const tag = 'Assets';
@@ -29,8 +29,7 @@ const actionRoute = (action: (typeof IMAGE_ACTIONS)[number]): AnyRoute =>
     scope: SCOPES.process,
     errors: [402, 404, 409],
     creates: { aiJobID: '/data/job_id' },
-    derive: { body: '.', params: '.' },
-    variables: () => ({ action }),
+    derive: { body: '.', params: '.', fixed: { action } },
     select: (d) => d.requestAssetAiAction,
     status: 202,
     envelope: 'standard',
@@ -60,8 +59,7 @@ export const aiRoutes: AnyRoute[] = [
     body: configBody,
     scope: SCOPES.admin,
     errors: [412, 428],
-    derive: { body: 'input' },
-    variables: (r) => ({ ifMatch: ifMatch(r) }),
+    derive: { body: 'input', headers: ['If-Match'] },
     select: (d) => d.putAssetAiConfig,
     status: 200,
     envelope: 'standard',

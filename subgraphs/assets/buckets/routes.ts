@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { type AnyRoute, route } from '../../../core/rest-route';
-import { P, ifMatch, str, tag, SCOPES } from '../records';
+import { P, str, tag, SCOPES } from '../records';
 import { revisionHeader } from '../revisions';
 import { bucketBody } from './body';
 
@@ -53,8 +53,7 @@ export const bucketRoutes: AnyRoute[] = [
     scope: SCOPES.admin,
     // 428 without If-Match, 412 when it names another revision (spec 7.3); 409 duplicate key, non-empty bucket or job in progress.
     errors: [409, 412, 428],
-    derive: { body: 'input', params: 'id' },
-    variables: (r) => ({ ifMatch: ifMatch(r) }),
+    derive: { body: 'input', params: 'id', headers: ['If-Match'] },
     select: (d) => d.updateAssetBucket,
     headers: revisionHeader,
     status: 200,
@@ -69,8 +68,7 @@ export const bucketRoutes: AnyRoute[] = [
     scope: SCOPES.admin,
     // 428 without If-Match, 412 when it names another revision (spec 7.3); 409 duplicate key, non-empty bucket or job in progress.
     errors: [409, 412, 428],
-    derive: { params: 'id' },
-    variables: (r) => ({ ifMatch: ifMatch(r) }),
+    derive: { params: 'id', headers: ['If-Match'] },
     select: (d) => d.deleteAssetBucket,
     status: 200,
     envelope: 'standard',

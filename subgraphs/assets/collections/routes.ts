@@ -4,7 +4,7 @@ import { type AnyRoute, route } from '../../../core/rest-route';
 import { COLLECTION_MAX_ASSETS, ORG_LIST_LIMIT_MAX, SEARCH_FILTER_FIELDS } from './service';
 import { revisionHeader } from '../revisions';
 import { SORT_FIELDS } from '../storage';
-import { SCOPES, ifMatch } from '../records';
+import { SCOPES } from '../records';
 
 /** Spec 4.3 `/collections` and `/saved-searches` (item routes `/{id}`, docs/contracts.md, names inside the areas). */
 const P = '/api/v1/assets';
@@ -85,8 +85,7 @@ export const collectionRoutes: AnyRoute[] = [
     body: collectionBody.partial().strict(),
     scope: SCOPES.write,
     errors: [409, 412, 428],
-    derive: { body: 'input', params: 'id' },
-    variables: (r) => ({ ifMatch: ifMatch(r) }),
+    derive: { body: 'input', params: 'id', headers: ['If-Match'] },
     select: (d) => d.updateAssetCollection,
     headers: revisionHeader,
     status: 200,
@@ -100,8 +99,7 @@ export const collectionRoutes: AnyRoute[] = [
     operation: 'delete-collection',
     scope: SCOPES.write,
     errors: [412, 428],
-    derive: { params: 'id' },
-    variables: (r) => ({ ifMatch: ifMatch(r) }),
+    derive: { params: 'id', headers: ['If-Match'] },
     select: (d) => d.deleteAssetCollection,
     status: 200,
     envelope: 'standard',
@@ -170,8 +168,7 @@ export const collectionRoutes: AnyRoute[] = [
     body: savedSearchBody.partial().strict(),
     scope: SCOPES.write,
     errors: [409, 412, 428],
-    derive: { body: 'input', params: 'id' },
-    variables: (r) => ({ ifMatch: ifMatch(r) }),
+    derive: { body: 'input', params: 'id', headers: ['If-Match'] },
     select: (d) => d.updateAssetSavedSearch,
     headers: revisionHeader,
     status: 200,
@@ -185,8 +182,7 @@ export const collectionRoutes: AnyRoute[] = [
     operation: 'delete-saved-search',
     scope: SCOPES.write,
     errors: [412, 428],
-    derive: { params: 'id' },
-    variables: (r) => ({ ifMatch: ifMatch(r) }),
+    derive: { params: 'id', headers: ['If-Match'] },
     select: (d) => d.deleteAssetSavedSearch,
     status: 200,
     envelope: 'standard',

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { type AnyRoute, route } from '../../../core/rest-route';
 import { httpConfigSchema, httpSecretsSchema, s3ConfigSchema, s3SecretsSchema } from './config';
 import { revisionHeader } from '../revisions';
-import { SCOPES, ifMatch } from '../records';
+import { SCOPES } from '../records';
 
 const P = '/api/v1/assets/connections';
 const tag = 'Assets';
@@ -71,8 +71,7 @@ export const connectionRoutes: AnyRoute[] = [
     scope: SCOPES.admin,
     errors: [409, 412],
     // An absent `config` or `secrets` changes nothing (the service reads it as `{}`).
-    derive: { body: 'input', params: 'id' },
-    variables: (r) => ({ ifMatch: ifMatch(r) }),
+    derive: { body: 'input', params: 'id', headers: ['If-Match'] },
     select: (d) => d.updateAssetConnection,
     headers: revisionHeader,
     status: 200,

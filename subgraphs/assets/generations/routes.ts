@@ -27,11 +27,7 @@ export const generationRoutes: AnyRoute[] = [
     scope: SCOPES.generate,
     errors: [402, 404, 409, 428],
     creates: { aiJobID: '/data/job_id' },
-    derive: { body: '.' },
-    variables: (r) => {
-      const h = r.headers['idempotency-key'];
-      return { idempotencyKey: (Array.isArray(h) ? h[0] : h) || null };
-    },
+    derive: { body: '.', headers: ['Idempotency-Key'] },
     select: (d) => d.createAssetGeneration,
     status: 202,
     envelope: 'standard',

@@ -84,8 +84,8 @@ export const migrationRoutes: AnyRoute[] = [
     operation: 'retry-migration-item',
     scope: SCOPES.admin,
     errors: [409],
-    // The migration, the first path parameter, is the operation's `id` (derive names only the last).
-    variables: (r) => ({ id: r.params.migrationID, itemId: r.params.itemID }),
+    // The migration, the first path parameter, is the operation's `id`.
+    derive: { params: { migrationID: 'id' } },
     select: (d) => d.retryAssetMigrationItem,
     status: 202,
     envelope: 'standard',

@@ -33,6 +33,6 @@ export {
   VISIBILITIES,
   type Visibility,
 } from './model';
-export { cacheControlText, id, ifMatch, P, str, tag } from './route-fields';
+export { cacheControlText, ifMatch, P, str, tag } from './route-fields';
 export { SCOPES } from './scopes';
 export { assetView, publicUrl } from './view';

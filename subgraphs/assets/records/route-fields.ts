@@ -10,8 +10,6 @@ export const cacheControlText = str
   .min(1)
   .max(MAX_CACHE_CONTROL_LENGTH)
   .regex(HEADER_SAFE, 'visible ASCII characters and spaces');
-/** The asset named by the path. */
-export const id = (r: { params: Record<string, string> }) => r.params.assetID;
 export const ifMatch = (r: { headers: Record<string, string | string[] | undefined> }) => {
   const h = r.headers['if-match'];
   return (Array.isArray(h) ? h[0] : h) ?? null;

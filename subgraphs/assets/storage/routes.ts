@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { queryInt } from '../../../core/query-int';
 import { type AnyRoute, route } from '../../../core/rest-route';
 import { bucketRoutes } from '../buckets';
-import { cacheControlText, id, ifMatch, MAX_KEY_LENGTH, ORIGINAL_NAME, P, SCOPES, str, tag, VISIBILITIES } from '../records';
+import { cacheControlText, MAX_KEY_LENGTH, ORIGINAL_NAME, P, SCOPES, str, tag, VISIBILITIES } from '../records';
 import { revisionHeader } from '../revisions';
 import { transformRoutes } from '../transforms';
 import { uploadRoutes } from '../uploads';
@@ -144,8 +144,7 @@ export const assetsRoutes: AnyRoute[] = [
     scope: SCOPES.write,
     // 428 without If-Match, 412 when it names another revision (spec 7.3); 409 duplicate key, non-empty bucket or job in progress.
     errors: [409, 412, 428],
-    derive: { body: 'input', params: 'id' },
-    variables: (r) => ({ ifMatch: ifMatch(r) }),
+    derive: { body: 'input', params: 'id', headers: ['If-Match'] },
     select: (d) => d.patchAsset,
     headers: revisionHeader,
     status: 200,
@@ -160,8 +159,7 @@ export const assetsRoutes: AnyRoute[] = [
     scope: SCOPES.write,
     // 428 without If-Match, 412 when it names another revision (spec 7.3); 409 duplicate key, non-empty bucket or job in progress.
     errors: [409, 412, 428],
-    derive: { params: 'id' },
-    variables: (r) => ({ ifMatch: ifMatch(r) }),
+    derive: { params: 'id', headers: ['If-Match'] },
     select: (d) => d.deleteAsset,
     status: 202,
     envelope: 'standard',
@@ -176,8 +174,7 @@ export const assetsRoutes: AnyRoute[] = [
     scope: SCOPES.write,
     // 428 without If-Match, 412 when it names another revision (spec 7.3).
     errors: [412, 428],
-    derive: { body: '.', params: 'id' },
-    variables: (r) => ({ ifMatch: ifMatch(r) }),
+    derive: { body: '.', params: 'id', headers: ['If-Match'] },
     select: (d) => d.setAssetTags,
     headers: revisionHeader,
     status: 200,
@@ -193,8 +190,8 @@ export const assetsRoutes: AnyRoute[] = [
     scope: SCOPES.write,
     // 428 without If-Match, 412 when it names another revision (spec 7.3).
     errors: [412, 428],
-    derive: { params: 'id' },
-    variables: (r) => ({ metadata: r.body, ifMatch: ifMatch(r) }),
+    // The metadata's keys are the caller's: passed whole, not renamed.
+    derive: { bodyAsSent: 'metadata', params: 'id', headers: ['If-Match'] },
     select: (d) => d.mergeAssetMetadata,
     headers: revisionHeader,
     status: 200,
@@ -247,8 +244,8 @@ export const assetsRoutes: AnyRoute[] = [
     scope: SCOPES.write,
     // 428 without If-Match, 412 when it names another revision (spec 7.3).
     errors: [412, 428],
-    // The asset, the first path parameter, is the operation's `id` (derive names only the last).
-    variables: (r) => ({ id: id(r), versionId: r.params.versionID, ifMatch: ifMatch(r) }),
+    // The asset, the first path parameter, is the operation's `id`.
+    derive: { params: { assetID: 'id' }, headers: ['If-Match'] },
     select: (d) => d.restoreAssetVersion,
     headers: revisionHeader,
     status: 200,
@@ -279,8 +276,8 @@ export const assetsRoutes: AnyRoute[] = [
     scope: SCOPES.write,
     // 428 without If-Match, 412 when it names another revision (spec 7.3).
     errors: [412, 428],
-    // The asset, the first path parameter, is the operation's `id` (derive names only the last).
-    variables: (r) => ({ id: id(r), branch: r.params.branch, ifMatch: ifMatch(r) }),
+    // The asset, the first path parameter, is the operation's `id`.
+    derive: { params: { assetID: 'id' }, headers: ['If-Match'] },
     select: (d) => d.promoteAssetBranch,
     headers: revisionHeader,
     status: 200,

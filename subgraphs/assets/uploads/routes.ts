@@ -46,10 +46,6 @@ const legacySessionBody = z
   .refine((b) => (b.file_name ?? b.fileName) !== undefined && (b.file_size ?? b.fileSize) !== undefined, {
     message: 'file_name and file_size are required',
   });
-const idempotencyKey = (r: { headers: Record<string, string | string[] | undefined> }) => {
-  const h = r.headers['idempotency-key'];
-  return (Array.isArray(h) ? h[0] : h) || null;
-};
 
 const capabilityBody = z
   .object({
@@ -86,8 +82,7 @@ export const uploadRoutes: AnyRoute[] = [
     scope: SCOPES.write,
     // 402: the session reserves its file_size of the account's quota at creation (decision 0098).
     errors: [402],
-    derive: { body: 'input' },
-    variables: (r) => ({ idempotencyKey: idempotencyKey(r) }),
+    derive: { body: 'input', headers: ['Idempotency-Key'] },
     select: (d) => d.createAssetUploadSession,
     status: 201,
     envelope: 'standard',
@@ -101,8 +96,9 @@ export const uploadRoutes: AnyRoute[] = [
     body: legacySessionBody,
     scope: SCOPES.write,
     errors: [402],
+    derive: { headers: ['Idempotency-Key'] },
+    // Both spellings of a field are accepted: the mapping picks one.
     variables: (r) => ({
-      idempotencyKey: idempotencyKey(r),
       input: {
         mode: r.body.mode,
         fileName: r.body.file_name ?? r.body.fileName,

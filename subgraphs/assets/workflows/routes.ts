@@ -4,7 +4,7 @@ import { type AnyRoute, route } from '../../../core/rest-route';
 import { definitionSchema } from './catalog';
 import { APPROVAL_STATUSES } from './model';
 import { revisionHeader } from '../revisions';
-import { SCOPES, ifMatch } from '../records';
+import { SCOPES } from '../records';
 
 /**
  * Spec 4.3 workflow and automation rows (decision 0027). The MCP transport and the public
@@ -61,8 +61,7 @@ const decide = (decision: 'approved' | 'rejected', word: 'approve' | 'reject'): 
     body: decisionBody,
     scope: SCOPES.write,
     errors: [409, 410, 503],
-    derive: { body: '.', params: 'id' },
-    variables: () => ({ decision }),
+    derive: { body: '.', params: 'id', fixed: { decision } },
     select: (d) => d.decideAssetApproval,
     status: 200,
     envelope: 'standard',
@@ -211,8 +210,8 @@ export const workflowRoutes: AnyRoute[] = [
     scope: SCOPES.write,
     // 422: a step config key the store cannot hold (a NUL byte).
     errors: [412, 422, 428],
-    derive: { params: 'id' },
-    variables: (r) => ({ draft: r.body, ifMatch: ifMatch(r) }),
+    // The draft is passed whole, its step configs' keys as the caller wrote them.
+    derive: { bodyAsSent: 'draft', params: 'id', headers: ['If-Match'] },
     select: (d) => d.saveAssetWorkflowDraft,
     headers: revisionHeader,
     status: 200,
