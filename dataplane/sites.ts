@@ -61,7 +61,8 @@ export interface SiteMetadata {
  * `stopping`; `stopped`; `crashed`: it kept crashing and the supervisor gave up on it; `sleeping`:
  * stopped for being idle, woken by its next request (dataplane/sleep.ts).
  */
-export type SiteProcessStatus = 'starting' | 'running' | 'restarting' | 'stopping' | 'stopped' | 'crashed' | 'sleeping';
+export const SITE_PROCESS_STATUSES = ['starting', 'running', 'restarting', 'stopping', 'stopped', 'crashed', 'sleeping'] as const;
+export type SiteProcessStatus = (typeof SITE_PROCESS_STATUSES)[number];
 
 export interface SiteProcess {
   status: SiteProcessStatus;
@@ -409,6 +410,14 @@ export class SiteHost {
       startedAt: st.startedAt,
       sleptAt,
     };
+  }
+
+  /** The process of every site this process hosts (a connected node's agent reports them: docs/decisions/0385). */
+  processes(): Array<SiteProcess & { siteId: string }> {
+    return [...this.sites.keys()].flatMap((siteId) => {
+      const p = this.process(siteId);
+      return p ? [{ siteId, ...p }] : [];
+    });
   }
 
   private async untilHealthy(siteId: string): Promise<{ version: string; ms: number }> {

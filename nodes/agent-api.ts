@@ -25,7 +25,9 @@ import {
   type ReleaseDelivery,
   type SiteEvent,
   type SiteExtrasValue,
+  type SiteProcessReport,
   type TaskOutcome,
+  fromProcessReport,
 } from '../dataplane/agent/wire';
 import { PartUploads, partCallBody, partRange, uploadExtent } from './part-transfers';
 import type { ReleaseDeliveries } from './releases';
@@ -112,13 +114,16 @@ export class NodeAgentService {
   /**
    * A heartbeat. On the hosted node it is also the lease (docs/decisions/0226-hosted-node-lease.md):
    * `lease` answers `held` to the agent process (`session`) that holds the node and `standby` to
-   * the others, which neither claim nor run its sites until the holder's lease runs out.
+   * the others, which neither claim nor run its sites until the holder's lease runs out. On a
+   * customer's node the sites' processes it reports replace its last report (decision 0385; the hosted
+   * node's are read in-process, so it keeps none).
    */
   async heartbeat(
     node: ConnectedNodeDoc,
     edgePort: number | null,
     session?: string,
     events: SiteEvent[] = [],
+    processes?: SiteProcessReport[],
   ): Promise<HeartbeatReply> {
     if (node.hosted) {
       const held = session ? await this.d.nodes.leaseHeartbeat(node._id, session, edgePort) : false;
@@ -132,7 +137,7 @@ export class NodeAgentService {
         silent_after_ms: NODE_SILENT_MS,
       };
     }
-    const now = await this.d.nodes.heartbeat(node._id, edgePort);
+    const now = await this.d.nodes.heartbeat(node._id, edgePort, processes?.map(fromProcessReport));
     // The hosted node's agent sends none (its events are published in-process). One that cannot be
     // published fails the heartbeat, so the agent sends it again with the next.
     if (events.length && this.d.siteEvents) await this.d.siteEvents(node._id, events);
@@ -502,7 +507,7 @@ async function route(
 ): Promise<unknown> {
   if (method === 'POST' && p === '/heartbeat') {
     const b = parse(agentBodies.heartbeat, body);
-    return api.heartbeat(node, b.edge_port ?? null, b.session, b.site_events);
+    return api.heartbeat(node, b.edge_port ?? null, b.session, b.site_events, b.site_processes);
   }
   if (method === 'POST' && p === '/tasks/claim') {
     const b = parse(agentBodies.claim, body);

@@ -3,6 +3,7 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { model } from '../core/mongo';
 import { badRequest, conflict, notFound } from '../core/errors';
 import { decryptSecret, encryptSecret } from '../core/secrets';
+import type { SiteProcess, SiteProcessStatus } from '../dataplane/sites';
 
 /**
  * A customer-run machine that hosts sites in `connected_node` mode
@@ -34,6 +35,11 @@ export interface ConnectedNodeDoc {
   /** The agent process (its session) that holds the hosted node, and until when (HOSTED_LEASE_MS). */
   leaseHolder?: string | null;
   leaseUntil?: Date | null;
+  /**
+   * A customer's node: the processes of the sites its agent runs, as its last heartbeat reported them,
+   * and when (docs/decisions/0385-connected-site-process.md); null when that heartbeat reported none.
+   */
+  siteProcesses?: { at: Date; sites: Array<SiteProcess & { siteId: string }> } | null;
 }
 
 const nodeSchema = new mongoose.Schema<ConnectedNodeDoc>(
@@ -51,6 +57,7 @@ const nodeSchema = new mongoose.Schema<ConnectedNodeDoc>(
     hosted: { type: Boolean, default: false },
     leaseHolder: { type: String, default: null },
     leaseUntil: { type: Date, default: null },
+    siteProcesses: { type: mongoose.Schema.Types.Mixed, default: null },
   },
   { collection: 'publisher_connected_nodes', versionKey: false },
 );
@@ -124,6 +131,27 @@ export function nodeAgentAlive(node: Pick<ConnectedNodeDoc, 'lastHeartbeatAt'>, 
   return Boolean(node.lastHeartbeatAt && now - node.lastHeartbeatAt.getTime() < NODE_SILENT_MS);
 }
 
+/** A connected-node site's process as its node reported it: `unknown` once the node's agent is silent. */
+export interface ReportedProcess extends Omit<SiteProcess, 'status'> {
+  status: SiteProcessStatus | 'unknown';
+  /** When the node reported it (its last heartbeat that carried the processes). */
+  reportedAt: Date;
+}
+
+/**
+ * A site's process as `node` last reported it (docs/decisions/0385-connected-site-process.md), or null
+ * when that report does not name the site. While the node's agent answers (`nodeAgentAlive`: a
+ * heartbeat within NODE_SILENT_MS, draining or not) it is shown as reported; once it is silent its
+ * status is `unknown` and the rest is what the node last said.
+ */
+export function reportedProcess(node: ConnectedNodeDoc, siteId: string, now = Date.now()): ReportedProcess | null {
+  const report = node.siteProcesses;
+  const found = report?.sites.find((s) => s.siteId === siteId);
+  if (!report || !found) return null;
+  const { siteId: _site, ...p } = found;
+  return { ...p, status: nodeAgentAlive(node, now) ? p.status : 'unknown', reportedAt: new Date(report.at) };
+}
+
 export function nodeView(node: ConnectedNodeDoc, now = Date.now()): NodeView {
   return {
     id: node._id,
@@ -171,11 +199,22 @@ export class ConnectedNodes {
     return this.model.findOne({ tokenHash: hashNodeToken(token) }).lean();
   }
 
-  /** Records a heartbeat (one write); answers the node as it now stands. */
-  async heartbeat(nodeId: string, edgePort: number | null): Promise<ConnectedNodeDoc | null> {
-    const set: Partial<ConnectedNodeDoc> = { lastHeartbeatAt: new Date() };
+  /**
+   * Records a heartbeat (one write) with the processes it reports, which replace the last report (none:
+   * the report goes, as from an agent that reports none); answers the node as it now stands.
+   */
+  async heartbeat(
+    nodeId: string,
+    edgePort: number | null,
+    processes?: Array<SiteProcess & { siteId: string }>,
+  ): Promise<ConnectedNodeDoc | null> {
+    const now = new Date();
+    const set: Partial<ConnectedNodeDoc> = { lastHeartbeatAt: now };
     if (edgePort !== null) set.edgePort = edgePort;
-    return this.model.findOneAndUpdate({ _id: nodeId }, { $set: set }, { new: true }).lean();
+    const update = processes
+      ? { $set: { ...set, siteProcesses: { at: now, sites: processes } } }
+      : { $set: set, $unset: { siteProcesses: 1 } };
+    return this.model.findOneAndUpdate({ _id: nodeId }, update, { new: true }).lean();
   }
 
   /**
@@ -344,14 +383,22 @@ export class ConnectedNodes {
     return counted[0]?.n ?? null;
   }
 
-  /** A connected-node site's node as its metadata shows it (docs/contracts.md); null for a hosted site. */
+  /**
+   * A connected-node site's node as its metadata shows it (docs/contracts.md) and the site's process
+   * as that node reported it (`reportedProcess`), from one read; both null for a hosted site. Only the
+   * node the site is placed on speaks for it: what another node reports of it is never read.
+   */
   async ofSite(site: {
+    _id: string;
     deploymentMode: string;
     targetNodeId: string | null;
-  }): Promise<{ id: string; status: NodeStatus } | null> {
-    if (site.deploymentMode !== 'connected_node' || !site.targetNodeId) return null;
+  }): Promise<{ node: { id: string; status: NodeStatus } | null; process: ReportedProcess | null }> {
+    if (site.deploymentMode !== 'connected_node' || !site.targetNodeId) return { node: null, process: null };
     const node = await this.get(site.targetNodeId);
-    return { id: site.targetNodeId, status: node ? nodeStatus(node) : 'unreachable' };
+    return {
+      node: { id: site.targetNodeId, status: node ? nodeStatus(node) : 'unreachable' },
+      process: node ? reportedProcess(node, site._id) : null,
+    };
   }
 
   /** A lifecycle action on a site whose node's agent is silent: 409 `node_unreachable` (docs/contracts.md). */

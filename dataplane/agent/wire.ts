@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { Readable } from 'node:stream';
 import type { ReleaseRun } from '../releases';
 import type { MysqlSiteDatabase } from '../site-database';
+import { SITE_PROCESS_STATUSES, type SiteProcess } from '../sites';
 
 /**
  * The agent protocol's wire (docs/decisions/0170-node-agent.md, 0285-one-road-to-a-machine.md): the
@@ -297,6 +298,54 @@ export const siteEvent = z
   .strict();
 export type SiteEvent = z.infer<typeof siteEvent>;
 
+/** The most sites' processes one heartbeat reports (a node's other sites show none). */
+export const MAX_REPORTED_PROCESSES = 500;
+
+/**
+ * A site's process as a customer's node's agent reports it with each heartbeat
+ * (docs/decisions/0385-connected-site-process.md): its site host's `process`, for a site it runs.
+ */
+export const siteProcessReport = z
+  .object({
+    site_id: z.string().min(1).max(100),
+    status: z.enum(SITE_PROCESS_STATUSES),
+    restarts: z.number().int().min(0),
+    last_exit: z
+      .object({
+        code: z.number().int().nullable(),
+        signal: z.string().max(50).nullable(),
+        at: z.string().datetime(),
+        reason: z.literal('oom').optional(),
+      })
+      .strict()
+      .nullable(),
+    memory_floor_mb: z.number().int().min(0).nullable(),
+    started_at: z.string().datetime().nullable(),
+    slept_at: z.string().datetime().nullable(),
+  })
+  .strict();
+export type SiteProcessReport = z.infer<typeof siteProcessReport>;
+
+export const toProcessReport = (siteId: string, p: SiteProcess): SiteProcessReport => ({
+  site_id: siteId,
+  status: p.status,
+  restarts: p.restarts,
+  last_exit: p.lastExit,
+  memory_floor_mb: p.memoryFloorMb,
+  started_at: p.startedAt,
+  slept_at: p.sleptAt,
+});
+
+export const fromProcessReport = (r: SiteProcessReport): SiteProcess & { siteId: string } => ({
+  siteId: r.site_id,
+  status: r.status,
+  restarts: r.restarts,
+  lastExit: r.last_exit,
+  memoryFloorMb: r.memory_floor_mb,
+  startedAt: r.started_at,
+  sleptAt: r.slept_at,
+});
+
 /** The bodies of the calls. */
 export const agentBodies = {
   heartbeat: z
@@ -305,6 +354,8 @@ export const agentBodies = {
       session: session.optional(),
       /** Absent from older agents and from the hosted node's (its plane's events are published in-process). */
       site_events: z.array(siteEvent).max(MAX_SITE_EVENTS).optional(),
+      /** Absent from older agents, the simulated executor's and the hosted node's (its sites are read in-process). */
+      site_processes: z.array(siteProcessReport).max(MAX_REPORTED_PROCESSES).optional(),
     })
     .strict(),
   claim: z.object({ session, wait_ms: z.number().int().min(0).max(MAX_CLAIM_WAIT_MS).optional() }).strict(),

@@ -15,7 +15,7 @@ import { siteExecutors } from './executors';
 import { HostedSlots } from './hosted-slots';
 import { MailSettings, type MailSettingsView, type NewsletterProviderInput } from './mail-settings';
 import { type PublisherModels, type SiteDoc, publisherModels } from './model';
-import type { ConnectedNodes } from '../../nodes/registry';
+import type { ConnectedNodes, ReportedProcess } from '../../nodes/registry';
 import type { RecoveryPointView } from './recovery-points';
 import { RUNTIME_CATALOG, defaultRuntime, findRuntime, type RuntimeOption } from './runtime-catalog';
 import { SiteAccess } from './site-access';
@@ -56,9 +56,15 @@ export interface SiteMetadata {
   mail: { enabled: boolean; transactionalConfigured: boolean; senderVerified: boolean; newsletterProviderConfigured: boolean };
   /** A connected-node site's node and its status (docs/contracts.md); null for a hosted site. */
   node: { id: string; status: string } | null;
-  /** The site's process as the data plane's supervisor sees it; null unless this process hosts it (real executor). */
-  process: SiteProcess | null;
+  /**
+   * The site's process: a hosted one's as the data plane's supervisor sees it, null unless this process
+   * hosts it (real executor); a connected-node one's as its node last reported it (decision 0385).
+   */
+  process: SiteProcessView | null;
 }
+
+/** A site's process in its metadata; `reportedAt` is when its node reported it (null: read live here). */
+export type SiteProcessView = ReportedProcess | (SiteProcess & { reportedAt: null });
 
 export interface SiteHistory {
   projectId: string;
@@ -200,7 +206,7 @@ export class PublisherService {
   async metadata(principal: Principal | null, projectId: string): Promise<SiteMetadata> {
     const p = this.access.reader(principal);
     const site = await this.access.site(p, projectId);
-    const [project, { status, activeOperation }, mail, node] = await Promise.all([
+    const [project, { status, activeOperation }, mail, placed] = await Promise.all([
       this.deps.projects().findProject(projectId),
       this.locks.state(site),
       this.mail.view(site),
@@ -241,8 +247,8 @@ export class PublisherService {
       },
       activeOperation: isRunning(activeOperation) ? activeOperation : null,
       domain: this.domains.view(site),
-      node,
-      process: site.deploymentMode === 'hosted' ? (this.deps.siteProcess?.(site._id) ?? null) : null,
+      node: placed.node,
+      process: site.deploymentMode === 'hosted' ? this.hostedProcess(site._id) : placed.process,
       mail: {
         enabled: mail.enabled,
         transactionalConfigured: mail.transactional.configured,
@@ -250,6 +256,11 @@ export class PublisherService {
         newsletterProviderConfigured: mail.newsletterProvider.configured,
       },
     };
+  }
+
+  private hostedProcess(siteId: string): SiteProcessView | null {
+    const p = this.deps.siteProcess?.(siteId);
+    return p ? { ...p, reportedAt: null } : null;
   }
 
   /** The latest lifecycle operation (and whether it still runs) plus the recovery points, newest first. */

@@ -140,11 +140,14 @@ export class SiteProcessExitType {
   reason!: string | null;
 }
 
-@ObjectType('SiteProcess', { description: 'A hosted site’s process, as the platform’s supervisor sees it.' })
+@ObjectType('SiteProcess', {
+  description:
+    'A site’s process: a hosted site’s as the platform’s supervisor sees it, a connected-node site’s as its node reported it.',
+})
 export class SiteProcessType {
   @Field(() => String, {
     description:
-      '`starting` (not answering yet), `running`, `restarting` (exited unasked, waiting to be started again), `stopping`, `stopped`, `crashed` (kept crashing; given up) or `sleeping` (stopped for being idle; its next request wakes it).',
+      '`starting` (not answering yet), `running`, `restarting` (exited unasked, waiting to be started again), `stopping`, `stopped`, `crashed` (kept crashing; given up) or `sleeping` (stopped for being idle; its next request wakes it); for a connected-node site, `unknown` once its node is unreachable (the rest is what the node last reported).',
   })
   status!: string;
   @Field(() => Int, { description: 'Automatic restarts after a crash since the platform began running the site.' })
@@ -155,6 +158,11 @@ export class SiteProcessType {
   @Field(() => Date, { nullable: true }) startedAt!: Date | null;
   @Field(() => Date, { nullable: true, description: 'When it was put to sleep, while `sleeping`; else null.' })
   sleptAt!: Date | null;
+  @Field(() => Date, {
+    nullable: true,
+    description: 'When the connected node reported it (its heartbeats report it every 5 s); null for a hosted site (read live).',
+  })
+  reportedAt!: Date | null;
 }
 
 @ObjectType('SiteMetadata')
@@ -169,7 +177,8 @@ export class SiteMetadataType {
   node!: SiteNodeType | null;
   @Field(() => SiteProcessType, {
     nullable: true,
-    description: 'A hosted site’s process where this platform runs it; null for the simulated executor and connected nodes.',
+    description:
+      'A hosted site’s process where this platform runs it; a connected-node site’s as its node’s agent reports it; null for the simulated executor and for a site its node’s agent does not run.',
   })
   process!: SiteProcessType | null;
 }
