@@ -1,6 +1,7 @@
 process.env.APOLLO_TELEMETRY_DISABLED ??= '1';
 
 import type { FastifyInstance } from 'fastify';
+import type { BackgroundWorker } from '../core/area';
 import { hostname } from 'node:os';
 import type { Connection } from 'mongoose';
 import { brokerHostPort, mongoHostPort } from '../core/addresses';
@@ -38,6 +39,7 @@ import { DataPlane } from '../dataplane/plane';
 import { edgeEngineFromEnv, edgeWakeTimeoutFromEnv } from '../dataplane/edge';
 import { idleSleepMsFromEnv, siteMemoryMbFromEnv } from '../dataplane/sleep';
 import { ensureNginxInstalled, nginxBinary } from '../infra/nginx';
+import { hostedNodeWorker } from '../nodes/hosted';
 import { BackgroundJoin } from './background-join';
 import {
   type AreaServices,
@@ -236,6 +238,11 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
   // Consumers and workers join Kafka without holding the platform hostage to it (docs/areas/spine.md, point 12).
   const joins = new BackgroundJoin(log);
   stops.push(() => joins.stop());
+  const startWorker = (worker: BackgroundWorker) =>
+    joins.add(worker.name, async () => {
+      await worker.start();
+      return async () => worker.stop();
+    });
   for (const area of workerAreas) {
     const own = (services as Record<string, unknown>)[area.name];
     const ctx = contexts.get(area.name)!;
@@ -252,12 +259,24 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
         return () => sub.stop();
       });
     }
-    for (const worker of area.workers?.(own, ctx) ?? []) {
-      joins.add(worker.name, async () => {
-        await worker.start();
-        return async () => worker.stop();
-      });
-    }
+    for (const worker of area.workers?.(own, ctx) ?? []) startWorker(worker);
+  }
+  // The hosted pool as a node (nodes/hosted.ts), where this process runs the data plane and the publishing
+  // area's workers: the area describes it (the `hostedNode` port), the composition root starts its agent
+  // (docs/decisions/0380-hosted-agent-at-the-composition-root.md): hosted sites' steps with the real
+  // executor, commerce releases' steps always (docs/decisions/0325-nodes-module.md).
+  if (dataPlane && ports.has('hostedNode') && workerAreas.some((a) => a.name === 'publisher')) {
+    const plane = dataPlane;
+    const agentLog = childLogger('publisher');
+    startWorker(
+      hostedNodeWorker({
+        ...ports.get('hostedNode'),
+        plane: () => plane,
+        releases: () => (ports.has('hostedReleases') ? ports.get('hostedReleases') : null),
+        dataDir: path.resolve(cfg.DATA_DIR, 'hosted-node'),
+        log: (line) => agentLog.info({ agent: 'hosted' }, line),
+      }),
+    );
   }
   await joins.wait(FEED_JOIN_WAIT_MS);
 

@@ -2,29 +2,25 @@ import type { BackgroundWorker } from '../core/area';
 import { isPlatformError } from '../core/errors';
 import { NodeAgent } from '../dataplane/agent/agent';
 import type { DataPlane } from '../dataplane/plane';
-import { type NodeAgentService, nodeAgentCall } from './agent-api';
-import type { ConnectedNodes } from './registry';
+import { nodeAgentCall } from './agent-api';
+import type { HostedNodeServices } from './hosted-services';
 import type { HostedReleases } from './releases';
 
-export interface HostedNodeOptions {
-  nodes: ConnectedNodes;
-  api: NodeAgentService;
+/** The hosted node as the publishing area describes it (the `hostedNode` port), and where its agent runs. */
+export interface HostedNodeOptions extends HostedNodeServices {
   /** This process's data plane; null: no agent here. */
   plane: () => DataPlane | null;
-  /** Whether hosted sites' steps are this node's tasks (the real executor): its reconcile is the data plane's `publisher` pass. */
-  sites: boolean;
   /** Commerce releases, when the area that owns them is in this process (the `hostedReleases` port). */
   releases?: () => HostedReleases | null;
   /** Where the agent keeps its files (`<DATA_DIR>/hosted-node`). */
   dataDir: string;
-  /** `PUBLISHER_HOSTED_AGENT=external`: the hosted node's agent runs elsewhere. */
-  external: boolean;
   log: (line: string) => void;
 }
 
 /**
  * The hosted pool as a node (docs/decisions/0225-hosted-pool-node.md). Where this process runs the
- * publishing area's workers and the data plane, it starts the platform's own agent: the node
+ * publishing area's workers and the data plane, the composition root (app/platform.ts; decision
+ * 0380) starts from the area's `hostedNode` port the platform's own agent: the node
  * agent's code (dataplane/agent/agent.ts) with the real node executor on this process's data
  * plane, speaking the agent protocol to this process's publishing area directly (no HTTP, so no
  * rate limit and no port), for the hosted node's token. With the real executor hosted sites'

@@ -1,4 +1,5 @@
 import type { NodeAgentService } from '../../nodes/agent-api';
+import type { HostedNodeServices } from '../../nodes/hosted-services';
 import type { ConnectedNodes } from '../../nodes/registry';
 import type { RealInfrastructure } from './real-infrastructure';
 import type { PublisherService } from './service';
@@ -18,4 +19,9 @@ export interface PublisherServices {
   features: { publisherEnabled: boolean };
   /** What node agents may do over the bridge (`node-agent-api.ts`). */
   nodeAgent: NodeAgentService;
+  /**
+   * The hosted node (its registry, agent API, and what it runs), given as the `hostedNode` port: the
+   * composition root starts its agent (docs/decisions/0380-hosted-agent-at-the-composition-root.md).
+   */
+  hostedNode: HostedNodeServices;
 }

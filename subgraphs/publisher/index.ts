@@ -1,4 +1,3 @@
-import path from 'node:path';
 import { CliUsageError, defineArea } from '../../core/area';
 import { parseDnsServers, SystemDnsResolver } from '../../core/dns/resolver';
 import { startDnsStandIn } from '../../core/dns/stand-in-server';
@@ -21,7 +20,6 @@ import { publisherModels, type SiteDoc } from './model';
 import { RealInfrastructure } from './real-infrastructure';
 import { nodeSitePower, sitePowerActivitySource, sitePowerWorker } from './site-power';
 import { siteCredentialsModel } from './site-credentials';
-import { hostedNodeWorker } from '../../nodes/hosted';
 import { isRunning } from './site-locks';
 import { SiteDatabases, siteDatabaseModel } from './site-databases';
 import { type Infrastructure, SimulatedInfrastructure } from './simulated-infrastructure';
@@ -112,7 +110,14 @@ export default defineArea({
       siteUrl: (slug) =>
         ctx.ports.has('dataPlane') ? ctx.ports.get('dataPlane').siteUrl(slug) : `https://${slug}.${ctx.settings.SITES_DOMAIN}`,
     });
-    return { sites, nodes, simulated, infra: infra as Infrastructure, real, features, nodeAgent };
+    // The hosted node, described for the composition root, which starts its agent (the `hostedNode` port; decision 0380).
+    const hostedNode = {
+      nodes,
+      api: nodeAgent,
+      sites: ctx.settings.PUBLISHER_EXECUTOR === 'real',
+      external: ctx.settings.PUBLISHER_HOSTED_AGENT === 'external',
+    };
+    return { sites, nodes, simulated, infra: infra as Infrastructure, real, features, nodeAgent, hostedNode };
   },
   subgraph: (s) => ({
     resolvers: [PublisherResolver, ProjectSiteResolver],
@@ -123,21 +128,10 @@ export default defineArea({
   provides(s, ports) {
     ports.provide('siteActions', { run: (request) => s.sites.runTrustedAction(request) });
     ports.provide('databaseScopes', { resolve: (accountId, id) => s.sites.databaseScope(accountId, id) });
+    ports.provide('hostedNode', s.hostedNode);
   },
   executors: (s) => s.sites.executors(),
   workers: (s, ctx) => [
-    // The hosted pool as a node, where this process runs the data plane (nodes/hosted.ts): hosted sites'
-    // steps with the real executor, commerce releases' steps always (docs/decisions/0325-nodes-module.md).
-    hostedNodeWorker({
-      nodes: s.nodes,
-      api: s.nodeAgent,
-      plane: () => (ctx.ports.has('nodePlane') ? ctx.ports.get('nodePlane') : null),
-      sites: s.infra.kind === 'real',
-      releases: () => (ctx.ports.has('hostedReleases') ? ctx.ports.get('hostedReleases') : null),
-      dataDir: path.resolve(ctx.config.DATA_DIR, 'hosted-node'),
-      external: ctx.settings.PUBLISHER_HOSTED_AGENT === 'external',
-      log: (line) => ctx.log.info({ agent: 'hosted' }, line),
-    }),
     // Finished node tasks go after PUBLISHER_NODE_TASK_RETENTION_MS (docs/decisions/0270-node-tokens-and-task-secrets.md).
     periodicWorker(
       'publisher-node-task-sweep',

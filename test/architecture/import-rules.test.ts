@@ -52,6 +52,14 @@ describe('import rules of the area kit', () => {
     expect(checkImport('core/x.ts', 'nodes/tasks')).toMatch(/kernel/);
   });
 
+  it('leave the start of the hosted node’s agent to the composition root: no area imports nodes/hosted', () => {
+    expect(checkImport('subgraphs/publisher/index.ts', 'nodes/hosted')).toMatch(/no area starts an agent/);
+    expect(checkImport('subgraphs/commerce/releases.ts', 'nodes/hosted')).toMatch(/no area starts an agent/);
+    expect(checkImport('subgraphs/registry.ts', 'nodes/hosted')).toMatch(/no area starts an agent/);
+    expect(checkImport('subgraphs/publisher/area-services.ts', 'nodes/hosted-services')).toBeNull();
+    expect(checkImport('app/platform.ts', 'nodes/hosted')).toBeNull();
+  });
+
   it("catch the bridge importing an area's code (its limits.ts is the one allowed arrow)", () => {
     expect(checkImport('rest-bridge/server.ts', 'subgraphs/publisher/service')).toMatch(/bridge/);
     expect(checkImport('rest-bridge/server.ts', 'subgraphs/publisher/limits')).toBeNull();

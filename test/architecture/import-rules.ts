@@ -18,7 +18,10 @@ import path from 'node:path';
  *   plane (the agent's wire and code) and its own files, and areas may import it;
  * - the node agent (`dataplane/agent/`) knows only the executor interface: it imports no stand-in
  *   (a `stand-in` file or folder, such as dataplane/stand-in/simulated-executor.ts), which its
- *   caller passes in (docs/decisions/0380-hosted-agent-at-the-composition-root.md).
+ *   caller passes in (docs/decisions/0380-hosted-agent-at-the-composition-root.md);
+ * - no area starts an agent: nothing under `subgraphs/` imports `nodes/hosted` (the hosted node's
+ *   agent, which reaches the whole data plane); the publishing area describes the hosted node through
+ *   the `hostedNode` port and the composition root starts its agent (decision 0380).
  */
 export interface Violation {
   file: string;
@@ -82,6 +85,9 @@ export function checkImport(file: string, target: string): string | null {
   }
   if (top(file) === 'nodes' && !['core', 'dataplane', 'nodes'].includes(top(target))) {
     return 'the nodes module imports only the kernel, the data plane and its own files';
+  }
+  if (top(file) === 'subgraphs' && target === 'nodes/hosted') {
+    return "no area starts an agent: the composition root starts the hosted node's (the area gives the hostedNode port)";
   }
   const area = areaOf(file);
   if (area) {
