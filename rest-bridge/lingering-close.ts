@@ -46,11 +46,13 @@ function linger(req: IncomingMessage, socket: Socket): void {
   const first = socket.bytesRead;
   let seen = first;
   let lastByteAt = started;
-  // One listener per lingering, removed with its timer: a kept-alive socket that lingers after many
-  // refused requests does not collect them.
+  // One listener per lingering, removed with its timer as soon as the body has all arrived (the
+  // request's `end`), not at the timer's next look: a client that sends its next request at once
+  // (a fuzzer on one kept-alive connection) would otherwise stack one per refused request.
   const stop = () => {
     clearInterval(timer);
     socket.off('close', stop);
+    req.off('end', stop);
   };
   const timer = setInterval(() => {
     if (req.complete || socket.destroyed) return stop();
@@ -66,4 +68,5 @@ function linger(req: IncomingMessage, socket: Socket): void {
   }, CHECK_MS);
   timer.unref();
   socket.once('close', stop);
+  req.once('end', stop);
 }
