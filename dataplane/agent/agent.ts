@@ -8,13 +8,12 @@ import { SiteBackups } from '../site-backup';
 import type { SleepOptions } from '../sleep';
 import { AgentAuthError, AgentClient, type AgentTransport } from './client';
 import { SiteDataExecutor } from './data-executor';
-import { agentRecoveryParts } from './recovery-parts';
+import { agentRecoveryParts, type PartCalls } from './recovery-parts';
 import { type NodeExecutor, type NodeExecutorFactory, RealNodeExecutor, StepFailure } from './executors';
 import { ReleaseExecutor, agentReleaseSource } from './release-executor';
 import {
   type AgentReleaseTask,
   type AgentTask,
-  type AgentUpload,
   type DesiredSite,
   type HeartbeatReply,
   MAX_EXTRAS_SITES,
@@ -136,10 +135,13 @@ export class NodeAgent {
           agentReleaseSource({ get: (p) => this.client.call('GET', p), download: (p, file) => this.client.download(p, file) }),
         )
       : null;
-    // A point's parts go and come through the agent API's part calls of the task (decision 0375).
-    const parts = {
-      bytes: (p: string) => this.client.bytes(p, this.client.transferSignal()),
-      upload: <T>(p: string, u: AgentUpload) => this.client.call<T>('POST', p, u),
+    // A point's parts go and come through the agent API's part calls of the task (decision 0375),
+    // resumed after a break (decision 0390).
+    const parts: PartCalls = {
+      bytes: (p, from) => this.client.bytes(p, this.client.transferSignal(), from),
+      upload: (p, u) => this.client.call('POST', p, u),
+      get: (p) => this.client.call('GET', p),
+      log: (line) => this.log(line),
     };
     this.data =
       o.executor === 'real'

@@ -2,7 +2,7 @@ import { createWriteStream } from 'node:fs';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
-import { isAgentUpload, NODE_AGENT_PATH, NODE_TOKEN_HEADER, uploadHeaders } from './wire';
+import { type AgentRangeRequest, isAgentUpload, NODE_AGENT_PATH, NODE_TOKEN_HEADER, uploadHeaders } from './wire';
 
 /**
  * How an agent reaches the platform: HTTP to the bridge (a customer's machine), or, for the
@@ -55,14 +55,20 @@ export class AgentClient {
     return AbortSignal.any([AbortSignal.timeout(DOWNLOAD_TIMEOUT_MS), this.o.stopping]);
   }
 
-  /** A call's bytes as a stream (a release's bundle, a recovery point's part). */
-  async bytes(p: string, signal: AbortSignal): Promise<Readable> {
+  /**
+   * A call's bytes as a stream (a release's bundle, a recovery point's part); with `from`, the rest from
+   * that byte (`Range: bytes=<from>-`, answered 206: a resumed part's download, decision 0390).
+   */
+  async bytes(p: string, signal: AbortSignal, from?: number): Promise<Readable> {
+    const range: AgentRangeRequest | null = from ? { range: `bytes=${from}-` } : null;
     if (this.o.transport) {
-      const out = await this.o.transport('GET', p, null, signal);
-      return out.bytes ?? refused(out.status, out.body as Envelope<unknown> | null);
+      const out = await this.o.transport('GET', p, range, signal);
+      if (out.bytes && (!range || out.status === 206)) return out.bytes;
+      out.bytes?.destroy();
+      return refused(out.status, out.body as Envelope<unknown> | null);
     }
-    const r = await fetch(this.url(p), { headers: { [NODE_TOKEN_HEADER]: this.o.token }, signal });
-    if (!r.ok || !r.body || (r.headers.get('content-type') ?? '').includes('json'))
+    const r = await fetch(this.url(p), { headers: { [NODE_TOKEN_HEADER]: this.o.token, ...range }, signal });
+    if (!r.ok || !r.body || (range && r.status !== 206) || (r.headers.get('content-type') ?? '').includes('json'))
       return refused(r.status, (await r.json().catch(() => null)) as Envelope<unknown> | null);
     return Readable.fromWeb(r.body as WebReadableStream<Uint8Array>);
   }

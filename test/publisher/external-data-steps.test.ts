@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
@@ -11,6 +11,7 @@ import { RuntimeDrivers } from '../../dataplane/runtimes/driver';
 import { RECOVERY_POINT_REGION } from '../../dataplane/site-backup';
 import { HOSTED_NODE_ID } from '../../nodes/registry';
 import { NodeTasks, nodeTaskModel } from '../../nodes/tasks';
+import { type CuttingProxy, cuttingProxy } from '../support/cutting-proxy';
 import { startTestPlatform, uniqueName, type TestPlatform } from '../support/platform';
 import { staticDriver } from '../support/static-driver';
 
@@ -21,6 +22,8 @@ import { staticDriver } from '../support/static-driver';
  * it in the recovery store), a restore downloads the part its task names. Before, the agent had no
  * recovery store and answered every data step `unknown_step`. The part calls refuse another node's
  * task, a part the task does not name, bytes that are not what they claim and a part over the bound.
+ * docs/decisions/0390-resumable-part-transfers.md: the agent reaches the bridge through a TCP proxy that
+ * cuts a transfer mid-way; the upload and the download resume, sending only the rest.
  */
 jest.setTimeout(120_000);
 
@@ -30,6 +33,8 @@ let plane: DataPlane;
 let root: string;
 let nodeTasks: NodeTasks;
 let hostedToken: string;
+let proxy: CuttingProxy;
+const agentLog: string[] = [];
 const host = `${uniqueName('kept')}.sites.localhost`;
 const site: AgentSite = {
   siteId: uniqueName('ext-site'),
@@ -103,8 +108,10 @@ beforeAll(async () => {
   for (const s of ['pull_image', 'start_runtime', 'health_check'])
     await machine.run({ id: s, operation_id: 'boot', operation_type: 'create', step: s, site }, () => undefined);
   hostedToken = (await t.platform.services.publisher.nodes.hostedToken())!;
+  proxy = await cuttingProxy(t.bridgeUrl);
   agent = new NodeAgent({
-    apiUrl: t.bridgeUrl,
+    apiUrl: proxy.url,
+    log: (line) => agentLog.push(line),
     token: hostedToken,
     dataDir: root,
     edgePort: 0,
@@ -122,6 +129,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await agent?.stop();
   await plane?.stop();
+  await proxy?.close();
   await t?.stop();
   await rm(root, { recursive: true, force: true });
 });
@@ -239,5 +247,87 @@ describe("an external hosted agent's data steps", () => {
       req.flushHeaders();
     });
     expect(status).toBe(413);
+  });
+
+  it("resumes a capture's upload and a restore's download cut mid-way, sending only the rest", async () => {
+    const MiB = 1024 * 1024;
+    const content = plane.sites.layout(site.siteId, 'static-folder').content;
+    const big = randomBytes(20 * MiB);
+    await writeFile(path.join(content, 'big.bin'), big);
+    // The upload's connection is cut after 10 MiB: the platform holds its whole pieces, the agent sends the rest.
+    proxy.reset();
+    proxy.cutOnce('up', 10 * MiB);
+    const captured = await step('capture_content');
+    const part = { sha256: String(captured!.sha256), sizeBytes: Number(captured!.size_bytes) };
+    expect(proxy.cutAt).toBe(10 * MiB);
+    expect(part.sizeBytes).toBeGreaterThan(20 * MiB);
+    expect(await store().stat(RECOVERY_POINT_REGION, part.sha256)).toBe(part.sizeBytes);
+    const upResent = proxy.sent.up - proxy.cutAt!;
+    expect(upResent).toBeLessThan(part.sizeBytes);
+    expect(upResent).toBeGreaterThan(part.sizeBytes - 10 * MiB);
+    expect(agentLog.some((l) => /upload .* broke .*resuming/.test(l))).toBe(true);
+    // Nothing of the upload is left held once the task ended.
+    expect(await tasks().findOne({ step: 'capture_content', uploaded: part.sha256 })).not.toHaveProperty('partUpload');
+
+    // The download's connection is cut after 10 MiB: the agent asks for the rest (Range), 206.
+    await writeFile(path.join(content, 'big.bin'), 'changed');
+    await plane.sites.stop(site.siteId);
+    proxy.reset();
+    proxy.cutOnce('down', 10 * MiB);
+    expect(await step('restore_content', { point: { content: part } })).toBeNull();
+    expect(sha(await readFile(path.join(content, 'big.bin')))).toBe(sha(big));
+    const downResent = proxy.sent.down - proxy.cutAt!;
+    expect(downResent).toBeLessThan(part.sizeBytes);
+    expect(downResent).toBeGreaterThan(part.sizeBytes - 10 * MiB);
+    expect(agentLog.some((l) => /download after \d+ bytes broke .*resuming/.test(l))).toBe(true);
+    await rm(path.join(content, 'big.bin'), { force: true });
+  });
+
+  it('answers a range of a part (206), refuses a range it cannot satisfy (416) and an upload at an offset it does not hold (409)', async () => {
+    const bytes = Buffer.from('a ranged part!!');
+    const named = { sha256: sha(bytes), sizeBytes: bytes.length };
+    const capture = await held('capture_content');
+    const partPath = `${t.bridgeUrl}${NODE_AGENT_PATH}/tasks/${encodeURIComponent(capture)}/parts/${named.sha256}`;
+    const send = (body: Buffer, headers: Record<string, string>) =>
+      fetch(partPath, {
+        method: 'POST',
+        headers: { [NODE_TOKEN_HEADER]: hostedToken, 'content-type': 'application/octet-stream', ...headers },
+        body,
+      });
+    // Nothing held: a resume from byte 5 is refused with what is held, and the status says so.
+    const early = await send(bytes.subarray(5), { 'upload-offset': '5', 'upload-length': String(bytes.length) });
+    expect([early.status, ((await early.json()) as any).error]).toEqual([
+      409,
+      expect.objectContaining({ code: 'upload_offset_mismatch', details: { offset: 0 } }),
+    ]);
+    const status = await fetch(`${partPath}/upload`, { headers: { [NODE_TOKEN_HEADER]: hostedToken } });
+    expect(((await status.json()) as any).data).toEqual({ sha256: named.sha256, offset: 0, length: null });
+    // The whole part's stated length is what the bound applies to.
+    const over = await send(bytes, { 'upload-offset': '0', 'upload-length': String(MAX_RECOVERY_PART_BYTES + 1) });
+    expect([over.status, ((await over.json()) as any).error.code]).toEqual([413, 'part_too_large']);
+    const whole = await send(bytes, { 'upload-offset': '0', 'upload-length': String(bytes.length) });
+    expect(whole.status).toBe(200);
+
+    const restore = await held('restore_content', { point: { content: named } });
+    const get = (range: string) =>
+      fetch(`${t.bridgeUrl}${NODE_AGENT_PATH}/tasks/${encodeURIComponent(restore)}/parts/${named.sha256}`, {
+        headers: { [NODE_TOKEN_HEADER]: hostedToken, range },
+      });
+    const rest = await get('bytes=5-');
+    expect([rest.status, rest.headers.get('content-range'), rest.headers.get('content-length')]).toEqual([
+      206,
+      `bytes 5-14/15`,
+      '10',
+    ]);
+    expect(Buffer.from(await rest.arrayBuffer()).equals(bytes.subarray(5))).toBe(true);
+    for (const bad of ['bytes=15-', 'bytes=20-30', 'lines=1-2', 'bytes=0-1,4-5']) {
+      const res = await get(bad);
+      expect([bad, res.status, res.headers.get('content-range'), ((await res.json()) as any).error.code]).toEqual([
+        bad,
+        416,
+        'bytes */15',
+        'range_not_satisfiable',
+      ]);
+    }
   });
 });
