@@ -8,6 +8,7 @@ import { SiteBackups } from '../site-backup';
 import type { SleepOptions } from '../sleep';
 import { AgentAuthError, AgentClient, type AgentTransport } from './client';
 import { SiteDataExecutor } from './data-executor';
+import { HeartbeatReport } from './heartbeat';
 import { agentRecoveryParts, type PartCalls } from './recovery-parts';
 import { type NodeExecutor, type NodeExecutorFactory, RealNodeExecutor, StepFailure } from './executors';
 import { ReleaseExecutor, agentReleaseSource } from './release-executor';
@@ -18,8 +19,6 @@ import {
   type HeartbeatReply,
   MAX_EXTRAS_SITES,
   MAX_OBSERVED_REQUESTS,
-  MAX_SITE_EVENTS,
-  type SiteEvent,
   type SiteExtrasValue,
   type TaskOutcome,
 } from './wire';
@@ -99,11 +98,8 @@ export class NodeAgent {
   private readonly finished: Promise<void>;
   private chain: Promise<unknown> = Promise.resolve();
   private readonly log: (line: string) => void;
-  /**
-   * The sleeps and wakes of the agent's own plane not yet sent (the last MAX_SITE_EVENTS). An agent
-   * on the platform's plane (the hosted node) keeps none: sitePowerWorker publishes those.
-   */
-  private readonly siteEvents: SiteEvent[] = [];
+  /** What a heartbeat carries beyond the edge port: sleeps and wakes (decision 0350), sites' processes (0385). */
+  private readonly report: HeartbeatReport;
   /** The sites' extras read for the reconcile pass under way (one call for its sites), else null. */
   private extrasOfPass: Map<string, SiteExtrasValue> | null = null;
 
@@ -151,14 +147,7 @@ export class NodeAgent {
             (siteId) => this.siteExtras(siteId),
           )
         : null;
-    if (this.ownPlane) {
-      const keep = (e: SiteEvent) => {
-        this.siteEvents.push(e);
-        if (this.siteEvents.length > MAX_SITE_EVENTS) this.siteEvents.shift();
-      };
-      this.plane.sites.power.on('slept', (e) => keep({ site_id: e.siteId, kind: 'slept', reason: e.reason, at: e.at }));
-      this.plane.sites.power.on('woke', (e) => keep({ site_id: e.siteId, kind: 'woke', wake_ms: Math.round(e.ms), at: e.at }));
-    }
+    this.report = new HeartbeatReport(this.plane.sites, this.ownPlane, this.log);
     this.finished = new Promise<void>((resolve, reject) => {
       this.fatal = (e) => (e instanceof AgentAuthError ? reject(e) : resolve());
     });
@@ -249,29 +238,16 @@ export class NodeAgent {
   }
 
   /**
-   * The heartbeat call with the sleeps and wakes kept since the last one: they leave the queue once
-   * the platform took them, so a failed heartbeat sends them again with the next.
+   * The heartbeat call with what it carries (./heartbeat.ts): on a customer's node (no lease) with the
+   * real executor, its sites' processes too (decision 0385).
    */
-  private async sendHeartbeat(port: number): Promise<HeartbeatReply> {
-    const body = { edge_port: port, session: this.session };
-    const sent = this.siteEvents.slice();
-    if (sent.length === 0) return this.client.call<HeartbeatReply>('POST', '/heartbeat', body);
-    const forget = () => {
-      const gone = new Set(sent);
-      const left = this.siteEvents.filter((e) => !gone.has(e));
-      this.siteEvents.splice(0, this.siteEvents.length, ...left);
-    };
-    try {
-      const hb = await this.client.call<HeartbeatReply>('POST', '/heartbeat', { ...body, site_events: sent });
-      forget();
-      return hb;
-    } catch (e) {
-      // A platform older than `site_events` refuses the field: the events are dropped, the node stays reachable.
-      if ((e as { code?: string }).code !== 'invalid_request') throw e;
-      this.log(`the platform did not take ${sent.length} sleep and wake events (${(e as Error).message}); dropped`);
-      forget();
-      return this.client.call<HeartbeatReply>('POST', '/heartbeat', body);
-    }
+  private sendHeartbeat(port: number): Promise<HeartbeatReply> {
+    const processes = this.executor.kind === 'real' && this.nodeId !== null && this.holding === null;
+    return this.report.send(
+      (body) => this.client.call<HeartbeatReply>('POST', '/heartbeat', body),
+      { edge_port: port, session: this.session },
+      processes,
+    );
   }
 
   private async heartbeats(port: number): Promise<void> {

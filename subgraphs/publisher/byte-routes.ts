@@ -34,6 +34,8 @@ export function nodeAgentByteRoutes(): ByteRoute[] {
     site_ids: 'Sites placed on this node (at most 200); one that is not refuses the whole call (404).',
     site_events:
       "The sleeps and wakes of the agent's own data plane not yet taken (at most 500, oldest first); those of sites placed on the node appear in the activity feeds (decision 0350).",
+    site_processes:
+      "The process of every site the agent's plane runs (at most 500), replacing its last report; a site's metadata shows it from the node it is placed on (decision 0385). Absent: the node reports none.",
   };
   const answer = (description: string): Json => ({
     '200': { description, content: json(STANDARD_SUCCESS) },
