@@ -91,7 +91,7 @@ async function resumedUpload<T>(calls: PartCalls, p: string, file: string, size:
       stream = createReadStream(file, { start: offset });
       return await calls.upload<T>(p, { stream, size: size - offset, offset, length: size });
     } catch (e) {
-      await pauseOrThrow(e, ++tries, `the upload of ${path.basename(p)} after ${offset ?? 0} bytes held`, calls.log);
+      await pauseOrThrow(e, ++tries, `the upload of ${path.basename(p)} from byte ${offset ?? 0}`, calls.log);
       offset = null;
     } finally {
       stream?.destroy();

@@ -23,7 +23,7 @@ export const publisherByteRoutes: ByteRoute[] = nodeAgentByteRoutes();
  * The calls of a node agent (`nodes agent`): heartbeat, claim, lease release, progress, result,
  * desired sites, and beyond its tasks (decision 0365) sites' extras, a held release task's run,
  * bundle and whether it is still wanted, and what its release host observed; a held data step's
- * recovery-point parts, down and up (decision 0375). Each body is
+ * recovery-point parts, down and up (decision 0375), resumed after a break (decision 0390). Each body is
  * documented from the schema the agent API parses it with (`agentBodies` of
  * dataplane/agent/wire.ts), so the two cannot disagree (decision 0295).
  */
@@ -126,12 +126,33 @@ export function nodeAgentByteRoutes(): ByteRoute[] {
       'GET',
       '/tasks/{taskId}/parts/{sha256}',
       'partBytes',
-      "A recovery point's part that a held data step names (a restore's)",
+      "A recovery point's part that a held data step names (a restore's), or one range of it",
+      {
+        parameters: [
+          taskId,
+          sha256,
+          header('range', false, { type: 'string' }, 'One byte range (`bytes=<first>-[<last>]`): a broken download resumes.'),
+        ],
+        responses: {
+          '200': { description: "the part's bytes", content: { 'application/octet-stream': { schema: binary } } },
+          '206': {
+            description: 'the bytes of the range asked for (`Content-Range: bytes a-b/size`)',
+            content: { 'application/octet-stream': { schema: binary } },
+          },
+          ...errors([401, 404, 416, 429, 503]),
+        },
+      },
+    ),
+    route(
+      'GET',
+      '/tasks/{taskId}/parts/{sha256}/upload',
+      'partUploadHeld',
+      "How much of a held capture's part the platform holds (where a broken upload resumes)",
       {
         parameters: [taskId, sha256],
         responses: {
-          '200': { description: "the part's bytes", content: { 'application/octet-stream': { schema: binary } } },
-          ...errors([401, 404, 429, 503]),
+          ...answer('`sha256`, `offset` (the bytes held), `length` (the whole part; null: none held)'),
+          ...errors([404, 503]),
         },
       },
     ),
@@ -139,11 +160,30 @@ export function nodeAgentByteRoutes(): ByteRoute[] {
       parameters: [
         taskId,
         sha256,
-        header('content-length', true, { type: 'integer', minimum: 0 }, "The part's size in bytes (at most 8 GiB)."),
+        header(
+          'content-length',
+          true,
+          { type: 'integer', minimum: 0 },
+          "The bytes sent: the part's size (at most 8 GiB), or its rest from `upload-offset`.",
+        ),
+        header(
+          'upload-offset',
+          false,
+          { type: 'integer', minimum: 0 },
+          'Where the bytes sent start in the part (default 0): what the platform holds.',
+        ),
+        header(
+          'upload-length',
+          false,
+          { type: 'integer', minimum: 0 },
+          "The whole part's size (default `content-length`; at most 8 GiB).",
+        ),
       ],
       requestBody: { required: true, content: { 'application/octet-stream': { schema: binary } } },
       responses: {
-        ...answer('`sha256`, `size_bytes`: the part as the recovery store keeps it'),
+        ...answer(
+          '`sha256`, `size_bytes`: the part as the recovery store keeps it; 409 `upload_offset_mismatch`: the platform holds another offset',
+        ),
         ...errors([404, 422, 503]),
       },
     }),
