@@ -231,6 +231,8 @@ it(
       memory_floor_mb: expect.any(Number),
       started_at: expect.any(String),
       slept_at: null,
+      // Read live here: only a connected node's report has a time (decision 0385).
+      reported_at: null,
     });
     expect(before.memory_floor_mb).toBeGreaterThan(0);
     // The supervisor's child: the one process with the site's content path in its environment.
