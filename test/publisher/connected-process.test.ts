@@ -7,7 +7,7 @@ import { DataPlane } from '../../dataplane/plane';
 import { RuntimeDrivers } from '../../dataplane/runtimes/driver';
 import { startTestPlatform, uniqueName, type TestPlatform } from '../support/platform';
 import { staticDriver } from '../support/static-driver';
-import { ISO, PREFIX, projectPath, waitForOperation } from './support';
+import { ISO, PREFIX, projectPath, until, waitForOperation } from './support';
 
 /**
  * docs/decisions/0385-connected-site-process.md: a connected node's agent (the agent class over HTTP,
@@ -42,16 +42,6 @@ afterAll(async () => {
   await t?.stop();
   await rm(root, { recursive: true, force: true });
 });
-
-async function until<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn().catch(() => null);
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 const metadata = async (key: string, projectId: string) =>
   (await t.rest('GET', projectPath(projectId, '/metadata'), { key })).body.data;

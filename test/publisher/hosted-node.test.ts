@@ -5,7 +5,7 @@ import path from 'node:path';
 import { HOSTED_NODE_ID } from '../../nodes/registry';
 import { freePort, siteViaEdge } from '../support/edge';
 import { startTestPlatform, uniqueName, type TestPlatform } from '../support/platform';
-import { PREFIX, projectPath } from './support';
+import { PREFIX, projectPath, until as untilEvery } from './support';
 
 /**
  * The hosted pool as a node (docs/decisions/0225-hosted-pool-node.md, 0226-hosted-node-lease.md):
@@ -64,15 +64,8 @@ async function startAgent(name: string): Promise<Agent> {
   return { proc, stderr: () => err, exit, edgePort };
 }
 
-async function until<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn().catch(() => null);
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const until = <T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs: number) =>
+  untilEvery(what, fn, timeoutMs, 100);
 
 async function finished(key: string, projectId: string, operationId: string): Promise<any> {
   return until(

@@ -3,7 +3,7 @@ import { mkdtemp, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
-import { PREFIX, projectPath } from './support';
+import { PREFIX, projectPath, until as untilEvery } from './support';
 import { freePort, siteViaEdge } from '../support/edge';
 import { alive, descendants } from '../support/processes';
 
@@ -46,15 +46,8 @@ function agent(token: string, edgePort: number): { proc: ChildProcess; stderr: (
   return { proc, stderr: () => err };
 }
 
-async function until<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn().catch(() => null);
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 500));
-  }
-}
+const until = <T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs: number) =>
+  untilEvery(what, fn, timeoutMs, 500);
 
 it(
   'runs Ghost on the node agent end to end and brings it back after kill -9 and a restart',

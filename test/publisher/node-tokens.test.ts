@@ -6,7 +6,7 @@ import path from 'node:path';
 import { HOSTED_NODE_ID } from '../../nodes/registry';
 import { freePort } from '../support/edge';
 import { startTestPlatform, uniqueName, type TestPlatform } from '../support/platform';
-import { PREFIX, projectPath, runCli, waitForOperation } from './support';
+import { PREFIX, projectPath, runCli, until, waitForOperation } from './support';
 
 /**
  * Node tokens can be rotated and revoked (docs/decisions/0270-node-tokens-and-task-secrets.md,
@@ -69,16 +69,6 @@ function startAgent(args: string[], env: Record<string, string> = {}): Agent {
   proc.stdout!.resume();
   const exit = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
   return { proc, stderr: () => err, exit };
-}
-
-async function until<T>(what: string, fn: () => Promise<T | null | undefined | false>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn().catch(() => null);
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }
 
 async function register(account: string, name: string): Promise<{ id: string; token: string }> {

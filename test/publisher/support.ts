@@ -80,6 +80,22 @@ export async function waitForOperation(
   }
 }
 
+/** Polls `fn` every `everyMs` until it answers something truthy (a failed call counts as nothing yet). */
+export async function until<T>(
+  what: string,
+  fn: () => Promise<T | null | undefined | false>,
+  timeoutMs = 30_000,
+  everyMs = 200,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn().catch(() => null);
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
 const BIN = path.join(__dirname, '..', '..', 'bin', 'platform.js');
 
 /** Runs the built CLI (`npx platform …`) against this test platform's database. */
