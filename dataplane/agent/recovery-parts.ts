@@ -49,8 +49,10 @@ async function pauseOrThrow(e: unknown, tries: number, what: string, log?: (line
 /**
  * A part's bytes that resume where a broken download stopped (`Range: bytes=<n>-`, decision 0390): the
  * first answer's refusal rejects as before; a break later asks for the rest, a bounded number of times.
+ * A break after the part's last byte (`size` of them arrived) asks for nothing more: a range from the
+ * end is one the platform rightly refuses (416); the caller checks the bytes as always.
  */
-async function resumedDownload(calls: PartCalls, p: string, what: string): Promise<Readable> {
+async function resumedDownload(calls: PartCalls, p: string, what: string, size: number): Promise<Readable> {
   const first = await calls.bytes(p);
   async function* bytes() {
     let at = 0;
@@ -67,6 +69,7 @@ async function resumedDownload(calls: PartCalls, p: string, what: string): Promi
       } catch (e) {
         source?.destroy();
         source = null;
+        if (at === size) return;
         await pauseOrThrow(e, ++tries, `${what}'s download after ${at} bytes`, calls.log);
       }
     }
@@ -111,7 +114,7 @@ async function resumedUpload<T>(calls: PartCalls, p: string, file: string, size:
 export function agentRecoveryParts(calls: PartCalls, taskId: string, scratch: string): RecoveryParts {
   const base = `/tasks/${encodeURIComponent(taskId)}/parts/`;
   return {
-    read: (part) => resumedDownload(calls, `${base}${part.sha256}`, `part ${part.sha256}`),
+    read: (part) => resumedDownload(calls, `${base}${part.sha256}`, `part ${part.sha256}`, part.sizeBytes),
     async put(source) {
       await mkdir(scratch, { recursive: true });
       const file = path.join(scratch, `${randomBytes(8).toString('hex')}.part`);

@@ -68,6 +68,29 @@ describe("a recovery part's transfer on the agent", () => {
     expect(log[0]).toMatch(/download after 4 bytes broke \(terminated\); resuming in 1 ms \(1 of 5\)/);
   });
 
+  it('asks for nothing more when the break comes after the last byte', async () => {
+    const froms: (number | undefined)[] = [];
+    const parts = agentRecoveryParts(
+      calls({
+        bytes: async (_p, from) => {
+          froms.push(from);
+          // Every byte arrives, then the connection breaks before the answer ends.
+          return Readable.from(
+            (async function* () {
+              yield Buffer.from(data);
+              throw Object.assign(new Error('terminated'), { name: 'TypeError' });
+            })(),
+          );
+        },
+      }),
+      'task-4',
+      scratch,
+    );
+    expect(await text(await parts.read(part))).toBe(data);
+    expect(froms).toEqual([undefined]);
+    expect(log).toEqual([]);
+  });
+
   it(`gives up after ${PART_RETRIES.attempts} resumes, and never retries a refusal or a refused token`, async () => {
     let asked = 0;
     const never = agentRecoveryParts(
