@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { projectRoot } from '../core/paths';
@@ -15,6 +16,8 @@ export interface StandInsRecord {
   /** The file's name without `.json`: a port, or `pid-<pid>`. */
   instance: string;
   pid: number;
+  /** When that process started (`processStart`): a later process given the same id is not it. */
+  pidStart?: number | null;
   bridgeUrl: string | null;
   routerUrl: string | null;
   startedAt: string;
@@ -45,7 +48,7 @@ export function instanceName(p: { bridgeUrl?: string | null; routerUrl?: string 
 }
 
 /** Whether a process with this id runs (signal 0 tests without sending anything). */
-export const alive = (pid: number): boolean => {
+const alive = (pid: number): boolean => {
   try {
     process.kill(pid, 0);
     return true;
@@ -54,6 +57,29 @@ export const alive = (pid: number): boolean => {
     return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
 };
+
+/**
+ * When a process started, in clock ticks since boot (field 22 of Linux's `/proc/<pid>/stat`), or
+ * null where that cannot be read. A record keeps it beside the id: ids are reused — a record left by
+ * a killed instance can name a process, or a thread (signal 0 answers for a thread's id too), that
+ * started later and is no platform.
+ */
+export function processStart(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const start = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
+    return Number.isFinite(start) ? start : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Whether the process a record names still runs: its id is alive and, where both are known, started when the record says. */
+export function stillRuns(r: { pid: number; pidStart?: number | null }): boolean {
+  if (!alive(r.pid)) return false;
+  const now = r.pidStart == null ? null : processStart(r.pid);
+  return now === null || now === r.pidStart;
+}
 
 async function read(file: string): Promise<StandInsRecord | null> {
   try {
@@ -77,6 +103,7 @@ export async function recordStandIns(
   const record: StandInsRecord = {
     instance,
     pid,
+    pidStart: processStart(pid),
     bridgeUrl: p.bridgeUrl ?? null,
     routerUrl: p.routerUrl ?? null,
     startedAt: new Date().toISOString(),
@@ -98,7 +125,7 @@ export async function recordStandIns(
 export async function runningInstances(dir: string): Promise<StandInsRecord[]> {
   const names = await readdir(dir).catch(() => [] as string[]);
   const records = await Promise.all(names.filter((n) => n.endsWith('.json')).map((n) => read(path.join(dir, n))));
-  return records.filter((r): r is StandInsRecord => r !== null && alive(r.pid));
+  return records.filter((r): r is StandInsRecord => r !== null && stillRuns(r));
 }
 
 /**
@@ -112,7 +139,7 @@ export async function findStandIns(
 ): Promise<{ record: StandInsRecord | null; note: string | null }> {
   const port = portOf(want.apiUrl) ?? String(want.bridgePort);
   const exact = await read(path.join(dir, `${port}.json`));
-  if (exact && alive(exact.pid)) return { record: exact, note: null };
+  if (exact && stillRuns(exact)) return { record: exact, note: null };
   if (want.apiUrl) return { record: null, note: `no running platform recorded stand-ins for ${want.apiUrl}` };
   const running = await runningInstances(dir);
   if (running.length === 1) return { record: running[0], note: null };

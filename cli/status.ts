@@ -4,7 +4,7 @@ import type { Connection } from 'mongoose';
 import type { Platform, ProcessRole } from '../app/platform';
 import type { EventBus } from '../core/events/event-bus';
 import { platformProbe } from '../core/telemetry/probes';
-import { alive } from './stand-ins';
+import { processStart, stillRuns } from './stand-ins';
 
 /** How long `platform status` waits for each engine and each process before calling it unreachable: 5 s. */
 const STATUS_WAIT_MS = 5_000;
@@ -12,6 +12,8 @@ const STATUS_WAIT_MS = 5_000;
 /** What `platform start` records about itself under `<DATA_DIR>/processes/<pid>.json`, for `platform status`. */
 export interface ProcessRecord {
   pid: number;
+  /** When the process started (cli/stand-ins.ts `processStart`): a later process given the same id is not it. */
+  pid_start?: number | null;
   role: string;
   started_at: string;
   bridge_url?: string;
@@ -37,6 +39,7 @@ const roleName = (r: ProcessRole) => (r.kind === 'subgraph' ? `subgraph:${r.name
 export async function recordProcess(dir: string, role: ProcessRole, p: Platform): Promise<() => Promise<void>> {
   const record: ProcessRecord = {
     pid: process.pid,
+    pid_start: processStart(process.pid),
     role: roleName(role),
     started_at: new Date().toISOString(),
     bridge_url: p.bridgeUrl,
@@ -76,7 +79,7 @@ export async function readProcesses(dir: string): Promise<StatusReport['processe
   const out: StatusReport['processes'] = [];
   for (const name of names.filter((n) => n.endsWith('.json'))) {
     const record = JSON.parse(await readFile(path.join(dir, name), 'utf8')) as ProcessRecord;
-    if (!alive(record.pid)) {
+    if (!stillRuns({ pid: record.pid, pidStart: record.pid_start })) {
       await rm(path.join(dir, name), { force: true });
       continue;
     }
