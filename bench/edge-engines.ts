@@ -7,7 +7,9 @@
  * - `edge (node)`: the Edge with `engine: 'node'` and the same listener; CPU = this process's;
  * - `nginx alone`: an nginx with the configuration the nginx engine rendered for the same table, its
  *   access log written but read by no one; CPU = its processes';
- * - `tcp-pipe`: each client connection piped to workerd as bytes in this process (no HTTP): the floor.
+ * - `tcp-pipe`: each client connection piped to workerd as bytes in this process (no HTTP): the floor;
+ * - `tcp-pipe (twin)`: the same pipe again, so the ratio of the two is the machine's noise on the
+ *   ratio figures (two identical forwarders differ only by when they ran).
  * Alternating rounds (workerd's own port first, then the others in a turning order); medians.
  *
  * Then a promotion under load: clients keep requesting the production address through each engine
@@ -136,21 +138,28 @@ async function main(): Promise<void> {
     );
     closers.push(() => alone.stop());
     const target = endpointOf(supervisor.status(ids[0])!);
-    const tcp = net.createServer((c) => {
-      // A sandboxed release listens on its unix socket only.
-      const u = target.socketPath ? net.connect(target.socketPath) : net.connect(target.port, target.host);
-      c.pipe(u).pipe(c);
-      c.on('error', () => u.destroy());
-      u.on('error', () => c.destroy());
-    });
-    await new Promise<void>((r) => tcp.listen(0, '127.0.0.1', r));
-    closers.push(() => new Promise((r) => tcp.close(r)));
+    // The TCP pipe twice: the second is the same forwarder, so its ratio to the first is the
+    // machine's own noise on this figure (what a forwarder's ratio can be trusted to).
+    const pipes: net.Server[] = [];
+    for (let i = 0; i < 2; i++) {
+      const tcp = net.createServer((c) => {
+        // A sandboxed release listens on its unix socket only.
+        const u = target.socketPath ? net.connect(target.socketPath) : net.connect(target.port, target.host);
+        c.pipe(u).pipe(c);
+        c.on('error', () => u.destroy());
+        u.on('error', () => c.destroy());
+      });
+      await new Promise<void>((r) => tcp.listen(0, '127.0.0.1', r));
+      closers.push(() => new Promise((r) => tcp.close(r)));
+      pipes.push(tcp);
+    }
     const engineCpu = nginxCpu(nginxEngine.proc.pid);
     const variants: Variant[] = [
       { name: 'edge (nginx engine)', port: engines.nginx.port, cpu: () => engineCpu() + selfCpu() },
       { name: 'edge (node engine)', port: engines.node.port, cpu: selfCpu },
       { name: 'nginx alone', port: alonePort, cpu: nginxCpu(alone.pid) },
-      { name: 'tcp-pipe', port: (tcp.address() as net.AddressInfo).port, cpu: selfCpu },
+      { name: 'tcp-pipe', port: (pipes[0].address() as net.AddressInfo).port, cpu: selfCpu },
+      { name: 'tcp-pipe (twin)', port: (pipes[1].address() as net.AddressInfo).port, cpu: selfCpu },
     ];
     const st = supervisor.status(ids[0])!;
     // The launcher, and below it (through the sandbox's bwrap) workerd.
@@ -201,6 +210,10 @@ async function main(): Promise<void> {
     console.log(
       `${engine}: this process (the access-log tail, the observe listener) ${median(rows.map((x) => x.v[engine].selfUs)).toFixed(0)} µs/req of its ${median(rows.map((x) => x.v[engine].us)).toFixed(0)}; ` +
         `CPU per request / nginx alone ${ratio(engine, 'nginx alone', (x) => x.us)}; req/s / tcp-pipe ${ratio(engine, 'tcp-pipe', (x) => x.f.rps)} (medians of per-round ratios)`,
+    );
+    const twin = rows.map((x) => x.v['tcp-pipe (twin)'].f.rps / x.v['tcp-pipe'].f.rps).sort((a, b) => a - b);
+    console.log(
+      `noise: the twin pipe / the pipe, the same forwarder: median ${median(twin).toFixed(2)}, per round ${twin[0].toFixed(2)}–${twin[twin.length - 1].toFixed(2)}`,
     );
     await new Promise((r) => setTimeout(r, 300)); // the last access lines
     console.log(`observe listeners told: node engine ${seen.node}, nginx engine ${seen.nginx} requests`);
