@@ -137,7 +137,9 @@ it('kill -9 and restart: the production address and the live preview answer agai
   await until('the preview to be healthy', async () => (await status(previewId)) === 'healthy', 90_000);
 
   await running.kill();
-  expect(await viaEdge(productionHost(project._id))).toBe(0);
+  // The edge goes with the platform: nginx's master at once (its parent died), its workers moments
+  // later, when the reaper sees the platform's pipe close (docs/decisions/0320-edge-route-links.md).
+  await until('the edge to stop answering', async () => (await viaEdge(productionHost(project._id))) === 0, 10_000);
   expect(await viaEdge(releaseHost(previewId))).toBe(0);
 
   running = await startChild();
