@@ -175,6 +175,9 @@ interface Run {
   done: Promise<void>;
 }
 
+/** The resource and operation type of a tombstone `getOrVoid` writes (an operation that never will be). */
+export const VOID_OPERATION = 'void';
+
 export class OperationEngine {
   readonly model: OperationModel;
   readonly store: OperationStore;
@@ -314,9 +317,9 @@ export class OperationEngine {
       _id: id,
       accountId: ref.accountId,
       projectId: ref.projectId,
-      resourceType: 'void',
+      resourceType: VOID_OPERATION,
       resourceId: ref.resourceId,
-      operationType: 'void',
+      operationType: VOID_OPERATION,
       status: 'failed',
       step: STEP_QUEUED,
       steps: [],

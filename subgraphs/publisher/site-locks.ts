@@ -1,5 +1,5 @@
 import { conflict } from '../../core/errors';
-import type { OperationEngine } from '../../core/operations/engine';
+import { type OperationEngine, VOID_OPERATION } from '../../core/operations/engine';
 import type { OperationDoc } from '../../core/operations/model';
 import type { PublisherModels, SiteDoc } from './model';
 import { SettledOperations } from './settled-operations';
@@ -95,16 +95,25 @@ export class SiteLocks {
     return site.activeOperationId;
   }
 
-  /** Runs `fn` holding the lock; if it throws before the operation exists, gives the lock back. */
+  /**
+   * Runs `fn` holding the lock; if it throws before the operation exists, gives the lock back. A
+   * concurrent request that found the lock taken and its operation not yet there voided it (a
+   * tombstone under its id: `state`); this request's enqueue then fails, and it answers as any other
+   * request that lost the race: 409 `operation_in_progress`, naming the site's holder now.
+   */
   async withLock<T>(site: SiteDoc, operationId: string, previous: string | null, fn: () => Promise<T>): Promise<T> {
     try {
       return await fn();
     } catch (e) {
-      if (!(await this.engine.get(operationId))) {
+      const own = await this.engine.get(operationId);
+      if (!own) {
         await this.models.Site.updateOne(
           { _id: site._id, activeOperationId: operationId },
           { $set: { activeOperationId: previous, activeOperationAt: null } },
         );
+      } else if (own.operationType === VOID_OPERATION && (e as { code?: string }).code === 'operation_id_conflict') {
+        const holder = (await this.models.Site.findById(site._id).lean())?.activeOperationId ?? null;
+        throw busy(holder ? await this.engine.get(holder) : null, holder);
       }
       throw e;
     }

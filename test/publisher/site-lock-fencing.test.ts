@@ -1,4 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { OperationEngine } from '../../core/operations/engine';
+import { publisherModels } from '../../subgraphs/publisher/model';
+import { SiteLocks } from '../../subgraphs/publisher/site-locks';
 import { startTestPlatform, type TestPlatform } from '../support/platform';
 import { projectPath, runningSite, settled, waitForOperation } from './support';
 
@@ -35,6 +38,32 @@ describe('site lock without a wall-clock grace', () => {
     await settled(t, key, projectId);
     const meta2 = await t.rest('GET', projectPath(projectId, '/metadata'), { key });
     expect(meta2.body.data.installation.status).toBe('running');
+  });
+
+  it('a request whose lock a concurrent one voided before it enqueued answers 409 operation_in_progress, naming the holder', async () => {
+    const { key, accountId } = await t.createKey();
+    const projectId = await runningSite(t, key);
+    const models = publisherModels(t.platform.conn);
+    const engine = new OperationEngine({ conn: t.platform.conn });
+    const locks = new SiteLocks(models, engine);
+    // Request A takes the lock and is slow to enqueue its operation…
+    const site = (await models.Site.findById(projectId).lean())!;
+    const a = randomUUID();
+    const previous = await locks.begin(site, 'restart', a);
+    // …so request B, finding a holder with no operation, voids it and takes the site.
+    const b = await t.rest('POST', projectPath(projectId, '/recovery-points'), { key, body: {} });
+    expect(b.status).toBe(202);
+    const holder = b.body.data.operation.id as string;
+    // A's enqueue then fails: A lost the race like any other request, and says so.
+    const late = locks.withLock(site, a, previous, () =>
+      engine.enqueue({ id: a, accountId, projectId, resourceType: 'site', resourceId: projectId, operationType: 'restart' }),
+    );
+    await expect(late).rejects.toMatchObject({
+      code: 'operation_in_progress',
+      details: { operation_id: holder, operation_type: 'recovery_point' },
+    });
+    expect((await models.Site.findById(projectId).lean())?.activeOperationId).toBe(holder);
+    await settled(t, key, projectId);
   });
 
   it('the site carries the fence of the attempt that changed it last', async () => {
