@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { Readable } from 'node:stream';
 import type { ReleaseRun } from '../releases';
 import type { MysqlSiteDatabase } from '../site-database';
+import { camelKeys } from '../../core/field-names';
 import { SITE_PROCESS_STATUSES, type SiteProcess } from '../sites';
 
 /**
@@ -336,15 +337,8 @@ export const toProcessReport = (siteId: string, p: SiteProcess): SiteProcessRepo
   slept_at: p.sleptAt,
 });
 
-export const fromProcessReport = (r: SiteProcessReport): SiteProcess & { siteId: string } => ({
-  siteId: r.site_id,
-  status: r.status,
-  restarts: r.restarts,
-  lastExit: r.last_exit,
-  memoryFloorMb: r.memory_floor_mb,
-  startedAt: r.started_at,
-  sleptAt: r.slept_at,
-});
+/** A report as the platform keeps it: its keys camelCased by rule (core/field-names.ts). */
+export const fromProcessReport = (r: SiteProcessReport): SiteProcess & { siteId: string } => camelKeys(r);
 
 /** The bodies of the calls. */
 export const agentBodies = {
