@@ -344,10 +344,9 @@ export class NodeAgentService {
     const store = this.recovery();
     const size = await store.stat(RECOVERY_POINT_REGION, sha256);
     if (size === null) throw new PlatformError('part_not_found', 404, `the recovery store holds no part ${sha256}`);
-    const r = partRange(range, size);
-    if (!r) return new AgentBytes(store.read(RECOVERY_POINT_REGION, sha256), size, 'application/octet-stream');
+    const r = partRange(range, size) ?? undefined;
     const stream = store.read(RECOVERY_POINT_REGION, sha256, r);
-    return new AgentBytes(stream, r.end - r.start + 1, 'application/octet-stream', { ...r, size });
+    return new AgentBytes(stream, r ? r.end - r.start + 1 : size, 'application/octet-stream', r && { ...r, size });
   }
 
   /** A capture step this node holds (the part calls' upload side). */
