@@ -20,12 +20,15 @@ const saved = { ...PART_RETRIES };
 let scratch: string;
 let log: string[];
 
-/** Bytes of `data` from `from`, breaking (a network error) after `upTo` of them. */
-const breaking = (from: number, upTo: number) =>
+/**
+ * Bytes of `data` from `from`, breaking (a network error) after `upTo` of them; `atTheEnd`: breaking
+ * even when those were the last (the connection cut before the answer ended).
+ */
+const breaking = (from: number, upTo: number, atTheEnd = false) =>
   Readable.from(
     (async function* () {
       yield Buffer.from(data.slice(from, from + upTo));
-      if (from + upTo < data.length) throw Object.assign(new Error('terminated'), { name: 'TypeError' });
+      if (atTheEnd || from + upTo < data.length) throw Object.assign(new Error('terminated'), { name: 'TypeError' });
     })(),
   );
 
@@ -36,6 +39,16 @@ const calls = (over: Partial<PartCalls>): PartCalls => ({
   log: (l) => log.push(l),
   ...over,
 });
+
+/** The part store of `task` over downloads that answer `answer(from)`; `froms`: the byte each asked from. */
+function downloading(task: string, answer: (from: number) => Readable) {
+  const froms: (number | undefined)[] = [];
+  const bytes = async (_p: string, from?: number) => {
+    froms.push(from);
+    return answer(from ?? 0);
+  };
+  return { parts: agentRecoveryParts(calls({ bytes }), task, scratch), froms };
+}
 
 beforeAll(async () => {
   scratch = await mkdtemp(path.join(os.tmpdir(), 'parts-resume-'));
@@ -51,17 +64,7 @@ beforeEach(() => {
 
 describe("a recovery part's transfer on the agent", () => {
   it('resumes a broken download from the byte it reached', async () => {
-    const froms: (number | undefined)[] = [];
-    const parts = agentRecoveryParts(
-      calls({
-        bytes: async (_p, from) => {
-          froms.push(from);
-          return breaking(from ?? 0, 4);
-        },
-      }),
-      'task-1',
-      scratch,
-    );
+    const { parts, froms } = downloading('task-1', (from) => breaking(from, 4));
     expect(await text(await parts.read(part))).toBe(data);
     expect(froms).toEqual([undefined, 4, 8]);
     expect(log).toHaveLength(2);
@@ -69,61 +72,28 @@ describe("a recovery part's transfer on the agent", () => {
   });
 
   it('asks for nothing more when the break comes after the last byte', async () => {
-    const froms: (number | undefined)[] = [];
-    const parts = agentRecoveryParts(
-      calls({
-        bytes: async (_p, from) => {
-          froms.push(from);
-          // Every byte arrives, then the connection breaks before the answer ends.
-          return Readable.from(
-            (async function* () {
-              yield Buffer.from(data);
-              throw Object.assign(new Error('terminated'), { name: 'TypeError' });
-            })(),
-          );
-        },
-      }),
-      'task-4',
-      scratch,
-    );
+    // Every byte arrives, then the connection breaks before the answer ends.
+    const { parts, froms } = downloading('task-4', (from) => breaking(from, data.length, true));
     expect(await text(await parts.read(part))).toBe(data);
     expect(froms).toEqual([undefined]);
     expect(log).toEqual([]);
   });
 
   it(`gives up after ${PART_RETRIES.attempts} resumes, and never retries a refusal or a refused token`, async () => {
-    let asked = 0;
-    const never = agentRecoveryParts(
-      calls({
-        bytes: async () => {
-          asked++;
-          return breaking(0, 0);
-        },
-      }),
-      'task-2',
-      scratch,
-    );
-    await expect(text(await never.read(part))).rejects.toThrow('terminated');
-    expect(asked).toBe(1 + PART_RETRIES.attempts);
+    const never = downloading('task-2', () => breaking(0, 0));
+    await expect(text(await never.parts.read(part))).rejects.toThrow('terminated');
+    expect(never.froms).toHaveLength(1 + PART_RETRIES.attempts);
 
     for (const refusal of [
       Object.assign(new Error('no part'), { status: 404, code: 'part_not_found' }),
       new AgentAuthError('refused'),
     ]) {
-      let tries = 0;
-      const refused = agentRecoveryParts(
-        calls({
-          bytes: async (_p, from) => {
-            tries++;
-            if (from) throw refusal;
-            return breaking(0, 4);
-          },
-        }),
-        'task-3',
-        scratch,
-      );
-      await expect(text(await refused.read(part))).rejects.toBe(refusal);
-      expect(tries).toBe(2);
+      const refused = downloading('task-3', (from) => {
+        if (from) throw refusal;
+        return breaking(0, 4);
+      });
+      await expect(text(await refused.parts.read(part))).rejects.toBe(refusal);
+      expect(refused.froms).toHaveLength(2);
     }
   });
 
