@@ -126,7 +126,12 @@ export class NodeAgentService {
     processes?: SiteProcessReport[],
   ): Promise<HeartbeatReply> {
     if (node.hosted) {
-      const held = session ? await this.d.nodes.leaseHeartbeat(node._id, session, edgePort) : false;
+      const held = session
+        ? await this.d.nodes.leaseHeartbeat(node._id, session, edgePort, processes?.map(fromProcessReport))
+        : false;
+      // An agent outside the platform (PUBLISHER_HOSTED_AGENT=external) sends its sleeps and wakes;
+      // the in-process one sends none (its plane's are published in-process). A standby's are not taken.
+      if (held && events.length && this.d.siteEvents) await this.d.siteEvents(node._id, events);
       return {
         node_id: node._id,
         name: node.name,
@@ -138,8 +143,7 @@ export class NodeAgentService {
       };
     }
     const now = await this.d.nodes.heartbeat(node._id, edgePort, processes?.map(fromProcessReport));
-    // The hosted node's agent sends none (its events are published in-process). One that cannot be
-    // published fails the heartbeat, so the agent sends it again with the next.
+    // One that cannot be published fails the heartbeat, so the agent sends it again with the next.
     if (events.length && this.d.siteEvents) await this.d.siteEvents(node._id, events);
     return {
       node_id: node._id,

@@ -58,6 +58,7 @@ export function hostedNodeWorker(o: HostedNodeOptions): BackgroundWorker {
         dataDir: o.dataDir,
         edgePort: 0,
         plane,
+        platformPlane: true,
         executor: 'real',
         // The hosted pool runs many sites: one site's slow start does not hold the others' steps.
         concurrency: 8,

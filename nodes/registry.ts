@@ -152,6 +152,13 @@ export function reportedProcess(node: ConnectedNodeDoc, siteId: string, now = Da
   return { ...p, status: nodeAgentAlive(node, now) ? p.status : 'unknown', reportedAt: new Date(report.at) };
 }
 
+/** A heartbeat's update: its fields and the processes it reports, which replace the last report (none: the report goes). */
+function withReport(set: Partial<ConnectedNodeDoc>, now: Date, processes?: Array<SiteProcess & { siteId: string }>) {
+  return processes
+    ? { $set: { ...set, siteProcesses: { at: now, sites: processes } } }
+    : { $set: set, $unset: { siteProcesses: 1 as const } };
+}
+
 export function nodeView(node: ConnectedNodeDoc, now = Date.now()): NodeView {
   return {
     id: node._id,
@@ -171,6 +178,11 @@ export class ConnectedNodes {
     private readonly o: {
       /** How many live sites are placed on a node (the publishing area's records); none when unset. */
       liveSites?: (nodeId: string) => Promise<number>;
+      /**
+       * The hosted node's agent runs outside the platform (`PUBLISHER_HOSTED_AGENT=external`): a hosted
+       * site's process is what that agent reports, as for a connected node (decision 0385).
+       */
+      hostedReports?: boolean;
     } = {},
   ) {
     // The collection keeps its name: the records predate this module (they were the publishing area's).
@@ -211,10 +223,7 @@ export class ConnectedNodes {
     const now = new Date();
     const set: Partial<ConnectedNodeDoc> = { lastHeartbeatAt: now };
     if (edgePort !== null) set.edgePort = edgePort;
-    const update = processes
-      ? { $set: { ...set, siteProcesses: { at: now, sites: processes } } }
-      : { $set: set, $unset: { siteProcesses: 1 } };
-    return this.model.findOneAndUpdate({ _id: nodeId }, update, { new: true }).lean();
+    return this.model.findOneAndUpdate({ _id: nodeId }, withReport(set, now, processes), { new: true }).lean();
   }
 
   /**
@@ -311,7 +320,12 @@ export class ConnectedNodes {
    * it or nobody does (free, or expired HOSTED_LEASE_MS after the holder's last renewal); a standby
    * agent's heartbeat changes nothing. Answers whether `session` holds the node now.
    */
-  async leaseHeartbeat(nodeId: string, session: string, edgePort: number | null): Promise<boolean> {
+  async leaseHeartbeat(
+    nodeId: string,
+    session: string,
+    edgePort: number | null,
+    processes?: Array<SiteProcess & { siteId: string }>,
+  ): Promise<boolean> {
     const now = new Date();
     const set: Partial<ConnectedNodeDoc> = {
       lastHeartbeatAt: now,
@@ -319,10 +333,11 @@ export class ConnectedNodes {
       leaseUntil: new Date(now.getTime() + HOSTED_LEASE_MS),
     };
     if (edgePort !== null) set.edgePort = edgePort;
+    // Only the holder's report is kept (a standby runs no site), with the lease in the same write.
     const held = await this.model
       .findOneAndUpdate(
         { _id: nodeId, $or: [{ leaseHolder: session }, { leaseHolder: null }, { leaseUntil: { $lt: now } }] },
-        { $set: set },
+        withReport(set, now, processes),
         { new: true },
       )
       .lean();
@@ -385,7 +400,8 @@ export class ConnectedNodes {
 
   /**
    * A connected-node site's node as its metadata shows it (docs/contracts.md) and the site's process
-   * as that node reported it (`reportedProcess`), from one read; both null for a hosted site. Only the
+   * as that node reported it (`reportedProcess`), from one read; both null for a hosted site (its
+   * process is the platform's own plane's), unless the hosted node's agent runs outside and reports it. Only the
    * node the site is placed on speaks for it: what another node reports of it is never read.
    */
   async ofSite(site: {
@@ -393,6 +409,10 @@ export class ConnectedNodes {
     deploymentMode: string;
     targetNodeId: string | null;
   }): Promise<{ node: { id: string; status: NodeStatus } | null; process: ReportedProcess | null }> {
+    if (site.deploymentMode === 'hosted' && this.o.hostedReports) {
+      const hosted = await this.get(HOSTED_NODE_ID);
+      return { node: null, process: hosted ? reportedProcess(hosted, site._id) : null };
+    }
     if (site.deploymentMode !== 'connected_node' || !site.targetNodeId) return { node: null, process: null };
     const node = await this.get(site.targetNodeId);
     return {

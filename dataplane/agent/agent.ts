@@ -42,6 +42,11 @@ export interface NodeAgentOptions {
   dataDir: string;
   /** A data plane that is already running (the platform's own): the agent uses it and leaves it running. */
   plane?: DataPlane;
+  /**
+   * `plane` is the platform process's own (the hosted node's in-process agent): the platform reads its
+   * sites' processes and publishes their sleeps and wakes itself, so heartbeats carry neither.
+   */
+  platformPlane?: boolean;
   /** Instead of HTTP to `apiUrl` (the hosted agent inside the platform). */
   transport?: AgentTransport;
   /**
@@ -147,7 +152,7 @@ export class NodeAgent {
             (siteId) => this.siteExtras(siteId),
           )
         : null;
-    this.report = new HeartbeatReport(this.plane.sites, this.ownPlane, this.log);
+    this.report = new HeartbeatReport(this.plane.sites, !o.platformPlane, this.log);
     this.finished = new Promise<void>((resolve, reject) => {
       this.fatal = (e) => (e instanceof AgentAuthError ? reject(e) : resolve());
     });
@@ -238,11 +243,12 @@ export class NodeAgent {
   }
 
   /**
-   * The heartbeat call with what it carries (./heartbeat.ts): on a customer's node (no lease) with the
-   * real executor, its sites' processes too (decision 0385).
+   * The heartbeat call with what it carries (./heartbeat.ts): with the real executor on a plane not
+   * the platform's (a customer's node, or the hosted node's agent outside the platform while it holds
+   * the node), its sites' processes too (decision 0385).
    */
   private sendHeartbeat(port: number): Promise<HeartbeatReply> {
-    const processes = this.executor.kind === 'real' && this.nodeId !== null && this.holding === null;
+    const processes = this.executor.kind === 'real' && this.nodeId !== null && !this.o.platformPlane && this.holding !== false;
     return this.report.send(
       (body) => this.client.call<HeartbeatReply>('POST', '/heartbeat', body),
       { edge_port: port, session: this.session },

@@ -10,14 +10,14 @@ import {
 
 /**
  * What an agent's heartbeat carries beyond its edge port and session: the sleeps and wakes of its own
- * plane not yet sent (docs/decisions/0350-node-power-events.md) and, on a customer's node, the process
- * of every site it runs (docs/decisions/0385-connected-site-process.md), a whole report each time, so
+ * plane not yet sent (docs/decisions/0350-node-power-events.md) and, where it runs its own plane (a
+ * customer's node, or the hosted node's agent outside the platform), the process of every site it runs (docs/decisions/0385-connected-site-process.md), a whole report each time, so
  * the platform's copy is never older than the last heartbeat.
  */
 export class HeartbeatReport {
   /**
    * The sleeps and wakes not yet sent (the last MAX_SITE_EVENTS). An agent on the platform's plane (the
-   * hosted node) keeps none: sitePowerWorker publishes those.
+   * hosted node's in-process one) keeps none: sitePowerWorker publishes those.
    */
   private readonly events: SiteEvent[] = [];
   /** False once the platform refused the processes (a platform older than them): not sent again. */
@@ -25,10 +25,11 @@ export class HeartbeatReport {
 
   constructor(
     private readonly sites: Pick<SiteHost, 'processes' | 'power'>,
-    ownPlane: boolean,
+    /** False for an agent on the platform's own plane. */
+    keepsEvents: boolean,
     private readonly log: (line: string) => void,
   ) {
-    if (!ownPlane) return;
+    if (!keepsEvents) return;
     const keep = (e: SiteEvent) => {
       this.events.push(e);
       if (this.events.length > MAX_SITE_EVENTS) this.events.shift();
@@ -39,7 +40,7 @@ export class HeartbeatReport {
 
   /**
    * One heartbeat through `call`. The events leave the queue once the platform took them, so a failed
-   * heartbeat sends them again with the next. `processes`: this agent runs a customer's node's sites.
+   * heartbeat sends them again with the next. `processes`: this agent runs sites on a plane not the platform's.
    */
   async send(
     call: (body: AgentBody<'heartbeat'>) => Promise<HeartbeatReply>,

@@ -52,6 +52,7 @@ export default defineArea({
     const Site = publisherModels(ctx.conn).Site;
     const nodes = new ConnectedNodes(ctx.conn, {
       liveSites: (nodeId) => Site.countDocuments({ targetNodeId: nodeId, status: { $ne: 'deleted' } }),
+      hostedReports: ctx.settings.PUBLISHER_HOSTED_AGENT === 'external',
     });
     // A connected node's steps go to its agent; every other site's to the executor in force.
     const { infra, agentApi: nodeAgent } = connectedNodeServices({

@@ -248,7 +248,8 @@ export class PublisherService {
       activeOperation: isRunning(activeOperation) ? activeOperation : null,
       domain: this.domains.view(site),
       node: placed.node,
-      process: site.deploymentMode === 'hosted' ? this.hostedProcess(site._id) : placed.process,
+      // A hosted site's process: this process's plane's, else its agent's report (one outside the platform).
+      process: (site.deploymentMode === 'hosted' && this.hostedProcess(site._id)) || placed.process,
       mail: {
         enabled: mail.enabled,
         transactionalConfigured: mail.transactional.configured,

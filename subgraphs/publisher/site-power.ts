@@ -4,6 +4,7 @@ import type { BackgroundWorker } from '../../core/area';
 import type { EventBus } from '../../core/events/event-bus';
 import type { SiteEvent } from '../../dataplane/agent/wire';
 import type { SitePowerEvents } from '../../dataplane/sites';
+import { HOSTED_NODE_ID } from '../../nodes/registry';
 import type { PublisherModels } from './model';
 
 /**
@@ -67,7 +68,8 @@ export const sitePowerActivitySource: ActivitySource<SitePowerEvent> = {
 /**
  * The sleeps and wakes a connected node's agent sent with its heartbeat
  * (docs/decisions/0350-node-power-events.md): those of sites placed on that node are published as
- * the hosted node's are; any other site's are ignored. An event's id comes from the node, the site,
+ * the hosted node's are; any other site's are ignored. The hosted node's own agent sends them only
+ * when it runs outside the platform (`PUBLISHER_HOSTED_AGENT=external`): they are its hosted sites'. An event's id comes from the node, the site,
  * the kind and the moment, so one sent again (its heartbeat's answer was lost) is the same feed item.
  */
 export function nodeSitePower(o: {
@@ -78,10 +80,10 @@ export function nodeSitePower(o: {
   return async (nodeId, events) => {
     if (events.length === 0) return;
     const ids = [...new Set(events.map((e) => e.site_id))];
-    const placed = await o.models.Site.find(
-      { _id: { $in: ids }, targetNodeId: nodeId, deploymentMode: 'connected_node' },
-      { accountId: 1 },
-    ).lean();
+    // The hosted node's sites are the hosted ones (an agent outside the platform runs them).
+    const on =
+      nodeId === HOSTED_NODE_ID ? { deploymentMode: 'hosted' } : { targetNodeId: nodeId, deploymentMode: 'connected_node' };
+    const placed = await o.models.Site.find({ _id: { $in: ids }, ...on }, { accountId: 1 }).lean();
     const account = new Map(placed.map((s) => [String(s._id), s.accountId]));
     const out = events.flatMap((e) => {
       const accountId = account.get(e.site_id);

@@ -160,7 +160,8 @@ export class SiteProcessType {
   sleptAt!: Date | null;
   @Field(() => Date, {
     nullable: true,
-    description: 'When the connected node reported it (its heartbeats report it every 5 s); null for a hosted site (read live).',
+    description:
+      "When its node reported it (a connected node, or the hosted node's agent outside the platform; heartbeats report it every 5 s); null when read live from the platform's own plane.",
   })
   reportedAt!: Date | null;
 }

@@ -95,6 +95,7 @@ it('sends none from an agent on the platform’s own plane (the hosted node: pub
     edgePort: 0,
     executor: simulatedNodeExecutor(),
     plane,
+    platformPlane: true,
     transport: p.transport,
     heartbeatMs: 20,
     claimWaitMs: 0,
