@@ -12,7 +12,10 @@ import { LINK_HOST_NGINX, servedByLink } from './edge-nginx-links';
  *   per distinct target, kept alive; a reload changes it;
  * - the rest (unknown hosts, hosts the config does not know yet) goes to the Node side's control
  *   listener, which answers exactly as the Node engine does (404, 503, `/metrics`, a sleeping route
- *   held while it wakes) or forwards it with the newest table.
+ *   held while it wakes) or forwards it with the newest table;
+ * - a websocket upgrade goes to the control listener whatever its host, which carries it to the
+ *   workload and so knows every open websocket: its site does not sleep while one is open
+ *   (docs/decisions/0415-websockets-through-the-control-listener.md).
  * nginx writes one JSON access line per request (buffered), which the Node side tails.
  */
 
@@ -114,6 +117,7 @@ export function renderNginxEdgeConfig(routes: ReadonlyMap<string, EdgeRoute>, o:
   const hashSize = Math.max(2048, 2 ** Math.ceil(Math.log2(map.length * 2 + 1)));
   const ws = o.publicScheme === 'https' ? 'wss' : 'ws';
   const defaultPort = o.publicScheme === 'https' ? '443' : '80';
+  const control = `"unix:${confPath(o.controlSocket)}:"`;
   const lines = [
     ...(o.user ? [`user ${o.user};`] : []),
     ...nginxPreamble(o.workers ?? 1),
@@ -161,10 +165,17 @@ export function renderNginxEdgeConfig(routes: ReadonlyMap<string, EdgeRoute>, o:
     `  map $host $edge_link { "~${LINK_HOST_NGINX}" $edge_k; default .none; }`,
     '  map $realpath_root $edge_slot { "~/slots/(?<edge_s>[0-9]+)$" edge_slot_$edge_s; default ""; }',
     // The map first (a TCP target, a reload away), then the host's slot, else the control listener.
-    '  map "$edge_upstream $edge_slot" $edge_dest {',
+    '  map "$edge_upstream $edge_slot" $edge_route {',
     '    "~^(?<edge_u>[^ ]+) " $edge_u;',
     '    "~^ (?<edge_v>[^ ]+)$" $edge_v;',
-    `    default "unix:${confPath(o.controlSocket)}:";`,
+    `    default ${control};`,
+    '  }',
+    // A websocket upgrade to the control listener, which counts it open (decision 0415); a request
+    // without `Upgrade` (the exact key, one hash look-up) or with another upgrade keeps its route.
+    '  map $http_upgrade $edge_dest {',
+    '    "" $edge_route;',
+    `    "~*^websocket$" ${control};`,
+    '    default $edge_route;',
     '  }',
     '  log_format edge_json escape=json \'{"host":"$host","method":"$request_method","uri":"$request_uri",' +
       '"status":$status,"duration":$request_time,"kind":"$edge_kind","upstream":"$upstream_addr",' +

@@ -29,7 +29,9 @@ import { chooseEdgeEngine, type EdgeWatcher, NginxEdgeEngine, type NginxEngineOp
  * dataplane/edge-nginx.ts) nginx listens on the edge's address and forwards what the table routes;
  * this class keeps the table, renders it into nginx's configuration on every change, and its node:http
  * server becomes the control listener nginx hands the rest to (unknown hosts, stopped routes,
- * `/metrics`, hosts nginx does not know yet), answering them as the node engine does.
+ * `/metrics`, hosts nginx does not know yet), answering them as the node engine does. nginx also
+ * hands it every websocket upgrade, so the edge knows each open websocket and its site stays awake
+ * (docs/decisions/0415-websockets-through-the-control-listener.md).
  */
 
 export type { EdgeAccess, EdgeEngineName, EdgeRoute, RouteState } from './edge-common';
@@ -120,6 +122,20 @@ function dropForwarded(req: http.IncomingMessage): void {
     if (name.startsWith('x-forwarded-') || name === 'forwarded') delete req.headers[name];
 }
 
+/** The forwarding headers the edge writes, into a request's headers: the client, and the port, scheme and host it asked for. */
+function setForwarded(
+  into: http.OutgoingHttpHeaders | http.IncomingHttpHeaders,
+  host: string | undefined,
+  client: string | undefined,
+  scheme: 'http' | 'https',
+  proto: string,
+): void {
+  into['x-forwarded-for'] = client ?? '';
+  into['x-forwarded-port'] = requestedPort(host, scheme);
+  into['x-forwarded-proto'] = proto;
+  into['x-forwarded-host'] = host ?? '';
+}
+
 /**
  * True when a `Set-Cookie` value has a `Domain` attribute other than `host` itself (a leading dot
  * ignored, as browsers do): such a cookie would reach the parent domain's other hosts, i.e. other
@@ -183,7 +199,7 @@ export class Edge {
   private waker: EdgeWaker | null = null;
   /** When each owner's routes last got a request (ms since the epoch), for sleeping the idle ones. */
   private readonly seen = new Map<string, number>();
-  /** Open websocket connections by owner (the node engine's; a workload with one open is not idle). */
+  /** Open websocket connections by owner (a workload with one open is not idle). */
   private readonly openUpgrades = new Map<string, number>();
 
   constructor(opts: EdgeOptions = {}) {
@@ -192,20 +208,21 @@ export class Edge {
     this.upstreamTimeoutMs = opts.upstreamTimeoutMs ?? 60_000;
     this.publicScheme = opts.publicScheme ?? edgePublicSchemeFromEnv();
     this.wakeTimeoutMs = opts.wakeTimeoutMs ?? edgeWakeTimeoutFromEnv();
+    // The edge writes the forwarding headers itself (`onUpgrade`): with nginx in front the client is in
+    // nginx's `X-Forwarded-For`, not the control socket's address.
     this.proxy = createProxyServer({
-      xfwd: true,
       ws: true,
       agent: this.agent,
       proxyTimeout: this.upstreamTimeoutMs,
     });
     this.proxy.on('error', (_err, _req, res) => {
-      counted.upstream_error.inc();
+      // With nginx its access line counts the failed upgrade (nginx answers its 502).
+      if (!this.nginx) counted.upstream_error.inc();
       if (res instanceof http.ServerResponse) plain(res, 502, 'The site is not answering.');
       else (res as Socket).destroy();
     });
-    // Websocket upgrades (http-proxy-3): the configured scheme, and the same cookie rule on the answer.
+    // Websocket upgrades (http-proxy-3): the same cookie rule on the answer.
     this.proxy.on('proxyReqWs', (proxyReq, req) => {
-      proxyReq.setHeader('x-forwarded-proto', this.publicScheme === 'https' ? 'wss' : 'ws');
       const host = hostKey(req.headers.host);
       const filter = (upRes: http.IncomingMessage): void => {
         const cookies = upRes.headers['set-cookie'];
@@ -295,7 +312,10 @@ export class Edge {
     return this.seen.get(owner);
   }
 
-  /** Open websocket connections of `owner` the edge itself carries (none with nginx, which carries them). */
+  /**
+   * Open websocket connections of `owner`: the Node side carries every one, whichever engine serves
+   * (nginx hands websocket upgrades to the control listener: docs/decisions/0415-websockets-through-the-control-listener.md).
+   */
   openConnections(owner: string): number {
     return this.openUpgrades.get(owner) ?? 0;
   }
@@ -451,10 +471,7 @@ export class Edge {
     }
     const te = req.headers['transfer-encoding'];
     if (te !== undefined) headers['transfer-encoding'] = te;
-    headers['x-forwarded-for'] = this.clientAddress(req) ?? '';
-    headers['x-forwarded-port'] = requestedPort(req.headers.host, this.publicScheme);
-    headers['x-forwarded-proto'] = this.publicScheme;
-    headers['x-forwarded-host'] = req.headers.host ?? '';
+    setForwarded(headers, req.headers.host, this.clientAddress(req), this.publicScheme, this.publicScheme);
     const up = http.request({
       host: target.host,
       port: target.port,
@@ -503,7 +520,9 @@ export class Edge {
     if (route.state === 'sleeping') route = (await this.awake(host, route)) ?? route;
     if (route.state !== 'running') return refuseUpgrade(socket, 503, 'Service Unavailable');
     if (socket.destroyed) return;
+    const client = this.clientAddress(req);
     dropForwarded(req);
+    setForwarded(req.headers, req.headers.host, client, this.publicScheme, this.publicScheme === 'https' ? 'wss' : 'ws');
     this.upgraded.add(socket);
     const owner = route.owner;
     if (owner) this.openUpgrades.set(owner, this.openConnections(owner) + 1);
