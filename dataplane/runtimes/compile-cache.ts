@@ -1,6 +1,7 @@
 import type * as moduleTypes from 'node:module';
 import type * as vmTypes from 'node:vm';
 import { preloadFile } from '../supervisor-preload';
+import { type BootCacheHome, minifyMemo, resolveCache } from './boot-cache';
 
 /**
  * A V8 code cache for a Node workload's CommonJS modules (docs/decisions/0335-ghost-wake-time.md), as
@@ -20,10 +21,12 @@ import { preloadFile } from '../supervisor-preload';
  * Left to Node's own loader: the main module, a module that is not CommonJS, one that uses
  * `import()` (its referrer would need an experimental `vm` option) and one V8 will not compile as
  * a script (Node then tries it as an ES module).
+ *
+ * Answers what the boot caches beside it (boot-cache.ts) need: its directory and write schedule.
  */
-export function compileCache(writeAfterMs: number[]): void {
+export function compileCache(writeAfterMs: number[]): BootCacheHome | undefined {
   const dir = process.env.PLATFORM_COMPILE_CACHE;
-  if (!dir) return;
+  if (!dir) return undefined;
   const fs = require('node:fs') as typeof import('node:fs');
   const path = require('node:path') as typeof import('node:path');
   const crypto = require('node:crypto') as typeof import('node:crypto');
@@ -79,38 +82,64 @@ export function compileCache(writeAfterMs: number[]): void {
     req.cache = Module._cache as NodeJS.Require['cache'];
     return fn.call(this.exports, this.exports, req, this, filename, path.dirname(filename));
   };
-  const write = () => {
-    const batch = pending.splice(0);
-    if (batch.length === 0) return;
+  const prepare = () => {
     try {
       fs.mkdirSync(here, { recursive: true, mode: 0o700 });
       for (const d of fs.readdirSync(dir)) if (d !== own) fs.rmSync(path.join(dir, d), { recursive: true, force: true });
-      for (const { file, script } of batch) {
-        const tmp = `${file}.${process.pid}.tmp`;
-        fs.writeFileSync(tmp, script.createCachedData());
-        fs.renameSync(tmp, file);
-      }
+      return true;
     } catch {
       // a full disk or a read-only directory: the next start compiles as without a cache
+      return false;
     }
+  };
+  const writers: (() => void)[] = [];
+  writers.push(() => {
+    const batch = pending.splice(0);
+    if (batch.length === 0 || !prepare()) return;
+    for (const { file, script } of batch) {
+      const tmp = `${file}.${process.pid}.tmp`;
+      fs.writeFileSync(tmp, script.createCachedData());
+      fs.renameSync(tmp, file);
+    }
+  });
+  const write = () => {
+    for (const w of writers)
+      try {
+        w();
+      } catch {
+        // a full disk: the next start does without what was not written
+      }
   };
   for (const ms of writeAfterMs) setTimeout(write, ms).unref();
   process.once('exit', write);
+  return { here, hash, prepare, later: (w) => writers.push(w) };
 }
 
 /** When the cache's new entries are written besides at exit: once the boot and first pages have run. */
 export const COMPILE_CACHE_WRITES_MS = [60_000];
 
-/** The workload's environment that turns the cache on, kept in `dir` (the workload's own, writable). */
-export function compileCacheEnv(preload: string, dir: string): Record<string, string> {
-  return { NODE_OPTIONS: `--require ${JSON.stringify(preload)}`, PLATFORM_COMPILE_CACHE: dir };
+/**
+ * The workload's environment that turns the cache on, kept in `dir` (the workload's own, writable);
+ * with `release` (the runtime's directory, read-only to the workload), the boot caches too.
+ */
+export function compileCacheEnv(preload: string, dir: string, release?: string): Record<string, string> {
+  return {
+    NODE_OPTIONS: `--require ${JSON.stringify(preload)}`,
+    PLATFORM_COMPILE_CACHE: dir,
+    ...(release ? { PLATFORM_RUNTIME_DIR: release } : {}),
+  };
 }
 
-/** The code cache as a preload file (its own, in the platform's private preload directory). */
+/** The code cache and the boot caches as a preload file (its own, in the platform's private preload directory). */
 export function compileCacheFile(dir?: string): string {
   return preloadFile(
     'platform-compile-cache',
-    `'use strict';\n(${compileCache.toString()})(${JSON.stringify(COMPILE_CACHE_WRITES_MS)});\n`,
+    [
+      "'use strict';",
+      `const home = (${compileCache.toString()})(${JSON.stringify(COMPILE_CACHE_WRITES_MS)});`,
+      `if (home) {\n(${resolveCache.toString()})(home);\n(${minifyMemo.toString()})(home);\n}`,
+      '',
+    ].join('\n'),
     dir,
   );
 }

@@ -50,8 +50,9 @@ export function contentDir(siteDir: string): string {
 }
 
 /**
- * The site's V8 code cache (dataplane/runtimes/compile-cache.ts; decision 0335): its process's own,
- * outside its content (backups leave it out; a restore keeps it valid, as it is keyed by source).
+ * The site's V8 code cache (dataplane/runtimes/compile-cache.ts; decision 0335) and boot caches
+ * (boot-cache.ts; decision 0405): its process's own, outside its content (backups leave it out; a
+ * restore keeps it valid, as it is keyed by source).
  */
 export function compileCacheDir(siteDir: string): string {
   return path.join(siteDir, 'compile-cache');
@@ -185,14 +186,15 @@ export const ghostDriver: RuntimeDriver = {
   name: 'ghost',
   async workload(w) {
     await prepareContent(w.runtimeDir, w.dir);
-    // A wake compiles Ghost's 3,900 modules again: the code cache saves a tenth of its CPU (decision 0335).
+    // A wake compiles Ghost's 3,900 modules again: the code cache saves a tenth of its CPU (decision 0335);
+    // the release's module resolutions and card-asset minification are kept beside it (decision 0405).
     const cache = compileCacheFile();
     const sandbox = ghostSandbox(w);
     return {
       script: 'index.js',
       cwd: w.runtimeDir,
       memoryMb: w.memoryMb,
-      env: (port: number) => ({ ...compileCacheEnv(cache, compileCacheDir(w.dir)), ...ghostEnv(w, port) }),
+      env: (port: number) => ({ ...compileCacheEnv(cache, compileCacheDir(w.dir), w.runtimeDir), ...ghostEnv(w, port) }),
       sandbox: { ...sandbox, extraReadOnly: [...(sandbox.extraReadOnly ?? []), cache] },
     };
   },
