@@ -17,7 +17,7 @@ export function viaEdge(
   method: string,
   p: string,
   opts: { body?: string; headers?: Record<string, string> } = {},
-): Promise<{ status: number; body: string }> {
+): Promise<{ status: number; body: string; headers: http.IncomingHttpHeaders }> {
   return new Promise((resolve, reject) => {
     const req = http.request(
       { host: '127.0.0.1', port: new URL(edgeUrl).port, method, path: p, headers: { host, ...opts.headers }, agent: false },
@@ -25,7 +25,7 @@ export function viaEdge(
         let body = '';
         res.setEncoding('utf8');
         res.on('data', (c: string) => (body += c));
-        res.on('end', () => resolve({ status: res.statusCode!, body }));
+        res.on('end', () => resolve({ status: res.statusCode!, body, headers: res.headers }));
       },
     );
     req.on('error', reject);
