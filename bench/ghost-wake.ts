@@ -10,8 +10,9 @@
  * Run: `npm run -s build && node dist/bench/ghost-wake.js` (BENCH_WAKES, 20; BENCH_SITE_CONFIG, a
  * JSON object of extra site configuration (environment), e.g. `{"NODE_OPTIONS":"--max-semi-space-size=16"}`).
  * To measure one change alone on a loaded machine: BENCH_COMPARE_CONFIG (extra configuration of a
- * second site) and/or BENCH_AT_WAKE (a shell command started beside each of its wakes, e.g. a
- * read-ahead of the runtime) add a second site, and the two take turns; BENCH_BEFORE_WAKE, a shell
+ * second site, e.g. `{"PLATFORM_RESOLVE_CACHE":"off","PLATFORM_MINIFY_CACHE":"off"}` for the boot
+ * caches of decision 0405, or `{"PLATFORM_COMPILE_CACHE":""}` for none) and/or BENCH_AT_WAKE (a
+ * shell command started beside each of its wakes, e.g. a read-ahead of the runtime) add a second site, and the two take turns; BENCH_BEFORE_WAKE, a shell
  * command run before every wake (e.g. one that evicts the runtime from the page cache). Runs sandboxed when the sandbox can be set up
  * (as root here). Needs the Ghost release in the runtime cache (a first run installs it: minutes).
  */

@@ -15,6 +15,11 @@ import type * as moduleTypes from 'node:module';
 export interface BootCacheHome {
   /** The per-Node-version and main-script subdirectory of the workload's cache directory. */
   here: string;
+  /**
+   * The runtime's release directory (`PLATFORM_RUNTIME_DIR`, its real path ending in the separator),
+   * when the workload has one: the boot caches keep nothing else.
+   */
+  release?: string;
   /** The first 32 hex digits of the sha256 of the parts. */
   hash(...parts: string[]): string;
   /** Creates `here` (and removes other versions' subdirectories); false when it cannot. */
@@ -34,24 +39,19 @@ type Loader = typeof moduleTypes & {
  * module and resolved file are both inside the release (`PLATFORM_RUNTIME_DIR`, its real path), keyed
  * by the parent's directory and the request (Node's own per-process key), only without `options` and
  * not for the main module; a relative or absolute request also only when its path does not leave the
- * release (a link from the site's content into the release is the site's and may change). The table is kept in `resolve.json` of the cache directory (paths relative
- * to the release), read at the start and written with the code cache; it is dropped whole when Node's
- * search paths or flags changed (`NODE_PATH`, `execArgv`, `NODE_OPTIONS`). A cached file that is no
- * longer there is resolved again by Node. Off with `PLATFORM_RESOLVE_CACHE=off`.
+ * release (a link from the site's content into the release is the site's and may change). The table
+ * is kept in `resolve.json` of the cache directory (paths relative to the release), read at the start
+ * and written with the code cache; it is dropped whole when Node's search paths or flags changed
+ * (`NODE_PATH`, `execArgv`, `NODE_OPTIONS`). A cached file that is no longer there is resolved again
+ * by Node. Off with `PLATFORM_RESOLVE_CACHE=off`.
  */
 export function resolveCache(home: BootCacheHome): void {
-  const raw = process.env.PLATFORM_RUNTIME_DIR;
-  if (!raw || process.env.PLATFORM_RESOLVE_CACHE === 'off') return;
+  const release = home.release;
+  if (!release || process.env.PLATFORM_RESOLVE_CACHE === 'off') return;
   const fs = require('node:fs') as typeof import('node:fs');
   const path = require('node:path') as typeof import('node:path');
   const Module = require('node:module') as Loader;
-  let root: string;
-  try {
-    root = fs.realpathSync(raw);
-  } catch {
-    return;
-  }
-  const release = root.endsWith(path.sep) ? root : root + path.sep;
+  const root = release.length > 1 ? release.slice(0, -1) : release;
   const inside = (p: string) => p.startsWith(release);
   const file = path.join(home.here, 'resolve.json');
   const identity = home.hash(release, process.env.NODE_PATH ?? '', process.execArgv.join('\0'), process.env.NODE_OPTIONS ?? '');
@@ -120,18 +120,11 @@ export function resolveCache(home: BootCacheHome): void {
  * library's own. Off with `PLATFORM_MINIFY_CACHE=off`.
  */
 export function minifyMemo(home: BootCacheHome): void {
-  const raw = process.env.PLATFORM_RUNTIME_DIR;
-  if (!raw || process.env.PLATFORM_MINIFY_CACHE === 'off') return;
+  const release = home.release;
+  if (!release || process.env.PLATFORM_MINIFY_CACHE === 'off') return;
   const fs = require('node:fs') as typeof import('node:fs');
   const path = require('node:path') as typeof import('node:path');
   const Module = require('node:module') as Loader;
-  let release: string;
-  try {
-    release = fs.realpathSync(raw);
-  } catch {
-    return;
-  }
-  if (!release.endsWith(path.sep)) release += path.sep;
   type Result = Record<string, string | null>;
   type Minify = (...args: unknown[]) => unknown;
   const libraries = new Set(['terser', 'csso']);

@@ -112,7 +112,14 @@ export function compileCache(writeAfterMs: number[]): BootCacheHome | undefined 
   };
   for (const ms of writeAfterMs) setTimeout(write, ms).unref();
   process.once('exit', write);
-  return { here, hash, prepare, later: (w) => writers.push(w) };
+  let release: string | undefined;
+  try {
+    const runtime = process.env.PLATFORM_RUNTIME_DIR;
+    if (runtime) release = fs.realpathSync(runtime).replace(/\/?$/, path.sep);
+  } catch {
+    // no such directory: the boot caches stay off
+  }
+  return { here, release, hash, prepare, later: (w) => writers.push(w) };
 }
 
 /** When the cache's new entries are written besides at exit: once the boot and first pages have run. */
