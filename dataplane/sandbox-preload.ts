@@ -12,10 +12,13 @@ import { PARENT_GONE_GRACE_MS, parentWatch, preloadFile } from './supervisor-pre
  * - **egress:** a connection to a declared host:port (its SMTP relay, its database server) goes to
  *   that egress's unix socket, which the platform pipes to the real address. Anything else finds no
  *   route, as the namespace has none;
+ * - **requests under way:** that server's requests not yet answered are counted, and a second unix
+ *   socket (`busy`) answers the count to whoever connects (the platform, before it puts an idle site
+ *   to sleep: a long download or upload is not cut; docs/decisions/0420-requests-under-way.md);
  * - **lifetime:** the parent watch of every supervised child (decision 0245).
  *
  * The configuration is a JSON file named by `PLATFORM_SANDBOX_CONFIG` (the workload's own, in its run
- * directory; a launcher such as workerd's reads it too): `{ listen, egress: [{ host, port, path }] }`.
+ * directory; a launcher such as workerd's reads it too): `{ listen, busy?, egress: [{ host, port, path }] }`.
  */
 export function sandboxRuntime(): void {
   const fs = require('node:fs') as typeof import('node:fs');
@@ -24,12 +27,33 @@ export function sandboxRuntime(): void {
   if (!file) return;
   const conf = JSON.parse(fs.readFileSync(file, 'utf8')) as {
     listen: string;
+    busy?: string;
     egress: { host: string; port: number; path: string }[];
   };
   const port = Number(process.env.PORT);
   const local = (h: unknown) => (h === undefined || h === null || h === 'localhost' || h === '::1' ? '127.0.0.1' : String(h));
 
   const listen = net.Server.prototype.listen as (...a: unknown[]) => netTypes.Server;
+  let underWay = 0;
+  let counting = false;
+  /** Counts the ingress server's requests until each is answered (or its connection gone), and answers the count on `busy`. */
+  const countRequests = (server: netTypes.Server) => {
+    if (counting || !conf.busy) return;
+    counting = true;
+    server.on('request', (_req: unknown, res: NodeJS.EventEmitter) => {
+      underWay++;
+      res.once('close', () => underWay--);
+    });
+    try {
+      fs.unlinkSync(conf.busy);
+    } catch {
+      // not there
+    }
+    const answer = net.createServer((c) => c.end(String(underWay)));
+    answer.on('error', () => undefined);
+    listen.call(answer, { path: conf.busy });
+    answer.unref();
+  };
   net.Server.prototype.listen = function (this: netTypes.Server, ...args: unknown[]): netTypes.Server {
     const a0 = args[0] as { port?: unknown; path?: unknown } | number | string | undefined;
     let asked: number | null = null;
@@ -41,6 +65,7 @@ export function sandboxRuntime(): void {
       } catch {
         // not there
       }
+      countRequests(this);
       const cb = args.find((x) => typeof x === 'function');
       return cb ? listen.call(this, { path: conf.listen }, cb) : listen.call(this, { path: conf.listen });
     }

@@ -134,6 +134,30 @@ export class Sandbox {
     return path.join(this.runDir(id), 'http.sock');
   }
 
+  /** The unix socket that answers how many of the workload's requests are under way (its preload's). */
+  busyPathOf(id: string): string {
+    return path.join(this.runDir(id), 'busy.sock');
+  }
+
+  /**
+   * How many requests the workload's server has not answered yet, as its preload counts them; null
+   * when it cannot say (not running, not a Node workload, no answer within `timeoutMs`).
+   */
+  requestsUnderWay(id: string, timeoutMs = 1_000): Promise<number | null> {
+    return new Promise((resolve) => {
+      let got = '';
+      const c = net.connect({ path: this.busyPathOf(id) });
+      const done = (n: number | null) => {
+        c.destroy();
+        resolve(n);
+      };
+      c.setTimeout(timeoutMs, () => done(null));
+      c.on('data', (d) => (got += d.toString()));
+      c.on('end', () => done(/^\d+$/.test(got) ? Number(got) : null));
+      c.on('error', () => done(null));
+    });
+  }
+
   /** The workload's memory cgroup directory (its `cgroup.procs` lists every process of it). */
   memoryGroup(id: string): string {
     return (this.cgroups.get(id) ?? this.newGroup(id)).dir('memory');
@@ -183,7 +207,7 @@ export class Sandbox {
     const socketPath = this.socketPathOf(id);
     const preload = sandboxPreloadFile();
     const config = this.configPathOf(id);
-    writeFileSync(config, JSON.stringify({ egress: declared, listen: socketPath }), { mode: 0o644 });
+    writeFileSync(config, JSON.stringify({ egress: declared, listen: socketPath, busy: this.busyPathOf(id) }), { mode: 0o644 });
     const bw = bwrapArgs({ ...spec, run, preload, cwd, exe: argv[0] });
     const priv = dropTo(uid);
     const [exe, ...rest] = argv;

@@ -264,6 +264,15 @@ export class SiteHost {
     return this.asleep.has(siteId);
   }
 
+  /**
+   * How many of the site's requests its process has not answered yet (a long download or upload, a
+   * slow page): the edge's engines see a request only when it ends (nginx) or starts (the Node
+   * engine), its process sees it whole. Null when that cannot be told (not sandboxed, not running).
+   */
+  requestsUnderWay(siteId: string): Promise<number | null> {
+    return this.o.supervisor.requestsUnderWay(siteId);
+  }
+
   /** True while a lifecycle step of the site is queued or running (a sleep would wait behind it). */
   busy(siteId: string): boolean {
     return (this.lanes.get(siteId)?.queued ?? 0) > 0 || this.starting.has(siteId);

@@ -115,8 +115,14 @@ export class SleepKeeper {
       if (!s.sleeps || this.edge.openConnections(s.siteId) > 0) continue;
       // A site still starting (not answering yet) is never idle.
       if (s.activeAt === 0 || now - this.lastActive(s.siteId, s.activeAt) < this.o.idleMs) continue;
+      if (await this.answering(s.siteId)) continue;
       await this.put(s.siteId, 'idle');
     }
+  }
+
+  /** True while the site's process has a request under way (one longer than the idle time: not cut). */
+  private async answering(siteId: string): Promise<boolean> {
+    return ((await this.sites.requestsUnderWay(siteId)) ?? 0) > 0;
   }
 
   private async put(siteId: string, reason: 'idle' | 'capacity'): Promise<boolean> {
@@ -166,6 +172,11 @@ export class SleepKeeper {
       const lru = others
         .filter((s) => s.sleeps && !tried.has(s.siteId) && !this.sites.busy(s.siteId))
         .sort((a, b) => this.lastActive(a.siteId, a.activeAt) - this.lastActive(b.siteId, b.activeAt))[0];
+      if (lru && ((await this.answering(lru.siteId)) || this.edge.openConnections(lru.siteId) > 0)) {
+        // Answering a request or carrying a websocket: the next least recently used instead.
+        tried.add(lru.siteId);
+        continue;
+      }
       if (!lru) {
         this.o.log?.(`sleep: no awake site can sleep to make room for ${siteId}; it starts beyond the node's memory`);
         return;

@@ -217,6 +217,12 @@ export class Supervisor extends EventEmitter {
     return this.workloads.has(id);
   }
 
+  /** How many of the workload's requests are under way (its sandbox's count); null when it cannot be told. */
+  requestsUnderWay(id: string): Promise<number | null> {
+    const w = this.workloads.get(id);
+    return w && w.state === 'running' && this.isSandboxed(w) ? this.sandbox!.requestsUnderWay(id) : Promise.resolve(null);
+  }
+
   status(id: string): WorkloadStatus | null {
     const w = this.workloads.get(id);
     if (!w) return null;

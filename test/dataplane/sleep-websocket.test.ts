@@ -47,6 +47,7 @@ function oneSite(edge: Edge): { sites: SiteHost; sleeps: number[] } {
   const sites = {
     isHosted: (id: string) => id === owner,
     setBeforeSpawn: () => undefined,
+    requestsUnderWay: async () => null,
     awake: () => (asleep ? [] : [{ siteId: owner, memoryMb: 64, sleeps: true, activeAt: startedAt }]),
     sleep: async (id: string) => {
       if (id !== owner || asleep) return false;

@@ -6,7 +6,7 @@ import type { RuntimeDriver } from '../../dataplane/runtimes/driver';
 /**
  * A test-only runtime driver (docs/decisions/0285-one-road-to-a-machine.md): a site that is a folder
  * of files, served by a few lines of Node in the same sandbox Ghost runs in. Its configuration
- * becomes its environment (`STATIC_BOOT_MS` delays its first answer).
+ * becomes its environment (`STATIC_BOOT_MS` delays its first answer); `/slow/<ms>` answers after that long.
  */
 
 const SERVER = `
@@ -15,6 +15,8 @@ const fs = require('node:fs');
 const path = require('node:path');
 const root = process.env.STATIC_ROOT;
 const server = http.createServer((req, res) => {
+  // /slow/<ms>: answered after that long (a request under way with nothing flowing).
+  if (req.url.startsWith('/slow/')) return void setTimeout(() => res.writeHead(200).end('slow answer'), Number(req.url.slice(6)));
   const file = path.join(root, path.normalize(decodeURIComponent(req.url.split('?')[0])).replace(/^(\\.\\.[/\\\\])+/, ''), req.url.endsWith('/') ? 'index.html' : '');
   fs.readFile(file, (err, body) => {
     if (err) return res.writeHead(404).end('not found');
