@@ -48,13 +48,18 @@ export function hostedNodeWorker(o: HostedNodeOptions): BackgroundWorker {
     async start() {
       const plane = o.plane();
       if (!plane) return;
-      let token = await o.nodes.ensureHosted();
+      const first = await o.nodes.ensureHosted();
       if (o.external) return;
       const api = o.api;
+      const authenticate = rotatingToken(
+        first,
+        (token) => api.authenticate(token),
+        () => o.nodes.hostedToken(),
+      );
       const source = o.releases?.();
       const a = new NodeAgent({
         apiUrl: 'in-process',
-        token,
+        token: first,
         dataDir: o.dataDir,
         edgePort: 0,
         plane,
@@ -68,13 +73,7 @@ export function hostedNodeWorker(o: HostedNodeOptions): BackgroundWorker {
         transport: async (method, p, body, signal) => {
           let node;
           try {
-            node = await api.authenticate(token).catch(async (e: unknown) => {
-              // Rotated (`nodes rotate-token --node hosted`): the record holds the new token, sealed.
-              const now = isPlatformError(e) && e.status === 401 ? await o.nodes.hostedToken() : null;
-              if (!now || now === token) throw e;
-              token = now;
-              return api.authenticate(token);
-            });
+            node = await authenticate();
           } catch (e) {
             if (!isPlatformError(e)) throw e;
             return { status: e.status, body: { success: false, error: { code: e.code, message: e.message } } };
@@ -99,5 +98,31 @@ export function hostedNodeWorker(o: HostedNodeOptions): BackgroundWorker {
       await agent?.stop();
       agent = null;
     },
+  };
+}
+
+/**
+ * Authentication with the hosted node's token that follows a rotation (`nodes rotate-token --node
+ * hosted`): a refused call opens the token now on the record and tries once more with it. Each call
+ * compares with the token it was refused with, not with the one held now, so calls refused together
+ * (a heartbeat beside a claim) all retry: comparing with the one held now, every call but the first
+ * to learn of the new token took its own refusal for a revoked node, and the agent stopped.
+ */
+export function rotatingToken<N>(
+  first: string,
+  authenticate: (token: string) => Promise<N>,
+  current: () => Promise<string | null>,
+): () => Promise<N> {
+  let token = first;
+  return async () => {
+    const used = token;
+    try {
+      return await authenticate(used);
+    } catch (e) {
+      const now = isPlatformError(e) && e.status === 401 ? await current() : null;
+      if (!now || now === used) throw e;
+      token = now;
+      return authenticate(now);
+    }
   };
 }
