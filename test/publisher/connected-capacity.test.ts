@@ -1,12 +1,6 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import { NodeAgent } from '../../dataplane/agent/agent';
-import { DataPlane } from '../../dataplane/plane';
-import { RuntimeDrivers } from '../../dataplane/runtimes/driver';
+import { agentNode, type AgentNode } from '../support/agent-node';
 import { siteViaEdge } from '../support/edge';
 import { startTestPlatform, uniqueName, type TestPlatform } from '../support/platform';
-import { staticDriver } from '../support/static-driver';
 import { PREFIX, projectPath, until, waitForOperation } from './support';
 
 /**
@@ -21,45 +15,22 @@ import { PREFIX, projectPath, until, waitForOperation } from './support';
 jest.setTimeout(180_000);
 
 let t: TestPlatform;
-let root: string;
-let plane: DataPlane;
-let agent: NodeAgent | null = null;
+let machine: AgentNode;
 
 beforeAll(async () => {
   t = await startTestPlatform({ PUBLISHER_NODE_WAIT_MS: '20000' });
-  root = await mkdtemp(path.join(os.tmpdir(), 'connected-capacity-'));
-  plane = new DataPlane({
-    edgePort: 0,
-    host: '127.0.0.1',
-    sitesRoot: path.join(root, 'sites'),
-    cacheRoot: path.join(root, 'cache'),
-    drivers: new RuntimeDrivers([{ ...staticDriver(path.join(root, 'runtimes')), name: 'ghost' }]),
-    // As `nodes agent --memory-mb 1024` with the default idle time: only room decides here.
-    sleep: { idleMs: 15 * 60_000, memoryMb: 1024 },
-  });
-  await plane.start();
+  // As `nodes agent --memory-mb 1024` with the default idle time: only room decides here.
+  machine = await agentNode(t, 'connected-capacity', { idleMs: 15 * 60_000, memoryMb: 1024 });
 });
 afterAll(async () => {
-  await agent?.stop();
-  await plane?.stop();
+  await machine?.stop();
   await t?.stop();
-  await rm(root, { recursive: true, force: true });
 });
 
 it("puts the node's least recently used site to sleep to start another that would not fit, and the next to wake it", async () => {
   const { key, accountId } = await t.createKey({ plan: 'pro', account: uniqueName('node-capacity') });
   const node = await t.platform.services.publisher.nodes.register(accountId, 'two-sites-of-memory');
-  agent = new NodeAgent({
-    apiUrl: t.bridgeUrl,
-    token: node.token,
-    dataDir: root,
-    edgePort: 0,
-    plane,
-    executor: 'real',
-    heartbeatMs: 200,
-    claimWaitMs: 1_000,
-  });
-  await agent.start();
+  await machine.start(node.token);
 
   const sites: Array<{ projectId: string; url: string }> = [];
   for (const name of ['First', 'Second', 'Third']) {
@@ -87,7 +58,7 @@ it("puts the node's least recently used site to sleep to start another that woul
   ).toEqual(['sleeping', 'running', 'running']);
 
   // A request for the first wakes it through the node's edge; the second is now the least recently used.
-  const woken = await siteViaEdge(plane.edge.port!, sites[0].url);
+  const woken = await siteViaEdge(machine.plane.edge.port!, sites[0].url);
   expect(woken.status).toBe(200);
   expect(woken.body).toContain('It works');
   expect(

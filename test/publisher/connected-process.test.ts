@@ -1,12 +1,6 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import { NodeAgent } from '../../dataplane/agent/agent';
 import { NODE_AGENT_PATH, NODE_TOKEN_HEADER, type SiteProcessReport } from '../../dataplane/agent/wire';
-import { DataPlane } from '../../dataplane/plane';
-import { RuntimeDrivers } from '../../dataplane/runtimes/driver';
+import { agentNode, type AgentNode } from '../support/agent-node';
 import { startTestPlatform, uniqueName, type TestPlatform } from '../support/platform';
-import { staticDriver } from '../support/static-driver';
 import { ISO, PREFIX, projectPath, until, waitForOperation } from './support';
 
 /**
@@ -20,27 +14,15 @@ import { ISO, PREFIX, projectPath, until, waitForOperation } from './support';
 jest.setTimeout(180_000);
 
 let t: TestPlatform;
-let root: string;
-let plane: DataPlane;
-let agent: NodeAgent | null = null;
+let machine: AgentNode;
 
 beforeAll(async () => {
   t = await startTestPlatform({ PUBLISHER_NODE_WAIT_MS: '20000' });
-  root = await mkdtemp(path.join(os.tmpdir(), 'connected-process-'));
-  plane = new DataPlane({
-    edgePort: 0,
-    host: '127.0.0.1',
-    sitesRoot: path.join(root, 'sites'),
-    cacheRoot: path.join(root, 'cache'),
-    drivers: new RuntimeDrivers([{ ...staticDriver(path.join(root, 'runtimes')), name: 'ghost' }]),
-  });
-  await plane.start();
+  machine = await agentNode(t, 'connected-process');
 });
 afterAll(async () => {
-  await agent?.stop();
-  await plane?.stop();
+  await machine?.stop();
   await t?.stop();
-  await rm(root, { recursive: true, force: true });
 });
 
 const metadata = async (key: string, projectId: string) =>
@@ -86,17 +68,7 @@ describe("a connected site's process", () => {
     const nodes = t.platform.services.publisher.nodes;
     const node = await nodes.register(accountId, 'runs-it');
     const other = await nodes.register(accountId, 'speaks-for-it');
-    agent = new NodeAgent({
-      apiUrl: t.bridgeUrl,
-      token: node.token,
-      dataDir: root,
-      edgePort: 0,
-      plane,
-      executor: 'real',
-      heartbeatMs: 200,
-      claimWaitMs: 1_000,
-    });
-    await agent.start();
+    await machine.start(node.token);
 
     const site = await connectedSite(key, node._id, 'Reported');
     const created = await waitForOperation(t, key, site.projectId, site.operationId, 60_000);

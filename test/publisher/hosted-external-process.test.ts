@@ -1,12 +1,6 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import { NodeAgent } from '../../dataplane/agent/agent';
-import { DataPlane } from '../../dataplane/plane';
-import { RuntimeDrivers } from '../../dataplane/runtimes/driver';
+import { agentNode, type AgentNode } from '../support/agent-node';
 import { siteViaEdge } from '../support/edge';
 import { startTestPlatform, uniqueName, type TestPlatform } from '../support/platform';
-import { staticDriver } from '../support/static-driver';
 import { ISO, PREFIX, projectPath, until, waitForOperation } from './support';
 
 /**
@@ -19,9 +13,7 @@ import { ISO, PREFIX, projectPath, until, waitForOperation } from './support';
 jest.setTimeout(180_000);
 
 let t: TestPlatform;
-let root: string;
-let plane: DataPlane;
-let agent: NodeAgent | null = null;
+let machine: AgentNode;
 
 beforeAll(async () => {
   t = await startTestPlatform({
@@ -30,37 +22,16 @@ beforeAll(async () => {
     PUBLISHER_NODE_MEMORY_MB: '100000',
     PUBLISHER_NODE_WAIT_MS: '20000',
   });
-  root = await mkdtemp(path.join(os.tmpdir(), 'hosted-external-process-'));
-  plane = new DataPlane({
-    edgePort: 0,
-    host: '127.0.0.1',
-    sitesRoot: path.join(root, 'sites'),
-    cacheRoot: path.join(root, 'cache'),
-    drivers: new RuntimeDrivers([{ ...staticDriver(path.join(root, 'runtimes')), name: 'ghost' }]),
-    sleep: { idleMs: 1_500, memoryMb: null, sweepMs: 250 },
-  });
-  await plane.start();
+  machine = await agentNode(t, 'hosted-external-process', { idleMs: 1_500, memoryMb: null, sweepMs: 250 });
 });
 afterAll(async () => {
-  await agent?.stop();
-  await plane?.stop();
+  await machine?.stop();
   await t?.stop();
-  await rm(root, { recursive: true, force: true });
 });
 
 it("shows a hosted site's process and its sleeps and wakes as the hosted node's outside agent reports them", async () => {
   const token = await t.platform.services.publisher.nodes.hostedToken();
-  agent = new NodeAgent({
-    apiUrl: t.bridgeUrl,
-    token: token!,
-    dataDir: root,
-    edgePort: 0,
-    plane,
-    executor: 'real',
-    heartbeatMs: 200,
-    claimWaitMs: 1_000,
-  });
-  await agent.start();
+  await machine.start(token!);
 
   const { key } = await t.createKey({ plan: 'pro', account: uniqueName('hosted-external') });
   const created = await t.rest('POST', `${PREFIX}/sites`, { key, body: { name: 'Outside' } });
@@ -90,7 +61,7 @@ it("shows a hosted site's process and its sleeps and wakes as the hosted node's 
 
   // A request through the agent's edge wakes it.
   const siteUrl = new URL(created.body.data.site_url);
-  expect((await siteViaEdge(plane.edge.port!, siteUrl.href)).status).toBe(200);
+  expect((await siteViaEdge(machine.plane.edge.port!, siteUrl.href)).status).toBe(200);
   await until('the process to be reported running again', async () => (await processOf())?.status === 'running');
 
   const feed = await until('the sleep and the wake in the feed', async () => {
