@@ -17,6 +17,7 @@
 import 'reflect-metadata';
 import { execFileSync } from 'node:child_process';
 import { statfsSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { startBenchPlatform, statusViaEdge as viaEdge } from './bench-platform';
 
@@ -123,6 +124,8 @@ async function main(): Promise<void> {
     );
   } finally {
     await bench.stop();
+    // The sites' files are the run's own (the bench platform removes only its scratch directory).
+    await rm(dataDir, { recursive: true, force: true });
   }
 }
 
