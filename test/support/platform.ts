@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { Kafka, logLevel } from 'kafkajs';
 import { startPlatform, type Platform, type PlatformOptions } from '../../app/platform';
 import { loadConfig } from '../../core/config';
 import type { Plan, Role } from '../../core/principal';
@@ -114,6 +115,26 @@ export async function startTestPlatform(
       const conn = platform.conn;
       await conn.dropDatabase().catch(() => undefined);
       await platform.stop();
+      // A platform that shares another's names leaves them to it.
+      if (!shareWith) await dropTopics(`t${id}.`, base.kafkaBrokers);
     },
   };
+}
+
+/**
+ * Deletes a test platform's topics (its prefix). The broker outlives test runs, and a partition
+ * keeps files open: a machine's runs left some 20,000 partitions, past the broker's open-file limit
+ * (20,000 here), and it shut down in the middle of a run ("Too many open files").
+ */
+async function dropTopics(prefix: string, brokers: string[]): Promise<void> {
+  const admin = new Kafka({ clientId: 'test-platform-cleanup', brokers, logLevel: logLevel.NOTHING }).admin();
+  try {
+    await admin.connect();
+    const topics = (await admin.listTopics()).filter((t) => t.startsWith(prefix));
+    if (topics.length > 0) await admin.deleteTopics({ topics, timeout: 10_000 });
+  } catch {
+    // a broker that does not answer keeps them
+  } finally {
+    await admin.disconnect().catch(() => undefined);
+  }
 }
